@@ -1,0 +1,26 @@
+// recops/registry.h: what `recops list` and the binding show about the implementations.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "recops/device.h"
+
+namespace recops {
+
+struct ImplInfo {
+  std::string id;           // e.g. "cuda_sm80", "cpu_generic", "reference"
+  DeviceType backend;       // which tensors it runs on
+  std::string unavailable;  // "" when this build and machine can run it, else the reason
+};
+
+struct OpInfo {
+  std::string name;    // canonical op name, e.g. "jagged_to_padded_dense"
+  std::string family;  // folder under src/ops, e.g. "jagged_conversions"
+  std::vector<ImplInfo> impls;  // best first, reference last
+};
+
+// Every op compiled into this library, in a stable order.
+std::vector<OpInfo> list_ops();
+
+}  // namespace recops

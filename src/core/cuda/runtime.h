@@ -1,0 +1,32 @@
+// core/cuda/runtime.h: the few CUDA runtime services the entries need, callable from plain C++
+// translation units. In a build without CUDA every function returns a cuda_error Status saying so.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "recops/status.h"
+
+namespace recops::core::cuda {
+
+bool built_with_cuda();
+// Number of visible devices (0 without CUDA or without a driver).
+int device_count();
+// Compute capability as major*10+minor of device `index`, 0 when unavailable.
+int compute_capability(int index);
+std::string device_name(int index);
+
+// Copies `count` elements of `elem_size` bytes, `stride` elements apart, from device memory into
+// dense host memory, on `stream`, and waits for them.
+Status copy_strided_to_host(void* host, const void* device, int64_t elem_size, int64_t count,
+                            int64_t stride, int device_index, void* stream);
+// True while `stream` is capturing a CUDA graph (no synchronisation is allowed then).
+bool stream_capturing(void* stream);
+
+Status malloc_device(void** ptr, size_t bytes, int device_index);
+void free_device(void* ptr);
+Status memcpy_any(void* dst, const void* src, size_t bytes);  // cudaMemcpyDefault, synchronous
+Status synchronize(int device_index);
+
+}  // namespace recops::core::cuda

@@ -1,0 +1,45 @@
+// core/parallel.h: CPU threading helpers (OpenMP when available, serial otherwise).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+namespace recops::core {
+
+inline int max_threads(int requested = 0) {
+#ifdef _OPENMP
+  return requested > 0 ? requested : omp_get_max_threads();
+#else
+  (void)requested;
+  return 1;
+#endif
+}
+
+// Calls fn(begin, end) over [0, n) split into contiguous chunks of at least `grain` items,
+// statically scheduled so that results never depend on timing.
+template <class F>
+void parallel_for(int64_t n, int64_t grain, int threads, F&& fn) {
+  if (n <= 0) return;
+  const int64_t max_chunks = std::max<int64_t>(1, n / std::max<int64_t>(1, grain));
+  const int nt = static_cast<int>(std::min<int64_t>(max_threads(threads), max_chunks));
+  if (nt <= 1) {
+    fn(int64_t{0}, n);
+    return;
+  }
+#ifdef _OPENMP
+#pragma omp parallel num_threads(nt)
+  {
+    const int t = omp_get_thread_num();
+    const int64_t begin = n * t / nt, end = n * (t + 1) / nt;
+    if (begin < end) fn(begin, end);
+  }
+#else
+  fn(int64_t{0}, n);
+#endif
+}
+
+}  // namespace recops::core

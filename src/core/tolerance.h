@@ -1,0 +1,44 @@
+// core/tolerance.h: the accuracy standard's per-dtype thresholds (accuracy.md), shared by the CLI
+// and the tests. One place; any loosening needs a comment and review.
+#pragma once
+
+#include <cmath>
+#include <string_view>
+
+#include "recops/dtype.h"
+
+namespace recops::core {
+
+// T: the dtype's threshold, about its unit roundoff times a few accumulation steps.
+inline double threshold(DType t) {
+  switch (t) {
+    case DType::fp64: return 0x1p-40;  // not in accuracy.md: fp64 ops against an fp64 golden
+    case DType::fp32: return 0x1p-13;  // 2^-13: fp32 accumulation over long sums
+    case DType::fp16: return 0x1p-10;  // 2^-10: one fp16 ulp at 1
+    case DType::bf16: return 0x1p-7;   // 2^-7: one bf16 ulp at 1
+    case DType::fp8_e4m3: return 0x1p-3;  // 2^-3: one e4m3 ulp at 1
+    default: return 0.0;               // integer and bool outputs compare exactly
+  }
+}
+// tf32 (matmuls with allow_tf32) uses 2^-10.
+inline constexpr double kTf32Threshold = 0x1p-10;
+
+// The smallest normal of each floating dtype: `small` in accuracy.md, before scaling by the
+// output's typical magnitude.
+inline double smallest_normal(DType t) {
+  switch (t) {
+    case DType::fp64: return 2.2250738585072014e-308;
+    case DType::fp32: return 1.1754943508222875e-38;
+    case DType::fp16: return 6.103515625e-05;
+    case DType::bf16: return 1.1754943508222875e-38;
+    case DType::fp8_e4m3: return 0.015625;
+    default: return 0.0;
+  }
+}
+
+enum class Standard { exact, single, dbl };
+inline std::string_view standard_name(Standard s) {
+  return s == Standard::exact ? "exact" : s == Standard::single ? "single" : "double";
+}
+
+}  // namespace recops::core

@@ -1,0 +1,16 @@
+// dense_to_jagged/impls.h: the implementations the entry lists.
+#pragma once
+
+#include "ops/dense_to_jagged/params.h"
+#include "recops/context.h"
+#include "recops/status.h"
+
+namespace recops::ops {
+
+Status dense_to_jagged_reference(const DenseToJaggedParams& p, const Context& ctx);
+Status dense_to_jagged_cpu(const DenseToJaggedParams& p, const Context& ctx);
+#ifdef RECOPS_WITH_CUDA
+Status dense_to_jagged_cuda(const DenseToJaggedParams& p, const Context& ctx);
+#endif
+
+}  // namespace recops::ops

@@ -1,0 +1,17 @@
+// jagged_to_padded_dense/impls.h: the implementations the entry lists (definitions live in
+// reference.cpp, cpu/ and cuda/; none includes another).
+#pragma once
+
+#include "ops/jagged_to_padded_dense/params.h"
+#include "recops/context.h"
+#include "recops/status.h"
+
+namespace recops::ops {
+
+Status jagged_to_padded_dense_reference(const JaggedToPaddedDenseParams& p, const Context& ctx);
+Status jagged_to_padded_dense_cpu(const JaggedToPaddedDenseParams& p, const Context& ctx);
+#ifdef RECOPS_WITH_CUDA
+Status jagged_to_padded_dense_cuda(const JaggedToPaddedDenseParams& p, const Context& ctx);
+#endif
+
+}  // namespace recops::ops

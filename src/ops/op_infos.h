@@ -1,0 +1,14 @@
+// ops/op_infos.h: one describe function per op, gathered by list_ops.cpp for `recops list`.
+#pragma once
+
+#include "recops/registry.h"
+
+namespace recops::ops {
+
+OpInfo complete_cumsum_info();
+OpInfo exclusive_cumsum_info();
+OpInfo inclusive_cumsum_info();
+OpInfo jagged_to_padded_dense_info();
+OpInfo dense_to_jagged_info();
+
+}  // namespace recops::ops
