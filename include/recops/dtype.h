@@ -97,6 +97,7 @@ inline uint32_t round_to_format(double x, int exp_bits, int mant, bool inf_ok, d
     if (a >= half_ulp_above) return sign_bit | inf_bits;
     v = max_finite;
   }
+  if (v == 0.0) return sign_bit;  // underflow to (signed) zero
   // Encode v exactly.
   int ve;
   std::frexp(v, &ve);

@@ -58,6 +58,7 @@ struct TensorView {
   // True when dims [from, ndim) are laid out densely (row-major, last stride 1); size-1 and
   // empty dims may have any stride.
   bool inner_contiguous(int from) const {
+    if (inner_numel(from) == 0) return true;  // no elements: any strides will do
     int64_t expect = 1;
     for (int i = ndim - 1; i >= from; --i) {
       if (sizes[i] != 1 && sizes[i] != 0 && strides[i] != expect) return false;
