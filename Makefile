@@ -1,0 +1,72 @@
+# recops: the two commands of the README, plus the pieces they are made of.
+#   make run   installs what is missing, builds, runs `recops check` over every op on the CPU and a
+#              short `recops bench` table
+#   make test  builds and runs the whole suite: ctest, pytest, recops check, the sanitizer build,
+#              the format check and the fuzzers
+# Everything is installed by package name (Debian packages, PyPI); nothing is downloaded by hand.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eo pipefail -c
+ROOT := $(abspath .)
+BUILD ?= build
+VENV ?= .venv
+PY := $(ROOT)/$(VENV)/bin/python
+JOBS ?= $(shell nproc)
+RECOPS := $(ROOT)/$(BUILD)/bin/recops
+CMAKE_ARGS ?=
+
+APT_PACKAGES := cmake ninja-build g++ clang clang-format libclang-rt-14-dev libomp-dev ccache \
+  libyaml-cpp-dev libcli11-dev nlohmann-json3-dev libgtest-dev
+PY_PACKAGES := torch numpy pytest pyyaml safetensors scikit-build-core ninja
+
+.PHONY: run test deps deps-apt deps-py build check bench ctest pytest asan format format-check fuzz clean
+
+run: deps build
+	$(RECOPS) list
+	$(RECOPS) check --backend cpu
+	$(RECOPS) bench --backend cpu --quick
+
+test: deps build
+	@bash scripts/test_all.sh
+
+deps: deps-apt deps-py
+
+# Debian packages, installed only when one is missing.
+deps-apt:
+	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
+	fi
+
+# The Python environment: .venv with torch and the test tools; python/ is put on its path so that
+# `.venv/bin/python -c "import recops"` works against the library built in build/.
+deps-py: $(VENV)/.recops-deps
+
+$(VENV)/.recops-deps: Makefile
+	@[ -x $(PY) ] || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check $(PY_PACKAGES)
+	@site=$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'); \
+	  echo "$(ROOT)/python" > $$site/recops-dev.pth
+	@touch $@
+
+build: deps
+	cmake -S . -B $(BUILD) -G Ninja -DPython3_EXECUTABLE=$(PY) $(CMAKE_ARGS)
+	cmake --build $(BUILD) -j $(JOBS)
+	@ln -sf $(BUILD)/compile_commands.json compile_commands.json
+
+check: build
+	$(RECOPS) check --backend cpu
+
+bench: build
+	$(RECOPS) bench --backend cpu --quick
+
+format:
+	@git ls-files '*.h' '*.cpp' '*.cu' '*.cuh' | xargs clang-format -i
+
+format-check:
+	@git ls-files '*.h' '*.cpp' '*.cu' '*.cuh' | xargs clang-format --dry-run --Werror
+
+clean:
+	rm -rf $(BUILD) build-asan build-fuzz

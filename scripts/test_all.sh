@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# The whole test suite (`make test` after the build): each runner's summary is printed, every
+# runner runs even when an earlier one fails, and the exit status is non-zero on any failure.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+BUILD=${BUILD:-build}
+PY=${PY:-$ROOT/.venv/bin/python}
+JOBS=${JOBS:-$(nproc)}
+RECOPS=$ROOT/$BUILD/bin/recops
+
+passed=0
+failed=0
+failures=()
+summary=()
+
+step() {  # step NAME COMMAND...: run, remember the verdict and the last lines of output
+  local name=$1
+  shift
+  echo
+  echo "=== $name: $*"
+  local start=$SECONDS
+  local log
+  log=$(mktemp)
+  "$@" 2>&1 | tee "$log"
+  local rc=${PIPESTATUS[0]}
+  local took=$((SECONDS - start))
+  if [ "$rc" -eq 0 ]; then
+    passed=$((passed + 1))
+    summary+=("PASS  $name (${took}s)")
+  else
+    failed=$((failed + 1))
+    failures+=("$name")
+    summary+=("FAIL  $name (${took}s, exit $rc)")
+  fi
+  rm -f "$log"
+}
+
+# 1. C++ tests (core, ops against the reference, the CLI's own tests).
+step ctest ctest --test-dir "$BUILD" --output-on-failure -j "$JOBS"
+
+# 2. The binding contract (opcheck, gradcheck, torch.compile, plain-PyTorch comparisons).
+step pytest "$PY" -m pytest tests/python -q -p no:cacheprovider
+
+# 3. Every op's cases on the CPU against the fp64 golden, twice bit-identical.
+step "recops check" "$RECOPS" check --backend cpu --repeat 2
+
+# 4. The CPU code under AddressSanitizer and UndefinedBehaviorSanitizer (no CUDA, no torch: this is
+#    also the torch-free build of the core, the CLI and tests/cpp).
+asan() {
+  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DRECOPS_SANITIZE=ON \
+    -DRECOPS_WITH_CUDA=OFF -DRECOPS_BUILD_TORCH=OFF >/dev/null &&
+    cmake --build build-asan -j "$JOBS" &&
+    ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+      ctest --test-dir build-asan --output-on-failure -j "$JOBS"
+}
+step "asan+ubsan ctest" asan
+
+# 5. Formatting of every tracked C++/CUDA source.
+step "clang-format" bash -c "git ls-files '*.h' '*.cpp' '*.cu' '*.cuh' | xargs clang-format --dry-run --Werror"
+
+# 6. Bounded fuzzing of the case-file parser and the jagged validation (libFuzzer, clang).
+if [ -x scripts/run_fuzz.sh ]; then
+  step fuzz scripts/run_fuzz.sh
+fi
+
+echo
+echo "=== summary"
+printf '%s\n' "${summary[@]}"
+echo "suites: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
