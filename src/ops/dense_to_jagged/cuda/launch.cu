@@ -1,0 +1,73 @@
+// dense_to_jagged/cuda/launch.cu: unit width choice, lanes per row, grid, checked launch.
+#include <cstdint>
+
+#include "core/cuda/bits.cuh"
+#include "core/cuda/launch.h"
+#include "ops/dense_to_jagged/cuda/kernels.cuh"
+#include "ops/dense_to_jagged/impls.h"
+
+namespace recops::ops {
+namespace {
+
+constexpr const char* kOp = "dense_to_jagged";
+
+// Smallest power of two >= w, capped at 32 (a row never takes more than one warp's lanes).
+int lanes_log2_for(int64_t w) {
+  int g = 0;
+  while (g < 5 && (int64_t{1} << g) < w) ++g;
+  return g;
+}
+
+template <int kBytes>
+Status launch(const DenseToJaggedParams& p, const Context& ctx) {
+  using U = core::cuda::Unit<kBytes>;
+  const int64_t es = p.elem_size;
+  d2j_cuda::Args<U> a{};
+  a.dense = static_cast<const U*>(p.dense);
+  a.out = static_cast<U*>(p.out);
+  a.offsets = core::cuda::ClampedOffsets{p.seq_offsets, p.offsets_stride, p.total_L, p.offsets_int64};
+  a.B = p.B;
+  a.S = p.S;
+  a.total_L = p.total_L;
+  a.W = p.D * es / kBytes;
+  a.dense_batch_stride = p.dense_batch_stride * es / kBytes;
+  a.dense_row_stride = p.dense_row_stride * es / kBytes;
+  a.out_row_stride = p.out_row_stride * es / kBytes;
+  a.lanes_log2 = lanes_log2_for(a.W);
+  a.tile_rows = int64_t{d2j_cuda::kRowsPerThread} * (d2j_cuda::kThreads >> a.lanes_log2);
+  a.num_tiles = (p.total_L + a.tile_rows - 1) / a.tile_rows;
+
+  auto* kernel = &d2j_cuda::dense_to_jagged_kernel<U>;
+  unsigned grid = 1;
+  RECOPS_RETURN_IF_ERROR(core::cuda::persistent_grid(reinterpret_cast<const void*>(kernel),
+                                                     d2j_cuda::kThreads, 0, a.num_tiles, &grid));
+  return RECOPS_LAUNCH_KERNEL(kOp, kernel, dim3(grid), dim3(d2j_cuda::kThreads), 0, ctx.stream, a);
+}
+
+}  // namespace
+
+Status dense_to_jagged_cuda(const DenseToJaggedParams& p, const Context& ctx) {
+  if (p.total_L <= 0 || p.D == 0) return Status::Ok();  // empty out: no launch
+  core::cuda::ScopedDevice guard(p.device_index);
+  RECOPS_RETURN_IF_ERROR(guard.status());
+  const int64_t es = p.elem_size;
+  // With S = 0 dense is never read, so its pointer and strides do not constrain the unit.
+  const bool reads = p.S > 0 && p.B > 0;
+  const int unit = core::cuda::pick_unit_bytes(
+      es, {reads ? reinterpret_cast<uint64_t>(p.dense) : 0, reinterpret_cast<uint64_t>(p.out),
+           static_cast<uint64_t>(p.D * es),
+           reads ? static_cast<uint64_t>(p.dense_batch_stride * es) : 0,
+           reads ? static_cast<uint64_t>(p.dense_row_stride * es) : 0,
+           static_cast<uint64_t>(p.out_row_stride * es)});
+  switch (unit) {
+    case 16: return launch<16>(p, ctx);
+    case 8: return launch<8>(p, ctx);
+    case 4: return launch<4>(p, ctx);
+    case 2: return launch<2>(p, ctx);
+    case 1: return launch<1>(p, ctx);
+  }
+  return Status(StatusCode::internal,
+                detail::cat(kOp, ": no unit width for elem_size ", es, " (expected 1, 2, 4 or 8)"));
+}
+
+}  // namespace recops::ops

@@ -1,0 +1,74 @@
+// jagged_to_padded_dense/cuda/launch.cu: unit width choice, lanes per row, grid, checked launch.
+#include <cstdint>
+
+#include "core/cuda/bits.cuh"
+#include "core/cuda/launch.h"
+#include "ops/jagged_to_padded_dense/cuda/kernels.cuh"
+#include "ops/jagged_to_padded_dense/impls.h"
+
+namespace recops::ops {
+namespace {
+
+constexpr const char* kOp = "jagged_to_padded_dense";
+
+// Smallest power of two >= w, capped at 32 (a row never takes more than one warp's lanes).
+int lanes_log2_for(int64_t w) {
+  int g = 0;
+  while (g < 5 && (int64_t{1} << g) < w) ++g;
+  return g;
+}
+
+template <int kBytes>
+Status launch(const JaggedToPaddedDenseParams& p, const Context& ctx) {
+  using U = core::cuda::Unit<kBytes>;
+  const int64_t es = p.elem_size;
+  j2pd_cuda::Args<U> a{};
+  a.values = static_cast<const U*>(p.values);
+  a.out = static_cast<U*>(p.out);
+  a.offsets = core::cuda::ClampedOffsets{p.seq_offsets, p.offsets_stride, p.total_L, p.offsets_int64};
+  a.B = p.B;
+  a.max_L = p.max_L;
+  a.W = p.D * es / kBytes;
+  a.values_row_stride = p.values_row_stride * es / kBytes;
+  a.out_batch_stride = p.out_batch_stride * es / kBytes;
+  a.out_row_stride = p.out_row_stride * es / kBytes;
+  a.lanes_log2 = lanes_log2_for(a.W);
+  a.tile_rows = int64_t{j2pd_cuda::kRowsPerThread} * (j2pd_cuda::kThreads >> a.lanes_log2);
+  const int64_t rows = p.B * p.max_L;
+  a.num_tiles = (rows + a.tile_rows - 1) / a.tile_rows;
+  a.pad = core::cuda::fill_pattern<kBytes>(p.padding_bits, es);
+
+  auto* kernel = &j2pd_cuda::jagged_to_padded_dense_kernel<U>;
+  unsigned grid = 1;
+  RECOPS_RETURN_IF_ERROR(core::cuda::persistent_grid(reinterpret_cast<const void*>(kernel),
+                                                     j2pd_cuda::kThreads, 0, a.num_tiles, &grid));
+  return RECOPS_LAUNCH_KERNEL(kOp, kernel, dim3(grid), dim3(j2pd_cuda::kThreads), 0, ctx.stream, a);
+}
+
+}  // namespace
+
+Status jagged_to_padded_dense_cuda(const JaggedToPaddedDenseParams& p, const Context& ctx) {
+  if (p.B == 0 || p.max_L == 0 || p.D == 0) return Status::Ok();  // empty out: no launch
+  core::cuda::ScopedDevice guard(p.device_index);
+  RECOPS_RETURN_IF_ERROR(guard.status());
+  const int64_t es = p.elem_size;
+  // With total_L = 0 values is never read, so its pointer and stride do not constrain the unit.
+  const bool reads = p.total_L > 0;
+  const int unit = core::cuda::pick_unit_bytes(
+      es, {reads ? reinterpret_cast<uint64_t>(p.values) : 0, reinterpret_cast<uint64_t>(p.out),
+           static_cast<uint64_t>(p.D * es),
+           reads ? static_cast<uint64_t>(p.values_row_stride * es) : 0,
+           static_cast<uint64_t>(p.out_batch_stride * es),
+           static_cast<uint64_t>(p.out_row_stride * es)});
+  switch (unit) {
+    case 16: return launch<16>(p, ctx);
+    case 8: return launch<8>(p, ctx);
+    case 4: return launch<4>(p, ctx);
+    case 2: return launch<2>(p, ctx);
+    case 1: return launch<1>(p, ctx);
+  }
+  return Status(StatusCode::internal,
+                detail::cat(kOp, ": no unit width for elem_size ", es, " (expected 1, 2, 4 or 8)"));
+}
+
+}  // namespace recops::ops
