@@ -1,0 +1,65 @@
+"""recops: jagged-tensor operators for recommendation models, as PyTorch ops.
+
+Importing the package loads ``librecops_torch.so``, which registers the ``torch.ops.recops.*``
+operators (CPU, CUDA when built with it, Meta and Autograd kernels). The library is searched for,
+in order:
+
+1. ``$RECOPS_TORCH_LIB`` (a path to the ``.so``);
+2. next to this package (``pip install .`` puts it there);
+3. ``<repo>/build/lib`` (the CMake build of a source checkout, e.g. ``make build``).
+
+Size letters (jagged_ops.md): ``B`` sequences, ``total_L`` rows of a jagged values tensor,
+``max_L`` the truncation bound (``max_seq_len``), ``D`` the product of the trailing dims ``E``.
+A jagged tensor is ``values [total_L, *E]`` plus ``seq_offsets [B+1]`` (int32 or int64,
+``seq_offsets[0] == 0``, non-decreasing, ``seq_offsets[B] == total_L``).
+"""
+
+import os as _os
+from pathlib import Path as _Path
+
+import torch as _torch
+
+__all__ = [
+    "jagged_to_padded_dense",
+    "dense_to_jagged",
+    "complete_cumsum",
+    "exclusive_cumsum",
+    "inclusive_cumsum",
+    "set_validate",
+    "library_path",
+]
+
+_LIB_NAME = "librecops_torch.so"
+
+
+def _find_library() -> _Path:
+    here = _Path(__file__).resolve().parent
+    env = _os.environ.get("RECOPS_TORCH_LIB")
+    candidates = []
+    if env:
+        candidates.append(_Path(env))
+    candidates.append(here / _LIB_NAME)
+    candidates.append(here.parent.parent / "build" / "lib" / _LIB_NAME)
+    for c in candidates:
+        if c.is_file():
+            return c
+    raise ImportError(
+        "recops: cannot find " + _LIB_NAME + "; looked at "
+        + ", ".join(str(c) for c in candidates)
+        + ". Build it (cmake -S . -B build && cmake --build build) or set RECOPS_TORCH_LIB."
+    )
+
+
+library_path = _find_library()
+if not hasattr(_torch.ops.recops, "jagged_to_padded_dense"):
+    _torch.ops.load_library(str(library_path))
+
+from . import ops as _ops  # noqa: E402  (registers the Python fake kernels)
+from .ops import (  # noqa: E402,F401
+    complete_cumsum,
+    dense_to_jagged,
+    exclusive_cumsum,
+    inclusive_cumsum,
+    jagged_to_padded_dense,
+    set_validate,
+)

@@ -1,0 +1,114 @@
+// torch/convert.h: the seam between torch and recops. at::Tensor -> recops::TensorView without a
+// copy, recops::Status -> a torch error carrying the reason text unchanged, recops::Shape ->
+// allocation, and the per-call Context (CPU threads here; the CUDA stream in cuda_context.h).
+#pragma once
+
+#include <ATen/Parallel.h>
+#include <ATen/core/Tensor.h>
+#include <c10/util/Exception.h>
+
+#include <string>
+#include <string_view>
+
+#include "recops/context.h"
+#include "recops/status.h"
+#include "recops/tensor_view.h"
+
+namespace recops::binding {
+
+// torch dtype -> recops dtype; an error naming the op and argument for a dtype recops lacks.
+inline DType to_dtype(c10::ScalarType t, std::string_view op, std::string_view arg) {
+  switch (t) {
+    case c10::ScalarType::Double: return DType::fp64;
+    case c10::ScalarType::Float: return DType::fp32;
+    case c10::ScalarType::Half: return DType::fp16;
+    case c10::ScalarType::BFloat16: return DType::bf16;
+    case c10::ScalarType::Float8_e4m3fn: return DType::fp8_e4m3;
+    case c10::ScalarType::Int: return DType::int32;
+    case c10::ScalarType::Long: return DType::int64;
+    case c10::ScalarType::Byte: return DType::uint8;
+    case c10::ScalarType::Bool: return DType::boolean;
+    default: break;
+  }
+  TORCH_CHECK(false, op, ": ", arg, " has dtype ", t,
+              ", which recops does not support (fp64, fp32, fp16, bf16, float8_e4m3fn, int32, "
+              "int64, uint8, bool)");
+  return DType::fp32;  // unreachable
+}
+
+inline c10::ScalarType to_scalar_type(DType t) {
+  switch (t) {
+    case DType::fp64: return c10::ScalarType::Double;
+    case DType::fp32: return c10::ScalarType::Float;
+    case DType::fp16: return c10::ScalarType::Half;
+    case DType::bf16: return c10::ScalarType::BFloat16;
+    case DType::fp8_e4m3: return c10::ScalarType::Float8_e4m3fn;
+    case DType::int32: return c10::ScalarType::Int;
+    case DType::int64: return c10::ScalarType::Long;
+    case DType::uint8: return c10::ScalarType::Byte;
+    case DType::boolean: return c10::ScalarType::Bool;
+  }
+  return c10::ScalarType::Undefined;
+}
+
+// A view of `t` sharing its memory, sizes and strides. Meta tensors become CPU views without data
+// (only shape functions see them).
+inline TensorView to_view(const at::Tensor& t, std::string_view op, std::string_view arg) {
+  TORCH_CHECK(t.defined(), op, ": ", arg, " is an undefined tensor");
+  TORCH_CHECK(t.dim() <= kMaxDims, op, ": ", arg, " has ", t.dim(), " dims; recops supports at most ",
+              kMaxDims);
+  TensorView v;
+  v.data = t.is_meta() ? nullptr : t.data_ptr();
+  v.dtype = to_dtype(t.scalar_type(), op, arg);
+  if (t.is_cuda()) {
+    v.device = Device::cuda(t.get_device());
+  } else {
+    TORCH_CHECK(t.is_cpu() || t.is_meta(), op, ": ", arg, " is on ", t.device(),
+                "; recops supports cpu and cuda tensors");
+    v.device = Device::cpu();
+  }
+  v.ndim = static_cast<int>(t.dim());
+  for (int i = 0; i < v.ndim; ++i) {
+    v.sizes[i] = t.size(i);
+    v.strides[i] = t.stride(i);
+  }
+  return v;
+}
+
+// Dims [from, ndim) must be dense for the entries (jagged_ops.md §1.3: last stride 1, other strides
+// free). A tensor whose trailing dims are not dense is copied once; any other view passes through.
+inline at::Tensor dense_from(const at::Tensor& t, int64_t from) {
+  int64_t expect = 1;
+  for (int64_t i = t.dim() - 1; i >= from && i >= 0; --i) {
+    const int64_t n = t.size(i);
+    if (n != 1 && n != 0 && t.stride(i) != expect) return t.contiguous();
+    expect *= n;
+  }
+  return t;
+}
+
+// A failed Status becomes a torch error whose message is the reason, unchanged.
+inline void check(const Status& s) {
+  if (s.ok()) return;
+  if (s.code() == StatusCode::not_implemented) TORCH_CHECK_NOT_IMPLEMENTED(false, s.message());
+  TORCH_CHECK(false, s.message());
+}
+
+inline at::IntArrayRef as_sizes(const Shape& s) { return at::IntArrayRef(s.data(), s.size()); }
+
+// CPU calls run on torch's intra-op thread count, so torch.set_num_threads applies to recops too.
+inline Context cpu_context() {
+  Context ctx;
+  ctx.num_threads = at::get_num_threads();
+  return ctx;
+}
+
+// Shape sizes of a tensor for shape functions run by Meta kernels: true when every size is a plain
+// integer (eager meta tensors, static compile); false when some are symbolic (dynamic compile).
+inline bool has_concrete_sizes(const at::Tensor& t) {
+  for (const auto& s : t.sym_sizes())
+    if (!s.maybe_as_int()) return false;
+  return true;
+}
+
+}  // namespace recops::binding
