@@ -1,0 +1,352 @@
+// tools/recops/cmd_check.cpp: `recops check`: every case of each selected op's cases.yaml, run
+// through the public entry on each backend and judged against the golden (accuracy.md).
+//
+// Per case and backend: generate the inputs on the host (docs/cases.md), copy them to the device,
+// poison the outputs, run the op, compare with the golden (the reference implementation on CPU
+// copies, computed once per case), then rerun --repeat times and require the same bits. Every
+// failure prints one command that reruns only that case.
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <optional>
+
+#include "core/cuda/runtime.h"
+#include "recops/context.h"
+#include "tools/recops/commands.h"
+#include "tools/recops/common.h"
+#include "tools/recops/gen.h"
+#include "tools/recops/judge.h"
+
+namespace recops::cli {
+namespace {
+
+struct Result {
+  std::string op, case_id, dtype, variant, backend, impl;
+  std::string verdict;  // PASS or FAIL
+  std::string detail;
+  std::optional<double> max_abs, rel_l2;
+  std::string reproducer;
+  std::vector<std::pair<std::string, int64_t>> sizes;
+};
+
+bool selected(const std::vector<std::string>& v, const std::string& s) {
+  return v.empty() || std::find(v.begin(), v.end(), s) != v.end();
+}
+
+// One run of the op with poisoned outputs; the outputs come back on the host.
+struct RunOut {
+  Status status;
+  std::vector<Tensor> host_out;
+  std::string impl_used;
+};
+
+RunOut run_once(const Driver& d, const Problem& p, const std::vector<Input>& dev_in, Device dev,
+                const Context& base, int poison_variant) {
+  RunOut r;
+  std::vector<Tensor> outs = alloc_outputs(p, Device::cpu());
+  for (auto& t : outs) poison_fill(t.data(), t.dtype(), t.numel(), poison_variant);
+  std::vector<Tensor> dev_out;
+  if (dev.is_cpu()) {
+    dev_out = outs;  // shares the buffers
+  } else {
+    for (const auto& t : outs) dev_out.push_back(t.to(dev));
+  }
+  const auto in_views = views(dev_in);
+  const auto out_views = views(dev_out);
+  Context ctx = base;
+  ctx.impl_used = &r.impl_used;
+  Tensor ws;
+  if (const size_t wb = d.workspace_bytes(p, in_views, out_views); wb > 0) {
+    ws = Tensor::empty({static_cast<int64_t>(wb)}, DType::uint8, dev);
+    ctx.workspace = ws.data();
+    ctx.workspace_bytes = wb;
+  }
+  r.status = d.run(p, in_views, out_views, ctx);
+  if (dev.is_cuda()) {
+    // Asynchronous kernel errors surface here.
+    if (Status s = core::cuda::synchronize(dev.index); !s.ok() && r.status.ok()) r.status = s;
+    for (size_t i = 0; i < outs.size(); ++i) outs[i].copy_from(dev_out[i]);
+  }
+  r.host_out = std::move(outs);
+  return r;
+}
+
+std::string first_line(const std::string& s) {
+  const auto nl = s.find('\n');
+  return nl == std::string::npos ? s : s.substr(0, nl) + " ...";
+}
+
+}  // namespace
+
+int run_check(const CheckOptions& o, const std::string& argv0) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::string dir;
+  std::vector<std::string> ops;
+  try {
+    dir = ops_dir(o.cases_dir);
+    ops = select_ops(o.ops);
+  } catch (const std::exception& e) {
+    std::cerr << "recops check: " << e.what() << "\n";
+    return 2;
+  }
+  std::string berr;
+  const auto backends = select_backends(o.backends, &berr);
+  if (!berr.empty()) {
+    std::cerr << "recops check: " << berr << "\n";
+    return 2;
+  }
+  for (const auto& lst : {o.dtypes, o.offsets_dtypes, o.out_dtypes})
+    for (const auto& s : lst)
+      if (!dtype_from_name(s)) {
+        std::cerr << "recops check: unknown dtype '" << s << "'\n";
+        return 2;
+      }
+  // Data-dependent checks on CUDA tensors are part of what check verifies.
+  set_validate(true);
+
+  const CaseSchema schema = case_schema();
+  std::vector<Result> results;
+  int file_errors = 0;
+  std::vector<std::string> seen_case_ids;
+
+  for (const auto& folder : folders_of(ops)) {
+    const std::string path = dir + "/" + folder + "/cases.yaml";
+    CaseFile file;
+    try {
+      file = load_case_file(path, FileKind::cases, schema);
+    } catch (const CaseFileError& e) {
+      std::cerr << "error: " << e.what() << "\n";
+      ++file_errors;
+      continue;
+    }
+    for (const CaseRow& row : expand(file)) {
+      if (!selected(ops, row.op)) continue;
+      const CaseSpec& cs = *row.spec;
+      seen_case_ids.push_back(cs.id);
+      if (!selected(o.case_ids, cs.id)) continue;
+      if (o.quick && cs.tags.count("large")) continue;
+      const Driver* d = driver_for(row.op);
+      const DType dtype = row.dtype.value_or(d->default_dtype(row.op));
+      if (!selected(o.dtypes, std::string(dtype_name(dtype)))) continue;
+      if (!o.offsets_dtypes.empty() &&
+          (cs.offsets_dtypes.empty() || !selected(o.offsets_dtypes, std::string(dtype_name(row.offsets_dtype)))))
+        continue;
+      if (!o.out_dtypes.empty() &&
+          (!row.out_dtype || !selected(o.out_dtypes, std::string(dtype_name(*row.out_dtype)))))
+        continue;
+
+      // The golden is computed once per row, lazily, and shared by the backends.
+      std::optional<Problem> problem;
+      Status make_status;
+      std::optional<std::vector<Tensor>> gold;
+      Status gold_status;
+
+      for (DeviceType bt : backends) {
+        const std::string bname = backend_name(bt);
+        if (!cs.backends.empty() && !cs.backends.count(bname)) continue;
+        if (!o.impl.empty()) {
+          const auto ids = impl_ids(row.op, bt);
+          if (std::find(ids.begin(), ids.end(), o.impl) == ids.end()) continue;
+        }
+        Result r;
+        r.op = row.op;
+        r.case_id = cs.id;
+        r.dtype = std::string(dtype_name(dtype));
+        if (!cs.offsets_dtypes.empty()) r.variant += "off=" + std::string(dtype_name(row.offsets_dtype));
+        if (row.out_dtype) r.variant += std::string(r.variant.empty() ? "" : " ") + "out=" +
+                                        std::string(dtype_name(*row.out_dtype));
+        r.backend = bname;
+        auto finish = [&](bool pass, const std::string& detail) {
+          r.verdict = pass ? "PASS" : "FAIL";
+          r.detail = detail;
+          if (!pass) {
+            std::string cmd = shell_word(argv0) + " check --op " + row.op + " --case " + cs.id +
+                              " --dtype " + r.dtype;
+            if (!cs.offsets_dtypes.empty())
+              cmd += " --offsets-dtype " + std::string(dtype_name(row.offsets_dtype));
+            if (row.out_dtype) cmd += " --out-dtype " + std::string(dtype_name(*row.out_dtype));
+            cmd += " --backend " + bname;
+            const std::string impl = !o.impl.empty() ? o.impl : r.impl;
+            if (!impl.empty() && impl != "-") cmd += " --impl " + impl;
+            if (!o.cases_dir.empty()) cmd += " --cases-dir " + shell_word(o.cases_dir);
+            if (o.fail_on_ref) cmd += " --fail-on-ref";
+            if (o.repeat > 1) cmd += " --repeat " + std::to_string(o.repeat);
+            r.reproducer = cmd;
+          }
+          if (o.verbose)
+            std::cerr << r.verdict << " " << r.op << " " << r.case_id << " " << r.dtype << " "
+                      << r.variant << " " << r.backend << " " << r.impl << " " << first_line(detail)
+                      << "\n";
+          results.push_back(r);
+        };
+        try {
+          if (!problem) {
+            problem.emplace();
+            make_status = d->make(row, &*problem);
+          }
+          if (!make_status.ok()) {
+            r.impl = "-";
+            finish(false, "bad case: " + make_status.message());
+            continue;
+          }
+          const Problem& p = *problem;
+          r.sizes = p.sizes;
+          Context base;
+          base.impl = o.impl;
+          base.fail_on_reference = o.fail_on_ref;
+          const Device dev = bt == DeviceType::cuda ? Device::cuda(0) : Device::cpu();
+
+          RunOut first;
+          std::vector<Input> dev_in;
+          if (!p.shape_error.ok()) {
+            first.status = p.shape_error;  // the shape function refused: the op's answer
+          } else {
+            dev_in = dev.is_cpu() ? p.inputs : inputs_on(p.inputs, dev);
+            first = run_once(*d, p, dev_in, dev, base, 0);
+          }
+          r.impl = first.impl_used.empty() ? "-" : first.impl_used;
+
+          if (cs.expect_error) {
+            if (first.status.ok()) {
+              finish(false, "expected an error containing \"" + *cs.expect_error + "\", but the op succeeded");
+            } else if (first.status.message().find(*cs.expect_error) == std::string::npos) {
+              finish(false, "expected an error containing \"" + *cs.expect_error + "\", got: " +
+                                first.status.message());
+            } else {
+              finish(true, "error as expected: " + first_line(first.status.message()));
+            }
+            continue;
+          }
+          if (!first.status.ok()) {
+            finish(false, std::string(status_code_name(first.status.code())) + ": " + first.status.message());
+            continue;
+          }
+          if (!gold) {
+            gold.emplace();
+            gold_status = d->golden(p, &*gold);
+          }
+          if (!gold_status.ok()) {
+            finish(false, "the golden (reference) failed: " + gold_status.message());
+            continue;
+          }
+          JudgeOptions jo;
+          jo.standard = file.standard;
+          bool pass = true;
+          std::string detail;
+          double max_abs = 0, rel_l2 = 0;
+          bool need_second = false;
+          for (size_t i = 0; i < p.outputs.size(); ++i) {
+            const Judgement j = judge(first.host_out[i].view(), (*gold)[i].view(), jo);
+            max_abs = std::max(max_abs, j.max_abs);
+            rel_l2 = std::max(rel_l2, j.rel_l2);
+            need_second = need_second || j.ambiguous > 0;
+            if (!j.pass) {
+              pass = false;
+              if (detail.empty())
+                detail = p.outputs[i].name + ": " + j.detail + " (" + std::to_string(j.mismatched) +
+                         " mismatched, " + std::to_string(j.unwritten) + " unwritten, " +
+                         std::to_string(j.nonfinite) + " non-finite)";
+            }
+          }
+          // Elements whose golden equals the first poison: rerun with the second.
+          if (pass && need_second) {
+            RunOut second = run_once(*d, p, dev_in, dev, base, 1);
+            jo.poison_variant = 1;
+            for (size_t i = 0; i < p.outputs.size() && pass; ++i) {
+              const Judgement j = judge(second.host_out[i].view(), (*gold)[i].view(), jo);
+              if (!j.pass) {
+                pass = false;
+                detail = p.outputs[i].name + " (second poison): " + j.detail;
+              }
+            }
+          }
+          r.max_abs = max_abs;
+          r.rel_l2 = rel_l2;
+          // Determinism: the same bits on every rerun.
+          if (pass && cs.deterministic) {
+            for (int k = 1; k < o.repeat && pass; ++k) {
+              RunOut again = run_once(*d, p, dev_in, dev, base, k % 2);
+              if (!again.status.ok()) {
+                pass = false;
+                detail = "run " + std::to_string(k + 1) + " failed: " + again.status.message();
+                break;
+              }
+              for (size_t i = 0; i < p.outputs.size(); ++i) {
+                int64_t at = -1;
+                if (!bit_identical(again.host_out[i].view(), first.host_out[i].view(), &at)) {
+                  pass = false;
+                  detail = "run " + std::to_string(k + 1) + " differs from run 1 in " +
+                           p.outputs[i].name + " at element " + std::to_string(at);
+                  break;
+                }
+              }
+            }
+          }
+          finish(pass, detail);
+        } catch (const std::exception& e) {
+          if (r.impl.empty()) r.impl = "-";
+          finish(false, std::string("exception: ") + e.what());
+        }
+      }
+    }
+  }
+  for (const auto& id : o.case_ids)
+    if (std::find(seen_case_ids.begin(), seen_case_ids.end(), id) == seen_case_ids.end()) {
+      std::cerr << "recops check: no case '" << id << "' among the selected ops\n";
+      return 2;
+    }
+
+  Table t({"op", "case", "dtype", "backend", "impl", "max abs", "rel L2", "verdict"});
+  int failed = 0;
+  for (const auto& r : results) {
+    failed += r.verdict != "PASS";
+    t.add({r.op, r.case_id, r.variant.empty() ? r.dtype : r.dtype + " " + r.variant, r.backend, r.impl,
+           r.max_abs ? fmt_g(*r.max_abs) : "-", r.rel_l2 ? fmt_g(*r.rel_l2) : "-",
+           r.verdict == "PASS" ? (r.max_abs ? "PASS" : "PASS (error)") : "FAIL"});
+  }
+  std::cout << t.str();
+  if (failed) {
+    std::cout << "\nFailures (" << failed << "); reproduce each with the command below it:\n";
+    for (const auto& r : results)
+      if (r.verdict != "PASS")
+        std::cout << "  " << r.op << " " << r.case_id << " " << r.dtype << " " << r.variant << " ["
+                  << r.backend << "]: " << r.detail << "\n    " << r.reproducer << "\n";
+  }
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::cout << "\n" << results.size() - static_cast<size_t>(failed) << " passed, " << failed
+            << " failed";
+  if (file_errors) std::cout << ", " << file_errors << " case file(s) could not be read";
+  std::cout << " (" << fmt_g(secs, 3) << " s)\n";
+
+  if (!o.json.empty()) {
+    nlohmann::json arr = nlohmann::json::array();
+    for (const auto& r : results) {
+      nlohmann::json shape = nlohmann::json::object();
+      for (const auto& [k, v] : r.sizes) shape[k] = v;
+      arr.push_back({{"op", r.op}, {"case", r.case_id}, {"dtype", r.dtype}, {"variant", r.variant},
+                     {"backend", r.backend}, {"impl", r.impl}, {"shape", shape},
+                     {"max_abs", r.max_abs ? nlohmann::json(*r.max_abs) : nlohmann::json()},
+                     {"rel_l2", r.rel_l2 ? nlohmann::json(*r.rel_l2) : nlohmann::json()},
+                     {"verdict", r.verdict}, {"detail", r.detail},
+                     {"reproducer", r.reproducer.empty() ? nlohmann::json() : nlohmann::json(r.reproducer)}});
+    }
+    std::ofstream f(o.json);
+    f << arr.dump(2) << "\n";
+    if (!f) {
+      std::cerr << "recops check: cannot write " << o.json << "\n";
+      return 2;
+    }
+  }
+  if (results.empty() && !file_errors) {
+    std::cerr << "recops check: no cases selected\n";
+    return 2;
+  }
+  return failed || file_errors ? 1 : 0;
+}
+
+}  // namespace recops::cli

@@ -1,0 +1,43 @@
+// tools/recops/commands.h: the subcommands, each registered on the CLI11 app by main.cpp.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace CLI {
+class App;
+}
+
+namespace recops::cli {
+
+// Options every data-driven subcommand shares.
+struct CommonOptions {
+  std::vector<std::string> ops;       // --op (names or families)
+  std::vector<std::string> backends;  // --backend
+  std::string cases_dir;              // --cases-dir
+  std::string json;                   // --json FILE
+  bool quick = false;                 // --quick: skip cases tagged `large`
+};
+
+struct CheckOptions : CommonOptions {
+  std::string impl;
+  std::vector<std::string> dtypes, offsets_dtypes, out_dtypes, case_ids;
+  int repeat = 1;
+  bool fail_on_ref = false;
+  bool verbose = false;
+};
+
+struct BenchOptions : CommonOptions {
+  std::string impl;
+  std::vector<std::string> dtypes, shape_ids;
+  bool update_baseline = false;
+  bool fail_on_regression = false;
+  double max_seconds = 2.0;  // per shape, after warm-up
+  int min_reps = 0;          // 0: 10 on CPU, 20 on CUDA
+};
+
+int run_list(bool json);
+int run_check(const CheckOptions& o, const std::string& argv0);
+int run_bench(const BenchOptions& o);
+
+}  // namespace recops::cli

@@ -1,0 +1,235 @@
+// tools/recops/common.cpp
+#include "tools/recops/common.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <sstream>
+#include <stdexcept>
+
+#include "core/cpu_features.h"
+#include "core/cuda/runtime.h"
+#include "recops/registry.h"
+
+#ifndef RECOPS_SOURCE_DIR_DEFAULT
+#define RECOPS_SOURCE_DIR_DEFAULT ""
+#endif
+#ifndef RECOPS_BUILD_COMMIT
+#define RECOPS_BUILD_COMMIT "unknown"
+#endif
+
+namespace fs = std::filesystem;
+
+namespace recops::cli {
+namespace {
+
+// DIR itself when it holds op folders, DIR/src/ops when DIR is a repository root, else "".
+std::string as_ops_dir(const fs::path& dir) {
+  std::error_code ec;
+  if (fs::is_directory(dir / "src" / "ops", ec)) return (dir / "src" / "ops").string();
+  if (fs::is_directory(dir, ec)) {
+    for (const auto& d : drivers())
+      if (fs::exists(dir / d->folder() / "cases.yaml", ec)) return dir.string();
+  }
+  return {};
+}
+
+std::string run_capture(const std::string& cmd, int* status) {
+  std::string out;
+  FILE* f = popen(cmd.c_str(), "r");
+  if (!f) {
+    *status = -1;
+    return out;
+  }
+  std::array<char, 256> buf{};
+  while (fgets(buf.data(), buf.size(), f)) out += buf.data();
+  *status = pclose(f);
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+  return out;
+}
+
+}  // namespace
+
+std::string ops_dir(const std::string& cases_dir_option) {
+  if (!cases_dir_option.empty()) {
+    std::string d = as_ops_dir(cases_dir_option);
+    if (d.empty())
+      throw std::invalid_argument("--cases-dir " + cases_dir_option +
+                                  ": neither an src/ops directory nor a repository root");
+    return d;
+  }
+  if (const char* env = std::getenv("RECOPS_SOURCE_DIR"); env && *env) {
+    std::string d = as_ops_dir(env);
+    if (d.empty())
+      throw std::invalid_argument(std::string("RECOPS_SOURCE_DIR=") + env + ": no src/ops there");
+    return d;
+  }
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    // build*/bin/recops, or deeper (build*/tools/recops/...): walk up a few levels.
+    fs::path p = exe.parent_path();
+    for (int i = 0; i < 4 && !p.empty(); ++i, p = p.parent_path()) {
+      std::string d = as_ops_dir(p);
+      if (!d.empty() && fs::exists(fs::path(d) / ".." / ".." / "CMakeLists.txt", ec)) return d;
+    }
+  }
+  std::string d = as_ops_dir(RECOPS_SOURCE_DIR_DEFAULT);
+  if (d.empty())
+    throw std::invalid_argument(
+        "cannot find the case files: pass --cases-dir or set RECOPS_SOURCE_DIR to the repository root");
+  return d;
+}
+
+std::vector<std::string> select_ops(const std::vector<std::string>& requested) {
+  std::vector<std::string> all;
+  for (const auto& d : drivers())
+    for (const auto& o : d->ops()) all.push_back(o);
+  if (requested.empty()) return all;
+  std::vector<std::string> out;
+  for (const auto& r : requested) {
+    bool found = false;
+    for (const auto& d : drivers())
+      for (const auto& o : d->ops())
+        if (o == r || d->folder() == r) {
+          found = true;
+          if (std::find(out.begin(), out.end(), o) == out.end()) out.push_back(o);
+        }
+    if (!found) {
+      std::string known;
+      for (const auto& o : all) known += (known.empty() ? "" : ", ") + o;
+      throw std::invalid_argument("unknown op or family '" + r + "' (known: " + known + ")");
+    }
+  }
+  // Keep the stable driver order.
+  std::vector<std::string> ordered;
+  for (const auto& o : all)
+    if (std::find(out.begin(), out.end(), o) != out.end()) ordered.push_back(o);
+  return ordered;
+}
+
+std::vector<std::string> folders_of(const std::vector<std::string>& ops) {
+  std::vector<std::string> out;
+  for (const auto& d : drivers()) {
+    bool any = false;
+    for (const auto& o : d->ops()) any = any || std::find(ops.begin(), ops.end(), o) != ops.end();
+    if (any && std::find(out.begin(), out.end(), d->folder()) == out.end()) out.push_back(d->folder());
+  }
+  return out;
+}
+
+std::string backend_unavailable(DeviceType backend) {
+  if (backend == DeviceType::cpu) return {};
+  if (!core::cuda::built_with_cuda()) return "this build has no CUDA backend (RECOPS_WITH_CUDA=OFF)";
+  if (core::cuda::device_count() == 0) return "no CUDA device visible";
+  return {};
+}
+
+std::vector<DeviceType> select_backends(const std::vector<std::string>& requested, std::string* error) {
+  std::vector<DeviceType> out;
+  if (requested.empty()) {
+    out.push_back(DeviceType::cpu);
+    if (backend_unavailable(DeviceType::cuda).empty()) out.push_back(DeviceType::cuda);
+    return out;
+  }
+  for (const auto& b : requested) {
+    const DeviceType t = b == "cuda" ? DeviceType::cuda : DeviceType::cpu;
+    if (b != "cpu" && b != "cuda") {
+      *error = "unknown backend '" + b + "' (cpu, cuda)";
+      return {};
+    }
+    if (std::string why = backend_unavailable(t); !why.empty()) {
+      *error = "backend " + b + " cannot run here: " + why;
+      return {};
+    }
+    if (std::find(out.begin(), out.end(), t) == out.end()) out.push_back(t);
+  }
+  return out;
+}
+
+std::vector<std::string> impl_ids(const std::string& op, DeviceType backend) {
+  std::vector<std::string> ids;
+  for (const auto& info : list_ops())
+    if (info.name == op)
+      for (const auto& im : info.impls)
+        if (im.backend == backend) ids.push_back(im.id);
+  return ids;
+}
+
+std::string device_name(DeviceType backend) {
+  if (backend == DeviceType::cuda) return core::cuda::device_name(0);
+  std::string n = core::cpu_name();
+  return n.empty() ? "cpu" : n;
+}
+
+std::string project_commit(const std::string& ops) {
+  const fs::path root = fs::path(ops).parent_path().parent_path();
+  std::error_code ec;
+  if (fs::exists(root / ".git", ec)) {
+    int st = 0;
+    const std::string q = shell_word(root.string());
+    std::string c = run_capture("git -C " + q + " rev-parse --short=12 HEAD 2>/dev/null", &st);
+    if (st == 0 && !c.empty()) {
+      int dirty = 0;
+      run_capture("git -C " + q + " diff-index --quiet HEAD -- 2>/dev/null", &dirty);
+      return dirty == 0 ? c : c + "+dirty";
+    }
+  }
+  return RECOPS_BUILD_COMMIT;
+}
+
+std::string today() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[16];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
+  return buf;
+}
+
+std::string shell_word(const std::string& s) {
+  if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:,+") ==
+                        std::string::npos)
+    return s;
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+std::string Table::str() const {
+  std::vector<size_t> w;
+  for (const auto& r : rows_)
+    for (size_t i = 0; i < r.size(); ++i) {
+      if (w.size() <= i) w.push_back(0);
+      w[i] = std::max(w[i], r[i].size());
+    }
+  std::ostringstream os;
+  for (size_t k = 0; k < rows_.size(); ++k) {
+    const auto& r = rows_[k];
+    std::string line;
+    for (size_t i = 0; i < r.size(); ++i) {
+      line += r[i];
+      if (i + 1 < r.size()) line += std::string(w[i] - r[i].size() + 2, ' ');
+    }
+    os << line << "\n";
+    if (k == 0) {
+      size_t total = 0;
+      for (size_t i = 0; i < w.size(); ++i) total += w[i] + (i + 1 < w.size() ? 2 : 0);
+      os << std::string(total, '-') << "\n";
+    }
+  }
+  return os.str();
+}
+
+std::string fmt_g(double v, int precision) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*g", precision, v);
+  return buf;
+}
+
+}  // namespace recops::cli

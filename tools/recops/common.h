@@ -1,0 +1,61 @@
+// tools/recops/common.h: what the subcommands share: where the case files live, which ops and
+// backends a run selects, and run metadata (commit, date, device names).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "recops/device.h"
+#include "tools/recops/casefile.h"
+#include "tools/recops/driver.h"
+
+namespace recops::cli {
+
+// The src/ops directory holding <folder>/cases.yaml and perf.yaml: --cases-dir (src/ops or the
+// repository root), else $RECOPS_SOURCE_DIR (the repository root), else relative to the
+// executable (build*/bin/recops -> ../../src/ops), else the source tree this binary was built from.
+std::string ops_dir(const std::string& cases_dir_option);
+
+// The op names a `--op` list selects: names match an op or a whole folder (family); empty = all.
+// Unknown names throw std::invalid_argument.
+std::vector<std::string> select_ops(const std::vector<std::string>& requested);
+
+// Folders (in driver order) holding at least one selected op.
+std::vector<std::string> folders_of(const std::vector<std::string>& ops);
+
+// Backends a run covers: the requested ones, or cpu plus cuda when a device is visible.
+std::vector<DeviceType> select_backends(const std::vector<std::string>& requested, std::string* error);
+
+// "" when `backend` can run here, else the reason.
+std::string backend_unavailable(DeviceType backend);
+
+// The implementation ids of `op` for `backend` as list_ops() reports them.
+std::vector<std::string> impl_ids(const std::string& op, DeviceType backend);
+
+// The device name results are keyed by: the CPU model, or the CUDA device's name.
+std::string device_name(DeviceType backend);
+
+// The project commit (git at run time when the source tree is a checkout, else the commit the
+// binary was built from); "+dirty" when tracked files differ from it.
+std::string project_commit(const std::string& ops_dir);
+// Today's date (UTC), YYYY-MM-DD.
+std::string today();
+
+// Shell-quotes a word when it needs it.
+std::string shell_word(const std::string& s);
+
+// A plain text table with left-aligned columns.
+class Table {
+ public:
+  explicit Table(std::vector<std::string> header) { rows_.push_back(std::move(header)); }
+  void add(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
+  std::string str() const;
+  size_t size() const { return rows_.size() - 1; }
+
+ private:
+  std::vector<std::vector<std::string>> rows_;
+};
+
+std::string fmt_g(double v, int precision = 3);
+
+}  // namespace recops::cli

@@ -1,0 +1,98 @@
+// tools/recops/driver.h: what the CLI needs from each op (one driver per op or op family):
+// build a case's inputs, call the public entry, describe the outputs, and count bytes and FLOPs.
+// check, bench (and later tune, record, compare) are written once against this interface.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "recops/context.h"
+#include "recops/status.h"
+#include "recops/tensor.h"
+#include "tools/recops/casefile.h"
+
+namespace recops::cli {
+
+// One input: its own buffer and a (possibly strided) view into it.
+struct Input {
+  std::string name;
+  Tensor buf;        // contiguous storage
+  TensorView view;   // what the op sees; data points into buf
+};
+
+struct Output {
+  std::string name;
+  Shape shape;
+  DType dtype;
+};
+
+// A materialised case on the host.
+struct Problem {
+  std::string op;
+  DType dtype = DType::fp32;          // the case's dtype (of the data input)
+  std::vector<Input> inputs;
+  std::vector<Output> outputs;
+  // Scalar arguments (each driver uses what its op takes).
+  int64_t max_seq_len = 0;
+  double padding_value = 0;
+  // Set when the op's shape function already refused the problem (the binding would raise the
+  // same error before allocating): the case's result is this error.
+  Status shape_error;
+  // The seq_offsets values of jagged cases (host copy, for byte counts and tables).
+  std::vector<int64_t> offsets;
+  // A compact description of the sizes for tables and JSON ({"B":37,"max_L":64,...}).
+  std::vector<std::pair<std::string, int64_t>> sizes;
+};
+
+// Input views moved to another device (same offsets and strides within each buffer).
+std::vector<Input> inputs_on(const std::vector<Input>& in, Device dev);
+
+class Driver {
+ public:
+  virtual ~Driver() = default;
+  // Op names this driver serves and the folder of their case files.
+  virtual std::vector<std::string> ops() const = 0;
+  virtual std::string folder() const = 0;
+  // Case fields beyond common_fields() the op understands.
+  virtual std::set<std::string> fields(const std::string& op) const = 0;
+  // The dtype of a case that gives none.
+  virtual DType default_dtype(const std::string& op) const = 0;
+
+  // Builds host inputs and output shapes for a row. Errors are problems of the case itself
+  // (a bad case file); refusals by the op's shape function go into p->shape_error.
+  virtual Status make(const CaseRow& row, Problem* p) const = 0;
+  // Calls the op's public entry on `in` (any device), writing `out`.
+  virtual Status run(const Problem& p, const std::vector<TensorView>& in,
+                     const std::vector<TensorView>& out, const Context& ctx) const = 0;
+  // Scratch bytes the entry needs on `in`'s device (the CLI allocates it).
+  virtual size_t workspace_bytes(const Problem& p, const std::vector<TensorView>& in,
+                                 const std::vector<TensorView>& out) const {
+    return 0;
+  }
+  // The golden outputs on the host. Default: the `reference` implementation in the op's dtype
+  // on CPU copies of the inputs (exact for data movement and integer ops). Ops judged by the
+  // single or double standard override it with the fp64 golden.
+  virtual Status golden(const Problem& p, std::vector<Tensor>* out) const;
+  // The double standard's plain same-precision baseline; only ops using it override this.
+  virtual Status baseline(const Problem& p, std::vector<Tensor>* out) const {
+    return Status(StatusCode::not_implemented, "this op has no plain baseline (not a double-standard op)");
+  }
+  // The byte floor (jagged_ops.md §6.1) and FLOPs (< 0: not meaningful) of one call.
+  virtual double bytes(const Problem& p) const = 0;
+  virtual double flops(const Problem& p) const { return -1; }
+};
+
+// Every driver, in a stable order.
+const std::vector<std::unique_ptr<Driver>>& drivers();
+// The driver of `op`, or nullptr.
+const Driver* driver_for(const std::string& op);
+// The case-file schema built from every driver.
+CaseSchema case_schema();
+
+// Allocates a problem's outputs on `dev` (contiguous).
+std::vector<Tensor> alloc_outputs(const Problem& p, Device dev);
+std::vector<TensorView> views(const std::vector<Input>& in);
+std::vector<TensorView> views(const std::vector<Tensor>& t);
+
+}  // namespace recops::cli

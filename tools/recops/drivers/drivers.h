@@ -1,0 +1,14 @@
+// tools/recops/drivers/drivers.h: one factory per driver (registered in driver.cpp).
+#pragma once
+
+#include <memory>
+
+#include "tools/recops/driver.h"
+
+namespace recops::cli {
+
+std::unique_ptr<Driver> make_cumsum_driver();                  // complete/exclusive/inclusive_cumsum
+std::unique_ptr<Driver> make_jagged_to_padded_dense_driver();
+std::unique_ptr<Driver> make_dense_to_jagged_driver();
+
+}  // namespace recops::cli
