@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# scripts/device.sh: the one script run on the lent H200 (device tool; run from the repo root,
+# with `carry: [".carry"]` prepared here by scripts/prepare_carry.sh).
+#
+#   configure + build (Release, CUDA sm_90a, the torch binding through the device's python3)
+#   ctest
+#   recops check --backend cuda          -> $OUT/check_cuda.json
+#   scripts/kernel_bench.py              -> $OUT/kernels_cuda.json (our kernels vs the copy ceiling)
+#   recops bench --backend cuda          -> $OUT/bench_cuda.json
+#   python3 bench/jagged_peers.py        -> $OUT/peers_cuda.json
+#   compute-sanitizer memcheck and racecheck over a small `recops check` selection
+#   pytest tests/python (CUDA tests included)
+#   a summary table, last
+#
+# Every step runs under a time limit taken from one overall budget (DEVICE_BUDGET_S, default 560 s,
+# inside the tool's 600 s); a step's failure is shown and remembered, later steps still run, and
+# the script exits non-zero at the end if any step failed. Logs: at most 8 files under $OUT.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+OUT=${OUT:-$ROOT/out-device}
+mkdir -p "$OUT"
+BUILD=${BUILD:-build}
+BUDGET=${DEVICE_BUDGET_S:-560}
+JOBS=${JOBS:-$(nproc)}
+export PATH=/usr/local/cuda/bin:$PATH
+export PYTHONUNBUFFERED=1
+CARRY=$ROOT/.carry/usr
+export LD_LIBRARY_PATH=$CARRY/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export PYTHONPATH=$ROOT/python${PYTHONPATH:+:$PYTHONPATH}
+RECOPS=$ROOT/$BUILD/bin/recops
+
+names=()
+verdicts=()
+failed=0
+
+# step NAME MAX_SECONDS LOGFILE COMMAND...: run with a limit of min(MAX, budget left - 10 s),
+# append the output to LOGFILE (and echo its tail), remember the verdict.
+step() {
+  local name=$1 max=$2 log=$3
+  shift 3
+  local left=$((BUDGET - SECONDS - 10))
+  local limit=$((max < left ? max : left))
+  names+=("$name")
+  if [ "$limit" -lt 5 ]; then
+    verdicts+=("SKIP  (no time left)")
+    failed=1
+    echo "=== $name: skipped, out of time budget"
+    return 0
+  fi
+  touch "$log"
+  local before
+  before=$(wc -l <"$log")
+  echo "=== $name (limit ${limit}s): $*" | tee -a "$log"
+  local start=$SECONDS rc=0
+  timeout --kill-after=5 "$limit" "$@" >>"$log" 2>&1 || rc=$?
+  local took=$((SECONDS - start))
+  tail -n +"$((before + 2))" "$log" | tail -n 15
+  if [ "$rc" -eq 0 ]; then
+    verdicts+=("PASS  ${took}s")
+  elif [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+    verdicts+=("TIME  ${took}s (limit ${limit}s)")
+    failed=1
+  else
+    verdicts+=("FAIL  ${took}s exit $rc")
+    failed=1
+  fi
+}
+
+have_file() { [ -e "$1" ]; }
+
+# ---- machine -------------------------------------------------------------------------------------
+{
+  echo "date: $(date -u +%FT%TZ)  commit: $(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)"
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,memory.used --format=csv,noheader || true
+  nvcc --version | tail -1
+  cmake --version | head -1
+  python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)' || true
+} 2>&1 | tee "$OUT/build.log"
+
+if [ ! -d "$CARRY" ]; then
+  echo "warning: $CARRY is missing (run scripts/prepare_carry.sh here and carry .carry);"
+  echo "         the CLI and the C++ tests need yaml-cpp, CLI11, nlohmann-json and GoogleTest"
+fi
+
+# ---- build ---------------------------------------------------------------------------------------
+TORCH_PREFIX=$(python3 -c 'import torch.utils; print(torch.utils.cmake_prefix_path)' 2>/dev/null || true)
+step configure 90 "$OUT/build.log" \
+  cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DRECOPS_WITH_CUDA=ON -DRECOPS_CUDA_ARCHS=90a \
+  -DRECOPS_BUILD_TORCH=ON -DPython3_EXECUTABLE="$(command -v python3)" \
+  -DRECOPS_BUILD_TESTS=ON -DRECOPS_BUILD_CLI=ON \
+  -DCMAKE_PREFIX_PATH="$CARRY;$TORCH_PREFIX" \
+  -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc \
+  -DCMAKE_CUDA20_STANDARD_COMPILE_OPTION=-std=c++20
+step build 330 "$OUT/build.log" cmake --build "$BUILD" -j "$JOBS"
+
+# ---- tests, accuracy and timing (most valuable first: the budget may run out) -----------------
+step ctest 60 "$OUT/tests.log" ctest --test-dir "$BUILD" --output-on-failure -j 8
+step "check cuda" 60 "$OUT/check_bench.log" "$RECOPS" check --backend cuda --json "$OUT/check_cuda.json"
+step kernels 120 "$OUT/check_bench.log" python3 scripts/kernel_bench.py --json "$OUT/kernels_cuda.json"
+step "bench cuda" 90 "$OUT/check_bench.log" "$RECOPS" bench --backend cuda --json "$OUT/bench_cuda.json"
+if have_file bench/jagged_peers.py; then
+  step peers 90 "$OUT/check_bench.log" \
+    python3 bench/jagged_peers.py --device cuda --json "$OUT/peers_cuda.json"
+fi
+
+# ---- sanitizers over a small selection -----------------------------------------------------------
+# Small cases of each op family (ids from the ops' cases.yaml): conversions with empty sequences
+# and tile edges; cumsum with many rows, two tiles, and 256 tiles of look-back.
+SAN_CASES=${SAN_CASES:-"uniform_b37_d3 mixed_empty tile_edges r37_n199 r65536_n16 flat_n4097 n_2p20"}
+san_args=(check --backend cuda)
+for c in $SAN_CASES; do san_args+=(--case "$c"); done
+step memcheck 45 "$OUT/sanitizer.log" \
+  compute-sanitizer --tool memcheck --leak-check no --error-exitcode 99 "$RECOPS" "${san_args[@]}"
+step racecheck 45 "$OUT/sanitizer.log" \
+  compute-sanitizer --tool racecheck --racecheck-report all --error-exitcode 99 "$RECOPS" "${san_args[@]}"
+
+if have_file tests/python; then
+  step pytest 90 "$OUT/tests.log" python3 -m pytest tests/python -q -x -p no:cacheprovider
+fi
+
+# ---- summary -------------------------------------------------------------------------------------
+for f in "$OUT/kernels_cuda.json" "$OUT/bench_cuda.json"; do
+  have_file "$f" || continue
+  echo "--- $(basename "$f")"
+  python3 - "$f" <<'PY' || true
+import json, sys
+rows = json.load(open(sys.argv[1]))
+rows = rows.get("records", rows) if isinstance(rows, dict) else rows
+print(f"{'op':26} {'shape':34} {'dtype':6} {'ms':>9} {'GB/s':>8} {'frac':>6}")
+for r in rows:
+    shape = r.get("shape")
+    shape = shape.get("id", json.dumps(shape)) if isinstance(shape, dict) else str(shape)
+    gb = r.get("gbps"); fr = r.get("frac_bw_ceiling"); ms = r.get("time_ms")
+    print(f"{str(r.get('op')):26} {shape[:34]:34} {str(r.get('dtype')):6} "
+          f"{ms if ms is None else f'{ms:9.4f}'} {gb if gb is None else f'{gb:8.0f}'} "
+          f"{fr if fr is None else f'{fr:6.2f}'}")
+PY
+done
+echo
+echo "=== summary ($SECONDS s of ${BUDGET} s; logs and JSON under \$OUT)"
+for i in "${!names[@]}"; do
+  printf '  %-12s %s\n' "${names[$i]}" "${verdicts[$i]}"
+done
+exit "$failed"
