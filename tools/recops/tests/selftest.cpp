@@ -1,0 +1,150 @@
+// tools/recops/tests/selftest.cpp: the judge and the case-file parser on hand-made inputs, so a
+// bug in the checker cannot hide a bug in an op.
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "tools/recops/casefile.h"
+#include "tools/recops/gen.h"
+#include "tools/recops/judge.h"
+
+using namespace recops;
+using namespace recops::cli;
+
+namespace {
+int failures = 0;
+void expect(bool cond, const char* what) {
+  if (!cond) {
+    std::printf("FAILED: %s\n", what);
+    ++failures;
+  }
+}
+
+TensorView view_of(std::vector<float>& v) {
+  return TensorView(v.data(), DType::fp32, Device::cpu(), {static_cast<int64_t>(v.size())});
+}
+
+float poison_f32() {
+  const auto b = static_cast<uint32_t>(poison_bits(DType::fp32));
+  float f;
+  std::memcpy(&f, &b, 4);
+  return f;
+}
+
+void test_exact() {
+  std::vector<float> gold = {1.f, -2.f, NAN, 0.f, INFINITY};
+  std::vector<float> out = gold;
+  JudgeOptions jo;
+  expect(judge(view_of(out), view_of(gold), jo).pass, "exact: identical passes");
+  out[3] = -0.f;
+  expect(judge(view_of(out), view_of(gold), jo).pass, "exact: -0 equals +0");
+  out[0] = std::nextafter(1.f, 2.f);
+  Judgement j = judge(view_of(out), view_of(gold), jo);
+  expect(!j.pass && j.mismatched == 1, "exact: one ulp off fails");
+  out = gold;
+  out[1] = poison_f32();
+  j = judge(view_of(out), view_of(gold), jo);
+  expect(!j.pass && j.unwritten == 1, "exact: a poisoned element is unwritten");
+  out = gold;
+  out[0] = NAN;
+  j = judge(view_of(out), view_of(gold), jo);
+  expect(!j.pass && j.nonfinite == 1, "exact: NaN where gold is finite fails");
+  // Gold equal to the poison: ambiguous, not a failure of this run.
+  gold[1] = poison_f32();
+  out = gold;
+  j = judge(view_of(out), view_of(gold), jo);
+  expect(j.pass && j.ambiguous == 1, "exact: gold == poison is ambiguous");
+}
+
+void test_single() {
+  std::vector<float> gold(100), out(100);
+  for (int i = 0; i < 100; ++i) gold[i] = out[i] = 1.f + 0.01f * static_cast<float>(i);
+  JudgeOptions jo;
+  jo.standard = core::Standard::single;
+  expect(judge(view_of(out), view_of(gold), jo).pass, "single: identical passes");
+  out[5] *= 1.f + 2e-3f;  // rel 2e-3 > 10 T (T = 2^-13, 10 T = 1.2e-3)
+  expect(!judge(view_of(out), view_of(gold), jo).pass, "single: max rel above 10 T fails");
+  out = gold;
+  for (auto& x : out) x *= 1.f + 2e-4f;  // mean rel 2e-4 > T, max < 10 T
+  expect(!judge(view_of(out), view_of(gold), jo).pass, "single: mean rel above T fails");
+  out = gold;
+  for (auto& x : out) x *= 1.f + 5e-5f;
+  expect(judge(view_of(out), view_of(gold), jo).pass, "single: mean rel below T passes");
+  out = gold;
+  out[7] = INFINITY;
+  expect(!judge(view_of(out), view_of(gold), jo).pass, "single: Inf where gold is finite fails");
+}
+
+void test_double() {
+  std::vector<float> gold(64), base(64), out(64);
+  for (int i = 0; i < 64; ++i) gold[i] = std::sin(static_cast<float>(i));
+  for (int i = 0; i < 64; ++i) base[i] = gold[i] + 1e-3f;
+  JudgeOptions jo;
+  jo.standard = core::Standard::dbl;
+  TensorView bv = view_of(base);
+  jo.baseline = &bv;
+  for (int i = 0; i < 64; ++i) out[i] = gold[i] + 1.5e-3f;
+  expect(judge(view_of(out), view_of(gold), jo).pass, "double: within 2x the baseline passes");
+  for (int i = 0; i < 64; ++i) out[i] = gold[i] + 3e-3f;
+  expect(!judge(view_of(out), view_of(gold), jo).pass, "double: 3x the baseline fails");
+  jo.baseline = nullptr;
+  expect(!judge(view_of(out), view_of(gold), jo).pass, "double: no baseline fails");
+}
+
+void test_parser() {
+  CaseSchema schema;
+  schema.ops["jagged_to_padded_dense"] = {"jagged_to_padded_dense", {"lengths", "E", "max_seq_len", "offsets_dtype"}};
+  const std::string ok =
+      "op: jagged_to_padded_dense\ncases:\n  - id: a\n    dtype: [fp32, bf16]\n"
+      "    offsets_dtype: [int32, int64]\n    lengths: {gen: skewed, B: 5, max: 8}\n    max_seq_len: 4\n";
+  CaseFile f = parse_case_text(ok, "t.yaml", FileKind::cases, schema);
+  expect(expand(f).size() == 4, "parser: dtype x offsets_dtype expands to 4 rows");
+  auto error_of = [&](const std::string& text) {
+    try {
+      parse_case_text(text, "t.yaml", FileKind::cases, schema);
+    } catch (const CaseFileError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  expect(error_of("op: jagged_to_padded_dense\ncases:\n  - id: a\n    max_seq_len: x\n")
+                 .find("t.yaml:4:18: case 'a': field 'max_seq_len': expected an integer") == 0,
+         "parser: malformed value names line, column, case, field");
+  expect(error_of("op: jagged_to_padded_dense\ncases:\n  - id: a\n    lengths: {gen: zipf, B: 3, max: 2}\n")
+                 .find("field 'lengths.gen': unknown generator") != std::string::npos,
+         "parser: unknown generator");
+  expect(error_of("op: jagged_to_padded_dense\ncases:\n  - id: a\n    E: [1]\n    E: [2]\n")
+                 .find("duplicate key") != std::string::npos,
+         "parser: duplicate key");
+  expect(error_of("op: jagged_to_padded_dense\ncases: 3\n").find("expected a list") != std::string::npos,
+         "parser: cases must be a list");
+  expect(error_of("[1, 2]").find("must be a mapping") != std::string::npos, "parser: root mapping");
+}
+
+void test_generators() {
+  // Fixed values pin the formulas of docs/cases.md (python/recops/testing.py must agree).
+  LengthsSpec u{"uniform", {}, 4, 10, 0, 0};
+  const auto a = make_lengths(u, 7), b = make_lengths(u, 7);
+  expect(a == b, "generators: deterministic");
+  for (int64_t v : a) expect(v >= 0 && v < 10, "generators: uniform in [0, max)");
+  LengthsSpec s{"skewed", {}, 1000, 64, 0, 0};
+  for (int64_t v : make_lengths(s, 1)) expect(v >= 0 && v <= 128, "generators: skewed in [0, 2 max]");
+  expect(offsets_from_lengths({2, 0, 3}) == std::vector<int64_t>({0, 2, 2, 5}), "generators: offsets");
+}
+}  // namespace
+
+int main() {
+  test_exact();
+  test_single();
+  test_double();
+  test_parser();
+  test_generators();
+  if (failures) {
+    std::printf("%d check(s) failed\n", failures);
+    return 1;
+  }
+  std::printf("selftest: all checks passed\n");
+  return 0;
+}
