@@ -2,6 +2,7 @@
 // argument and the broken rule; the library never aborts on bad input.
 #pragma once
 
+#include <cstdint>
 #include <sstream>
 #include <string>
 #include <utility>
