@@ -29,6 +29,8 @@ CARRY=$ROOT/.carry/usr
 export LD_LIBRARY_PATH=$CARRY/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export PYTHONPATH=$ROOT/python${PYTHONPATH:+:$PYTHONPATH}
 RECOPS=$ROOT/$BUILD/bin/recops
+# The device copy of the tree may have no git metadata: pass RECOPS_COMMIT=<hash> from here.
+export RECOPS_COMMIT=${RECOPS_COMMIT:-$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)}
 
 names=()
 verdicts=()
@@ -71,7 +73,7 @@ have_file() { [ -e "$1" ]; }
 
 # ---- machine -------------------------------------------------------------------------------------
 {
-  echo "date: $(date -u +%FT%TZ)  commit: $(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)"
+  echo "date: $(date -u +%FT%TZ)  commit: $RECOPS_COMMIT"
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,memory.used --format=csv,noheader || true
   nvcc --version | tail -1
   cmake --version | head -1
@@ -83,7 +85,11 @@ if [ ! -d "$CARRY" ]; then
   echo "         the CLI and the C++ tests need yaml-cpp, CLI11, nlohmann-json and GoogleTest"
 fi
 
-# ---- build ---------------------------------------------------------------------------------------
+# ---- build ----
+# The device's g++ (/opt/gcc) is newer than the CI's: its standard headers no longer pull in
+# <cstdint> and friends transitively, so a missing include that the CI cannot see would stop the
+# whole run. Force the usual suspects in (the first device run failed on exactly that).
+SAFETY_INCLUDES="-include cstdint -include cstring -include algorithm -include utility"-----------------------------------------------------------------------------------
 TORCH_PREFIX=$(python3 -c 'import torch.utils; print(torch.utils.cmake_prefix_path)' 2>/dev/null || true)
 step configure 90 "$OUT/build.log" \
   cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
@@ -92,7 +98,8 @@ step configure 90 "$OUT/build.log" \
   -DRECOPS_BUILD_TESTS=ON -DRECOPS_BUILD_CLI=ON \
   -DCMAKE_PREFIX_PATH="$CARRY;$TORCH_PREFIX" \
   -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc \
-  -DCMAKE_CUDA20_STANDARD_COMPILE_OPTION=-std=c++20
+  -DCMAKE_CUDA20_STANDARD_COMPILE_OPTION=-std=c++20 \
+  -DCMAKE_CXX_FLAGS="$SAFETY_INCLUDES"
 step build 330 "$OUT/build.log" cmake --build "$BUILD" -j "$JOBS"
 
 # ---- tests, accuracy and timing (most valuable first: the budget may run out) -----------------

@@ -13,6 +13,7 @@ import argparse
 import datetime
 import json
 import math
+import os
 import subprocess
 
 import torch
@@ -140,10 +141,13 @@ def main():
     recs += conversions("S4", 2048, 25, 512, "range", torch.bfloat16, gen, 19, 25)
     recs += conversions("S5", 140472, 320, 64, "skewed", torch.bfloat16, gen)
     recs += cumsums(gen)
-    try:
-        commit = subprocess.check_output(["git", "rev-parse", "--short=12", "HEAD"], text=True).strip()
-    except Exception:
-        commit = "unknown"
+    commit = os.environ.get("RECOPS_COMMIT")
+    if not commit:
+        try:
+            commit = subprocess.check_output(["git", "rev-parse", "--short=12", "HEAD"],
+                                             text=True).strip()
+        except Exception:
+            commit = "unknown"
     dev = torch.cuda.get_device_name()
     for r in recs:
         gbps = r["bytes"] / r["time_ms"] / 1e6
