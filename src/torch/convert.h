@@ -5,6 +5,7 @@
 
 #include <ATen/Parallel.h>
 #include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
 #include <c10/util/Exception.h>
 
 #include <string>
@@ -81,7 +82,8 @@ inline at::Tensor dense_from(const at::Tensor& t, int64_t from) {
   int64_t expect = 1;
   for (int64_t i = t.dim() - 1; i >= from && i >= 0; --i) {
     const int64_t n = t.size(i);
-    if (n != 1 && n != 0 && t.stride(i) != expect) return t.contiguous();
+    // Not t.contiguous(): torch calls every empty tensor contiguous and would return it as is.
+    if (n != 1 && n != 0 && t.stride(i) != expect) return at::empty(t.sizes(), t.options()).copy_(t);
     expect *= n;
   }
   return t;

@@ -17,7 +17,7 @@ at::Tensor run_cumsum(CumsumKind kind, const at::Tensor& t_in,
   // complete takes any strides; exclusive/inclusive scan the flattened tensor, so a tensor of
   // more than one dim is made contiguous (1-D ones keep their stride).
   const at::Tensor t =
-      kind == CumsumKind::complete || t_in.dim() <= 1 ? t_in : t_in.contiguous();
+      kind == CumsumKind::complete || t_in.dim() <= 1 ? t_in : dense_from(t_in, 0);
   const TensorView tv = to_view(t, op, "t");
   Shape shape;
   if (kind == CumsumKind::complete) {
