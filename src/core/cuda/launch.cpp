@@ -5,6 +5,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <utility>
 
 namespace recops::core::cuda {
@@ -144,11 +145,24 @@ Status launch_checked(const LaunchSite& site, const void* func, dim3 grid, dim3 
 
 Status persistent_grid(const void* func, int threads, size_t dynamic_smem, int64_t work_items,
                        unsigned* grid) {
+  int device = 0;
   const cudaDeviceProp* p = nullptr;
-  RECOPS_RETURN_IF_ERROR(current_device_properties(&p));
+  RECOPS_RETURN_IF_ERROR(current_device_properties(&p, &device));
+  // Resident blocks per SM, asked of the runtime once per (kernel, device, threads, smem).
+  static std::mutex mutex;
+  static std::map<std::tuple<const void*, int, int, size_t>, int> cache;
   int per_sm = 0;
-  RECOPS_CUDA_RETURN_IF_ERROR(
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, func, threads, dynamic_smem));
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    const auto key = std::make_tuple(func, device, threads, dynamic_smem);
+    auto it = cache.find(key);
+    if (it == cache.end()) {
+      RECOPS_CUDA_RETURN_IF_ERROR(
+          cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, func, threads, dynamic_smem));
+      it = cache.emplace(key, per_sm).first;
+    }
+    per_sm = it->second;
+  }
   const int64_t resident = static_cast<int64_t>(p->multiProcessorCount) * (per_sm > 0 ? per_sm : 1);
   const int64_t g = work_items < resident ? work_items : resident;
   *grid = static_cast<unsigned>(g > 0 ? g : 1);
