@@ -168,6 +168,8 @@ std::string device_name(DeviceType backend) {
 }
 
 std::string project_commit(const std::string& ops) {
+  // A copy of the tree without git metadata (the device run) passes the commit in.
+  if (const char* env = std::getenv("RECOPS_COMMIT"); env && *env) return env;
   const fs::path root = fs::path(ops).parent_path().parent_path();
   std::error_code ec;
   if (fs::exists(root / ".git", ec)) {

@@ -35,7 +35,7 @@ std::vector<std::string> impl_ids(const std::string& op, DeviceType backend);
 // The device name results are keyed by: the CPU model, or the CUDA device's name.
 std::string device_name(DeviceType backend);
 
-// The project commit (git at run time when the source tree is a checkout, else the commit the
+// The project commit ($RECOPS_COMMIT when set, else git at run time when the source tree is a checkout, else the commit the
 // binary was built from); "+dirty" when tracked files differ from it.
 std::string project_commit(const std::string& ops_dir);
 // Today's date (UTC), YYYY-MM-DD.

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# scripts/run_fuzz.sh: builds the libFuzzer targets of tests/fuzz with clang (ASan + UBSan, in
+# build-fuzz) and runs each for a bounded time over its seed corpus in tests/fuzz/corpus/<target>.
+#
+#   scripts/run_fuzz.sh [SECONDS_PER_TARGET=30] [TARGET...]
+#
+# New inputs that raise coverage go to build-fuzz/corpus/<target> (the checked-in seeds stay
+# untouched); a crash leaves fuzz-artifacts/<target>/crash-* and a non-zero exit. Turn each
+# finding into a regression: a case in the op's cases.yaml, or the input under
+# tests/fuzz/corpus/<target>/ (named after what it caught), once it is fixed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SECONDS_PER_TARGET=${1:-30}
+shift || true
+TARGETS=("$@")
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(fuzz_casefile fuzz_jagged_entries)
+BUILD=${RECOPS_FUZZ_BUILD:-build-fuzz}
+JOBS=${JOBS:-$(nproc)}
+
+CC=clang CXX=clang++ cmake -S . -B "$BUILD" -G Ninja \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DRECOPS_FUZZ=ON -DRECOPS_SANITIZE=ON \
+  -DRECOPS_WITH_CUDA=OFF -DRECOPS_BUILD_TORCH=OFF -DRECOPS_BUILD_TESTS=OFF \
+  -DRECOPS_BUILD_CLI_TESTS=OFF \
+  -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link" >"$BUILD.configure.log" 2>&1 ||
+  { cat "$BUILD.configure.log"; exit 1; }
+ninja -C "$BUILD" -j "$JOBS" "${TARGETS[@]}"
+
+status=0
+for t in "${TARGETS[@]}"; do
+  seeds=tests/fuzz/corpus/$t
+  work=$BUILD/corpus/$t
+  artifacts=fuzz-artifacts/$t
+  mkdir -p "$work" "$artifacts"
+  echo "== $t: ${SECONDS_PER_TARGET}s over $seeds"
+  # -rss_limit_mb bounds a runaway allocation; detect_leaks stays on.
+  if ! UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+       "$BUILD/bin/$t" "$work" "$seeds" -max_total_time="$SECONDS_PER_TARGET" \
+       -rss_limit_mb=4096 -timeout=10 -print_final_stats=1 \
+       -artifact_prefix="$artifacts/" 2>"$BUILD/$t.log"; then
+    echo "!! $t found a problem; see $BUILD/$t.log and $artifacts/"
+    grep -m5 -E "ERROR|SUMMARY|runtime error" "$BUILD/$t.log" || true
+    status=1
+  else
+    grep -E "stat::number_of_executed_units|cov:" "$BUILD/$t.log" | tail -2
+  fi
+done
+exit $status
