@@ -18,7 +18,8 @@ class DenseToJagged : public torch::autograd::Function<DenseToJagged> {
                             const at::Tensor& seq_offsets,
                             const std::optional<c10::SymInt>& total_L) {
     ctx->save_for_backward({seq_offsets});
-    ctx->saved_data["S"] = dense.sym_size(1);
+    // dense of rank < 2 is refused by the op itself, with its own message.
+    ctx->saved_data["S"] = dense.dim() >= 2 ? dense.sym_size(1) : c10::SymInt(0);
     const at::AutoDispatchBelowADInplaceOrView below_autograd;
     return call_dense_to_jagged(dense, seq_offsets, total_L);
   }

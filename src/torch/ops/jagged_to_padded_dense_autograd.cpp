@@ -18,7 +18,8 @@ class JaggedToPaddedDense : public torch::autograd::Function<JaggedToPaddedDense
                             const at::Tensor& seq_offsets, const c10::SymInt& max_seq_len,
                             double padding_value) {
     ctx->save_for_backward({seq_offsets});
-    ctx->saved_data["total_L"] = values.sym_size(0);
+    // 0-D values are refused by the op itself, with its own message.
+    ctx->saved_data["total_L"] = values.dim() >= 1 ? values.sym_size(0) : c10::SymInt(0);
     const at::AutoDispatchBelowADInplaceOrView below_autograd;
     return call_jagged_to_padded_dense(values, seq_offsets, max_seq_len, padding_value);
   }

@@ -1,0 +1,58 @@
+"""FBGEMM's argument and return forms over the recops ops (``torch.ops.fbgemm.X`` ->
+``recops.compat.fbgemm.X``), for drop-in use. Only one jagged dimension is supported (FBGEMM's
+nested forms are out of scope, jagged_ops.md §1.1); every function here is a thin adapter and the
+tests check it against the canonical op."""
+
+from typing import List, Optional, Tuple
+
+import torch
+
+_ops = torch.ops.recops
+
+
+def _one(seq, what: str, fn: str):
+    if len(seq) != 1:
+        raise ValueError(f"recops.compat.fbgemm.{fn}: {what} has {len(seq)} entries; recops "
+                         f"supports exactly one jagged dimension")
+    return seq[0]
+
+
+def jagged_to_padded_dense(values: torch.Tensor, offsets: List[torch.Tensor],
+                           max_lengths: List[int], padding_value: float = 0.0) -> torch.Tensor:
+    """FBGEMM form: offsets and max_lengths are one-element lists. values ``[total_L, *E]`` ->
+    ``[B, max_lengths[0], *E]``."""
+    off = _one(offsets, "offsets", "jagged_to_padded_dense")
+    max_l = _one(max_lengths, "max_lengths", "jagged_to_padded_dense")
+    return _ops.jagged_to_padded_dense(values, off, max_l, padding_value)
+
+
+def dense_to_jagged(dense: torch.Tensor, offsets: List[torch.Tensor],
+                    total_L: Optional[int] = None) -> Tuple[torch.Tensor, List[torch.Tensor]]:
+    """FBGEMM form: returns ``(values, offsets)`` with the offsets list passed in."""
+    off = _one(offsets, "offsets", "dense_to_jagged")
+    return _ops.dense_to_jagged(dense, off, total_L), list(offsets)
+
+
+def jagged_2d_to_dense(values: torch.Tensor, offsets: torch.Tensor,
+                       max_sequence_length: int) -> torch.Tensor:
+    """``[total_L, D]`` -> ``[B, max_sequence_length, D]``, padding 0."""
+    return _ops.jagged_to_padded_dense(values, offsets, max_sequence_length, 0.0)
+
+
+def jagged_1d_to_dense(values: torch.Tensor, offsets: torch.Tensor, max_sequence_length: int,
+                       padding_value: int = 0) -> torch.Tensor:
+    """``[total_L]`` -> ``[B, max_sequence_length]``."""
+    return _ops.jagged_to_padded_dense(values, offsets, max_sequence_length, float(padding_value))
+
+
+def asynchronous_complete_cumsum(t: torch.Tensor) -> torch.Tensor:
+    """``[n]`` -> ``[n+1]`` (``[R, n]`` -> ``[R, n+1]``), input dtype."""
+    return _ops.asynchronous_complete_cumsum(t)
+
+
+def asynchronous_exclusive_cumsum(t: torch.Tensor) -> torch.Tensor:
+    return _ops.asynchronous_exclusive_cumsum(t)
+
+
+def asynchronous_inclusive_cumsum(t: torch.Tensor) -> torch.Tensor:
+    return _ops.asynchronous_inclusive_cumsum(t)
