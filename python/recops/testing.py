@@ -380,6 +380,22 @@ def error_inputs(op: str, device="cpu") -> list:
     return out
 
 
+def torch_cannot_hold(sample: SampleInput) -> Optional[str]:
+    """A reason when torch itself cannot process the sample's output (recops can): an empty
+    output whose contiguous strides overflow int64, e.g. [0, 2^62, 7]. Torch's comparisons,
+    gradcheck and AOT tracing all allocate such tensors contiguously and fail."""
+    if sample.op != "jagged_to_padded_dense":
+        return None
+    values, offsets, max_l = sample.args
+    span = max(max_l, 1)
+    for d in values.shape[1:]:
+        span *= max(int(d), 1)
+    if span > 2**63 - 1:
+        return ("the output's contiguous strides overflow int64, which torch refuses "
+                "('Stride calculation overflowed') outside recops")
+    return None
+
+
 def call(sample: SampleInput) -> Any:
     """Runs the sample through ``torch.ops.recops``."""
     return getattr(torch.ops.recops, sample.op)(*sample.args, **sample.kwargs)

@@ -6,9 +6,12 @@
 #include <ATen/Parallel.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/empty_strided.h>
 #include <c10/util/Exception.h>
 
+#include <cstdint>
 #include <string>
+#include <vector>
 #include <string_view>
 
 #include "recops/context.h"
@@ -97,6 +100,23 @@ inline void check(const Status& s) {
 }
 
 inline at::IntArrayRef as_sizes(const Shape& s) { return at::IntArrayRef(s.data(), s.size()); }
+
+// A new output of `shape`, contiguous. An empty output may have sizes whose contiguous strides
+// overflow int64 (e.g. [0, 2^62, 7] for B = 0 and a huge max_seq_len), which at::empty refuses;
+// its strides are never used to reach memory, so they saturate instead.
+inline at::Tensor new_output(const Shape& shape, const at::TensorOptions& opts) {
+  bool empty = false;
+  for (int64_t s : shape) empty = empty || s == 0;
+  if (!empty) return at::empty(as_sizes(shape), opts);
+  std::vector<int64_t> strides(shape.size(), 1);
+  int64_t st = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    strides[i] = st;
+    const int64_t n = shape[i] > 1 ? shape[i] : 1;
+    st = st > INT64_MAX / n ? INT64_MAX / 2 : st * n;
+  }
+  return at::empty_strided(as_sizes(shape), strides, opts);
+}
 
 // CPU calls run on torch's intra-op thread count, so torch.set_num_threads applies to recops too.
 inline Context cpu_context() {

@@ -20,6 +20,8 @@ def _fp64_samples(op):
         x = s.args[0]
         if not x.dtype.is_floating_point or x.dtype == torch.float8_e4m3fn:
             continue
+        if testing.torch_cannot_hold(s):  # gradcheck allocates the output contiguously
+            continue
         if x.numel() > _MAX_GRADCHECK_NUMEL or (s.case_id, s.offsets_dtype) in seen:
             continue
         seen.add((s.case_id, s.offsets_dtype))

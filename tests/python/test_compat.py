@@ -9,7 +9,7 @@ from recops.compat import fbgemm
 
 def _samples(op):
     return [pytest.param(s, id=s.name) for s in testing.sample_inputs(op, "cpu")
-            if s.args[0].dtype != torch.float8_e4m3fn][:12]
+            if s.args[0].dtype != torch.float8_e4m3fn and not testing.torch_cannot_hold(s)][:12]
 
 
 def _same(a, b):

@@ -65,6 +65,11 @@ def test_matches_plain_pytorch(sample, device):
             and reference.int32_overflows(s.args[0], s.op):
         pytest.skip("int32 overflow: an error case, covered by test_error_cases")
     out = testing.call(s)
+    if testing.torch_cannot_hold(s):
+        # recops returns the (empty) output; torch cannot build the reference.
+        assert out.numel() == 0 and list(out.shape) == [s.args[1].numel() - 1, s.args[2],
+                                                         *s.args[0].shape[1:]]
+        return
     _assert_exact(out, _expected(s))
     # The public wrappers are the same ops.
     fn = getattr(recops, s.op)
@@ -93,6 +98,9 @@ def test_opcheck(sample, device):
 def _known_opcheck_failures(s):
     """{opcheck test: written reason} for samples opcheck cannot judge (architecture.md habit 9)."""
     out = {}
+    if testing.torch_cannot_hold(s):
+        # AOT tracing allocates tangents contiguously; the other checks pass.
+        out["test_aot_dispatch_dynamic"] = testing.torch_cannot_hold(s)
     if s.args[0].dtype == torch.float8_e4m3fn:
         reason = ("opcheck's schema check multiplies outputs, which torch does not "
                   "implement for float8_e4m3fn on the CPU; test_matches_plain_pytorch checks "

@@ -27,7 +27,7 @@ at::Tensor run_cumsum(CumsumKind kind, const at::Tensor& t_in,
   }
   const at::ScalarType dt = out_dtype.value_or(t.scalar_type());
   to_dtype(dt, op, "out_dtype");  // a dtype recops lacks is named here; the entry checks the rest
-  at::Tensor out = at::empty(as_sizes(shape), t.options().dtype(dt));
+  at::Tensor out = new_output(shape, t.options().dtype(dt));
   const TensorView ov = to_view(out, op, "out");
 
   Context ctx = ctx_in;

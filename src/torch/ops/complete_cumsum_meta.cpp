@@ -24,7 +24,7 @@ at::Tensor cumsum_meta(const at::Tensor& t, std::optional<at::ScalarType> out_dt
   if (has_concrete_sizes(t)) {
     Shape shape;
     check(complete_cumsum_shape(to_view(t, op, "t"), &shape));
-    return at::empty(as_sizes(shape), opts);
+    return new_output(shape, opts);
   }
   TORCH_CHECK(t.dim() == 1 || t.dim() == 2, op, ": t must be 1-D [n] or 2-D [R, n], got ",
               t.dim(), "-D");

@@ -24,7 +24,7 @@ at::Tensor run_dense_to_jagged(const at::Tensor& dense_in, const at::Tensor& seq
   }
   Shape shape;  // [total_L, *E]
   check(dense_to_jagged_shape(d, off, rows, &shape));
-  at::Tensor out = at::empty(as_sizes(shape), dense.options());
+  at::Tensor out = new_output(shape, dense.options());
   check(dense_to_jagged(d, off, to_view(out, kOp, "out"), ctx));
   return out;
 }

@@ -26,7 +26,7 @@ at::Tensor dense_to_jagged_meta(const at::Tensor& dense, const at::Tensor& seq_o
     Shape shape;
     check(dense_to_jagged_shape(to_view(dense, kOp, "dense"),
                                 to_view(seq_offsets, kOp, "seq_offsets"), *rows, &shape));
-    return at::empty(as_sizes(shape), dense.options());
+    return new_output(shape, dense.options());
   }
   TORCH_CHECK(dense.dim() >= 2, kOp, ": dense must have at least 2 dims [B, S, *E], got ",
               dense.dim(), "-D");

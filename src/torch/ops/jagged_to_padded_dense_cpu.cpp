@@ -18,7 +18,7 @@ at::Tensor run_jagged_to_padded_dense(const at::Tensor& values_in, const at::Ten
   const TensorView off = to_view(seq_offsets, kOp, "seq_offsets");
   Shape shape;  // [B, max_seq_len, *E]
   check(jagged_to_padded_dense_shape(v, off, max_seq_len, &shape));
-  at::Tensor out = at::empty(as_sizes(shape), values.options());
+  at::Tensor out = new_output(shape, values.options());
   check(jagged_to_padded_dense(v, off, max_seq_len, padding_value, to_view(out, kOp, "out"), ctx));
   return out;
 }

@@ -21,7 +21,7 @@ at::Tensor jagged_to_padded_dense_meta(const at::Tensor& values, const at::Tenso
     Shape shape;
     check(jagged_to_padded_dense_shape(to_view(values, kOp, "values"),
                                        to_view(seq_offsets, kOp, "seq_offsets"), *max_l, &shape));
-    return at::empty(as_sizes(shape), values.options());
+    return new_output(shape, values.options());
   }
   TORCH_CHECK(values.dim() >= 1, kOp, ": values must have at least 1 dim [total_L, *E], got 0-D");
   TORCH_CHECK(seq_offsets.dim() == 1, kOp, ": seq_offsets must be 1-D [B+1], got ",
