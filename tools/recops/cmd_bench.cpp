@@ -211,6 +211,36 @@ int run_bench(const BenchOptions& o) {
   std::vector<Record> records;
   int errors = 0, regressions = 0;
 
+  // Results are data (habit 12): the JSON file is rewritten after every shape, so that a run cut
+  // short by a time limit still leaves what it measured.
+  auto write_json = [&]() -> bool {
+    if (o.json.empty()) return true;
+    nlohmann::json arr = nlohmann::json::array();
+    for (const auto& r : records) {
+      if (!r.error.empty()) continue;
+      const double gbps = r.bytes / (r.timing.median_ms * 1e6);
+      const nlohmann::json null;
+      nlohmann::json rec = {
+          {"op", r.op}, {"impl", r.impl}, {"backend", r.backend}, {"device", r.device},
+          {"shape", r.shape}, {"dtype", r.dtype}, {"phase", "fwd"}, {"case", r.case_id},
+          {"time_ms", r.timing.median_ms}, {"time_ms_p10", r.timing.p10_ms},
+          {"time_ms_p90", r.timing.p90_ms}, {"reps", r.timing.reps},
+          {"tflops", r.flops >= 0 ? nlohmann::json(r.flops / (r.timing.median_ms * 1e9)) : null},
+          {"gbps", gbps}, {"bytes", r.bytes},
+          {"frac_flops_ceiling", null},
+          {"frac_bw_ceiling", gbps / r.ceiling_gbps},
+          {"ceilings", {{"copy_gbps", r.ceiling_gbps}, {"matmul_tflops", null}}},
+          {"peer", null}, {"peer_time_ms", null}, {"speedup_vs_peer", null}, {"max_err_vs_peer", null},
+          {"baseline_ms", r.baseline_ms ? nlohmann::json(*r.baseline_ms) : null},
+          {"regression", r.baseline_ms && r.timing.median_ms > *r.baseline_ms * (1 + kRegression)},
+          {"commit", commit}, {"date", date}};
+      arr.push_back(rec);
+    }
+    std::ofstream f(o.json);
+    f << arr.dump(2) << "\n";
+    return static_cast<bool>(f);
+  };
+
   for (const auto& folder : folders_of(ops)) {
     const std::string path = dir + "/" + folder + "/perf.yaml";
     CaseFile file;
@@ -260,6 +290,8 @@ int run_bench(const BenchOptions& o) {
               return 2;
             }
             ceilings[bt] = g;
+            std::cerr << "[bench] copy ceiling " << bname << " (" << device_name(bt) << "): " << fmt_g(g, 4)
+                      << " GB/s\n";
           }
           r.ceiling_gbps = ceilings[bt];
           if (!problem) {
@@ -327,6 +359,15 @@ int run_bench(const BenchOptions& o) {
           ++errors;
         }
         records.push_back(r);
+        // Progress on stderr, one line per shape, as it is measured.
+        if (r.error.empty())
+          std::cerr << "[bench] " << r.op << " " << r.case_id << " " << r.dtype << " " << r.backend << ": "
+                    << fmt_g(r.timing.median_ms, 4) << " ms, "
+                    << fmt_g(r.bytes / (r.timing.median_ms * 1e6), 4) << " GB/s\n";
+        else
+          std::cerr << "[bench] " << r.op << " " << r.case_id << " " << r.dtype << " " << r.backend
+                    << ": error: " << r.error << "\n";
+        (void)write_json();
       }
     }
     if (touched) {
@@ -369,34 +410,9 @@ int run_bench(const BenchOptions& o) {
             << static_cast<int>(kRegression * 100) << "%, " << errors << " error(s) (" << fmt_g(secs, 3)
             << " s; commit " << commit << ")\n";
 
-  if (!o.json.empty()) {
-    nlohmann::json arr = nlohmann::json::array();
-    for (const auto& r : records) {
-      if (!r.error.empty()) continue;
-      const double gbps = r.bytes / (r.timing.median_ms * 1e6);
-      const nlohmann::json null;
-      nlohmann::json rec = {
-          {"op", r.op}, {"impl", r.impl}, {"backend", r.backend}, {"device", r.device},
-          {"shape", r.shape}, {"dtype", r.dtype}, {"phase", "fwd"}, {"case", r.case_id},
-          {"time_ms", r.timing.median_ms}, {"time_ms_p10", r.timing.p10_ms},
-          {"time_ms_p90", r.timing.p90_ms}, {"reps", r.timing.reps},
-          {"tflops", r.flops >= 0 ? nlohmann::json(r.flops / (r.timing.median_ms * 1e9)) : null},
-          {"gbps", gbps}, {"bytes", r.bytes},
-          {"frac_flops_ceiling", null},
-          {"frac_bw_ceiling", gbps / r.ceiling_gbps},
-          {"ceilings", {{"copy_gbps", r.ceiling_gbps}, {"matmul_tflops", null}}},
-          {"peer", null}, {"peer_time_ms", null}, {"speedup_vs_peer", null}, {"max_err_vs_peer", null},
-          {"baseline_ms", r.baseline_ms ? nlohmann::json(*r.baseline_ms) : null},
-          {"regression", r.baseline_ms && r.timing.median_ms > *r.baseline_ms * (1 + kRegression)},
-          {"commit", commit}, {"date", date}};
-      arr.push_back(rec);
-    }
-    std::ofstream f(o.json);
-    f << arr.dump(2) << "\n";
-    if (!f) {
-      std::cerr << "recops bench: cannot write " << o.json << "\n";
-      return 2;
-    }
+  if (!o.json.empty() && !write_json()) {
+    std::cerr << "recops bench: cannot write " << o.json << "\n";
+    return 2;
   }
   if (o.fail_on_regression && regressions) return 1;
   return errors ? 1 : 0;

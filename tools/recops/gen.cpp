@@ -6,6 +6,7 @@
 #include <numbers>
 
 #include "core/hash_rng.h"
+#include "core/parallel.h"
 
 namespace recops::cli {
 
@@ -103,7 +104,7 @@ void fill_view(const TensorView& v, const FillSpec& f) {
   auto* base = static_cast<char*>(v.data);
   const int64_t es = dtype_size(v.dtype);
   const bool integral = is_integral(v.dtype);
-  for_each_element(v, [&](int64_t i, int64_t off) {
+  auto one = [&](int64_t i, int64_t off) {
     void* p = base + off * es;
     const auto ui = static_cast<uint64_t>(i);
     if ((v.dtype == DType::int32 || v.dtype == DType::int64) && f.range)
@@ -112,7 +113,10 @@ void fill_view(const TensorView& v, const FillSpec& f) {
       store_int(p, v.dtype, static_cast<int64_t>(generated_value(v.dtype, f, ui)));
     else
       store_value(p, v.dtype, generated_value(v.dtype, f, ui));
-  });
+  };
+  // Each element depends only on (seed, i): chunks fill in parallel with the same result.
+  core::parallel_for(v.numel(), int64_t{1} << 16, 0,
+                     [&](int64_t lo, int64_t hi) { for_each_element_in(v, lo, hi, one); });
 }
 
 }  // namespace recops::cli

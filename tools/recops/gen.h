@@ -41,15 +41,19 @@ void store_value(void* p, DType t, double v);
 void store_int(void* p, DType t, int64_t v);
 double load_value(const void* p, DType t);
 
-// Calls fn(i, element_offset) for every element of a view's logical shape, i in row-major order
-// and element_offset in elements from view.data (strides applied).
+// Calls fn(i, element_offset) for the elements i in [begin, end) of a view's logical shape, i in
+// row-major order and element_offset in elements from view.data (strides applied).
 template <class F>
-void for_each_element(const TensorView& v, F&& fn) {
-  const int64_t n = v.numel();
-  if (n == 0) return;
+void for_each_element_in(const TensorView& v, int64_t begin, int64_t end, F&& fn) {
+  if (begin >= end) return;
   int64_t idx[kMaxDims] = {};
-  int64_t off = 0;
-  for (int64_t i = 0; i < n; ++i) {
+  int64_t off = 0, rem = begin;
+  for (int d = v.ndim - 1; d >= 0; --d) {
+    idx[d] = rem % v.sizes[d];
+    rem /= v.sizes[d];
+    off += idx[d] * v.strides[d];
+  }
+  for (int64_t i = begin; i < end; ++i) {
     fn(i, off);
     for (int d = v.ndim - 1; d >= 0; --d) {
       if (++idx[d] < v.sizes[d]) {
@@ -60,6 +64,11 @@ void for_each_element(const TensorView& v, F&& fn) {
       idx[d] = 0;
     }
   }
+}
+
+template <class F>
+void for_each_element(const TensorView& v, F&& fn) {
+  for_each_element_in(v, 0, v.numel(), fn);
 }
 
 }  // namespace recops::cli

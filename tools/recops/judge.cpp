@@ -7,6 +7,7 @@
 #include <sstream>
 #include <vector>
 
+#include "core/parallel.h"
 #include "tools/recops/gen.h"
 
 namespace recops::cli {
@@ -47,11 +48,25 @@ void poison_fill(void* data, DType t, int64_t n, int variant) {
   const uint64_t b = poison_bits(t, variant);
   const int64_t es = dtype_size(t);
   auto* p = static_cast<char*>(data);
-  for (int64_t i = 0; i < n; ++i) std::memcpy(p + i * es, &b, static_cast<size_t>(es));
+  core::parallel_for(n, int64_t{1} << 16, 0, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) std::memcpy(p + i * es, &b, static_cast<size_t>(es));
+  });
 }
 
 bool bit_identical(const TensorView& a, const TensorView& b, int64_t* first_diff) {
   const int64_t es = dtype_size(a.dtype);
+  if (a.is_contiguous() && b.is_contiguous()) {
+    const auto* pa = static_cast<const char*>(a.data);
+    const auto* pb = static_cast<const char*>(b.data);
+    const size_t bytes = static_cast<size_t>(a.numel() * es);
+    if (std::memcmp(pa, pb, bytes) == 0) return true;
+    for (int64_t i = 0; i < a.numel(); ++i)
+      if (std::memcmp(pa + i * es, pb + i * es, static_cast<size_t>(es)) != 0) {
+        if (first_diff) *first_diff = i;
+        break;
+      }
+    return false;
+  }
   std::vector<int64_t> offs_b;
   offs_b.reserve(static_cast<size_t>(b.numel()));
   for_each_element(b, [&](int64_t, int64_t off) { offs_b.push_back(off); });
@@ -77,20 +92,23 @@ Judgement judge(const TensorView& out, const TensorView& gold, const JudgeOption
   const auto* pg = static_cast<const char*>(gold.data);
   const bool floating = is_floating(t);
 
-  // Element offsets of gold and baseline in out's iteration order.
-  std::vector<int64_t> goff, boff;
-  goff.reserve(static_cast<size_t>(gold.numel()));
-  for_each_element(gold, [&](int64_t, int64_t off) { goff.push_back(off); });
-  if (opt.baseline)
-    for_each_element(*opt.baseline, [&](int64_t, int64_t off) { boff.push_back(off); });
+  // Element offsets of gold and baseline in out's iteration order (the identity when contiguous,
+  // the usual case, so that huge outputs need no index table).
+  std::vector<int64_t> goff_tab, boff_tab;
+  const bool gold_dense = gold.is_contiguous();
+  const bool base_dense = !opt.baseline || opt.baseline->is_contiguous();
+  if (!gold_dense) for_each_element(gold, [&](int64_t, int64_t off) { goff_tab.push_back(off); });
+  if (!base_dense) for_each_element(*opt.baseline, [&](int64_t, int64_t off) { boff_tab.push_back(off); });
+  auto goff = [&](int64_t i) { return gold_dense ? i : goff_tab[static_cast<size_t>(i)]; };
+  auto boff = [&](int64_t i) { return base_dense ? i : boff_tab[static_cast<size_t>(i)]; };
 
   // `small` of accuracy.md: the dtype's smallest normal times the output's typical magnitude.
   double magnitude = opt.magnitude;
   if (floating && magnitude <= 0) {
     double ss = 0;
     int64_t cnt = 0;
-    for (int64_t off : goff) {
-      const double g = load_value(pg + off * es, t);
+    for (int64_t i = 0; i < gold.numel(); ++i) {
+      const double g = load_value(pg + goff(i) * es, t);
       if (std::isfinite(g)) ss += g * g, ++cnt;
     }
     magnitude = cnt ? std::sqrt(ss / static_cast<double>(cnt)) : 1.0;
@@ -107,7 +125,7 @@ Judgement judge(const TensorView& out, const TensorView& gold, const JudgeOption
   };
 
   for_each_element(out, [&](int64_t i, int64_t off) {
-    const int64_t gofs = goff[static_cast<size_t>(i)];
+    const int64_t gofs = goff(i);
     const uint64_t ob = bits_at(po, off, es), gb = bits_at(pg, gofs, es);
     if (ob == poison) {
       if (gb == poison) {
@@ -170,7 +188,7 @@ Judgement judge(const TensorView& out, const TensorView& gold, const JudgeOption
       }
     } else if (opt.baseline) {
       const double b = load_value(static_cast<const char*>(opt.baseline->data) +
-                                      boff[static_cast<size_t>(i)] * es, t);
+                                      boff(i) * es, t);
       if (std::isfinite(b)) {
         base_max_abs = std::max(base_max_abs, std::fabs(b - g));
         base_diff2 += (b - g) * (b - g);
