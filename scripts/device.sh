@@ -85,16 +85,16 @@ if [ ! -d "$CARRY" ]; then
   echo "         the CLI and the C++ tests need yaml-cpp, CLI11, nlohmann-json and GoogleTest"
 fi
 
-# ---- build ----
+# ---- build ---------------------------------------------------------------------------------------
 # The device's g++ (/opt/gcc) is newer than the CI's: its standard headers no longer pull in
 # <cstdint> and friends transitively, so a missing include that the CI cannot see would stop the
 # whole run. Force the usual suspects in (the first device run failed on exactly that).
-SAFETY_INCLUDES="-include cstdint -include cstring -include algorithm -include utility"-----------------------------------------------------------------------------------
+SAFETY_INCLUDES="-include cstdint -include cstring -include algorithm -include utility"
 TORCH_PREFIX=$(python3 -c 'import torch.utils; print(torch.utils.cmake_prefix_path)' 2>/dev/null || true)
 step configure 90 "$OUT/build.log" \
   cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DRECOPS_WITH_CUDA=ON -DRECOPS_CUDA_ARCHS=90a \
-  -DRECOPS_BUILD_TORCH=ON -DPython3_EXECUTABLE="$(command -v python3)" \
+  -DRECOPS_BUILD_TORCH="${RECOPS_BUILD_TORCH:-ON}" -DPython3_EXECUTABLE="$(command -v python3)" \
   -DRECOPS_BUILD_TESTS=ON -DRECOPS_BUILD_CLI=ON \
   -DCMAKE_PREFIX_PATH="$CARRY;$TORCH_PREFIX" \
   -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc \
