@@ -36,6 +36,15 @@ from recops import testing  # noqa: E402
 
 L2_BYTES = 50 * 2**20  # H200 L2; inputs smaller than this are rotated among copies
 
+
+def _llc_bytes() -> int:
+    """The CPU's last-level cache (sysfs), for rotating CPU inputs likewise."""
+    try:
+        txt = Path("/sys/devices/system/cpu/cpu0/cache/index3/size").read_text().strip()
+        return int(txt.rstrip("K")) * 1024 if txt.endswith("K") else int(txt)
+    except (OSError, ValueError):
+        return 32 * 2**20
+
 # ---- shapes (jagged_ops.md §6.3) -----------------------------------------------------------------
 CONV_SHAPES = {
     "S1": dict(B=128, max_L=128, D=128, gen="uniform"),
@@ -90,6 +99,26 @@ class Timer:
             fn(len(times) % rotations)
             times.append((time.perf_counter() - t0) * 1e3)
         return statistics.median(times)
+
+    def many(self, fns: dict, rotations: int = 1) -> dict:
+        """Median milliseconds of each function. On the CPU the functions are timed round-robin,
+        one call each per round, so that load from other processes (a shared host) hits every
+        side alike and the ratios hold; on CUDA each is timed with events in turn."""
+        if self.device == "cuda":
+            return {k: self(f, rotations) for k, f in fns.items()}
+        for f in fns.values():
+            for i in range(2):
+                f(i % rotations)
+        times = {k: [] for k in fns}
+        deadline = time.perf_counter() + self.budget_s * len(fns)
+        r = 0
+        while r < self.min_runs or (time.perf_counter() < deadline and r < 200):
+            for k, f in fns.items():
+                t0 = time.perf_counter()
+                f(r % rotations)
+                times[k].append((time.perf_counter() - t0) * 1e3)
+            r += 1
+        return {k: statistics.median(v) for k, v in times.items()}
 
 
 def measure_ceilings(device: str, timer: Timer) -> dict:
@@ -239,9 +268,10 @@ def make_record(base, ceilings, time_ms, nbytes, peer, peer_ms, err):
 
 
 def _rotations(nbytes_in: int, device: str) -> int:
-    if device != "cuda" or nbytes_in >= L2_BYTES:
+    cache = L2_BYTES if device == "cuda" else _llc_bytes()
+    if nbytes_in >= cache:
         return 1
-    return min(16, math.ceil(2 * L2_BYTES / max(nbytes_in, 1)))
+    return min(16, math.ceil(2 * cache / max(nbytes_in, 1)))
 
 
 def bench_conversions(sid, spec, dtype_name, device, timer, ceilings, fb, common):
@@ -267,11 +297,10 @@ def bench_conversions(sid, spec, dtype_name, device, timer, ceilings, fb, common
     nbytes = (n_valid * D + B * max_L * D) * es + off_bytes
     base = dict(common, op="jagged_to_padded_dense", shape=shape, dtype=dtype_name, phase="fwd")
     ours_fn = lambda i: torch.ops.recops.jagged_to_padded_dense(values[i], offsets, max_L, 0.0)  # noqa: E731
-    ours_ms = timer(ours_fn, rot)
-    ours = ours_fn(0)
     peers = {"torch_plain:masked_index_put": lambda i: to_dense_masked(values[i], offsets, max_L, 0.0),
              "torch_plain:index_copy": lambda i: to_dense_index_copy(values[i], offsets, max_L, 0.0)}
-    best = _best_peer(peers, timer, rot)
+    ours_ms, best = _time_with_peers(ours_fn, peers, timer, rot)
+    ours = ours_fn(0)
     records.append(make_record(base, ceilings, ours_ms, nbytes, best[0], best[1],
                                max_err(ours, peers[best[0]](0))))
     if fb is not None:
@@ -288,11 +317,10 @@ def bench_conversions(sid, spec, dtype_name, device, timer, ceilings, fb, common
     nbytes = (n_valid * D + total_L * D) * es + off_bytes
     base = dict(common, op="dense_to_jagged", shape=shape, dtype=dtype_name, phase="fwd")
     ours_fn = lambda i: torch.ops.recops.dense_to_jagged(dense[i], offsets, total_L)  # noqa: E731
-    ours_ms = timer(ours_fn, rot)
-    ours = ours_fn(0)
     peers = {"torch_plain:masked_gather": lambda i: to_jagged_masked(dense[i], offsets, total_L),
              "torch_plain:index_select": lambda i: to_jagged_index(dense[i], offsets, total_L)}
-    best = _best_peer(peers, timer, rot)
+    ours_ms, best = _time_with_peers(ours_fn, peers, timer, rot)
+    ours = ours_fn(0)
     records.append(make_record(base, ceilings, ours_ms, nbytes, best[0], best[1],
                                max_err(ours, peers[best[0]](0))))
     if fb is not None:
@@ -304,10 +332,12 @@ def bench_conversions(sid, spec, dtype_name, device, timer, ceilings, fb, common
     return records
 
 
-def _best_peer(peers, timer, rot):
-    times = {name: timer(fn, rot) for name, fn in peers.items()}
+def _time_with_peers(ours_fn, peers, timer, rot):
+    """Our median and the fastest plain composition's (name, median), timed together."""
+    times = timer.many({"ours": ours_fn, **peers}, rot)
+    ours_ms = times.pop("ours")
     name = min(times, key=times.get)
-    return name, times[name]
+    return ours_ms, (name, times[name])
 
 
 def _free(device):
@@ -331,11 +361,11 @@ def bench_cumsum(cid, spec, device, timer, ceilings, fb, common):
         base = dict(common, op=kind, shape={"dims": list(shape)}, dtype=dname, phase="fwd")
         op = getattr(torch.ops.recops, kind)
         ours_fn = lambda i, op=op: op(ts[i])  # noqa: E731
-        ours_ms = timer(ours_fn, rot)
-        ours = ours_fn(0)
         peer = lambda i, kind=kind: cumsum_plain(kind, ts[i])  # noqa: E731
-        records.append(make_record(base, ceilings, ours_ms, nbytes, "torch_plain:cumsum",
-                                   timer(peer, rot), max_err(ours, peer(0))))
+        ours_ms, (pname, peer_ms) = _time_with_peers(ours_fn, {"torch_plain:cumsum": peer}, timer, rot)
+        ours = ours_fn(0)
+        records.append(make_record(base, ceilings, ours_ms, nbytes, pname, peer_ms,
+                                   max_err(ours, peer(0))))
         if fb is not None and (kind != "complete_cumsum" or len(shape) == 1 or device == "cuda"):
             f = lambda i, kind=kind: getattr(fb, "asynchronous_" + kind)(ts[i])  # noqa: E731
             try:
