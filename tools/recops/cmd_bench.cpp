@@ -234,6 +234,7 @@ int run_bench(const BenchOptions& o) {
           {"baseline_ms", r.baseline_ms ? nlohmann::json(*r.baseline_ms) : null},
           {"regression", r.baseline_ms && r.timing.median_ms > *r.baseline_ms * (1 + kRegression)},
           {"commit", commit}, {"date", date}};
+      if (r.backend == "cpu") rec["threads"] = core::max_threads();
       arr.push_back(rec);
     }
     std::ofstream f(o.json);

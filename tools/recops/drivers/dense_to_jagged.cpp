@@ -48,7 +48,6 @@ class DenseToJagged final : public Driver {
       p->shape_error = dense_to_jagged_total_L(p->inputs[1].view, &total_L);
       if (!p->shape_error.ok()) return Status::Ok();
     }
-    p->max_seq_len = S;  // kept for tables: the dense extent
     int64_t D = 1;
     for (int64_t e : cs.E) D *= e;
     p->sizes = {{"B", B}, {"S", S}, {"D", D}, {"total_L", total_L}};
