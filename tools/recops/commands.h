@@ -24,6 +24,7 @@ struct CheckOptions : CommonOptions {
   std::vector<std::string> dtypes, offsets_dtypes, out_dtypes, case_ids;
   int repeat = 1;
   bool fail_on_ref = false;
+  bool no_validate = false;
   bool verbose = false;
 };
 

@@ -54,6 +54,9 @@ int main(int argc, char** argv) {
   check->add_option("--repeat", co.repeat, "run each case N times and require bit-identical outputs")
       ->check(CLI::Range(1, 1000));
   check->add_flag("--fail-on-ref", co.fail_on_ref, "fail a case that only the reference implementation would run");
+  check->add_flag("--no-validate", co.no_validate,
+                  "leave CUDA offsets validation at the library default ($RECOPS_VALIDATE; off in release "
+                  "builds): bad-input cases that then run count as passed (for compute-sanitizer runs)");
   check->add_flag("-v,--verbose", co.verbose, "print each result as it finishes (stderr)");
 
   recops::cli::BenchOptions bo;

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/hash_rng.h"
 #include "tools/recops/casefile.h"
 #include "tools/recops/gen.h"
 #include "tools/recops/judge.h"
@@ -132,6 +133,14 @@ void test_generators() {
   LengthsSpec s{"skewed", {}, 1000, 64, 0, 0};
   for (int64_t v : make_lengths(s, 1)) expect(v >= 0 && v <= 128, "generators: skewed in [0, 2 max]");
   expect(offsets_from_lengths({2, 0, 3}) == std::vector<int64_t>({0, 2, 2, 5}), "generators: offsets");
+  // Values computed by python/recops/testing.py (2026-11-29): both sides must draw the same inputs.
+  expect(core::hash64(0, 0) == 7905728728188956330ull, "generators: hash64(0, 0) matches Python");
+  LengthsSpec sk{"skewed", {}, 8, 64, 0, 0};
+  expect(make_lengths(sk, 1) == std::vector<int64_t>({14, 20, 83, 3, 66, 28, 14, 10}),
+         "generators: skewed lengths match Python");
+  LengthsSpec un{"uniform", {}, 8, 100, 0, 0};
+  expect(make_lengths(un, 7) == std::vector<int64_t>({43, 84, 80, 11, 70, 68, 50, 49}),
+         "generators: uniform lengths match Python");
 }
 }  // namespace
 
