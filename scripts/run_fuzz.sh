@@ -17,13 +17,14 @@ TARGETS=("$@")
 BUILD=${RECOPS_FUZZ_BUILD:-build-fuzz}
 JOBS=${JOBS:-$(nproc)}
 
+mkdir -p "$BUILD"
 CC=clang CXX=clang++ cmake -S . -B "$BUILD" -G Ninja \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DRECOPS_FUZZ=ON -DRECOPS_SANITIZE=ON \
   -DRECOPS_WITH_CUDA=OFF -DRECOPS_BUILD_TORCH=OFF -DRECOPS_BUILD_TESTS=OFF \
   -DRECOPS_BUILD_CLI_TESTS=OFF \
-  -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link" >"$BUILD.configure.log" 2>&1 ||
-  { cat "$BUILD.configure.log"; exit 1; }
+  -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link" >"$BUILD/configure.log" 2>&1 ||
+  { cat "$BUILD/configure.log"; exit 1; }
 ninja -C "$BUILD" -j "$JOBS" "${TARGETS[@]}"
 
 status=0

@@ -9,7 +9,8 @@
 static inline int recops_fuzz_cpu_supports(const char* f) {
   if (std::strcmp(f, "f16c") == 0) {
     unsigned a = 0, b = 0, c = 0, d = 0;
-    return __get_cpuid(1, &a, &b, &c, &d) ? static_cast<int>((c >> 29) & 1u) : 0;  // CPUID.1:ECX.F16C
+    return __get_cpuid(1, &a, &b, &c, &d) ? static_cast<int>((c >> 29) & 1u)
+                                          : 0;  // CPUID.1:ECX.F16C
   }
   if (std::strcmp(f, "avx2") == 0) return __builtin_cpu_supports("avx2");
   if (std::strcmp(f, "fma") == 0) return __builtin_cpu_supports("fma");

@@ -20,7 +20,8 @@ using recops::Tensor;
 constexpr int64_t kMaxElems = int64_t{1} << 16;  // per tensor, keeps runs fast
 
 DType any_dtype(FuzzedDataProvider& fdp) {
-  return recops::kAllDTypes[fdp.ConsumeIntegralInRange<size_t>(0, std::size(recops::kAllDTypes) - 1)];
+  return recops::kAllDTypes[fdp.ConsumeIntegralInRange<size_t>(0,
+                                                               std::size(recops::kAllDTypes) - 1)];
 }
 
 // Product of the extents with 0 counted as 1, saturating at INT64_MAX: the bound that keeps
@@ -57,7 +58,8 @@ bool make(FuzzedDataProvider& fdp, const Shape& shape, DType t, Tensor* out) {
 // seq_offsets: mostly plausible (a cumsum of small lengths, perhaps corrupted at one place),
 // sometimes raw bytes, with a random dtype and rank.
 bool make_offsets(FuzzedDataProvider& fdp, Tensor* out, int64_t* last) {
-  const DType t = fdp.ConsumeBool() ? (fdp.ConsumeBool() ? DType::int64 : DType::int32) : any_dtype(fdp);
+  const DType t =
+      fdp.ConsumeBool() ? (fdp.ConsumeBool() ? DType::int64 : DType::int32) : any_dtype(fdp);
   const int64_t n = fdp.ConsumeIntegralInRange<int64_t>(0, 70);
   Shape shape = {n};
   if (fdp.ConsumeIntegralInRange<int>(0, 9) == 0) shape = {1, n};
@@ -67,9 +69,12 @@ bool make_offsets(FuzzedDataProvider& fdp, Tensor* out, int64_t* last) {
     int64_t acc = 0;
     for (int64_t i = 0; i < n; ++i) {
       if (i > 0) acc += fdp.ConsumeIntegralInRange<int64_t>(0, 40);
-      const int64_t v = fdp.ConsumeIntegralInRange<int>(0, 30) == 0 ? fdp.ConsumeIntegral<int64_t>() : acc;
-      if (t == DType::int64) static_cast<int64_t*>(out->data())[i] = v;
-      else static_cast<int32_t*>(out->data())[i] = static_cast<int32_t>(v);
+      const int64_t v =
+          fdp.ConsumeIntegralInRange<int>(0, 30) == 0 ? fdp.ConsumeIntegral<int64_t>() : acc;
+      if (t == DType::int64)
+        static_cast<int64_t*>(out->data())[i] = v;
+      else
+        static_cast<int32_t*>(out->data())[i] = static_cast<int32_t>(v);
     }
     *last = acc;
   }
@@ -88,15 +93,17 @@ void fuzz_jagged_to_padded_dense(FuzzedDataProvider& fdp) {
   if (!make(fdp, vshape, t, &values)) return;
   const int64_t max_L = fdp.ConsumeBool() ? fdp.ConsumeIntegralInRange<int64_t>(-3, 50)
                                           : fdp.ConsumeIntegral<int64_t>();
-  const double pad = fdp.ConsumeBool() ? fdp.ConsumeFloatingPoint<double>()
-                                       : static_cast<double>(fdp.ConsumeIntegralInRange<int>(-2, 300));
+  const double pad = fdp.ConsumeBool()
+                         ? fdp.ConsumeFloatingPoint<double>()
+                         : static_cast<double>(fdp.ConsumeIntegralInRange<int>(-2, 300));
   Shape out_shape;
   if (!recops::jagged_to_padded_dense_shape(values, off, max_L, &out_shape).ok()) return;
   if (fdp.ConsumeIntegralInRange<int>(0, 7) == 0) out_shape = small_shape(fdp, 0, 4, 40);
   if (fdp.ConsumeIntegralInRange<int>(0, 7) == 0 && !out_shape.empty() && out_shape.back() < 1000)
     out_shape.back() += 1;
   Tensor out;
-  if (!make(fdp, out_shape, fdp.ConsumeIntegralInRange<int>(0, 7) ? t : any_dtype(fdp), &out)) return;
+  if (!make(fdp, out_shape, fdp.ConsumeIntegralInRange<int>(0, 7) ? t : any_dtype(fdp), &out))
+    return;
   recops::Context ctx;
   if (fdp.ConsumeBool()) ctx.impl = fdp.ConsumeBool() ? "reference" : "cpu_generic";
   (void)recops::jagged_to_padded_dense(values, off, max_L, pad, out, ctx);
@@ -108,8 +115,9 @@ void fuzz_dense_to_jagged(FuzzedDataProvider& fdp) {
   if (!make_offsets(fdp, &off, &last)) return;
   const DType t = any_dtype(fdp);
   const int64_t B = off.view().ndim == 1 && off.numel() > 0 ? off.numel() - 1 : 0;
-  Shape dshape = {fdp.ConsumeIntegralInRange<int>(0, 9) ? B : fdp.ConsumeIntegralInRange<int64_t>(0, 5),
-                  fdp.ConsumeIntegralInRange<int64_t>(0, 45)};
+  Shape dshape = {
+      fdp.ConsumeIntegralInRange<int>(0, 9) ? B : fdp.ConsumeIntegralInRange<int64_t>(0, 5),
+      fdp.ConsumeIntegralInRange<int64_t>(0, 45)};
   for (int64_t e : small_shape(fdp, 0, 2, 7)) dshape.push_back(e);
   if (fdp.ConsumeIntegralInRange<int>(0, 15) == 0) dshape.resize(1);
   Tensor dense;
@@ -123,7 +131,8 @@ void fuzz_dense_to_jagged(FuzzedDataProvider& fdp) {
   if (!recops::dense_to_jagged_shape(dense, off, total_L, &out_shape).ok()) return;
   if (fdp.ConsumeIntegralInRange<int>(0, 7) == 0) out_shape = small_shape(fdp, 0, 3, 300);
   Tensor out;
-  if (!make(fdp, out_shape, fdp.ConsumeIntegralInRange<int>(0, 7) ? t : any_dtype(fdp), &out)) return;
+  if (!make(fdp, out_shape, fdp.ConsumeIntegralInRange<int>(0, 7) ? t : any_dtype(fdp), &out))
+    return;
   recops::Context ctx;
   if (fdp.ConsumeBool()) ctx.impl = fdp.ConsumeBool() ? "reference" : "cpu_generic";
   (void)recops::dense_to_jagged(dense, off, out, ctx);
@@ -131,12 +140,14 @@ void fuzz_dense_to_jagged(FuzzedDataProvider& fdp) {
 
 void fuzz_cumsum(FuzzedDataProvider& fdp) {
   const int which = fdp.ConsumeIntegralInRange<int>(0, 2);
-  const DType t = fdp.ConsumeIntegralInRange<int>(0, 7) ? (fdp.ConsumeBool() ? DType::int64 : DType::int32)
-                                                        : any_dtype(fdp);
+  const DType t = fdp.ConsumeIntegralInRange<int>(0, 7)
+                      ? (fdp.ConsumeBool() ? DType::int64 : DType::int32)
+                      : any_dtype(fdp);
   Tensor in;
   if (!make(fdp, small_shape(fdp, 0, 3, 300), t, &in)) return;
-  const DType ot = fdp.ConsumeIntegralInRange<int>(0, 7) ? (fdp.ConsumeBool() ? DType::int64 : DType::int32)
-                                                         : any_dtype(fdp);
+  const DType ot = fdp.ConsumeIntegralInRange<int>(0, 7)
+                       ? (fdp.ConsumeBool() ? DType::int64 : DType::int32)
+                       : any_dtype(fdp);
   Shape out_shape = in.shape();
   if (which == 0 && !recops::complete_cumsum_shape(in, &out_shape).ok()) return;
   if (fdp.ConsumeIntegralInRange<int>(0, 7) == 0) out_shape = small_shape(fdp, 0, 3, 300);
@@ -145,9 +156,12 @@ void fuzz_cumsum(FuzzedDataProvider& fdp) {
   recops::Context ctx;
   if (fdp.ConsumeBool()) ctx.impl = fdp.ConsumeBool() ? "reference" : "cpu_generic";
   ctx.num_threads = fdp.ConsumeIntegralInRange<int>(0, 3);
-  if (which == 0) (void)recops::complete_cumsum(in, out, ctx);
-  else if (which == 1) (void)recops::exclusive_cumsum(in, out, ctx);
-  else (void)recops::inclusive_cumsum(in, out, ctx);
+  if (which == 0)
+    (void)recops::complete_cumsum(in, out, ctx);
+  else if (which == 1)
+    (void)recops::exclusive_cumsum(in, out, ctx);
+  else
+    (void)recops::inclusive_cumsum(in, out, ctx);
 }
 
 }  // namespace

@@ -155,29 +155,31 @@ LengthsSpec to_lengths(const Ctx& c, const YAML::Node& n) {
   }
   if (!n.IsMap()) c.fail(n, "lengths", "expected a list of lengths or {gen: NAME, B: .., max: ..}");
   bool has_B = false, has_max = false, has_lo = false, has_hi = false;
-  for_each_key(c, n, "lengths", [&](const std::string& k, const YAML::Node& kn, const YAML::Node& v) {
-    const std::string f = "lengths." + k;
-    if (k == "gen") {
-      L.gen = scalar(c, v, f);
-      if (L.gen != "uniform" && L.gen != "skewed" && L.gen != "empty" && L.gen != "all_max" &&
-          L.gen != "range")
-        c.fail(v, f, "unknown generator '" + L.gen + "' (uniform, skewed, empty, all_max, range)");
-    } else if (k == "B") {
-      L.B = to_nonneg(c, v, f);
-      has_B = true;
-    } else if (k == "max") {
-      L.max = to_nonneg(c, v, f);
-      has_max = true;
-    } else if (k == "lo") {
-      L.lo = to_nonneg(c, v, f);
-      has_lo = true;
-    } else if (k == "hi") {
-      L.hi = to_nonneg(c, v, f);
-      has_hi = true;
-    } else {
-      c.fail(kn, f, "unknown field (gen, B, max, lo, hi)");
-    }
-  });
+  for_each_key(
+      c, n, "lengths", [&](const std::string& k, const YAML::Node& kn, const YAML::Node& v) {
+        const std::string f = "lengths." + k;
+        if (k == "gen") {
+          L.gen = scalar(c, v, f);
+          if (L.gen != "uniform" && L.gen != "skewed" && L.gen != "empty" && L.gen != "all_max" &&
+              L.gen != "range")
+            c.fail(v, f,
+                   "unknown generator '" + L.gen + "' (uniform, skewed, empty, all_max, range)");
+        } else if (k == "B") {
+          L.B = to_nonneg(c, v, f);
+          has_B = true;
+        } else if (k == "max") {
+          L.max = to_nonneg(c, v, f);
+          has_max = true;
+        } else if (k == "lo") {
+          L.lo = to_nonneg(c, v, f);
+          has_lo = true;
+        } else if (k == "hi") {
+          L.hi = to_nonneg(c, v, f);
+          has_hi = true;
+        } else {
+          c.fail(kn, f, "unknown field (gen, B, max, lo, hi)");
+        }
+      });
   if (L.gen.empty()) c.fail(n, "lengths.gen", "missing field");
   if (!has_B) c.fail(n, "lengths.B", "missing field");
   if (L.gen == "range") {
@@ -189,7 +191,8 @@ LengthsSpec to_lengths(const Ctx& c, const YAML::Node& n) {
   // Generated tensors must stay materialisable: a guard against typos such as B: 1e12.
   constexpr int64_t kMaxB = int64_t{1} << 31;
   if (L.B > kMaxB) c.fail(n, "lengths.B", "B larger than 2^31 is not supported");
-  if (L.max > kMaxB || L.hi > kMaxB) c.fail(n, "lengths", "lengths larger than 2^31 are not supported");
+  if (L.max > kMaxB || L.hi > kMaxB)
+    c.fail(n, "lengths", "lengths larger than 2^31 are not supported");
   return L;
 }
 
@@ -205,7 +208,8 @@ CaseSpec parse_case(const Ctx& file_ctx, const YAML::Node& n, const std::string&
     if (cs.id.empty()) c.fail(idn, "id", "empty id");
     for (char ch : cs.id)
       if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-' || ch == '.'))
-        c.fail(idn, "id", "ids use letters, digits, '_', '-' and '.' only (they go on command lines)");
+        c.fail(idn, "id",
+               "ids use letters, digits, '_', '-' and '.' only (they go on command lines)");
   } else {
     c.fail(n, "id", "missing field");
   }
@@ -218,82 +222,88 @@ CaseSpec parse_case(const Ctx& file_ctx, const YAML::Node& n, const std::string&
       auto it = schema.ops.find(o);
       if (it == schema.ops.end()) c.fail(on, "op", "unknown op '" + o + "'");
       if (it->second.folder != schema.ops.at(file_op).folder)
-        c.fail(on, "op", "op '" + o + "' belongs to src/ops/" + it->second.folder +
-                             ", not to this file's folder");
+        c.fail(on, "op",
+               "op '" + o + "' belongs to src/ops/" + it->second.folder +
+                   ", not to this file's folder");
     }
   }
   const std::vector<std::string> ops = cs.ops.empty() ? std::vector<std::string>{file_op} : cs.ops;
-  for_each_key(c, n, "a case", [&](const std::string& k, const YAML::Node& kn, const YAML::Node& v) {
-    bool allowed = common_fields().count(k) > 0;
-    for (const auto& o : ops) allowed = allowed || schema.ops.at(o).fields.count(k) > 0;
-    if (!allowed) {
-      std::string known;
-      std::set<std::string> all = common_fields();
-      for (const auto& o : ops) all.insert(schema.ops.at(o).fields.begin(), schema.ops.at(o).fields.end());
-      for (const auto& f : all) known += (known.empty() ? "" : ", ") + f;
-      c.fail(kn, k, "unknown field for op " + ops.front() + " (known: " + known + ")");
-    }
-    if (k == "id" || k == "op") {
-      // handled above
-    } else if (k == "seed") {
-      const int64_t s = to_nonneg(c, v, k);
-      cs.seed = static_cast<uint64_t>(s);
-    } else if (k == "dtype") {
-      cs.dtypes = to_dtype_list(c, v, k);
-    } else if (k == "offsets_dtype") {
-      cs.offsets_dtypes = to_dtype_list(c, v, k);
-    } else if (k == "out_dtype") {
-      cs.out_dtypes = to_dtype_list(c, v, k);
-    } else if (k == "lengths") {
-      cs.lengths = to_lengths(c, v);
-    } else if (k == "offsets") {
-      cs.offsets = to_int_list(c, v, k, false);
-    } else if (k == "offsets_shape") {
-      cs.offsets_shape = to_int_list(c, v, k, true);
-    } else if (k == "E") {
-      cs.E = to_int_list(c, v, k, true);
-      if (cs.E.size() > 6) c.fail(v, k, "at most 6 trailing dims");
-    } else if (k == "max_seq_len") {
-      cs.max_seq_len = to_int(c, v, k);
-    } else if (k == "padding_value") {
-      cs.padding_value = to_number(c, v, k);
-    } else if (k == "row_pad") {
-      cs.row_pad = to_nonneg(c, v, k);
-    } else if (k == "S") {
-      cs.S = to_nonneg(c, v, k);
-    } else if (k == "total_L") {
-      cs.total_L = to_int(c, v, k);
-    } else if (k == "out_shape") {
-      cs.out_shape = to_int_list(c, v, k, true);
-      if (cs.out_shape->size() > 8) c.fail(v, k, "at most 8 dims");
-    } else if (k == "shape") {
-      cs.shape = to_int_list(c, v, k, true);
-      if (cs.shape->size() > 8) c.fail(v, k, "at most 8 dims");
-    } else if (k == "range") {
-      auto r = to_int_list(c, v, k, false);
-      if (r.size() != 2 || r[0] > r[1]) c.fail(v, k, "expected [lo, hi] with lo <= hi");
-      cs.range = {r[0], r[1]};
-    } else if (k == "scale") {
-      cs.scale = to_number(c, v, k);
-    } else if (k == "tags") {
-      for (const auto& t : to_str_list(c, v, k)) cs.tags.insert(t);
-    } else if (k == "backends") {
-      for (const auto& b : to_str_list(c, v, k)) {
-        if (b != "cpu" && b != "cuda") c.fail(v, k, "unknown backend '" + b + "' (cpu, cuda)");
-        cs.backends.insert(b);
-      }
-    } else if (k == "expect_error") {
-      cs.expect_error = scalar(c, v, k);
-      if (cs.expect_error->empty()) c.fail(v, k, "empty text would match any error");
-      if (kind == FileKind::perf) c.fail(kn, k, "perf shapes cannot expect errors");
-    } else if (k == "deterministic") {
-      cs.deterministic = to_bool(c, v, k);
-    } else if (k == "note") {
-      cs.note = scalar(c, v, k);
-    } else {
-      c.fail(kn, k, "field is allowed by the schema but not understood by the parser");
-    }
-  });
+  for_each_key(c, n, "a case",
+               [&](const std::string& k, const YAML::Node& kn, const YAML::Node& v) {
+                 bool allowed = common_fields().count(k) > 0;
+                 for (const auto& o : ops)
+                   allowed = allowed || schema.ops.at(o).fields.count(k) > 0;
+                 if (!allowed) {
+                   std::string known;
+                   std::set<std::string> all = common_fields();
+                   for (const auto& o : ops)
+                     all.insert(schema.ops.at(o).fields.begin(), schema.ops.at(o).fields.end());
+                   for (const auto& f : all) known += (known.empty() ? "" : ", ") + f;
+                   c.fail(kn, k, "unknown field for op " + ops.front() + " (known: " + known + ")");
+                 }
+                 if (k == "id" || k == "op") {
+                   // handled above
+                 } else if (k == "seed") {
+                   const int64_t s = to_nonneg(c, v, k);
+                   cs.seed = static_cast<uint64_t>(s);
+                 } else if (k == "dtype") {
+                   cs.dtypes = to_dtype_list(c, v, k);
+                 } else if (k == "offsets_dtype") {
+                   cs.offsets_dtypes = to_dtype_list(c, v, k);
+                 } else if (k == "out_dtype") {
+                   cs.out_dtypes = to_dtype_list(c, v, k);
+                 } else if (k == "lengths") {
+                   cs.lengths = to_lengths(c, v);
+                 } else if (k == "offsets") {
+                   cs.offsets = to_int_list(c, v, k, false);
+                 } else if (k == "offsets_shape") {
+                   cs.offsets_shape = to_int_list(c, v, k, true);
+                 } else if (k == "E") {
+                   cs.E = to_int_list(c, v, k, true);
+                   if (cs.E.size() > 6) c.fail(v, k, "at most 6 trailing dims");
+                 } else if (k == "max_seq_len") {
+                   cs.max_seq_len = to_int(c, v, k);
+                 } else if (k == "padding_value") {
+                   cs.padding_value = to_number(c, v, k);
+                 } else if (k == "row_pad") {
+                   cs.row_pad = to_nonneg(c, v, k);
+                 } else if (k == "S") {
+                   cs.S = to_nonneg(c, v, k);
+                 } else if (k == "total_L") {
+                   cs.total_L = to_int(c, v, k);
+                 } else if (k == "out_shape") {
+                   cs.out_shape = to_int_list(c, v, k, true);
+                   if (cs.out_shape->size() > 8) c.fail(v, k, "at most 8 dims");
+                 } else if (k == "shape") {
+                   cs.shape = to_int_list(c, v, k, true);
+                   if (cs.shape->size() > 8) c.fail(v, k, "at most 8 dims");
+                 } else if (k == "range") {
+                   auto r = to_int_list(c, v, k, false);
+                   if (r.size() != 2 || r[0] > r[1])
+                     c.fail(v, k, "expected [lo, hi] with lo <= hi");
+                   cs.range = {r[0], r[1]};
+                 } else if (k == "scale") {
+                   cs.scale = to_number(c, v, k);
+                 } else if (k == "tags") {
+                   for (const auto& t : to_str_list(c, v, k)) cs.tags.insert(t);
+                 } else if (k == "backends") {
+                   for (const auto& b : to_str_list(c, v, k)) {
+                     if (b != "cpu" && b != "cuda")
+                       c.fail(v, k, "unknown backend '" + b + "' (cpu, cuda)");
+                     cs.backends.insert(b);
+                   }
+                 } else if (k == "expect_error") {
+                   cs.expect_error = scalar(c, v, k);
+                   if (cs.expect_error->empty()) c.fail(v, k, "empty text would match any error");
+                   if (kind == FileKind::perf) c.fail(kn, k, "perf shapes cannot expect errors");
+                 } else if (k == "deterministic") {
+                   cs.deterministic = to_bool(c, v, k);
+                 } else if (k == "note") {
+                   cs.note = scalar(c, v, k);
+                 } else {
+                   c.fail(kn, k, "field is allowed by the schema but not understood by the parser");
+                 }
+               });
   if (cs.lengths && cs.offsets) c.fail(n, "offsets", "give either lengths or offsets, not both");
   // Bound every generated tensor: no field may ask for more elements than a test can hold.
   auto prod_ok = [](const std::vector<int64_t>& v) {
@@ -310,9 +320,8 @@ CaseSpec parse_case(const Ctx& file_ctx, const YAML::Node& n, const std::string&
 }  // namespace
 
 const std::set<std::string>& common_fields() {
-  static const std::set<std::string> f = {"id",   "op",          "seed",     "dtype",
-                                          "tags", "expect_error", "backends", "deterministic",
-                                          "note"};
+  static const std::set<std::string> f = {
+      "id", "op", "seed", "dtype", "tags", "expect_error", "backends", "deterministic", "note"};
   return f;
 }
 
@@ -341,62 +350,75 @@ CaseFile parse_case_text(const std::string& text, const std::string& path, FileK
     }
     const char* list_key = kind == FileKind::cases ? "cases" : "shapes";
     bool has_list = false;
-    for_each_key(c, root, "the file", [&](const std::string& k, const YAML::Node& kn, const YAML::Node& v) {
-      if (k == "op" || k == "note") {
-        if (!v.IsScalar()) c.fail(v, k, "expected a scalar");
-      } else if (k == "standard") {
-        if (v.IsMap()) {
-          // Per output: {out: exact}. Our ops have one output named `out`.
-          for_each_key(c, v, "standard", [&](const std::string& o, const YAML::Node&, const YAML::Node& s) {
-            if (o != "out") c.fail(v, "standard." + o, "unknown output (the ops here have `out`)");
-            f.standard = to_standard(c, s, "standard." + o);
-          });
-        } else {
-          f.standard = to_standard(c, v, k);
-        }
-      } else if (k == list_key) {
-        has_list = true;
-        if (!v.IsSequence()) c.fail(v, k, "expected a list of cases");
-        std::map<std::string, Loc> ids;
-        for (const auto& cn : v) {
-          CaseSpec cs = parse_case(c, cn, f.op, schema, kind);
-          if (auto it = ids.find(cs.id); it != ids.end())
-            Ctx{path, cs.id}.fail(cs.loc, "id",
-                                  "duplicate id (first at line " + std::to_string(it->second.line) + ")");
-          ids[cs.id] = cs.loc;
-          f.cases.push_back(std::move(cs));
-        }
-      } else if (k == "baselines" && kind == FileKind::perf) {
-        f.baselines_line = loc_of(kn).line;
-        if (v.IsNull()) return;
-        for_each_key(c, v, "baselines", [&](const std::string& dev, const YAML::Node&, const YAML::Node& dv) {
-          if (dv.IsNull()) return;
-          for_each_key(c, dv, "baselines of " + dev, [&](const std::string& key, const YAML::Node&, const YAML::Node& bv) {
-            Baseline b;
-            bool has_time = false;
-            for_each_key(c, bv, "baseline " + key, [&](const std::string& bk, const YAML::Node& bkn, const YAML::Node& x) {
-              const std::string fld = "baselines." + key + "." + bk;
-              if (bk == "time_ms") {
-                b.time_ms = to_number(c, x, fld);
-                has_time = true;
-              } else if (bk == "commit") {
-                b.commit = scalar(c, x, fld);
-              } else if (bk == "date") {
-                b.date = scalar(c, x, fld);
-              } else if (bk != "gbps" && bk != "impl") {
-                c.fail(bkn, fld, "unknown field (time_ms, gbps, impl, commit, date)");
-              }
-            });
-            if (!has_time || !(b.time_ms > 0))
-              c.fail(bv, "baselines." + key + ".time_ms", "missing or not positive");
-            f.baselines[dev][key] = b;
-          });
+    for_each_key(
+        c, root, "the file", [&](const std::string& k, const YAML::Node& kn, const YAML::Node& v) {
+          if (k == "op" || k == "note") {
+            if (!v.IsScalar()) c.fail(v, k, "expected a scalar");
+          } else if (k == "standard") {
+            if (v.IsMap()) {
+              // Per output: {out: exact}. Our ops have one output named `out`.
+              for_each_key(c, v, "standard",
+                           [&](const std::string& o, const YAML::Node&, const YAML::Node& s) {
+                             if (o != "out")
+                               c.fail(v, "standard." + o,
+                                      "unknown output (the ops here have `out`)");
+                             f.standard = to_standard(c, s, "standard." + o);
+                           });
+            } else {
+              f.standard = to_standard(c, v, k);
+            }
+          } else if (k == list_key) {
+            has_list = true;
+            if (!v.IsSequence()) c.fail(v, k, "expected a list of cases");
+            std::map<std::string, Loc> ids;
+            for (const auto& cn : v) {
+              CaseSpec cs = parse_case(c, cn, f.op, schema, kind);
+              if (auto it = ids.find(cs.id); it != ids.end())
+                Ctx{path, cs.id}.fail(
+                    cs.loc, "id",
+                    "duplicate id (first at line " + std::to_string(it->second.line) + ")");
+              ids[cs.id] = cs.loc;
+              f.cases.push_back(std::move(cs));
+            }
+          } else if (k == "baselines" && kind == FileKind::perf) {
+            f.baselines_line = loc_of(kn).line;
+            if (v.IsNull()) return;
+            for_each_key(
+                c, v, "baselines",
+                [&](const std::string& dev, const YAML::Node&, const YAML::Node& dv) {
+                  if (dv.IsNull()) return;
+                  for_each_key(
+                      c, dv, "baselines of " + dev,
+                      [&](const std::string& key, const YAML::Node&, const YAML::Node& bv) {
+                        Baseline b;
+                        bool has_time = false;
+                        for_each_key(
+                            c, bv, "baseline " + key,
+                            [&](const std::string& bk, const YAML::Node& bkn, const YAML::Node& x) {
+                              const std::string fld = "baselines." + key + "." + bk;
+                              if (bk == "time_ms") {
+                                b.time_ms = to_number(c, x, fld);
+                                has_time = true;
+                              } else if (bk == "commit") {
+                                b.commit = scalar(c, x, fld);
+                              } else if (bk == "date") {
+                                b.date = scalar(c, x, fld);
+                              } else if (bk != "gbps" && bk != "impl") {
+                                c.fail(bkn, fld,
+                                       "unknown field (time_ms, gbps, impl, commit, date)");
+                              }
+                            });
+                        if (!has_time || !(b.time_ms > 0))
+                          c.fail(bv, "baselines." + key + ".time_ms", "missing or not positive");
+                        f.baselines[dev][key] = b;
+                      });
+                });
+          } else {
+            c.fail(kn, k,
+                   std::string("unknown top-level field (op, standard, note, ") + list_key +
+                       (kind == FileKind::perf ? ", baselines)" : ")"));
+          }
         });
-      } else {
-        c.fail(kn, k, std::string("unknown top-level field (op, standard, note, ") + list_key +
-                          (kind == FileKind::perf ? ", baselines)" : ")"));
-      }
-    });
     if (!has_list) c.fail(root, list_key, "missing field");
   } catch (const YAML::Exception& e) {
     // yaml-cpp conversion errors that slipped past the checks above still get a location.

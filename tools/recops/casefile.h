@@ -32,39 +32,39 @@ struct Loc {
 
 // Lengths: an explicit list, or a generator (docs/cases.md "Length generators").
 struct LengthsSpec {
-  std::string gen;               // "" for an explicit list; uniform|skewed|empty|all_max|range
+  std::string gen;  // "" for an explicit list; uniform|skewed|empty|all_max|range
   std::vector<int64_t> explicit_lengths;
   int64_t B = 0;
   int64_t max = 0;
-  int64_t lo = 0, hi = 0;        // gen: range
+  int64_t lo = 0, hi = 0;  // gen: range
 };
 
 // One case (or one perf shape) as written. Optional fields are unset when absent; list-valued
 // dtype-like fields expand into one row each (see expand()).
 struct CaseSpec {
   std::string id;
-  Loc loc;                                     // of the case's mapping
-  std::vector<std::string> ops;                // `op:` override (a list expands); empty = file op
+  Loc loc;                       // of the case's mapping
+  std::vector<std::string> ops;  // `op:` override (a list expands); empty = file op
   uint64_t seed = 0;
-  std::vector<DType> dtypes;                   // empty = the driver's default
-  std::vector<DType> offsets_dtypes;           // empty = int64
-  std::vector<DType> out_dtypes;               // empty = the input's dtype
+  std::vector<DType> dtypes;          // empty = the driver's default
+  std::vector<DType> offsets_dtypes;  // empty = int64
+  std::vector<DType> out_dtypes;      // empty = the input's dtype
   std::optional<LengthsSpec> lengths;
   std::optional<std::vector<int64_t>> offsets;        // explicit (possibly invalid) offsets
   std::optional<std::vector<int64_t>> offsets_shape;  // reshape of the offsets (bad inputs)
-  std::vector<int64_t> E;                      // trailing dims (default none)
+  std::vector<int64_t> E;                             // trailing dims (default none)
   std::optional<int64_t> max_seq_len;
   std::optional<double> padding_value;
-  int64_t row_pad = 0;                         // extra elements between rows: non-contiguous input
-  std::optional<int64_t> S;                    // dense_to_jagged: dense extent
-  std::optional<int64_t> total_L;              // rows of the jagged tensor, when not offsets[B]
-  std::optional<std::vector<int64_t>> out_shape;  // a deliberately wrong output shape
-  std::optional<std::vector<int64_t>> shape;   // input shape (cumsum)
+  int64_t row_pad = 0;             // extra elements between rows: non-contiguous input
+  std::optional<int64_t> S;        // dense_to_jagged: dense extent
+  std::optional<int64_t> total_L;  // rows of the jagged tensor, when not offsets[B]
+  std::optional<std::vector<int64_t>> out_shape;     // a deliberately wrong output shape
+  std::optional<std::vector<int64_t>> shape;         // input shape (cumsum)
   std::optional<std::pair<int64_t, int64_t>> range;  // integer input range [lo, hi]
-  double scale = 1.0;                          // floating inputs: uniform(-1, 1) * scale
-  std::set<std::string> tags;                  // `large`: skipped by --quick
-  std::set<std::string> backends;              // empty = every backend
-  std::optional<std::string> expect_error;     // pass when the op fails with this text
+  double scale = 1.0;                                // floating inputs: uniform(-1, 1) * scale
+  std::set<std::string> tags;                        // `large`: skipped by --quick
+  std::set<std::string> backends;                    // empty = every backend
+  std::optional<std::string> expect_error;           // pass when the op fails with this text
   bool deterministic = true;
   std::string note;
 };
@@ -78,18 +78,18 @@ struct Baseline {
 
 struct CaseFile {
   std::string path;
-  std::string op;                              // the file's op (the folder's main op)
+  std::string op;  // the file's op (the folder's main op)
   core::Standard standard = core::Standard::exact;
-  std::vector<CaseSpec> cases;                 // `cases:` (cases.yaml) or `shapes:` (perf.yaml)
+  std::vector<CaseSpec> cases;  // `cases:` (cases.yaml) or `shapes:` (perf.yaml)
   // perf.yaml: device name -> key ("op/id/dtype") -> baseline.
   std::map<std::string, std::map<std::string, Baseline>> baselines;
-  int baselines_line = 0;                      // 1-based line of `baselines:` (0 = absent)
+  int baselines_line = 0;  // 1-based line of `baselines:` (0 = absent)
 };
 
 // Which ops a file may name and which fields beyond the common ones each op takes.
 struct OpSchema {
-  std::string folder;                          // src/ops/<folder>
-  std::set<std::string> fields;                // op-specific fields
+  std::string folder;            // src/ops/<folder>
+  std::set<std::string> fields;  // op-specific fields
 };
 struct CaseSchema {
   std::map<std::string, OpSchema> ops;
@@ -110,9 +110,9 @@ CaseFile load_case_file(const std::string& path, FileKind kind, const CaseSchema
 struct CaseRow {
   const CaseSpec* spec = nullptr;
   std::string op;
-  std::optional<DType> dtype;          // unset: the driver's default
+  std::optional<DType> dtype;  // unset: the driver's default
   DType offsets_dtype = DType::int64;
-  std::optional<DType> out_dtype;      // unset: the input's dtype
+  std::optional<DType> out_dtype;  // unset: the input's dtype
 };
 
 // Expands a file's cases into rows (ops x dtypes x offsets_dtypes x out_dtypes).

@@ -29,8 +29,8 @@ namespace recops::cli {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr double kRotateBytes = 50e6;       // performance.md: rotate when a set fits in 50 MB
-constexpr double kRegression = 0.05;        // flag a slowdown of more than 5%
+constexpr double kRotateBytes = 50e6;  // performance.md: rotate when a set fits in 50 MB
+constexpr double kRegression = 0.05;   // flag a slowdown of more than 5%
 
 struct Timing {
   Status status;
@@ -156,7 +156,8 @@ Status write_baselines(const CaseFile& file,
   if (file.baselines_line > 0) {
     begin = static_cast<size_t>(file.baselines_line - 1);
     end = begin + 1;
-    while (end < lines.size() && (lines[end].empty() || lines[end][0] == ' ' || lines[end][0] == '#'))
+    while (end < lines.size() &&
+           (lines[end].empty() || lines[end][0] == ' ' || lines[end][0] == '#'))
       ++end;
   }
   std::ostringstream os;
@@ -166,7 +167,8 @@ Status write_baselines(const CaseFile& file,
     for (const auto& [key, b] : entries) {
       os << "    " << key << ": {time_ms: " << fmt_g(b.time_ms, 5);
       if (auto d = gbps.find(dev); d != gbps.end())
-        if (auto g = d->second.find(key); g != d->second.end()) os << ", gbps: " << fmt_g(g->second, 4);
+        if (auto g = d->second.find(key); g != d->second.end())
+          os << ", gbps: " << fmt_g(g->second, 4);
       os << ", commit: " << yaml_quote(b.commit) << ", date: " << yaml_quote(b.date) << "}\n";
     }
   }
@@ -221,19 +223,32 @@ int run_bench(const BenchOptions& o) {
       const double gbps = r.bytes / (r.timing.median_ms * 1e6);
       const nlohmann::json null;
       nlohmann::json rec = {
-          {"op", r.op}, {"impl", r.impl}, {"backend", r.backend}, {"device", r.device},
-          {"shape", r.shape}, {"dtype", r.dtype}, {"phase", "fwd"}, {"case", r.case_id},
-          {"time_ms", r.timing.median_ms}, {"time_ms_p10", r.timing.p10_ms},
-          {"time_ms_p90", r.timing.p90_ms}, {"reps", r.timing.reps},
+          {"op", r.op},
+          {"impl", r.impl},
+          {"backend", r.backend},
+          {"device", r.device},
+          {"shape", r.shape},
+          {"dtype", r.dtype},
+          {"phase", "fwd"},
+          {"case", r.case_id},
+          {"time_ms", r.timing.median_ms},
+          {"time_ms_p10", r.timing.p10_ms},
+          {"time_ms_p90", r.timing.p90_ms},
+          {"reps", r.timing.reps},
           {"tflops", r.flops >= 0 ? nlohmann::json(r.flops / (r.timing.median_ms * 1e9)) : null},
-          {"gbps", gbps}, {"bytes", r.bytes},
+          {"gbps", gbps},
+          {"bytes", r.bytes},
           {"frac_flops_ceiling", null},
           {"frac_bw_ceiling", gbps / r.ceiling_gbps},
           {"ceilings", {{"copy_gbps", r.ceiling_gbps}, {"matmul_tflops", null}}},
-          {"peer", null}, {"peer_time_ms", null}, {"speedup_vs_peer", null}, {"max_err_vs_peer", null},
+          {"peer", null},
+          {"peer_time_ms", null},
+          {"speedup_vs_peer", null},
+          {"max_err_vs_peer", null},
           {"baseline_ms", r.baseline_ms ? nlohmann::json(*r.baseline_ms) : null},
           {"regression", r.baseline_ms && r.timing.median_ms > *r.baseline_ms * (1 + kRegression)},
-          {"commit", commit}, {"date", date}};
+          {"commit", commit},
+          {"date", date}};
       if (r.backend == "cpu") rec["threads"] = core::max_threads();
       arr.push_back(rec);
     }
@@ -265,8 +280,8 @@ int run_bench(const BenchOptions& o) {
         continue;
       const Driver* d = driver_for(row.op);
       const DType dtype = row.dtype.value_or(d->default_dtype(row.op));
-      if (!o.dtypes.empty() &&
-          std::find(o.dtypes.begin(), o.dtypes.end(), std::string(dtype_name(dtype))) == o.dtypes.end())
+      if (!o.dtypes.empty() && std::find(o.dtypes.begin(), o.dtypes.end(),
+                                         std::string(dtype_name(dtype))) == o.dtypes.end())
         continue;
       std::optional<Problem> problem;
       Status make_status;
@@ -291,8 +306,8 @@ int run_bench(const BenchOptions& o) {
               return 2;
             }
             ceilings[bt] = g;
-            std::cerr << "[bench] copy ceiling " << bname << " (" << device_name(bt) << "): " << fmt_g(g, 4)
-                      << " GB/s\n";
+            std::cerr << "[bench] copy ceiling " << bname << " (" << device_name(bt)
+                      << "): " << fmt_g(g, 4) << " GB/s\n";
           }
           r.ceiling_gbps = ceilings[bt];
           if (!problem) {
@@ -319,7 +334,8 @@ int run_bench(const BenchOptions& o) {
           }
           int copies = 1;
           if (set_bytes < kRotateBytes)
-            copies = static_cast<int>(std::clamp(std::ceil(2 * kRotateBytes / std::max(set_bytes, 1.0)), 2.0, 16.0));
+            copies = static_cast<int>(
+                std::clamp(std::ceil(2 * kRotateBytes / std::max(set_bytes, 1.0)), 2.0, 16.0));
           struct Set {
             std::vector<Input> in;
             std::vector<Tensor> out;
@@ -348,8 +364,10 @@ int run_bench(const BenchOptions& o) {
           r.impl = impl_used.empty() ? "-" : impl_used;
           const std::string key = baseline_key(row.op, cs.id, dtype);
           if (auto dv = file.baselines.find(r.device); dv != file.baselines.end())
-            if (auto b = dv->second.find(key); b != dv->second.end()) r.baseline_ms = b->second.time_ms;
-          if (r.baseline_ms && r.timing.median_ms > *r.baseline_ms * (1 + kRegression)) ++regressions;
+            if (auto b = dv->second.find(key); b != dv->second.end())
+              r.baseline_ms = b->second.time_ms;
+          if (r.baseline_ms && r.timing.median_ms > *r.baseline_ms * (1 + kRegression))
+            ++regressions;
           if (o.update_baseline) {
             updated[r.device][key] = Baseline{r.timing.median_ms, commit, date};
             updated_gbps[r.device][key] = r.bytes / (r.timing.median_ms * 1e6);
@@ -362,8 +380,8 @@ int run_bench(const BenchOptions& o) {
         records.push_back(r);
         // Progress on stderr, one line per shape, as it is measured.
         if (r.error.empty())
-          std::cerr << "[bench] " << r.op << " " << r.case_id << " " << r.dtype << " " << r.backend << ": "
-                    << fmt_g(r.timing.median_ms, 4) << " ms, "
+          std::cerr << "[bench] " << r.op << " " << r.case_id << " " << r.dtype << " " << r.backend
+                    << ": " << fmt_g(r.timing.median_ms, 4) << " ms, "
                     << fmt_g(r.bytes / (r.timing.median_ms * 1e6), 4) << " GB/s\n";
         else
           std::cerr << "[bench] " << r.op << " " << r.case_id << " " << r.dtype << " " << r.backend
@@ -398,18 +416,22 @@ int run_bench(const BenchOptions& o) {
     t.add({r.op, r.case_id, r.dtype, r.backend, r.impl, fmt_g(r.timing.median_ms, 4),
            fmt_g(r.timing.p10_ms, 3) + "-" + fmt_g(r.timing.p90_ms, 3), fmt_g(gbps, 4),
            r.flops >= 0 ? fmt_g(r.flops / (r.timing.median_ms * 1e6), 4) : "-",
-           fmt_g(100 * gbps / r.ceiling_gbps, 3), r.baseline_ms ? fmt_g(*r.baseline_ms, 4) : "-", change});
+           fmt_g(100 * gbps / r.ceiling_gbps, 3), r.baseline_ms ? fmt_g(*r.baseline_ms, 4) : "-",
+           change});
   }
   for (const auto& [bt, g] : ceilings)
-    std::cout << "copy ceiling (" << backend_name(bt) << ", " << device_name(bt) << "): " << fmt_g(g, 4)
-              << " GB/s\n";
+    std::cout << "copy ceiling (" << backend_name(bt) << ", " << device_name(bt)
+              << "): " << fmt_g(g, 4) << " GB/s\n";
   std::cout << t.str();
   for (const auto& r : records)
-    if (!r.error.empty()) std::cout << "error: " << r.op << " " << r.case_id << " [" << r.backend << "]: " << r.error << "\n";
+    if (!r.error.empty())
+      std::cout << "error: " << r.op << " " << r.case_id << " [" << r.backend << "]: " << r.error
+                << "\n";
   const double secs = std::chrono::duration<double>(Clock::now() - t_start).count();
-  std::cout << "\n" << records.size() << " shape(s), " << regressions << " regression(s) over "
-            << static_cast<int>(kRegression * 100) << "%, " << errors << " error(s) (" << fmt_g(secs, 3)
-            << " s; commit " << commit << ")\n";
+  std::cout << "\n"
+            << records.size() << " shape(s), " << regressions << " regression(s) over "
+            << static_cast<int>(kRegression * 100) << "%, " << errors << " error(s) ("
+            << fmt_g(secs, 3) << " s; commit " << commit << ")\n";
 
   if (!o.json.empty() && !write_json()) {
     std::cerr << "recops bench: cannot write " << o.json << "\n";

@@ -135,7 +135,8 @@ int run_check(const CheckOptions& o, const std::string& argv0) {
       const DType dtype = row.dtype.value_or(d->default_dtype(row.op));
       if (!selected(o.dtypes, std::string(dtype_name(dtype)))) continue;
       if (!o.offsets_dtypes.empty() &&
-          (cs.offsets_dtypes.empty() || !selected(o.offsets_dtypes, std::string(dtype_name(row.offsets_dtype)))))
+          (cs.offsets_dtypes.empty() ||
+           !selected(o.offsets_dtypes, std::string(dtype_name(row.offsets_dtype)))))
         continue;
       if (!o.out_dtypes.empty() &&
           (!row.out_dtype || !selected(o.out_dtypes, std::string(dtype_name(*row.out_dtype)))))
@@ -158,9 +159,11 @@ int run_check(const CheckOptions& o, const std::string& argv0) {
         r.op = row.op;
         r.case_id = cs.id;
         r.dtype = std::string(dtype_name(dtype));
-        if (!cs.offsets_dtypes.empty()) r.variant += "off=" + std::string(dtype_name(row.offsets_dtype));
-        if (row.out_dtype) r.variant += std::string(r.variant.empty() ? "" : " ") + "out=" +
-                                        std::string(dtype_name(*row.out_dtype));
+        if (!cs.offsets_dtypes.empty())
+          r.variant += "off=" + std::string(dtype_name(row.offsets_dtype));
+        if (row.out_dtype)
+          r.variant += std::string(r.variant.empty() ? "" : " ") +
+                       "out=" + std::string(dtype_name(*row.out_dtype));
         r.backend = bname;
         auto finish = [&](bool pass, const std::string& detail) {
           r.verdict = pass ? "PASS" : "FAIL";
@@ -217,17 +220,19 @@ int run_check(const CheckOptions& o, const std::string& argv0) {
             if (first.status.ok() && bt == DeviceType::cuda && !cuda_validates) {
               finish(true, "ran without validation (outputs unspecified; --no-validate)");
             } else if (first.status.ok()) {
-              finish(false, "expected an error containing \"" + *cs.expect_error + "\", but the op succeeded");
+              finish(false, "expected an error containing \"" + *cs.expect_error +
+                                "\", but the op succeeded");
             } else if (first.status.message().find(*cs.expect_error) == std::string::npos) {
-              finish(false, "expected an error containing \"" + *cs.expect_error + "\", got: " +
-                                first.status.message());
+              finish(false, "expected an error containing \"" + *cs.expect_error +
+                                "\", got: " + first.status.message());
             } else {
               finish(true, "error as expected: " + first_line(first.status.message()));
             }
             continue;
           }
           if (!first.status.ok()) {
-            finish(false, std::string(status_code_name(first.status.code())) + ": " + first.status.message());
+            finish(false, std::string(status_code_name(first.status.code())) + ": " +
+                              first.status.message());
             continue;
           }
           if (!gold) {
@@ -309,8 +314,8 @@ int run_check(const CheckOptions& o, const std::string& argv0) {
   int failed = 0;
   for (const auto& r : results) {
     failed += r.verdict != "PASS";
-    t.add({r.op, r.case_id, r.variant.empty() ? r.dtype : r.dtype + " " + r.variant, r.backend, r.impl,
-           r.max_abs ? fmt_g(*r.max_abs) : "-", r.rel_l2 ? fmt_g(*r.rel_l2) : "-",
+    t.add({r.op, r.case_id, r.variant.empty() ? r.dtype : r.dtype + " " + r.variant, r.backend,
+           r.impl, r.max_abs ? fmt_g(*r.max_abs) : "-", r.rel_l2 ? fmt_g(*r.rel_l2) : "-",
            r.verdict == "PASS" ? (r.max_abs ? "PASS" : "PASS (error)") : "FAIL"});
   }
   std::cout << t.str();
@@ -321,10 +326,9 @@ int run_check(const CheckOptions& o, const std::string& argv0) {
         std::cout << "  " << r.op << " " << r.case_id << " " << r.dtype << " " << r.variant << " ["
                   << r.backend << "]: " << r.detail << "\n    " << r.reproducer << "\n";
   }
-  const double secs =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::cout << "\n" << results.size() - static_cast<size_t>(failed) << " passed, " << failed
-            << " failed";
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::cout << "\n"
+            << results.size() - static_cast<size_t>(failed) << " passed, " << failed << " failed";
   if (file_errors) std::cout << ", " << file_errors << " case file(s) could not be read";
   std::cout << " (" << fmt_g(secs, 3) << " s)\n";
 
@@ -333,12 +337,19 @@ int run_check(const CheckOptions& o, const std::string& argv0) {
     for (const auto& r : results) {
       nlohmann::json shape = nlohmann::json::object();
       for (const auto& [k, v] : r.sizes) shape[k] = v;
-      arr.push_back({{"op", r.op}, {"case", r.case_id}, {"dtype", r.dtype}, {"variant", r.variant},
-                     {"backend", r.backend}, {"impl", r.impl}, {"shape", shape},
-                     {"max_abs", r.max_abs ? nlohmann::json(*r.max_abs) : nlohmann::json()},
-                     {"rel_l2", r.rel_l2 ? nlohmann::json(*r.rel_l2) : nlohmann::json()},
-                     {"verdict", r.verdict}, {"detail", r.detail},
-                     {"reproducer", r.reproducer.empty() ? nlohmann::json() : nlohmann::json(r.reproducer)}});
+      arr.push_back(
+          {{"op", r.op},
+           {"case", r.case_id},
+           {"dtype", r.dtype},
+           {"variant", r.variant},
+           {"backend", r.backend},
+           {"impl", r.impl},
+           {"shape", shape},
+           {"max_abs", r.max_abs ? nlohmann::json(*r.max_abs) : nlohmann::json()},
+           {"rel_l2", r.rel_l2 ? nlohmann::json(*r.rel_l2) : nlohmann::json()},
+           {"verdict", r.verdict},
+           {"detail", r.detail},
+           {"reproducer", r.reproducer.empty() ? nlohmann::json() : nlohmann::json(r.reproducer)}});
     }
     std::ofstream f(o.json);
     f << arr.dump(2) << "\n";

@@ -19,17 +19,21 @@ int run_list(bool as_json) {
   if (as_json) {
     nlohmann::json j;
     j["cuda_built"] = core::cuda::built_with_cuda();
-    j["cpu"] = {{"name", core::cpu_name()}, {"features", core::cpu_features_str()},
+    j["cpu"] = {{"name", core::cpu_name()},
+                {"features", core::cpu_features_str()},
                 {"threads", core::max_threads()}};
     j["cuda_devices"] = nlohmann::json::array();
     for (int i = 0; i < ndev; ++i)
-      j["cuda_devices"].push_back({{"index", i}, {"name", core::cuda::device_name(i)},
+      j["cuda_devices"].push_back({{"index", i},
+                                   {"name", core::cuda::device_name(i)},
                                    {"compute_capability", core::cuda::compute_capability(i)}});
     j["ops"] = nlohmann::json::array();
     for (const auto& op : ops) {
-      nlohmann::json o{{"name", op.name}, {"family", op.family}, {"impls", nlohmann::json::array()}};
+      nlohmann::json o{
+          {"name", op.name}, {"family", op.family}, {"impls", nlohmann::json::array()}};
       for (const auto& im : op.impls)
-        o["impls"].push_back({{"id", im.id}, {"backend", backend_name(im.backend)},
+        o["impls"].push_back({{"id", im.id},
+                              {"backend", backend_name(im.backend)},
                               {"available", im.unavailable.empty()},
                               {"unavailable", im.unavailable}});
       j["ops"].push_back(o);
@@ -59,8 +63,9 @@ int run_list(bool as_json) {
       t.add({op.name, op.family, backend_name(im.backend), im.id,
              im.unavailable.empty() ? "available" : "unavailable: " + im.unavailable});
   std::cout << t.str();
-  std::cout << "\nImplementations are listed best first; the entry runs the first that is available "
-               "and accepts the problem (`reference` last).\n";
+  std::cout
+      << "\nImplementations are listed best first; the entry runs the first that is available "
+         "and accepts the problem (`reference` last).\n";
   return 0;
 }
 

@@ -82,7 +82,8 @@ std::string ops_dir(const std::string& cases_dir_option) {
   std::string d = as_ops_dir(RECOPS_SOURCE_DIR_DEFAULT);
   if (d.empty())
     throw std::invalid_argument(
-        "cannot find the case files: pass --cases-dir or set RECOPS_SOURCE_DIR to the repository root");
+        "cannot find the case files: pass --cases-dir or set RECOPS_SOURCE_DIR to the repository "
+        "root");
   return d;
 }
 
@@ -118,19 +119,22 @@ std::vector<std::string> folders_of(const std::vector<std::string>& ops) {
   for (const auto& d : drivers()) {
     bool any = false;
     for (const auto& o : d->ops()) any = any || std::find(ops.begin(), ops.end(), o) != ops.end();
-    if (any && std::find(out.begin(), out.end(), d->folder()) == out.end()) out.push_back(d->folder());
+    if (any && std::find(out.begin(), out.end(), d->folder()) == out.end())
+      out.push_back(d->folder());
   }
   return out;
 }
 
 std::string backend_unavailable(DeviceType backend) {
   if (backend == DeviceType::cpu) return {};
-  if (!core::cuda::built_with_cuda()) return "this build has no CUDA backend (RECOPS_WITH_CUDA=OFF)";
+  if (!core::cuda::built_with_cuda())
+    return "this build has no CUDA backend (RECOPS_WITH_CUDA=OFF)";
   if (core::cuda::device_count() == 0) return "no CUDA device visible";
   return {};
 }
 
-std::vector<DeviceType> select_backends(const std::vector<std::string>& requested, std::string* error) {
+std::vector<DeviceType> select_backends(const std::vector<std::string>& requested,
+                                        std::string* error) {
   std::vector<DeviceType> out;
   if (requested.empty()) {
     out.push_back(DeviceType::cpu);
@@ -195,7 +199,8 @@ std::string today() {
 }
 
 std::string shell_word(const std::string& s) {
-  if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:,+") ==
+  if (!s.empty() && s.find_first_not_of(
+                        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:,+") ==
                         std::string::npos)
     return s;
   std::string q = "'";

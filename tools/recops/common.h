@@ -24,7 +24,8 @@ std::vector<std::string> select_ops(const std::vector<std::string>& requested);
 std::vector<std::string> folders_of(const std::vector<std::string>& ops);
 
 // Backends a run covers: the requested ones, or cpu plus cuda when a device is visible.
-std::vector<DeviceType> select_backends(const std::vector<std::string>& requested, std::string* error);
+std::vector<DeviceType> select_backends(const std::vector<std::string>& requested,
+                                        std::string* error);
 
 // "" when `backend` can run here, else the reason.
 std::string backend_unavailable(DeviceType backend);
@@ -35,8 +36,8 @@ std::vector<std::string> impl_ids(const std::string& op, DeviceType backend);
 // The device name results are keyed by: the CPU model, or the CUDA device's name.
 std::string device_name(DeviceType backend);
 
-// The project commit ($RECOPS_COMMIT when set, else git at run time when the source tree is a checkout, else the commit the
-// binary was built from); "+dirty" when tracked files differ from it.
+// The project commit ($RECOPS_COMMIT when set, else git at run time when the source tree is a
+// checkout, else the commit the binary was built from); "+dirty" when tracked files differ from it.
 std::string project_commit(const std::string& ops_dir);
 // Today's date (UTC), YYYY-MM-DD.
 std::string today();

@@ -14,7 +14,8 @@ std::vector<Input> inputs_on(const std::vector<Input>& in, Device dev) {
     y.buf = x.buf.to(dev);
     y.view = x.view;
     y.view.device = dev;
-    const auto delta = static_cast<const char*>(x.view.data) - static_cast<const char*>(x.buf.data());
+    const auto delta =
+        static_cast<const char*>(x.view.data) - static_cast<const char*>(x.buf.data());
     y.view.data = static_cast<char*>(y.buf.data()) + delta;
     out.push_back(std::move(y));
   }

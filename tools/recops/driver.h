@@ -17,8 +17,8 @@ namespace recops::cli {
 // One input: its own buffer and a (possibly strided) view into it.
 struct Input {
   std::string name;
-  Tensor buf;        // contiguous storage
-  TensorView view;   // what the op sees; data points into buf
+  Tensor buf;       // contiguous storage
+  TensorView view;  // what the op sees; data points into buf
 };
 
 struct Output {
@@ -30,7 +30,7 @@ struct Output {
 // A materialised case on the host.
 struct Problem {
   std::string op;
-  DType dtype = DType::fp32;          // the case's dtype (of the data input)
+  DType dtype = DType::fp32;  // the case's dtype (of the data input)
   std::vector<Input> inputs;
   std::vector<Output> outputs;
   // Scalar arguments (each driver uses what its op takes).
@@ -76,7 +76,8 @@ class Driver {
   virtual Status golden(const Problem& p, std::vector<Tensor>* out) const;
   // The double standard's plain same-precision baseline; only ops using it override this.
   virtual Status baseline(const Problem& p, std::vector<Tensor>* out) const {
-    return Status(StatusCode::not_implemented, "this op has no plain baseline (not a double-standard op)");
+    return Status(StatusCode::not_implemented,
+                  "this op has no plain baseline (not a double-standard op)");
   }
   // The byte floor (jagged_ops.md §6.1) and FLOPs (< 0: not meaningful) of one call.
   virtual double bytes(const Problem& p) const = 0;

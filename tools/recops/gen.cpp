@@ -10,7 +10,9 @@
 
 namespace recops::cli {
 
-uint64_t tensor_seed(uint64_t case_seed, uint64_t k) { return core::hash64(case_seed, 0x1000 + k); }
+uint64_t tensor_seed(uint64_t case_seed, uint64_t k) {
+  return core::hash64(case_seed, 0x1000 + k);
+}
 
 std::vector<int64_t> make_lengths(const LengthsSpec& spec, uint64_t case_seed) {
   if (spec.gen.empty()) return spec.explicit_lengths;
@@ -25,7 +27,8 @@ std::vector<int64_t> make_lengths(const LengthsSpec& spec, uint64_t case_seed) {
       if (spec.max > 0) {
         // Box-Muller from two uniforms; 1 - u keeps the log argument in (0, 1].
         const double u1 = core::uniform01(s, 2 * ub), u2 = core::uniform01(s, 2 * ub + 1);
-        const double z = std::sqrt(-2.0 * std::log(1.0 - u1)) * std::cos(2.0 * std::numbers::pi * u2);
+        const double z =
+            std::sqrt(-2.0 * std::log(1.0 - u1)) * std::cos(2.0 * std::numbers::pi * u2);
         const double x = std::round(std::exp(std::log(static_cast<double>(spec.max) / 4.0) + z));
         v = static_cast<int64_t>(std::min(2.0 * static_cast<double>(spec.max), x));
       }
@@ -49,17 +52,18 @@ std::vector<int64_t> offsets_from_lengths(const std::vector<int64_t>& lengths) {
 
 double generated_value(DType dtype, const FillSpec& f, uint64_t i) {
   switch (dtype) {
-    case DType::fp64: case DType::fp32: case DType::fp16: case DType::bf16:
-      return (core::uniform01(f.seed, i) * 2.0 - 1.0) * f.scale;
-    case DType::fp8_e4m3:
-      return (core::uniform01(f.seed, i) * 2.0 - 1.0) * 8.0;
-    case DType::int32: case DType::int64:
-      return static_cast<double>(f.range ? core::uniform_int(f.seed, i, f.range->first, f.range->second)
-                                         : core::uniform_int(f.seed, i, -1000, 1000));
-    case DType::uint8:
-      return static_cast<double>(core::uniform_int(f.seed, i, 0, 255));
-    case DType::boolean:
-      return static_cast<double>(core::hash64(f.seed, i) & 1u);
+    case DType::fp64:
+    case DType::fp32:
+    case DType::fp16:
+    case DType::bf16: return (core::uniform01(f.seed, i) * 2.0 - 1.0) * f.scale;
+    case DType::fp8_e4m3: return (core::uniform01(f.seed, i) * 2.0 - 1.0) * 8.0;
+    case DType::int32:
+    case DType::int64:
+      return static_cast<double>(f.range
+                                     ? core::uniform_int(f.seed, i, f.range->first, f.range->second)
+                                     : core::uniform_int(f.seed, i, -1000, 1000));
+    case DType::uint8: return static_cast<double>(core::uniform_int(f.seed, i, 0, 255));
+    case DType::boolean: return static_cast<double>(core::hash64(f.seed, i) & 1u);
   }
   return 0.0;
 }
@@ -67,7 +71,11 @@ double generated_value(DType dtype, const FillSpec& f, uint64_t i) {
 void store_int(void* p, DType t, int64_t v) {
   switch (t) {
     case DType::int64: std::memcpy(p, &v, 8); return;
-    case DType::int32: { auto x = static_cast<int32_t>(v); std::memcpy(p, &x, 4); return; }
+    case DType::int32: {
+      auto x = static_cast<int32_t>(v);
+      std::memcpy(p, &x, 4);
+      return;
+    }
     case DType::uint8: *static_cast<uint8_t*>(p) = static_cast<uint8_t>(v); return;
     case DType::boolean: *static_cast<uint8_t*>(p) = v != 0; return;
     default: store_value(p, t, static_cast<double>(v)); return;
@@ -77,9 +85,21 @@ void store_int(void* p, DType t, int64_t v) {
 void store_value(void* p, DType t, double v) {
   switch (t) {
     case DType::fp64: std::memcpy(p, &v, 8); return;
-    case DType::fp32: { float x = static_cast<float>(v); std::memcpy(p, &x, 4); return; }
-    case DType::fp16: { Half h = half_from_double(v); std::memcpy(p, &h.bits, 2); return; }
-    case DType::bf16: { BFloat16 h = bf16_from_double(v); std::memcpy(p, &h.bits, 2); return; }
+    case DType::fp32: {
+      float x = static_cast<float>(v);
+      std::memcpy(p, &x, 4);
+      return;
+    }
+    case DType::fp16: {
+      Half h = half_from_double(v);
+      std::memcpy(p, &h.bits, 2);
+      return;
+    }
+    case DType::bf16: {
+      BFloat16 h = bf16_from_double(v);
+      std::memcpy(p, &h.bits, 2);
+      return;
+    }
     case DType::fp8_e4m3: *static_cast<uint8_t*>(p) = fp8_e4m3_from_double(v).bits; return;
     default: store_int(p, t, static_cast<int64_t>(v)); return;
   }
@@ -87,13 +107,37 @@ void store_value(void* p, DType t, double v) {
 
 double load_value(const void* p, DType t) {
   switch (t) {
-    case DType::fp64: { double x; std::memcpy(&x, p, 8); return x; }
-    case DType::fp32: { float x; std::memcpy(&x, p, 4); return x; }
-    case DType::fp16: { Half h; std::memcpy(&h.bits, p, 2); return to_double(h); }
-    case DType::bf16: { BFloat16 h; std::memcpy(&h.bits, p, 2); return to_double(h); }
+    case DType::fp64: {
+      double x;
+      std::memcpy(&x, p, 8);
+      return x;
+    }
+    case DType::fp32: {
+      float x;
+      std::memcpy(&x, p, 4);
+      return x;
+    }
+    case DType::fp16: {
+      Half h;
+      std::memcpy(&h.bits, p, 2);
+      return to_double(h);
+    }
+    case DType::bf16: {
+      BFloat16 h;
+      std::memcpy(&h.bits, p, 2);
+      return to_double(h);
+    }
     case DType::fp8_e4m3: return to_double(Fp8E4M3{*static_cast<const uint8_t*>(p)});
-    case DType::int32: { int32_t x; std::memcpy(&x, p, 4); return x; }
-    case DType::int64: { int64_t x; std::memcpy(&x, p, 8); return static_cast<double>(x); }
+    case DType::int32: {
+      int32_t x;
+      std::memcpy(&x, p, 4);
+      return x;
+    }
+    case DType::int64: {
+      int64_t x;
+      std::memcpy(&x, p, 8);
+      return static_cast<double>(x);
+    }
     case DType::uint8: return *static_cast<const uint8_t*>(p);
     case DType::boolean: return *static_cast<const uint8_t*>(p) != 0;
   }
@@ -108,7 +152,8 @@ void fill_view(const TensorView& v, const FillSpec& f) {
     void* p = base + off * es;
     const auto ui = static_cast<uint64_t>(i);
     if ((v.dtype == DType::int32 || v.dtype == DType::int64) && f.range)
-      store_int(p, v.dtype, core::uniform_int(f.seed, ui, f.range->first, f.range->second));  // exact
+      store_int(p, v.dtype,
+                core::uniform_int(f.seed, ui, f.range->first, f.range->second));  // exact
     else if (integral)
       store_int(p, v.dtype, static_cast<int64_t>(generated_value(v.dtype, f, ui)));
     else

@@ -75,7 +75,8 @@ bool bit_identical(const TensorView& a, const TensorView& b, int64_t* first_diff
   const auto* pb = static_cast<const char*>(b.data);
   for_each_element(a, [&](int64_t i, int64_t off) {
     if (!same) return;
-    if (std::memcmp(pa + off * es, pb + offs_b[static_cast<size_t>(i)] * es, static_cast<size_t>(es)) != 0) {
+    if (std::memcmp(pa + off * es, pb + offs_b[static_cast<size_t>(i)] * es,
+                    static_cast<size_t>(es)) != 0) {
       same = false;
       if (first_diff) *first_diff = i;
     }
@@ -98,7 +99,8 @@ Judgement judge(const TensorView& out, const TensorView& gold, const JudgeOption
   const bool gold_dense = gold.is_contiguous();
   const bool base_dense = !opt.baseline || opt.baseline->is_contiguous();
   if (!gold_dense) for_each_element(gold, [&](int64_t, int64_t off) { goff_tab.push_back(off); });
-  if (!base_dense) for_each_element(*opt.baseline, [&](int64_t, int64_t off) { boff_tab.push_back(off); });
+  if (!base_dense)
+    for_each_element(*opt.baseline, [&](int64_t, int64_t off) { boff_tab.push_back(off); });
   auto goff = [&](int64_t i) { return gold_dense ? i : goff_tab[static_cast<size_t>(i)]; };
   auto boff = [&](int64_t i) { return base_dense ? i : boff_tab[static_cast<size_t>(i)]; };
 
@@ -138,7 +140,8 @@ Judgement judge(const TensorView& out, const TensorView& gold, const JudgeOption
     }
     const double o = load_value(po + off * es, t), g = load_value(pg + gofs * es, t);
     if (!floating || opt.standard == core::Standard::exact) {
-      const bool same = ob == gb || (floating && std::isnan(o) && std::isnan(g)) || (o == g && o == 0);
+      const bool same =
+          ob == gb || (floating && std::isnan(o) && std::isnan(g)) || (o == g && o == 0);
       if (!same) {
         ++j.mismatched;
         if (floating && !std::isfinite(o) && std::isfinite(g)) ++j.nonfinite;
@@ -183,12 +186,12 @@ Judgement judge(const TensorView& out, const TensorView& gold, const JudgeOption
         j.max_rel = std::max(j.max_rel, rel);
         if (rel > 10 * T) {
           ++j.mismatched;
-          note(i, "rel error " + fmt(rel) + " > 10*T (got " + fmt(o) + ", expected " + fmt(g) + ")");
+          note(i,
+               "rel error " + fmt(rel) + " > 10*T (got " + fmt(o) + ", expected " + fmt(g) + ")");
         }
       }
     } else if (opt.baseline) {
-      const double b = load_value(static_cast<const char*>(opt.baseline->data) +
-                                      boff(i) * es, t);
+      const double b = load_value(static_cast<const char*>(opt.baseline->data) + boff(i) * es, t);
       if (std::isfinite(b)) {
         base_max_abs = std::max(base_max_abs, std::fabs(b - g));
         base_diff2 += (b - g) * (b - g);
@@ -214,8 +217,9 @@ Judgement judge(const TensorView& out, const TensorView& gold, const JudgeOption
       if (!ok_abs || !ok_l2) {
         ++j.mismatched;
         if (j.detail.empty())
-          j.detail = "max abs " + fmt(j.max_abs) + " vs baseline " + fmt(base_max_abs) + ", rel L2 " +
-                     fmt(j.rel_l2) + " vs baseline " + fmt(base_rel_l2) + " (bound 2*baseline + T/8)";
+          j.detail = "max abs " + fmt(j.max_abs) + " vs baseline " + fmt(base_max_abs) +
+                     ", rel L2 " + fmt(j.rel_l2) + " vs baseline " + fmt(base_rel_l2) +
+                     " (bound 2*baseline + T/8)";
       }
     }
   }

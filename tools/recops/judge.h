@@ -27,14 +27,14 @@ void poison_fill(void* data, DType t, int64_t n, int variant = 0);
 
 struct Judgement {
   bool pass = true;
-  double max_abs = 0;       // over elements where both are finite
-  double rel_l2 = 0;        // ||out - gold|| / ||gold|| over those elements
+  double max_abs = 0;                // over elements where both are finite
+  double rel_l2 = 0;                 // ||out - gold|| / ||gold|| over those elements
   double mean_rel = 0, max_rel = 0;  // single standard
-  int64_t mismatched = 0;   // elements failing the standard
-  int64_t unwritten = 0;    // elements still holding the poison
-  int64_t nonfinite = 0;    // NaN/Inf where gold is finite (or the wrong non-finite)
-  int64_t ambiguous = 0;    // gold equals the poison: needs a second run with the other poison
-  std::string detail;       // first failing element, or the failed bound
+  int64_t mismatched = 0;            // elements failing the standard
+  int64_t unwritten = 0;             // elements still holding the poison
+  int64_t nonfinite = 0;             // NaN/Inf where gold is finite (or the wrong non-finite)
+  int64_t ambiguous = 0;  // gold equals the poison: needs a second run with the other poison
+  std::string detail;     // first failing element, or the failed bound
 };
 
 struct JudgeOptions {

@@ -22,7 +22,8 @@ void add_planned(CLI::App& app, const char* name, const char* what, int* planned
 void add_common(CLI::App* sub, recops::cli::CommonOptions& o) {
   sub->add_option("--op", o.ops, "op name or family (folder) to run; repeatable; default: all")
       ->delimiter(',');
-  sub->add_option("--backend", o.backends, "cpu or cuda; repeatable; default: cpu, plus cuda when a device is visible")
+  sub->add_option("--backend", o.backends,
+                  "cpu or cuda; repeatable; default: cpu, plus cuda when a device is visible")
       ->delimiter(',');
   sub->add_option("--cases-dir", o.cases_dir,
                   "directory holding <op>/cases.yaml (src/ops) or the repository root; default: "
@@ -40,40 +41,64 @@ int main(int argc, char** argv) {
   app.footer("Each subcommand takes --help. Case files: docs/cases.md.");
 
   bool list_json = false;
-  auto* list = app.add_subcommand("list", "ops, their implementations per backend, and what this build and machine can run");
+  auto* list = app.add_subcommand(
+      "list", "ops, their implementations per backend, and what this build and machine can run");
   list->add_flag("--json", list_json, "print JSON instead of a table");
 
   recops::cli::CheckOptions co;
-  auto* check = app.add_subcommand("check", "accuracy over each op's cases.yaml against the reference (accuracy.md)");
+  auto* check = app.add_subcommand(
+      "check", "accuracy over each op's cases.yaml against the reference (accuracy.md)");
   add_common(check, co);
-  check->add_option("--impl", co.impl, "force one implementation id (as `recops list` prints it); ops without it are skipped");
-  check->add_option("--dtype", co.dtypes, "only rows of these dtypes (fp64 fp32 fp16 bf16 fp8_e4m3 int32 int64 uint8 bool)")->delimiter(',');
-  check->add_option("--offsets-dtype", co.offsets_dtypes, "only rows whose case lists this offsets dtype")->delimiter(',');
-  check->add_option("--out-dtype", co.out_dtypes, "only rows whose case lists this out_dtype")->delimiter(',');
+  check->add_option(
+      "--impl", co.impl,
+      "force one implementation id (as `recops list` prints it); ops without it are skipped");
+  check
+      ->add_option(
+          "--dtype", co.dtypes,
+          "only rows of these dtypes (fp64 fp32 fp16 bf16 fp8_e4m3 int32 int64 uint8 bool)")
+      ->delimiter(',');
+  check
+      ->add_option("--offsets-dtype", co.offsets_dtypes,
+                   "only rows whose case lists this offsets dtype")
+      ->delimiter(',');
+  check->add_option("--out-dtype", co.out_dtypes, "only rows whose case lists this out_dtype")
+      ->delimiter(',');
   check->add_option("--case", co.case_ids, "only the case(s) with this id")->delimiter(',');
-  check->add_option("--repeat", co.repeat, "run each case N times and require bit-identical outputs")
+  check
+      ->add_option("--repeat", co.repeat, "run each case N times and require bit-identical outputs")
       ->check(CLI::Range(1, 1000));
-  check->add_flag("--fail-on-ref", co.fail_on_ref, "fail a case that only the reference implementation would run");
-  check->add_flag("--no-validate", co.no_validate,
-                  "leave CUDA offsets validation at the library default ($RECOPS_VALIDATE; off in release "
-                  "builds): bad-input cases that then run count as passed (for compute-sanitizer runs)");
+  check->add_flag("--fail-on-ref", co.fail_on_ref,
+                  "fail a case that only the reference implementation would run");
+  check->add_flag(
+      "--no-validate", co.no_validate,
+      "leave CUDA offsets validation at the library default ($RECOPS_VALIDATE; off in release "
+      "builds): bad-input cases that then run count as passed (for compute-sanitizer runs)");
   check->add_flag("-v,--verbose", co.verbose, "print each result as it finishes (stderr)");
 
   recops::cli::BenchOptions bo;
-  auto* bench = app.add_subcommand("bench", "time each op's perf.yaml shapes; GB/s against this run's copy ceiling; baselines");
+  auto* bench = app.add_subcommand(
+      "bench", "time each op's perf.yaml shapes; GB/s against this run's copy ceiling; baselines");
   add_common(bench, bo);
   bench->add_option("--impl", bo.impl, "force one implementation id");
   bench->add_option("--dtype", bo.dtypes, "only shapes of these dtypes")->delimiter(',');
-  bench->add_option("--shape", bo.shape_ids, "only the shape(s) with this id (e.g. S3)")->delimiter(',');
-  bench->add_flag("--update-baseline", bo.update_baseline, "store this run's times as the baselines of this device in each perf.yaml");
-  bench->add_flag("--fail-on-regression", bo.fail_on_regression, "exit 1 when a shape is more than 5% slower than its baseline");
-  bench->add_option("--max-seconds", bo.max_seconds, "time budget per shape after warm-up (default 2)");
-  bench->add_option("--min-reps", bo.min_reps, "timed repeats at least (default 10 on CPU, 20 on CUDA)");
+  bench->add_option("--shape", bo.shape_ids, "only the shape(s) with this id (e.g. S3)")
+      ->delimiter(',');
+  bench->add_flag("--update-baseline", bo.update_baseline,
+                  "store this run's times as the baselines of this device in each perf.yaml");
+  bench->add_flag("--fail-on-regression", bo.fail_on_regression,
+                  "exit 1 when a shape is more than 5% slower than its baseline");
+  bench->add_option("--max-seconds", bo.max_seconds,
+                    "time budget per shape after warm-up (default 2)");
+  bench->add_option("--min-reps", bo.min_reps,
+                    "timed repeats at least (default 10 on CPU, 20 on CUDA)");
 
   int planned = 0;
-  add_planned(app, "tune", "sweep tunable configs per shape and persist the best per device", &planned);
-  add_planned(app, "record", "write each case's inputs and outputs (safetensors + JSON manifest)", &planned);
-  add_planned(app, "compare", "recompute recorded cases on another backend or machine and judge them", &planned);
+  add_planned(app, "tune", "sweep tunable configs per shape and persist the best per device",
+              &planned);
+  add_planned(app, "record", "write each case's inputs and outputs (safetensors + JSON manifest)",
+              &planned);
+  add_planned(app, "compare",
+              "recompute recorded cases on another backend or machine and judge them", &planned);
 
   try {
     app.parse(argc, argv);

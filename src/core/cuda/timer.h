@@ -36,8 +36,12 @@ inline EventTimer::EventTimer(int device_index)
     : device_(device_index),
       init_(StatusCode::cuda_error, "recops was built without CUDA (RECOPS_WITH_CUDA=OFF)") {}
 inline EventTimer::~EventTimer() = default;
-inline Status EventTimer::start(void*) { return init_; }
-inline Status EventTimer::stop(void*) { return init_; }
+inline Status EventTimer::start(void*) {
+  return init_;
+}
+inline Status EventTimer::stop(void*) {
+  return init_;
+}
 inline Status EventTimer::elapsed_ms(double* ms) {
   *ms = 0;
   return init_;

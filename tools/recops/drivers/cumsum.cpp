@@ -50,8 +50,8 @@ class Cumsum final : public Driver {
     return Status::Ok();
   }
 
-  Status run(const Problem& p, const std::vector<TensorView>& in, const std::vector<TensorView>& out,
-             const Context& ctx) const override {
+  Status run(const Problem& p, const std::vector<TensorView>& in,
+             const std::vector<TensorView>& out, const Context& ctx) const override {
     if (p.op == "complete_cumsum") return complete_cumsum(in[0], out[0], ctx);
     if (p.op == "exclusive_cumsum") return exclusive_cumsum(in[0], out[0], ctx);
     return inclusive_cumsum(in[0], out[0], ctx);
@@ -72,6 +72,8 @@ class Cumsum final : public Driver {
 
 }  // namespace
 
-std::unique_ptr<Driver> make_cumsum_driver() { return std::make_unique<Cumsum>(); }
+std::unique_ptr<Driver> make_cumsum_driver() {
+  return std::make_unique<Cumsum>();
+}
 
 }  // namespace recops::cli

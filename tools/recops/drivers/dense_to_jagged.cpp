@@ -18,8 +18,8 @@ class DenseToJagged final : public Driver {
   std::vector<std::string> ops() const override { return {"dense_to_jagged"}; }
   std::string folder() const override { return "dense_to_jagged"; }
   std::set<std::string> fields(const std::string&) const override {
-    return {"lengths", "offsets", "offsets_dtype", "offsets_shape", "E", "S",
-            "total_L", "row_pad", "out_shape", "range", "scale"};
+    return {"lengths", "offsets", "offsets_dtype", "offsets_shape", "E",    "S",
+            "total_L", "row_pad", "out_shape",     "range",         "scale"};
   }
   DType default_dtype(const std::string&) const override { return DType::fp32; }
 
@@ -38,7 +38,8 @@ class DenseToJagged final : public Driver {
         S = std::max(S, p->offsets[b + 1] - p->offsets[b]);
     }
     Input dense;
-    RECOPS_RETURN_IF_ERROR(make_rowpadded_input(row, "dense", p->dtype, {B, S}, cs.E, cs.row_pad, 1, &dense));
+    RECOPS_RETURN_IF_ERROR(
+        make_rowpadded_input(row, "dense", p->dtype, {B, S}, cs.E, cs.row_pad, 1, &dense));
     p->inputs = {std::move(dense), std::move(off)};
     // total_L: as given, or what dense_to_jagged_total_L reads (the binding's path).
     int64_t total_L = 0;
@@ -60,8 +61,8 @@ class DenseToJagged final : public Driver {
     return Status::Ok();
   }
 
-  Status run(const Problem& p, const std::vector<TensorView>& in, const std::vector<TensorView>& out,
-             const Context& ctx) const override {
+  Status run(const Problem& p, const std::vector<TensorView>& in,
+             const std::vector<TensorView>& out, const Context& ctx) const override {
     return dense_to_jagged(in[0], in[1], out[0], ctx);
   }
 
@@ -79,6 +80,8 @@ class DenseToJagged final : public Driver {
 
 }  // namespace
 
-std::unique_ptr<Driver> make_dense_to_jagged_driver() { return std::make_unique<DenseToJagged>(); }
+std::unique_ptr<Driver> make_dense_to_jagged_driver() {
+  return std::make_unique<DenseToJagged>();
+}
 
 }  // namespace recops::cli

@@ -34,7 +34,8 @@ Status make_offsets_input(const CaseRow& row, Input* out, std::vector<int64_t>* 
     for (int64_t s : *cs.offsets_shape) m *= s;
     if (m != n)
       return case_error(row, "offsets_shape " + shape_str(*cs.offsets_shape) + " holds " +
-                                 std::to_string(m) + " elements, the offsets have " + std::to_string(n));
+                                 std::to_string(m) + " elements, the offsets have " +
+                                 std::to_string(n));
     shape = *cs.offsets_shape;
   }
   out->name = "seq_offsets";
@@ -71,7 +72,8 @@ Status make_rowpadded_input(const CaseRow& row, const std::string& name, DType d
   }
   out->view = TensorView(out->buf.data(), dtype, Device::cpu(), shape, stride);
   // Padding elements get a different stream, so a kernel reading them gives wrong values.
-  if (row_pad > 0) fill_view(out->buf.view(), FillSpec{tensor_seed(cs.seed, 100 + slot), cs.range, cs.scale});
+  if (row_pad > 0)
+    fill_view(out->buf.view(), FillSpec{tensor_seed(cs.seed, 100 + slot), cs.range, cs.scale});
   fill_view(out->view, FillSpec{tensor_seed(cs.seed, slot), cs.range, cs.scale});
   return Status::Ok();
 }

@@ -16,8 +16,8 @@ class JaggedToPaddedDense final : public Driver {
   std::vector<std::string> ops() const override { return {"jagged_to_padded_dense"}; }
   std::string folder() const override { return "jagged_to_padded_dense"; }
   std::set<std::string> fields(const std::string&) const override {
-    return {"lengths", "offsets", "offsets_dtype", "offsets_shape", "E", "max_seq_len",
-            "padding_value", "row_pad", "total_L", "out_shape", "range", "scale"};
+    return {"lengths",       "offsets", "offsets_dtype", "offsets_shape", "E",     "max_seq_len",
+            "padding_value", "row_pad", "total_L",       "out_shape",     "range", "scale"};
   }
   DType default_dtype(const std::string&) const override { return DType::fp32; }
 
@@ -33,8 +33,8 @@ class JaggedToPaddedDense final : public Driver {
     const int64_t total_L = cs.total_L ? *cs.total_L : (p->offsets.empty() ? 0 : p->offsets.back());
     if (total_L < 0) return case_error(row, "total_L (values rows) must be >= 0");
     Input values;
-    RECOPS_RETURN_IF_ERROR(make_rowpadded_input(row, "values", p->dtype, {total_L}, cs.E, cs.row_pad,
-                                                1, &values));
+    RECOPS_RETURN_IF_ERROR(
+        make_rowpadded_input(row, "values", p->dtype, {total_L}, cs.E, cs.row_pad, 1, &values));
     p->inputs = {std::move(values), std::move(off)};
     int64_t D = 1;
     for (int64_t e : cs.E) D *= e;
@@ -42,16 +42,16 @@ class JaggedToPaddedDense final : public Driver {
     p->sizes = {{"B", B}, {"max_L", p->max_seq_len}, {"D", D}, {"total_L", total_L}};
     if (cs.row_pad) p->sizes.push_back({"row_pad", cs.row_pad});
     Shape shape;
-    p->shape_error = jagged_to_padded_dense_shape(p->inputs[0].view, p->inputs[1].view,
-                                                  p->max_seq_len, &shape);
+    p->shape_error =
+        jagged_to_padded_dense_shape(p->inputs[0].view, p->inputs[1].view, p->max_seq_len, &shape);
     if (!p->shape_error.ok()) return Status::Ok();
     if (cs.out_shape) shape = *cs.out_shape;
     p->outputs = {{"out", shape, p->dtype}};
     return Status::Ok();
   }
 
-  Status run(const Problem& p, const std::vector<TensorView>& in, const std::vector<TensorView>& out,
-             const Context& ctx) const override {
+  Status run(const Problem& p, const std::vector<TensorView>& in,
+             const std::vector<TensorView>& out, const Context& ctx) const override {
     return jagged_to_padded_dense(in[0], in[1], p.max_seq_len, p.padding_value, out[0], ctx);
   }
 

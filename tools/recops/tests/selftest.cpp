@@ -96,10 +96,12 @@ void test_double() {
 
 void test_parser() {
   CaseSchema schema;
-  schema.ops["jagged_to_padded_dense"] = {"jagged_to_padded_dense", {"lengths", "E", "max_seq_len", "offsets_dtype"}};
+  schema.ops["jagged_to_padded_dense"] = {"jagged_to_padded_dense",
+                                          {"lengths", "E", "max_seq_len", "offsets_dtype"}};
   const std::string ok =
       "op: jagged_to_padded_dense\ncases:\n  - id: a\n    dtype: [fp32, bf16]\n"
-      "    offsets_dtype: [int32, int64]\n    lengths: {gen: skewed, B: 5, max: 8}\n    max_seq_len: 4\n";
+      "    offsets_dtype: [int32, int64]\n    lengths: {gen: skewed, B: 5, max: 8}\n    "
+      "max_seq_len: 4\n";
   CaseFile f = parse_case_text(ok, "t.yaml", FileKind::cases, schema);
   expect(expand(f).size() == 4, "parser: dtype x offsets_dtype expands to 4 rows");
   auto error_of = [&](const std::string& text) {
@@ -113,13 +115,16 @@ void test_parser() {
   expect(error_of("op: jagged_to_padded_dense\ncases:\n  - id: a\n    max_seq_len: x\n")
                  .find("t.yaml:4:18: case 'a': field 'max_seq_len': expected an integer") == 0,
          "parser: malformed value names line, column, case, field");
-  expect(error_of("op: jagged_to_padded_dense\ncases:\n  - id: a\n    lengths: {gen: zipf, B: 3, max: 2}\n")
-                 .find("field 'lengths.gen': unknown generator") != std::string::npos,
-         "parser: unknown generator");
+  expect(
+      error_of(
+          "op: jagged_to_padded_dense\ncases:\n  - id: a\n    lengths: {gen: zipf, B: 3, max: 2}\n")
+              .find("field 'lengths.gen': unknown generator") != std::string::npos,
+      "parser: unknown generator");
   expect(error_of("op: jagged_to_padded_dense\ncases:\n  - id: a\n    E: [1]\n    E: [2]\n")
                  .find("duplicate key") != std::string::npos,
          "parser: duplicate key");
-  expect(error_of("op: jagged_to_padded_dense\ncases: 3\n").find("expected a list") != std::string::npos,
+  expect(error_of("op: jagged_to_padded_dense\ncases: 3\n").find("expected a list") !=
+             std::string::npos,
          "parser: cases must be a list");
   expect(error_of("[1, 2]").find("must be a mapping") != std::string::npos, "parser: root mapping");
 }
@@ -131,8 +136,10 @@ void test_generators() {
   expect(a == b, "generators: deterministic");
   for (int64_t v : a) expect(v >= 0 && v < 10, "generators: uniform in [0, max)");
   LengthsSpec s{"skewed", {}, 1000, 64, 0, 0};
-  for (int64_t v : make_lengths(s, 1)) expect(v >= 0 && v <= 128, "generators: skewed in [0, 2 max]");
-  expect(offsets_from_lengths({2, 0, 3}) == std::vector<int64_t>({0, 2, 2, 5}), "generators: offsets");
+  for (int64_t v : make_lengths(s, 1))
+    expect(v >= 0 && v <= 128, "generators: skewed in [0, 2 max]");
+  expect(offsets_from_lengths({2, 0, 3}) == std::vector<int64_t>({0, 2, 2, 5}),
+         "generators: offsets");
   // Values computed by python/recops/testing.py (2026-11-29): both sides must draw the same inputs.
   expect(core::hash64(0, 0) == 7905728728188956330ull, "generators: hash64(0, 0) matches Python");
   LengthsSpec sk{"skewed", {}, 8, 64, 0, 0};
