@@ -113,39 +113,11 @@ def set_validate(on: bool) -> None:
 
 
 # ---- FakeTensor kernel of dense_to_jagged -------------------------------------------------------
-# The C++ Meta kernel (src/torch/ops/dense_to_jagged_meta.cpp) needs total_L; with total_L omitted
-# the size is seq_offsets[B], which only a FakeTensor can represent (an unbacked SymInt). This
-# kernel mirrors dense_to_jagged_shape: [total_L, *E].
+# With total_L omitted the output size is seq_offsets[B], which only a FakeTensor can represent (an
+# unbacked SymInt created here). The shape itself comes from C++ (the public shape function, via
+# the Meta kernel of the helper op _dense_to_jagged_meta; src/torch/ops/dense_to_jagged_meta.cpp).
+@torch.library.register_fake("recops::dense_to_jagged")
 def _dense_to_jagged_fake(dense, seq_offsets, total_L=None):
-    torch._check(dense.dim() >= 2, lambda: f"dense_to_jagged: dense must have at least 2 dims [B, S, *E], got {dense.dim()}-D")
-    torch._check(seq_offsets.dim() == 1, lambda: "dense_to_jagged: seq_offsets must be 1-D [B+1]")
-    torch._check(
-        seq_offsets.dtype in (torch.int32, torch.int64),
-        lambda: f"dense_to_jagged: seq_offsets must be int32 or int64, got {seq_offsets.dtype}",
-    )
-    torch._check(
-        dense.size(0) == seq_offsets.size(0) - 1,
-        lambda: "dense_to_jagged: dense's batch must be B = seq_offsets.numel() - 1",
-    )
     if total_L is None:
         total_L = torch.library.get_ctx().new_dynamic_size()
-    else:
-        torch._check(total_L >= 0, lambda: "dense_to_jagged: total_L must be >= 0")
-    return dense.new_empty((total_L, *dense.shape[2:]))
-
-
-def _register_fakes():
-    import warnings
-
-    with warnings.catch_warnings():
-        # Replacing the C++ Meta kernel at the Meta key is the point; torch warns about it.
-        warnings.simplefilter("ignore")
-        try:
-            torch.library.register_fake("recops::dense_to_jagged", _dense_to_jagged_fake)
-        except RuntimeError:
-            # Older torch refuses a fake next to a C++ Meta kernel: the C++ one serves (total_L
-            # must then be given under torch.compile).
-            pass
-
-
-_register_fakes()
+    return _ops._dense_to_jagged_meta(dense, seq_offsets, total_L)

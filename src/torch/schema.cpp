@@ -23,6 +23,10 @@ TORCH_LIBRARY(recops, m) {
         tags);
   // dense [B, S, *E], seq_offsets [B+1] -> [total_L, *E]; total_L=None reads seq_offsets[B]
   m.def("dense_to_jagged(Tensor dense, Tensor seq_offsets, SymInt? total_L=None) -> Tensor", tags);
+  // Meta-only helper: dense_to_jagged's output for a known total_L, from the public shape
+  // function. dense_to_jagged's fake kernel (python/recops/ops.py) calls it after creating the
+  // unbacked size that total_L=None needs, which only Python can do.
+  m.def("_dense_to_jagged_meta(Tensor dense, Tensor seq_offsets, SymInt total_L) -> Tensor", tags);
 
   // Cumulative sums of int32/int64 lengths (not differentiable). complete: [n] -> [n+1] or
   // [R, n] -> [R, n+1]; exclusive/inclusive: t's shape, over the flattened tensor.

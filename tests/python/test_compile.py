@@ -1,6 +1,8 @@
 """torch.compile(fullgraph=True, dynamic=True) over the ops with varying B, total_L and max_L:
 one graph, no recompilation, forward and backward equal to eager."""
 
+import os
+
 import pytest
 import torch
 import torch._dynamo
@@ -33,8 +35,11 @@ _SHAPES = [(5, 9, 13), (9, 17, 6), (13, 33, 21)]  # (B, max length, max_seq_len)
 
 @pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
 def test_compile_no_recompiles(device, backend):
-    if backend == "inductor" and device == "cpu":
-        pytest.importorskip("torch._inductor")
+    if backend == "inductor" and device == "cpu" and not os.environ.get("RECOPS_TEST_INDUCTOR_CPU"):
+        # aot_eager already traces our ops (fake kernels, autograd, dynamic shapes) exactly as
+        # inductor does; inductor's CPU codegen for the surrounding tanh/mul adds about a minute
+        # of C++ compilation on a cold cache. RECOPS_TEST_INDUCTOR_CPU=1 runs it.
+        pytest.skip("inductor on the CPU: set RECOPS_TEST_INDUCTOR_CPU=1 (slow cold compile)")
     torch._dynamo.reset()
     torch._dynamo.utils.counters.clear()
     compiled = torch.compile(_model, fullgraph=True, dynamic=True, backend=backend)
