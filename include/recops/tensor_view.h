@@ -32,7 +32,9 @@ struct TensorView {
     for (int i = ndim - 1; i >= 0; --i) {
       sizes[i] = shape[static_cast<size_t>(i)];
       strides[i] = s;
-      s *= sizes[i] > 0 ? sizes[i] : 1;
+      // Saturates: an empty tensor may pair a 0 extent with huge ones (e.g. [0, 2^62, 7]); its
+      // strides are never used to address memory.
+      s = mul_sat(s, sizes[i] > 0 ? sizes[i] : 1);
     }
   }
   TensorView(void* p, DType t, Device d, const Shape& shape, const Shape& stride)
@@ -42,17 +44,20 @@ struct TensorView {
 
   int64_t size(int i) const { return sizes[i < 0 ? i + ndim : i]; }
   int64_t stride(int i) const { return strides[i < 0 ? i + ndim : i]; }
-  int64_t numel() const {
-    int64_t n = 1;
-    for (int i = 0; i < ndim; ++i) n *= sizes[i];
-    return n;
+  // Products saturate at INT64_MAX instead of overflowing; a 0 extent anywhere gives 0.
+  static int64_t mul_sat(int64_t a, int64_t b) {
+    int64_t r;
+    return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
   }
+  int64_t numel() const { return inner_numel(0); }
   int64_t itemsize() const { return dtype_size(dtype); }
   Shape shape() const { return Shape(sizes, sizes + ndim); }
   // Product of sizes[from:], 1 for an empty range.
   int64_t inner_numel(int from) const {
+    for (int i = from; i < ndim; ++i)
+      if (sizes[i] == 0) return 0;
     int64_t n = 1;
-    for (int i = from; i < ndim; ++i) n *= sizes[i];
+    for (int i = from; i < ndim; ++i) n = mul_sat(n, sizes[i]);
     return n;
   }
   // True when dims [from, ndim) are laid out densely (row-major, last stride 1); size-1 and

@@ -1,6 +1,9 @@
 #include "core/cpu_features.h"
 
 #include <cstdlib>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 #include <cstring>
 #include <fstream>
 #include <string>
@@ -13,7 +16,9 @@ CpuFeatures detect() {
   __builtin_cpu_init();
   f.avx2 = __builtin_cpu_supports("avx2");
   f.fma = __builtin_cpu_supports("fma");
-  f.f16c = __builtin_cpu_supports("f16c");
+  // f16c through cpuid (leaf 1, ECX bit 29): clang 14's __builtin_cpu_supports does not know it.
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid(1, &eax, &ebx, &ecx, &edx)) f.f16c = (ecx >> 29) & 1u;
   f.avx512f = __builtin_cpu_supports("avx512f");
   f.avx512bw = __builtin_cpu_supports("avx512bw");
 #if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
