@@ -104,7 +104,7 @@ step build 330 "$OUT/build.log" cmake --build "$BUILD" -j "$JOBS"
 
 # ---- tests, accuracy and timing (most valuable first: the budget may run out) -----------------
 step ctest 60 "$OUT/tests.log" ctest --test-dir "$BUILD" --output-on-failure -j 8
-step "check cuda" 60 "$OUT/check_bench.log" "$RECOPS" check --backend cuda --json "$OUT/check_cuda.json"
+step "check cuda" 180 "$OUT/check_bench.log" "$RECOPS" check --backend cuda --json "$OUT/check_cuda.json"
 step kernels 120 "$OUT/check_bench.log" python3 scripts/kernel_bench.py --json "$OUT/kernels_cuda.json"
 step "bench cuda" 90 "$OUT/check_bench.log" "$RECOPS" bench --backend cuda --json "$OUT/bench_cuda.json"
 if have_file bench/jagged_peers.py; then
@@ -124,7 +124,7 @@ step racecheck 45 "$OUT/sanitizer.log" \
   compute-sanitizer --tool racecheck --racecheck-report all --error-exitcode 99 "$RECOPS" "${san_args[@]}"
 
 if have_file tests/python; then
-  step pytest 90 "$OUT/tests.log" python3 -m pytest tests/python -q -x -p no:cacheprovider
+  step pytest 150 "$OUT/tests.log" python3 -m pytest tests/python -q -x -p no:cacheprovider
 fi
 
 # ---- summary -------------------------------------------------------------------------------------

@@ -16,6 +16,8 @@
 
 namespace recops::ops::d2j_cuda {
 
+// H200, 2026-11-29, commit 133a4d52d93a (bench/results/h200/): S3 bf16 3408 GB/s = 81.4% of copy,
+// fp32 85.6%, S5 72%; 40 registers on sm_90a, no spills. See jagged_to_padded_dense's note.
 inline constexpr int kThreads = 256;
 inline constexpr int kRowsPerThread = 4;
 

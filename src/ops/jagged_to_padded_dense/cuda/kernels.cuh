@@ -16,6 +16,10 @@
 
 namespace recops::ops::j2pd_cuda {
 
+// H200, 2026-11-29, commit 133a4d52d93a (bench/results/h200/): S3 bf16 (512-byte rows, 16 KB
+// tiles) 3288 GB/s = 78.5% of copy, S3 fp32 (1 KB rows, 32 KB tiles) 86.4%; 48 registers, no
+// spills. The bf16 gap points at per-tile overhead (index math, offsets reads) over too few bytes:
+// the next step is tiles sized in bytes (>= 32 KB) rather than in rows.
 inline constexpr int kThreads = 256;
 inline constexpr int kRowsPerThread = 4;
 
