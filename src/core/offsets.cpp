@@ -1,5 +1,6 @@
 #include "core/offsets.h"
 
+#include <cstring>
 #include <vector>
 
 #include "core/cuda/runtime.h"
@@ -61,7 +62,9 @@ Status read_offset(const TensorView& off, int64_t i, int64_t* value, const Conte
   const char* src = static_cast<const char*>(off.data) + i * off.strides[0] * dtype_size(off.dtype);
   RECOPS_RETURN_IF_ERROR(
       cuda::copy_strided_to_host(&v, src, dtype_size(off.dtype), 1, 1, off.device.index, ctx.stream));
-  *value = off.dtype == DType::int64 ? v : static_cast<int64_t>(*reinterpret_cast<int32_t*>(&v));
+  int32_t v32;
+  std::memcpy(&v32, &v, sizeof v32);  // an int32 offset landed in the low 4 bytes
+  *value = off.dtype == DType::int64 ? v : static_cast<int64_t>(v32);
   return Status::Ok();
 }
 

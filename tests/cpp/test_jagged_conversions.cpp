@@ -2,7 +2,9 @@
 // seeded shapes, the spec's edge cases, round trips, and every bad input.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <string>
 
 #include "test_util.h"

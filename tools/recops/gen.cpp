@@ -1,6 +1,7 @@
 // tools/recops/gen.cpp: deterministic inputs for cases (docs/cases.md).
 #include "tools/recops/gen.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <numbers>

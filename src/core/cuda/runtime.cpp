@@ -32,6 +32,16 @@ std::string device_name(int index) {
   return p.name;
 }
 
+std::string any_device_reason() { return device_count() > 0 ? "" : "no CUDA device visible"; }
+
+std::string capability_reason(int index, int min_cc) {
+  const int cc = compute_capability(index);
+  if (cc >= min_cc) return {};
+  return "device " + std::to_string(index) + " has compute capability " + std::to_string(cc / 10) +
+         "." + std::to_string(cc % 10) + "; needs " + std::to_string(min_cc / 10) + "." +
+         std::to_string(min_cc % 10) + " or newer";
+}
+
 Status copy_strided_to_host(void* host, const void* device, int64_t elem_size, int64_t count,
                             int64_t stride, int device_index, void* stream) {
   if (count <= 0) return Status::Ok();

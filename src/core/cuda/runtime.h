@@ -24,6 +24,12 @@ Status copy_strided_to_host(void* host, const void* device, int64_t elem_size, i
 // True while `stream` is capturing a CUDA graph (no synchronisation is allowed then).
 bool stream_capturing(void* stream);
 
+// "" when some CUDA device is visible, else the reason (for Impl::available).
+std::string any_device_reason();
+// "" when device `index` has compute capability >= min_cc (major*10+minor), else the reason
+// (for Impl::can_implement: the tensors' device decides, not device 0).
+std::string capability_reason(int index, int min_cc);
+
 Status malloc_device(void** ptr, size_t bytes, int device_index);
 void free_device(void* ptr);
 Status memcpy_any(void* dst, const void* src, size_t bytes);  // cudaMemcpyDefault, synchronous

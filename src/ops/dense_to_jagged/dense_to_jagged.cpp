@@ -15,17 +15,14 @@ using P = DenseToJaggedParams;
 std::string accept_all(const P&) { return {}; }
 
 #ifdef RECOPS_WITH_CUDA
-std::string cuda_available() {
-  if (core::cuda::device_count() == 0) return "no CUDA device visible";
-  if (core::cuda::compute_capability(0) < 80) return "needs compute capability 8.0 or newer";
-  return {};
-}
+// sm_80 and newer: the kernels use only what Ampere has (Hopper runs the same code).
+std::string cuda_sm80_accepts(const P& p) { return core::cuda::capability_reason(p.device_index, 80); }
 #endif
 
 const std::vector<core::Impl<P>>& impls() {
   static const std::vector<core::Impl<P>> list = {
 #ifdef RECOPS_WITH_CUDA
-      {"cuda_sm80", DeviceType::cuda, cuda_available, accept_all, dense_to_jagged_cuda},
+      {"cuda_sm80", DeviceType::cuda, core::cuda::any_device_reason, cuda_sm80_accepts, dense_to_jagged_cuda},
 #endif
       {"cpu_generic", DeviceType::cpu, core::always_available, accept_all, dense_to_jagged_cpu},
       {"reference", DeviceType::cpu, core::always_available, accept_all, dense_to_jagged_reference},

@@ -124,14 +124,11 @@ Status cumsum_cuda(const CumsumParams& p, const Context& ctx) {
 
   RECOPS_RETURN_IF_ERROR(
       clear_states(ws, static_cast<size_t>(Workspace::zeroed_bytes(tiles)), ctx.stream));
-  Status st;
-  if (p.in_int64) {
-    st = p.out_int64 ? launch_scan<int64_t, int64_t>(a, contiguous, op, ctx.stream)
-                     : launch_scan<int64_t, int32_t>(a, contiguous, op, ctx.stream);
-  } else {
-    st = p.out_int64 ? launch_scan<int32_t, int64_t>(a, contiguous, op, ctx.stream)
-                     : launch_scan<int32_t, int32_t>(a, contiguous, op, ctx.stream);
-  }
+  // Initialised, not assigned: Status is [[nodiscard]] and so is the reference operator= returns.
+  const Status st = p.in_int64 ? (p.out_int64 ? launch_scan<int64_t, int64_t>(a, contiguous, op, ctx.stream)
+                                              : launch_scan<int64_t, int32_t>(a, contiguous, op, ctx.stream))
+                               : (p.out_int64 ? launch_scan<int32_t, int64_t>(a, contiguous, op, ctx.stream)
+                                              : launch_scan<int32_t, int32_t>(a, contiguous, op, ctx.stream));
   RECOPS_RETURN_IF_ERROR(st);
   if (!a.validate) return Status::Ok();
 
