@@ -102,11 +102,10 @@ def _known_opcheck_failures(s):
         # AOT tracing allocates tangents contiguously; the other checks pass.
         out["test_aot_dispatch_dynamic"] = testing.torch_cannot_hold(s)
     if s.args[0].dtype == torch.float8_e4m3fn:
-        reason = ("opcheck's schema check multiplies outputs, which torch does not "
-                  "implement for float8_e4m3fn on the CPU; test_matches_plain_pytorch checks "
-                  "these samples bit for bit")
-        if s.args[0].device.type == "cpu":
-            out["test_schema"] = reason
+        out["test_schema"] = (
+            "opcheck's schema check multiplies outputs, which torch implements for "
+            "float8_e4m3fn on neither the CPU nor CUDA ('mul_cpu_reduced_float' / 'mul_cuda' not "
+            "implemented); test_matches_plain_pytorch checks these samples bit for bit")
     pad = s.kwargs.get("padding_value", 0.0)
     if s.op == "jagged_to_padded_dense" and pad != pad and s.args[0].dtype.is_floating_point:
         out["test_aot_dispatch_dynamic"] = (
