@@ -12,6 +12,7 @@ objects (args, kwargs and the case they came from) for correctness tests, ``opch
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from pathlib import Path
 from typing import Any, Iterator, Optional
@@ -241,8 +242,9 @@ class SampleInput:
         return self.name
 
 
+@functools.lru_cache(maxsize=None)
 def load_cases(op: str) -> dict:
-    """The parsed ``cases.yaml`` of op's folder."""
+    """The parsed ``cases.yaml`` of op's folder (cached; do not modify the result)."""
     import yaml
 
     path = OPS_DIR / OP_FOLDER[op] / "cases.yaml"
