@@ -22,6 +22,8 @@ struct Device {
 };
 
 // The backend names used by the CLI and results ("cpu", "cuda").
-inline const char* backend_name(DeviceType t) { return t == DeviceType::cpu ? "cpu" : "cuda"; }
+inline const char* backend_name(DeviceType t) {
+  return t == DeviceType::cpu ? "cpu" : "cuda";
+}
 
 }  // namespace recops

@@ -16,9 +16,9 @@ namespace recops {
 
 enum class DType : uint8_t { fp64, fp32, fp16, bf16, fp8_e4m3, int32, int64, uint8, boolean };
 
-inline constexpr DType kAllDTypes[] = {DType::fp64,  DType::fp32,  DType::fp16,
+inline constexpr DType kAllDTypes[] = {DType::fp64,  DType::fp32,     DType::fp16,
                                        DType::bf16,  DType::fp8_e4m3, DType::int32,
-                                       DType::int64, DType::uint8, DType::boolean};
+                                       DType::int64, DType::uint8,    DType::boolean};
 
 // The one spelling of each dtype, shared by the CLI, YAML files, results and error messages.
 constexpr std::string_view dtype_name(DType t) {
@@ -38,10 +38,15 @@ constexpr std::string_view dtype_name(DType t) {
 
 constexpr int64_t dtype_size(DType t) {
   switch (t) {
-    case DType::fp64: case DType::int64: return 8;
-    case DType::fp32: case DType::int32: return 4;
-    case DType::fp16: case DType::bf16: return 2;
-    case DType::fp8_e4m3: case DType::uint8: case DType::boolean: return 1;
+    case DType::fp64:
+    case DType::int64: return 8;
+    case DType::fp32:
+    case DType::int32: return 4;
+    case DType::fp16:
+    case DType::bf16: return 2;
+    case DType::fp8_e4m3:
+    case DType::uint8:
+    case DType::boolean: return 1;
   }
   return 0;
 }
@@ -50,7 +55,9 @@ constexpr bool is_floating(DType t) {
   return t == DType::fp64 || t == DType::fp32 || t == DType::fp16 || t == DType::bf16 ||
          t == DType::fp8_e4m3;
 }
-constexpr bool is_integral(DType t) { return !is_floating(t); }  // bool counts as integral
+constexpr bool is_integral(DType t) {
+  return !is_floating(t);
+}  // bool counts as integral
 
 inline std::optional<DType> dtype_from_name(std::string_view s) {
   for (DType t : kAllDTypes)
@@ -59,13 +66,27 @@ inline std::optional<DType> dtype_from_name(std::string_view s) {
 }
 
 // ---- 16- and 8-bit storage types (bit containers; math happens in float/double) ----
-struct Half { uint16_t bits; };
-struct BFloat16 { uint16_t bits; };
-struct Fp8E4M3 { uint8_t bits; };
+struct Half {
+  uint16_t bits;
+};
+struct BFloat16 {
+  uint16_t bits;
+};
+struct Fp8E4M3 {
+  uint8_t bits;
+};
 
 namespace detail {
-inline uint32_t f32_bits(float f) { uint32_t u; std::memcpy(&u, &f, 4); return u; }
-inline float bits_f32(uint32_t u) { float f; std::memcpy(&f, &u, 4); return f; }
+inline uint32_t f32_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+inline float bits_f32(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
 
 // Round a double to a binary format with `mant` explicit mantissa bits, exponent bias `bias`,
 // max finite `max_finite`; returns the bit pattern (sign|exp|mant). Handles subnormals exactly,
@@ -83,16 +104,18 @@ inline uint32_t round_to_format(double x, int exp_bits, int mant, bool inf_ok, d
   if (a == 0.0) return sign_bit;
   const int min_exp = 1 - bias;  // exponent of the smallest normal
   int e;
-  std::frexp(a, &e);  // a = f * 2^e, f in [0.5, 1)
-  int exp = e - 1;    // a = 1.m * 2^exp
+  std::frexp(a, &e);                 // a = f * 2^e, f in [0.5, 1)
+  int exp = e - 1;                   // a = 1.m * 2^exp
   if (exp < min_exp) exp = min_exp;  // subnormal range: fixed quantum
   const double quantum = std::ldexp(1.0, exp - mant);
-  double q = a / quantum;  // exact: power-of-two scaling
+  double q = a / quantum;        // exact: power-of-two scaling
   double r = std::nearbyint(q);  // default rounding mode: nearest even
   double v = r * quantum;
   if (v > max_finite) {
     // Beyond the largest finite value: IEEE rounds to inf when at or past max + half ulp.
-    const double half_ulp_above = max_finite + std::ldexp(1.0, static_cast<int>(std::floor(std::log2(max_finite))) - mant - 1);
+    const double half_ulp_above =
+        max_finite +
+        std::ldexp(1.0, static_cast<int>(std::floor(std::log2(max_finite))) - mant - 1);
     if (!inf_ok) return sign_bit | nan_bits;
     if (a >= half_ulp_above) return sign_bit | inf_bits;
     v = max_finite;
@@ -113,7 +136,8 @@ inline uint32_t round_to_format(double x, int exp_bits, int mant, bool inf_ok, d
   return sign_bit | (biased << mant) | m;
 }
 
-inline double decode_format(uint32_t bits, int exp_bits, int mant, bool has_inf, uint32_t nan_mask_all) {
+inline double decode_format(uint32_t bits, int exp_bits, int mant, bool has_inf,
+                            uint32_t nan_mask_all) {
   const int total = 1 + exp_bits + mant;
   const bool neg = (bits >> (total - 1)) & 1u;
   const uint32_t e = (bits >> mant) & ((1u << exp_bits) - 1u);
@@ -133,9 +157,15 @@ inline double decode_format(uint32_t bits, int exp_bits, int mant, bool has_inf,
 }
 }  // namespace detail
 
-inline double to_double(Half h) { return detail::decode_format(h.bits, 5, 10, true, 0); }
-inline double to_double(BFloat16 h) { return detail::decode_format(h.bits, 8, 7, true, 0); }
-inline double to_double(Fp8E4M3 h) { return detail::decode_format(h.bits, 4, 3, false, 0x7Fu); }
+inline double to_double(Half h) {
+  return detail::decode_format(h.bits, 5, 10, true, 0);
+}
+inline double to_double(BFloat16 h) {
+  return detail::decode_format(h.bits, 8, 7, true, 0);
+}
+inline double to_double(Fp8E4M3 h) {
+  return detail::decode_format(h.bits, 4, 3, false, 0x7Fu);
+}
 inline Half half_from_double(double x) {
   return Half{static_cast<uint16_t>(detail::round_to_format(x, 5, 10, true, 65504.0, 0x7E00u))};
 }
@@ -148,13 +178,17 @@ inline Fp8E4M3 fp8_e4m3_from_double(double x) {
 }
 
 // Fast float paths used by CPU kernels (bit tricks, same rounding as the exact versions).
-inline float to_float(BFloat16 h) { return detail::bits_f32(static_cast<uint32_t>(h.bits) << 16); }
+inline float to_float(BFloat16 h) {
+  return detail::bits_f32(static_cast<uint32_t>(h.bits) << 16);
+}
 inline BFloat16 bf16_from_float(float f) {
   uint32_t u = detail::f32_bits(f);
   if ((u & 0x7FFFFFFFu) > 0x7F800000u) return BFloat16{static_cast<uint16_t>((u >> 16) | 0x40u)};
   u += 0x7FFFu + ((u >> 16) & 1u);
   return BFloat16{static_cast<uint16_t>(u >> 16)};
 }
-inline float to_float(Half h) { return static_cast<float>(to_double(h)); }
+inline float to_float(Half h) {
+  return static_cast<float>(to_double(h));
+}
 
 }  // namespace recops

@@ -15,8 +15,8 @@ struct ImplInfo {
 };
 
 struct OpInfo {
-  std::string name;    // canonical op name, e.g. "jagged_to_padded_dense"
-  std::string family;  // folder under src/ops, e.g. "jagged_conversions"
+  std::string name;             // canonical op name, e.g. "jagged_to_padded_dense"
+  std::string family;           // folder under src/ops, e.g. "jagged_conversions"
   std::vector<ImplInfo> impls;  // best first, reference last
 };
 

@@ -64,16 +64,16 @@ std::string cat(const Args&... args) {
 }  // namespace recops
 
 // RECOPS_CHECK(cond, parts...): return an invalid_argument Status built from parts if !cond.
-#define RECOPS_CHECK(cond, ...)                                                        \
-  do {                                                                                 \
-    if (!(cond))                                                                       \
-      return ::recops::Status(::recops::StatusCode::invalid_argument,                  \
-                              ::recops::detail::cat(__VA_ARGS__));                     \
+#define RECOPS_CHECK(cond, ...)                                       \
+  do {                                                                \
+    if (!(cond))                                                      \
+      return ::recops::Status(::recops::StatusCode::invalid_argument, \
+                              ::recops::detail::cat(__VA_ARGS__));    \
   } while (0)
 
 // RECOPS_RETURN_IF_ERROR(expr): propagate a failed Status.
-#define RECOPS_RETURN_IF_ERROR(expr)          \
-  do {                                        \
-    ::recops::Status _recops_st = (expr);     \
-    if (!_recops_st.ok()) return _recops_st;  \
+#define RECOPS_RETURN_IF_ERROR(expr)         \
+  do {                                       \
+    ::recops::Status _recops_st = (expr);    \
+    if (!_recops_st.ok()) return _recops_st; \
   } while (0)

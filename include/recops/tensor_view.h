@@ -73,7 +73,9 @@ struct TensorView {
   }
   bool is_contiguous() const { return inner_contiguous(0); }
   template <class T>
-  T* ptr() const { return static_cast<T*>(data); }
+  T* ptr() const {
+    return static_cast<T*>(data);
+  }
 };
 
 std::string shape_str(const Shape& s);

@@ -22,8 +22,12 @@ std::atomic<bool>& validate_flag() {
 }
 }  // namespace
 
-bool validate_enabled() { return validate_flag().load(std::memory_order_relaxed); }
-void set_validate(bool on) { validate_flag().store(on, std::memory_order_relaxed); }
+bool validate_enabled() {
+  return validate_flag().load(std::memory_order_relaxed);
+}
+void set_validate(bool on) {
+  validate_flag().store(on, std::memory_order_relaxed);
+}
 
 namespace core {
 bool impl_skipped(const Context& ctx, std::string_view id) {

@@ -23,12 +23,14 @@ template <class Params>
 struct Impl {
   const char* id;
   DeviceType backend;
-  std::string (*available)();                      // "" = runnable in this build on this machine
-  std::string (*can_implement)(const Params&);     // "" = accepts this problem
+  std::string (*available)();                   // "" = runnable in this build on this machine
+  std::string (*can_implement)(const Params&);  // "" = accepts this problem
   Status (*run)(const Params&, const Context&);
 };
 
-inline std::string always_available() { return {}; }
+inline std::string always_available() {
+  return {};
+}
 
 template <class Params>
 std::vector<ImplInfo> describe_impls(const std::vector<Impl<Params>>& impls) {
@@ -65,11 +67,12 @@ Status dispatch(std::string_view op, const std::vector<Impl<Params>>& impls, Dev
     reasons += "\n  " + std::string(im.id) + ": " + why;
   }
   if (!known)
-    return Status(StatusCode::invalid_argument,
-                  std::string(op) + ": impl='" + ctx.impl + "' is not an implementation of this op");
+    return Status(StatusCode::invalid_argument, std::string(op) + ": impl='" + ctx.impl +
+                                                    "' is not an implementation of this op");
   return Status(StatusCode::not_implemented,
                 std::string(op) + ": no implementation accepts this problem on " +
-                    backend_name(backend) + ":" + (reasons.empty() ? " (none registered)" : reasons));
+                    backend_name(backend) + ":" +
+                    (reasons.empty() ? " (none registered)" : reasons));
 }
 
 }  // namespace recops::core

@@ -47,8 +47,8 @@ Status validate_offsets(std::string_view op, std::string_view arg, const TensorV
                                   last_rule);
   if (!validate_enabled() || cuda::stream_capturing(ctx.stream)) return Status::Ok();
   std::vector<int64_t> host(static_cast<size_t>(n));
-  RECOPS_RETURN_IF_ERROR(cuda::copy_strided_to_host(host.data(), off.data, dtype_size(off.dtype),
-                                                    n, off.strides[0], off.device.index, ctx.stream));
+  RECOPS_RETURN_IF_ERROR(cuda::copy_strided_to_host(host.data(), off.data, dtype_size(off.dtype), n,
+                                                    off.strides[0], off.device.index, ctx.stream));
   // copy_strided_to_host packs elements at their own size; reinterpret accordingly.
   return check_offsets_contents(op, arg, host.data(), off.dtype, n, 1, expected_last, last_rule);
 }
@@ -60,8 +60,8 @@ Status read_offset(const TensorView& off, int64_t i, int64_t* value, const Conte
   }
   int64_t v = 0;
   const char* src = static_cast<const char*>(off.data) + i * off.strides[0] * dtype_size(off.dtype);
-  RECOPS_RETURN_IF_ERROR(
-      cuda::copy_strided_to_host(&v, src, dtype_size(off.dtype), 1, 1, off.device.index, ctx.stream));
+  RECOPS_RETURN_IF_ERROR(cuda::copy_strided_to_host(&v, src, dtype_size(off.dtype), 1, 1,
+                                                    off.device.index, ctx.stream));
   int32_t v32;
   std::memcpy(&v32, &v, sizeof v32);  // an int32 offset landed in the low 4 bytes
   *value = off.dtype == DType::int64 ? v : static_cast<int64_t>(v32);

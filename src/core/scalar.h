@@ -17,6 +17,8 @@ Status encode_scalar(std::string_view op, std::string_view arg, double v, DType 
 
 // Clamp helper used by kernels when validation is off: offsets outside [0, total] are clamped so
 // that corrupted offsets never read or write out of bounds.
-inline int64_t clamp_offset(int64_t v, int64_t total) { return v < 0 ? 0 : (v > total ? total : v); }
+inline int64_t clamp_offset(int64_t v, int64_t total) {
+  return v < 0 ? 0 : (v > total ? total : v);
+}
 
 }  // namespace recops::core

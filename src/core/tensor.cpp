@@ -23,7 +23,9 @@ std::string describe(const TensorView& t) {
 Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   Tensor t;
   for (int64_t s : shape)
-    if (s < 0) throw Error(Status(StatusCode::invalid_argument, "Tensor::empty: negative size in " + shape_str(shape)));
+    if (s < 0)
+      throw Error(Status(StatusCode::invalid_argument,
+                         "Tensor::empty: negative size in " + shape_str(shape)));
   if (shape.size() > static_cast<size_t>(kMaxDims))
     throw Error(Status(StatusCode::invalid_argument, "Tensor::empty: more than 8 dims"));
   int64_t n = 1;
@@ -33,7 +35,9 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   if (device.is_cpu()) {
     // 64-byte alignment for vector loads; at least one byte so that empty tensors have a pointer.
     p = std::aligned_alloc(64, ((bytes + 63) / 64) * 64 + 64);
-    if (!p) throw Error(Status(StatusCode::out_of_range, "Tensor::empty: out of host memory for " + std::to_string(bytes) + " bytes"));
+    if (!p)
+      throw Error(Status(StatusCode::out_of_range, "Tensor::empty: out of host memory for " +
+                                                       std::to_string(bytes) + " bytes"));
     t.buf_ = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
   } else {
     throw_if_error(core::cuda::malloc_device(&p, bytes, device.index));

@@ -12,12 +12,12 @@ namespace recops::core {
 // T: the dtype's threshold, about its unit roundoff times a few accumulation steps.
 inline double threshold(DType t) {
   switch (t) {
-    case DType::fp64: return 0x1p-40;  // not in accuracy.md: fp64 ops against an fp64 golden
-    case DType::fp32: return 0x1p-13;  // 2^-13: fp32 accumulation over long sums
-    case DType::fp16: return 0x1p-10;  // 2^-10: one fp16 ulp at 1
-    case DType::bf16: return 0x1p-7;   // 2^-7: one bf16 ulp at 1
+    case DType::fp64: return 0x1p-40;     // not in accuracy.md: fp64 ops against an fp64 golden
+    case DType::fp32: return 0x1p-13;     // 2^-13: fp32 accumulation over long sums
+    case DType::fp16: return 0x1p-10;     // 2^-10: one fp16 ulp at 1
+    case DType::bf16: return 0x1p-7;      // 2^-7: one bf16 ulp at 1
     case DType::fp8_e4m3: return 0x1p-3;  // 2^-3: one e4m3 ulp at 1
-    default: return 0.0;               // integer and bool outputs compare exactly
+    default: return 0.0;                  // integer and bool outputs compare exactly
   }
 }
 // tf32 (matmuls with allow_tf32) uses 2^-10.

@@ -59,8 +59,8 @@ inline c10::ScalarType to_scalar_type(DType t) {
 // (only shape functions see them).
 inline TensorView to_view(const at::Tensor& t, std::string_view op, std::string_view arg) {
   TORCH_CHECK(t.defined(), op, ": ", arg, " is an undefined tensor");
-  TORCH_CHECK(t.dim() <= kMaxDims, op, ": ", arg, " has ", t.dim(), " dims; recops supports at most ",
-              kMaxDims);
+  TORCH_CHECK(t.dim() <= kMaxDims, op, ": ", arg, " has ", t.dim(),
+              " dims; recops supports at most ", kMaxDims);
   TensorView v;
   v.data = t.is_meta() ? nullptr : t.data_ptr();
   v.dtype = to_dtype(t.scalar_type(), op, arg);
@@ -86,7 +86,8 @@ inline at::Tensor dense_from(const at::Tensor& t, int64_t from) {
   for (int64_t i = t.dim() - 1; i >= from && i >= 0; --i) {
     const int64_t n = t.size(i);
     // Not t.contiguous(): torch calls every empty tensor contiguous and would return it as is.
-    if (n != 1 && n != 0 && t.stride(i) != expect) return at::empty(t.sizes(), t.options()).copy_(t);
+    if (n != 1 && n != 0 && t.stride(i) != expect)
+      return at::empty(t.sizes(), t.options()).copy_(t);
     expect *= n;
   }
   return t;
@@ -99,7 +100,9 @@ inline void check(const Status& s) {
   TORCH_CHECK(false, s.message());
 }
 
-inline at::IntArrayRef as_sizes(const Shape& s) { return at::IntArrayRef(s.data(), s.size()); }
+inline at::IntArrayRef as_sizes(const Shape& s) {
+  return at::IntArrayRef(s.data(), s.size());
+}
 
 // A new output of `shape`, contiguous. An empty output may have sizes whose contiguous strides
 // overflow int64 (e.g. [0, 2^62, 7] for B = 0 and a huge max_seq_len), which at::empty refuses;

@@ -13,7 +13,10 @@ Tensor random_ints(const Shape& s, DType dt, uint64_t seed, int64_t lo, int64_t 
   Tensor t = Tensor::empty(s, dt);
   for (int64_t i = 0; i < t.numel(); ++i) {
     const int64_t v = core::uniform_int(seed, static_cast<uint64_t>(i), lo, hi);
-    if (dt == DType::int64) t.view().ptr<int64_t>()[i] = v; else t.view().ptr<int32_t>()[i] = static_cast<int32_t>(v);
+    if (dt == DType::int64)
+      t.view().ptr<int64_t>()[i] = v;
+    else
+      t.view().ptr<int32_t>()[i] = static_cast<int32_t>(v);
   }
   return t;
 }
@@ -29,7 +32,10 @@ TEST(Cumsum, CpuMatchesReference) {
         Tensor t = random_ints(s, in, ++seed, -50, 1000);
         Shape cs;
         ASSERT_TRUE(complete_cumsum_shape(t, &cs).ok());
-        struct { Fn fn; Shape shape; } runs[] = {{complete_cumsum, cs}, {exclusive_cumsum, s}, {inclusive_cumsum, s}};
+        struct {
+          Fn fn;
+          Shape shape;
+        } runs[] = {{complete_cumsum, cs}, {exclusive_cumsum, s}, {inclusive_cumsum, s}};
         for (auto& r : runs) {
           Tensor a = Tensor::empty(r.shape, outd), b = Tensor::empty(r.shape, outd);
           poison(a, 0x11);
@@ -49,7 +55,8 @@ TEST(Cumsum, KnownValues) {
   Tensor t = Tensor::empty({4}, DType::int32);
   int32_t v[] = {3, -1, 0, 5};
   std::memcpy(t.data(), v, sizeof v);
-  Tensor c = Tensor::empty({5}, DType::int64), e = Tensor::empty({4}, DType::int64), i = Tensor::empty({4}, DType::int64);
+  Tensor c = Tensor::empty({5}, DType::int64), e = Tensor::empty({4}, DType::int64),
+         i = Tensor::empty({4}, DType::int64);
   ASSERT_TRUE(complete_cumsum(t, c).ok());
   ASSERT_TRUE(exclusive_cumsum(t, e).ok());
   ASSERT_TRUE(inclusive_cumsum(t, i).ok());
@@ -68,7 +75,8 @@ TEST(Cumsum, Int32OverflowIsAnErrorAndInt64IsExact) {
   for (const char* impl : {"reference", "cpu_generic"}) {
     Status st = complete_cumsum(t, o32, with_impl(impl));
     ASSERT_EQ(st.code(), StatusCode::out_of_range) << impl;
-    EXPECT_NE(st.message().find("does not fit the int32 output"), std::string::npos) << st.message();
+    EXPECT_NE(st.message().find("does not fit the int32 output"), std::string::npos)
+        << st.message();
     ASSERT_TRUE(complete_cumsum(t, o64, with_impl(impl)).ok());
     EXPECT_EQ(o64.view().ptr<int64_t>()[n], 20000 * n);
   }
@@ -86,7 +94,8 @@ TEST(Cumsum, BadInputs) {
   EXPECT_NE(st.message().find("expected [5]"), std::string::npos) << st.message();
   Tensor ob = Tensor::empty({4}, DType::bf16);
   st = inclusive_cumsum(t, ob);
-  EXPECT_NE(st.message().find("out (out_dtype) must be int32 or int64"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("out (out_dtype) must be int32 or int64"), std::string::npos)
+      << st.message();
 }
 
 }  // namespace

@@ -46,7 +46,7 @@ TEST(DType, Fp8AllPatternsRoundTrip) {
     EXPECT_EQ(fp8_e4m3_from_double(v).bits, b) << b;
   }
   EXPECT_EQ(to_double(Fp8E4M3{0x7E}), 448.0);
-  EXPECT_EQ(fp8_e4m3_from_double(460.0).bits, 0x7E);  // rounds down to 448
+  EXPECT_EQ(fp8_e4m3_from_double(460.0).bits, 0x7E);                // rounds down to 448
   EXPECT_TRUE(std::isnan(to_double(fp8_e4m3_from_double(470.0))));  // nearest is 480: no such value
 }
 

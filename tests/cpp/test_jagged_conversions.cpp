@@ -26,18 +26,19 @@ struct ConvCase {
 
 std::vector<ConvCase> conv_cases() {
   std::vector<ConvCase> cs;
-  const DType dts[] = {DType::fp32, DType::bf16, DType::fp16, DType::int64, DType::boolean, DType::fp8_e4m3, DType::fp64, DType::uint8, DType::int32};
+  const DType dts[] = {DType::fp32,     DType::bf16, DType::fp16,  DType::int64, DType::boolean,
+                       DType::fp8_e4m3, DType::fp64, DType::uint8, DType::int32};
   int k = 0;
   for (DType dt : dts) {
     for (DType od : {DType::int32, DType::int64}) {
       ++k;
       cs.push_back({testing::random_lengths(37, 70, static_cast<uint64_t>(k)), {3}, 64, dt, od});
-      cs.push_back({{0, 0, 0}, {5}, 4, dt, od});             // all empty
-      cs.push_back({{}, {2}, 7, dt, od});                     // B = 0
+      cs.push_back({{0, 0, 0}, {5}, 4, dt, od});                     // all empty
+      cs.push_back({{}, {2}, 7, dt, od});                            // B = 0
       cs.push_back({{1, 0, 17, 33, 65, 128, 129}, {}, 32, dt, od});  // 1-D values, tile edges
-      cs.push_back({{4, 9}, {2, 3}, 0, dt, od});              // max_L = 0, 2-D E
-      cs.push_back({{5, 1, 0, 6}, {199}, 1, dt, od});         // max_L = 1, odd D
-      cs.push_back({{3, 0, 2}, {0}, 5, dt, od});              // D = 0
+      cs.push_back({{4, 9}, {2, 3}, 0, dt, od});                     // max_L = 0, 2-D E
+      cs.push_back({{5, 1, 0, 6}, {199}, 1, dt, od});                // max_L = 1, odd D
+      cs.push_back({{3, 0, 2}, {0}, 5, dt, od});                     // D = 0
     }
   }
   return cs;
@@ -63,11 +64,14 @@ TEST(JaggedToPaddedDense, CpuMatchesReference) {
     poison(gold, 0x5A);
     poison(got, 0xA5);
     const double pad = c.dtype == DType::boolean ? 1.0 : 3.0;
-    ASSERT_TRUE(jagged_to_padded_dense(values, off, c.max_L, pad, gold, with_impl("reference")).ok());
+    ASSERT_TRUE(
+        jagged_to_padded_dense(values, off, c.max_L, pad, gold, with_impl("reference")).ok());
     std::string used;
-    Status st = jagged_to_padded_dense(values, off, c.max_L, pad, got, with_impl("cpu_generic", &used));
+    Status st =
+        jagged_to_padded_dense(values, off, c.max_L, pad, got, with_impl("cpu_generic", &used));
     ASSERT_TRUE(st.ok()) << st.message();
-    EXPECT_TRUE(testing::bytes_equal(gold, got)) << dtype_name(c.dtype) << " B=" << c.lengths.size();
+    EXPECT_TRUE(testing::bytes_equal(gold, got))
+        << dtype_name(c.dtype) << " B=" << c.lengths.size();
   }
 }
 
@@ -93,11 +97,14 @@ TEST(DenseToJagged, CpuMatchesReferenceAndRoundTrips) {
     // Round trip: to_dense(to_jagged(dense)) keeps dense[b, l] for l < L_b and pads the rest.
     Tensor back = Tensor::empty(dshape, c.dtype);
     ASSERT_TRUE(jagged_to_padded_dense(got, off, c.max_L, 0.0, back).ok());
-    const int64_t row = dense.numel() / std::max<int64_t>(1, dshape[0] * dshape[1]) * dtype_size(c.dtype);
+    const int64_t row =
+        dense.numel() / std::max<int64_t>(1, dshape[0] * dshape[1]) * dtype_size(c.dtype);
     for (size_t b = 0; b < c.lengths.size(); ++b)
       for (int64_t l = 0; l < std::min(c.lengths[b], c.max_L); ++l) {
         const int64_t o = (static_cast<int64_t>(b) * c.max_L + l) * row;
-        ASSERT_EQ(std::memcmp(static_cast<char*>(dense.data()) + o, static_cast<char*>(back.data()) + o, static_cast<size_t>(row)), 0);
+        ASSERT_EQ(std::memcmp(static_cast<char*>(dense.data()) + o,
+                              static_cast<char*>(back.data()) + o, static_cast<size_t>(row)),
+                  0);
       }
   }
 }
@@ -117,7 +124,10 @@ TEST(JaggedToPaddedDense, StridedValuesAndPaddingValues) {
     const float* o = b.view().ptr<float>();
     EXPECT_EQ(o[(2 * 4 + 3) * 3 + 2], static_cast<float>((2 + 3) * 7 + 2));  // row (b=2, l=3)
     const float p = o[(1 * 4 + 0) * 3];
-    if (std::isnan(pad)) EXPECT_TRUE(std::isnan(p)); else EXPECT_EQ(p, static_cast<float>(pad));
+    if (std::isnan(pad))
+      EXPECT_TRUE(std::isnan(p));
+    else
+      EXPECT_EQ(p, static_cast<float>(pad));
   }
 }
 
@@ -134,33 +144,45 @@ TEST(JaggedToPaddedDense, BadInputsNameArgumentAndRule) {
     for (size_t i = 0; i < v.size(); ++i) t.view().ptr<int64_t>()[i] = v[i];
     return t;
   };
-  expect_error(jagged_to_padded_dense(values, off_of({1, 3, 6}), 4, 0, out), "seq_offsets[0]=1; offsets must start at 0");
-  expect_error(jagged_to_padded_dense(values, off_of({0, 4, 3}), 4, 0, out), "seq_offsets[2]=3 < seq_offsets[1]=4; offsets must be non-decreasing");
-  expect_error(jagged_to_padded_dense(values, off_of({0, 3, 5}), 4, 0, out), "seq_offsets[2]=5 but values.size(0) (total_L) is 6");
-  expect_error(jagged_to_padded_dense(values, off_of({0, 3, 6}), -1, 0, out), "max_seq_len=-1 must be >= 0");
+  expect_error(jagged_to_padded_dense(values, off_of({1, 3, 6}), 4, 0, out),
+               "seq_offsets[0]=1; offsets must start at 0");
+  expect_error(jagged_to_padded_dense(values, off_of({0, 4, 3}), 4, 0, out),
+               "seq_offsets[2]=3 < seq_offsets[1]=4; offsets must be non-decreasing");
+  expect_error(jagged_to_padded_dense(values, off_of({0, 3, 5}), 4, 0, out),
+               "seq_offsets[2]=5 but values.size(0) (total_L) is 6");
+  expect_error(jagged_to_padded_dense(values, off_of({0, 3, 6}), -1, 0, out),
+               "max_seq_len=-1 must be >= 0");
   Tensor off2d = Tensor::empty({1, 3}, DType::int64);
   expect_error(jagged_to_padded_dense(values, off2d, 4, 0, out), "seq_offsets must be 1-D");
   Tensor offf = Tensor::empty({3}, DType::fp32);
-  expect_error(jagged_to_padded_dense(values, offf, 4, 0, out), "seq_offsets must be int32 or int64");
+  expect_error(jagged_to_padded_dense(values, offf, 4, 0, out),
+               "seq_offsets must be int32 or int64");
   Tensor off0 = Tensor::empty({0}, DType::int64);
   expect_error(jagged_to_padded_dense(values, off0, 4, 0, out), "at least one element");
   Tensor ivals = Tensor::empty({6, 2}, DType::int32), iout = Tensor::empty({2, 4, 2}, DType::int32);
-  expect_error(jagged_to_padded_dense(ivals, off_of({0, 3, 6}), 4, 0.5, iout), "padding_value=0.5 is not an integer");
-  expect_error(jagged_to_padded_dense(values, off_of({0, 3, 6}), 3, 0, out), "out has shape [2, 4, 2], expected [B, max_seq_len, *E] = [2, 3, 2]");
+  expect_error(jagged_to_padded_dense(ivals, off_of({0, 3, 6}), 4, 0.5, iout),
+               "padding_value=0.5 is not an integer");
+  expect_error(jagged_to_padded_dense(values, off_of({0, 3, 6}), 3, 0, out),
+               "out has shape [2, 4, 2], expected [B, max_seq_len, *E] = [2, 3, 2]");
   Tensor bout = Tensor::empty({2, 4, 2}, DType::bf16);
-  expect_error(jagged_to_padded_dense(values, off_of({0, 3, 6}), 4, 0, bout), "out dtype bf16 differs");
+  expect_error(jagged_to_padded_dense(values, off_of({0, 3, 6}), 4, 0, bout),
+               "out dtype bf16 differs");
   TensorView on_cuda = out.view();
   on_cuda.device = Device::cuda(0);
-  expect_error(jagged_to_padded_dense(values, off_of({0, 3, 6}), 4, 0, on_cuda), "all tensors must be on one device");
-  expect_error(jagged_to_padded_dense(values, off_of({0, 3, 6}), 4, 0, out, with_impl("cuda_sm90")), "not an implementation of this op");
+  expect_error(jagged_to_padded_dense(values, off_of({0, 3, 6}), 4, 0, on_cuda),
+               "all tensors must be on one device");
+  expect_error(jagged_to_padded_dense(values, off_of({0, 3, 6}), 4, 0, out, with_impl("cuda_sm90")),
+               "not an implementation of this op");
 }
 
 TEST(DenseToJagged, BadInputsNameArgumentAndRule) {
   Tensor dense = Tensor::empty({2, 4, 3}, DType::bf16);
   Tensor off = offsets_from_lengths({3, 5}, DType::int32);
   Tensor out = Tensor::empty({8, 3}, DType::bf16);
-  expect_error(dense_to_jagged(dense, off, Tensor::empty({7, 3}, DType::bf16)), "seq_offsets[2]=8 but total_L (out.size(0)) is 7");
-  expect_error(dense_to_jagged(dense, offsets_from_lengths({3, 5, 1}, DType::int32), out), "dense's batch must be B");
+  expect_error(dense_to_jagged(dense, off, Tensor::empty({7, 3}, DType::bf16)),
+               "seq_offsets[2]=8 but total_L (out.size(0)) is 7");
+  expect_error(dense_to_jagged(dense, offsets_from_lengths({3, 5, 1}, DType::int32), out),
+               "dense's batch must be B");
   Tensor d1 = Tensor::empty({2}, DType::bf16);
   expect_error(dense_to_jagged(d1, off, out), "dense must have at least 2 dims");
   int64_t total = -1;

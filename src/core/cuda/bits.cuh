@@ -16,13 +16,30 @@
 namespace recops::core::cuda {
 
 // The bit containers of each unit width.
-template <int kBytes> struct UnitOf;
-template <> struct UnitOf<16> { using type = uint4; };
-template <> struct UnitOf<8> { using type = uint2; };
-template <> struct UnitOf<4> { using type = unsigned int; };
-template <> struct UnitOf<2> { using type = unsigned short; };
-template <> struct UnitOf<1> { using type = unsigned char; };
-template <int kBytes> using Unit = typename UnitOf<kBytes>::type;
+template <int kBytes>
+struct UnitOf;
+template <>
+struct UnitOf<16> {
+  using type = uint4;
+};
+template <>
+struct UnitOf<8> {
+  using type = uint2;
+};
+template <>
+struct UnitOf<4> {
+  using type = unsigned int;
+};
+template <>
+struct UnitOf<2> {
+  using type = unsigned short;
+};
+template <>
+struct UnitOf<1> {
+  using type = unsigned char;
+};
+template <int kBytes>
+using Unit = typename UnitOf<kBytes>::type;
 
 // Widest unit width in {16, 8, 4, 2, 1}, not below elem_size, that divides every byte quantity
 // given (pointer values, row widths, strides in bytes). elem_size is a power of two <= 8.
@@ -48,16 +65,36 @@ inline Unit<kBytes> fill_pattern(uint64_t elem_bits, int64_t elem_size) {
 }
 
 // Streaming (evict-first) loads and stores of one unit: the conversions touch each byte once.
-__device__ __forceinline__ uint4 load_stream(const uint4* p) { return __ldcs(p); }
-__device__ __forceinline__ uint2 load_stream(const uint2* p) { return __ldcs(p); }
-__device__ __forceinline__ unsigned int load_stream(const unsigned int* p) { return __ldcs(p); }
-__device__ __forceinline__ unsigned short load_stream(const unsigned short* p) { return __ldcs(p); }
-__device__ __forceinline__ unsigned char load_stream(const unsigned char* p) { return __ldcs(p); }
-__device__ __forceinline__ void store_stream(uint4* p, uint4 v) { __stcs(p, v); }
-__device__ __forceinline__ void store_stream(uint2* p, uint2 v) { __stcs(p, v); }
-__device__ __forceinline__ void store_stream(unsigned int* p, unsigned int v) { __stcs(p, v); }
-__device__ __forceinline__ void store_stream(unsigned short* p, unsigned short v) { __stcs(p, v); }
-__device__ __forceinline__ void store_stream(unsigned char* p, unsigned char v) { __stcs(p, v); }
+__device__ __forceinline__ uint4 load_stream(const uint4* p) {
+  return __ldcs(p);
+}
+__device__ __forceinline__ uint2 load_stream(const uint2* p) {
+  return __ldcs(p);
+}
+__device__ __forceinline__ unsigned int load_stream(const unsigned int* p) {
+  return __ldcs(p);
+}
+__device__ __forceinline__ unsigned short load_stream(const unsigned short* p) {
+  return __ldcs(p);
+}
+__device__ __forceinline__ unsigned char load_stream(const unsigned char* p) {
+  return __ldcs(p);
+}
+__device__ __forceinline__ void store_stream(uint4* p, uint4 v) {
+  __stcs(p, v);
+}
+__device__ __forceinline__ void store_stream(uint2* p, uint2 v) {
+  __stcs(p, v);
+}
+__device__ __forceinline__ void store_stream(unsigned int* p, unsigned int v) {
+  __stcs(p, v);
+}
+__device__ __forceinline__ void store_stream(unsigned short* p, unsigned short v) {
+  __stcs(p, v);
+}
+__device__ __forceinline__ void store_stream(unsigned char* p, unsigned char v) {
+  __stcs(p, v);
+}
 
 // seq_offsets[i] (int32 or int64, element stride `stride`) clamped into [0, total_L].
 struct ClampedOffsets {

@@ -18,8 +18,9 @@ inline Status cuda_status(cudaError_t e, const char* what, const char* file, int
 
 }  // namespace recops::core::cuda
 
-#define RECOPS_CUDA_RETURN_IF_ERROR(call)                                                       \
-  do {                                                                                          \
-    ::recops::Status _recops_cs = ::recops::core::cuda::cuda_status((call), #call, __FILE__, __LINE__); \
-    if (!_recops_cs.ok()) return _recops_cs;                                                    \
+#define RECOPS_CUDA_RETURN_IF_ERROR(call)                                     \
+  do {                                                                        \
+    ::recops::Status _recops_cs =                                             \
+        ::recops::core::cuda::cuda_status((call), #call, __FILE__, __LINE__); \
+    if (!_recops_cs.ok()) return _recops_cs;                                  \
   } while (0)

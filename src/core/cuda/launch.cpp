@@ -96,14 +96,15 @@ Status check_launch(const LaunchSite& site, const void* func, dim3 grid, dim3 bl
   if (grid.x > static_cast<unsigned>(p->maxGridSize[0]) ||
       grid.y > static_cast<unsigned>(p->maxGridSize[1]) ||
       grid.z > static_cast<unsigned>(p->maxGridSize[2]))
-    return refuse(site, "grid " + dim3_str(grid) + " exceeds the device limit " +
-                            dim3_str(dim3(p->maxGridSize[0], p->maxGridSize[1], p->maxGridSize[2])));
+    return refuse(site,
+                  "grid " + dim3_str(grid) + " exceeds the device limit " +
+                      dim3_str(dim3(p->maxGridSize[0], p->maxGridSize[1], p->maxGridSize[2])));
   if (block.x > static_cast<unsigned>(p->maxThreadsDim[0]) ||
       block.y > static_cast<unsigned>(p->maxThreadsDim[1]) ||
       block.z > static_cast<unsigned>(p->maxThreadsDim[2]))
-    return refuse(site, "block " + dim3_str(block) + " exceeds the device limit " +
-                            dim3_str(dim3(p->maxThreadsDim[0], p->maxThreadsDim[1],
-                                          p->maxThreadsDim[2])));
+    return refuse(
+        site, "block " + dim3_str(block) + " exceeds the device limit " +
+                  dim3_str(dim3(p->maxThreadsDim[0], p->maxThreadsDim[1], p->maxThreadsDim[2])));
 
   std::lock_guard<std::mutex> lock(g_kernels_mutex);
   auto key = std::make_pair(func, device);
@@ -114,16 +115,17 @@ Status check_launch(const LaunchSite& site, const void* func, dim3 grid, dim3 bl
     it = g_kernels.emplace(key, info).first;
   }
   KernelInfo& k = it->second;
-  const unsigned long long threads =
-      static_cast<unsigned long long>(block.x) * block.y * block.z;
+  const unsigned long long threads = static_cast<unsigned long long>(block.x) * block.y * block.z;
   if (threads > static_cast<unsigned long long>(k.attr.maxThreadsPerBlock))
-    return refuse(site, "block of " + std::to_string(threads) + " threads exceeds the kernel's limit of " +
+    return refuse(site, "block of " + std::to_string(threads) +
+                            " threads exceeds the kernel's limit of " +
                             std::to_string(k.attr.maxThreadsPerBlock) + " on " + p->name +
                             " (registers per thread: " + std::to_string(k.attr.numRegs) + ")");
   const size_t static_smem = k.attr.sharedSizeBytes;
   if (static_smem + dynamic_smem > p->sharedMemPerBlockOptin)
     return refuse(site, "shared memory " + std::to_string(static_smem) + " static + " +
-                            std::to_string(dynamic_smem) + " dynamic bytes exceeds the device limit of " +
+                            std::to_string(dynamic_smem) +
+                            " dynamic bytes exceeds the device limit of " +
                             std::to_string(p->sharedMemPerBlockOptin) + " bytes per block");
   if (dynamic_smem > static_cast<size_t>(k.attr.maxDynamicSharedSizeBytes) &&
       dynamic_smem > k.dynamic_limit_set) {

@@ -93,7 +93,7 @@ Status launch_kernel(const LaunchSite& site, void (*kernel)(KArgs...), dim3 grid
 // RECOPS_LAUNCH_KERNEL(op, kernel, grid, block, dynamic_smem, stream, args...): a checked launch;
 // evaluates to a recops::Status. `kernel` may be a template-id; wrap it in parentheses when it
 // contains commas.
-#define RECOPS_LAUNCH_KERNEL(op, kernel, grid, block, smem, stream, ...)                         \
-  ::recops::core::cuda::launch_kernel(                                                           \
-      ::recops::core::cuda::LaunchSite{(op), #kernel, __FILE__, __LINE__}, kernel, (grid),       \
+#define RECOPS_LAUNCH_KERNEL(op, kernel, grid, block, smem, stream, ...)                   \
+  ::recops::core::cuda::launch_kernel(                                                     \
+      ::recops::core::cuda::LaunchSite{(op), #kernel, __FILE__, __LINE__}, kernel, (grid), \
       (block), (smem), (stream), __VA_ARGS__)

@@ -9,7 +9,9 @@
 
 namespace recops::core::cuda {
 
-bool built_with_cuda() { return true; }
+bool built_with_cuda() {
+  return true;
+}
 
 int device_count() {
   int n = 0;
@@ -32,7 +34,9 @@ std::string device_name(int index) {
   return p.name;
 }
 
-std::string any_device_reason() { return device_count() > 0 ? "" : "no CUDA device visible"; }
+std::string any_device_reason() {
+  return device_count() > 0 ? "" : "no CUDA device visible";
+}
 
 std::string capability_reason(int index, int min_cc) {
   const int cc = compute_capability(index);
@@ -52,9 +56,9 @@ Status copy_strided_to_host(void* host, const void* device, int64_t elem_size, i
     RECOPS_CUDA_RETURN_IF_ERROR(
         cudaMemcpyAsync(host, device, es * static_cast<size_t>(count), cudaMemcpyDeviceToHost, s));
   } else {
-    RECOPS_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(host, es, device, es * static_cast<size_t>(stride),
-                                                  es, static_cast<size_t>(count),
-                                                  cudaMemcpyDeviceToHost, s));
+    RECOPS_CUDA_RETURN_IF_ERROR(
+        cudaMemcpy2DAsync(host, es, device, es * static_cast<size_t>(stride), es,
+                          static_cast<size_t>(count), cudaMemcpyDeviceToHost, s));
   }
   RECOPS_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(s));
   return Status::Ok();
@@ -75,7 +79,9 @@ Status malloc_device(void** ptr, size_t bytes, int device_index) {
   return Status::Ok();
 }
 
-void free_device(void* ptr) { (void)cudaFree(ptr); }
+void free_device(void* ptr) {
+  (void)cudaFree(ptr);
+}
 
 Status memcpy_any(void* dst, const void* src, size_t bytes) {
   if (bytes == 0) return Status::Ok();

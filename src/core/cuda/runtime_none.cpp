@@ -8,19 +8,39 @@ Status no_cuda() {
 }
 }  // namespace
 
-bool built_with_cuda() { return false; }
-int device_count() { return 0; }
-int compute_capability(int) { return 0; }
-std::string device_name(int) { return "none"; }
+bool built_with_cuda() {
+  return false;
+}
+int device_count() {
+  return 0;
+}
+int compute_capability(int) {
+  return 0;
+}
+std::string device_name(int) {
+  return "none";
+}
 Status copy_strided_to_host(void*, const void*, int64_t, int64_t, int64_t, int, void*) {
   return no_cuda();
 }
-bool stream_capturing(void*) { return false; }
-std::string any_device_reason() { return "recops was built without CUDA"; }
-std::string capability_reason(int, int) { return "recops was built without CUDA"; }
-Status malloc_device(void**, size_t, int) { return no_cuda(); }
+bool stream_capturing(void*) {
+  return false;
+}
+std::string any_device_reason() {
+  return "recops was built without CUDA";
+}
+std::string capability_reason(int, int) {
+  return "recops was built without CUDA";
+}
+Status malloc_device(void**, size_t, int) {
+  return no_cuda();
+}
 void free_device(void*) {}
-Status memcpy_any(void*, const void*, size_t) { return no_cuda(); }
-Status synchronize(int) { return no_cuda(); }
+Status memcpy_any(void*, const void*, size_t) {
+  return no_cuda();
+}
+Status synchronize(int) {
+  return no_cuda();
+}
 
 }  // namespace recops::core::cuda

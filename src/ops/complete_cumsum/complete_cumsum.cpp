@@ -11,17 +11,22 @@ namespace recops::ops {
 namespace {
 using P = CumsumParams;
 
-std::string accept_all(const P&) { return {}; }
+std::string accept_all(const P&) {
+  return {};
+}
 
 #ifdef RECOPS_WITH_CUDA
 // sm_80 and newer: the kernels use only what Ampere has (Hopper runs the same code).
-std::string cuda_sm80_accepts(const P& p) { return core::cuda::capability_reason(p.device_index, 80); }
+std::string cuda_sm80_accepts(const P& p) {
+  return core::cuda::capability_reason(p.device_index, 80);
+}
 #endif
 
 const std::vector<core::Impl<P>>& impls() {
   static const std::vector<core::Impl<P>> list = {
 #ifdef RECOPS_WITH_CUDA
-      {"cuda_sm80", DeviceType::cuda, core::cuda::any_device_reason, cuda_sm80_accepts, cumsum_cuda},
+      {"cuda_sm80", DeviceType::cuda, core::cuda::any_device_reason, cuda_sm80_accepts,
+       cumsum_cuda},
 #endif
       {"cpu_generic", DeviceType::cpu, core::always_available, accept_all, cumsum_cpu},
       {"reference", DeviceType::cpu, core::always_available, accept_all, cumsum_reference},
@@ -30,16 +35,20 @@ const std::vector<core::Impl<P>>& impls() {
 }
 
 const char* op_name(CumsumKind k) {
-  return k == CumsumKind::complete ? "complete_cumsum"
-         : k == CumsumKind::exclusive ? "exclusive_cumsum" : "inclusive_cumsum";
+  return k == CumsumKind::complete    ? "complete_cumsum"
+         : k == CumsumKind::exclusive ? "exclusive_cumsum"
+                                      : "inclusive_cumsum";
 }
 
-bool is_index_dtype(DType t) { return t == DType::int32 || t == DType::int64; }
+bool is_index_dtype(DType t) {
+  return t == DType::int32 || t == DType::int64;
+}
 
 // Validation and params shared by the three ops.
 Status make_params(CumsumKind kind, const TensorView& t, const TensorView& out, P* p) {
   const char* op = op_name(kind);
-  RECOPS_CHECK(is_index_dtype(t.dtype), op, ": t must be int32 or int64, got ", dtype_name(t.dtype));
+  RECOPS_CHECK(is_index_dtype(t.dtype), op, ": t must be int32 or int64, got ",
+               dtype_name(t.dtype));
   RECOPS_CHECK(is_index_dtype(out.dtype), op, ": out (out_dtype) must be int32 or int64, got ",
                dtype_name(out.dtype));
   RECOPS_RETURN_IF_ERROR(core::check_same_device(op, "t", t, "out", out));
@@ -82,7 +91,8 @@ Status run(CumsumKind kind, const TensorView& t, const TensorView& out, const Co
   P p;
   RECOPS_RETURN_IF_ERROR(make_params(kind, t, out, &p));
   if (out.numel() == 0) return Status::Ok();
-  p.validate = t.device.is_cpu() || (validate_enabled() && !core::cuda::stream_capturing(ctx.stream));
+  p.validate =
+      t.device.is_cpu() || (validate_enabled() && !core::cuda::stream_capturing(ctx.stream));
 #ifdef RECOPS_WITH_CUDA
   if (t.device.is_cuda()) {
     const size_t need = cumsum_cuda_workspace_bytes(p);
@@ -94,9 +104,15 @@ Status run(CumsumKind kind, const TensorView& t, const TensorView& out, const Co
 }
 }  // namespace
 
-OpInfo complete_cumsum_info() { return {"complete_cumsum", "complete_cumsum", core::describe_impls(impls())}; }
-OpInfo exclusive_cumsum_info() { return {"exclusive_cumsum", "complete_cumsum", core::describe_impls(impls())}; }
-OpInfo inclusive_cumsum_info() { return {"inclusive_cumsum", "complete_cumsum", core::describe_impls(impls())}; }
+OpInfo complete_cumsum_info() {
+  return {"complete_cumsum", "complete_cumsum", core::describe_impls(impls())};
+}
+OpInfo exclusive_cumsum_info() {
+  return {"exclusive_cumsum", "complete_cumsum", core::describe_impls(impls())};
+}
+OpInfo inclusive_cumsum_info() {
+  return {"inclusive_cumsum", "complete_cumsum", core::describe_impls(impls())};
+}
 
 }  // namespace recops::ops
 

@@ -18,7 +18,8 @@ Status cumsum_reference(const CumsumParams& p, const Context&) {
       uint64_t add = 0;
       if (i < p.n)
         add = p.in_int64 ? static_cast<uint64_t>(static_cast<const int64_t*>(p.in)[idx])
-                         : static_cast<uint64_t>(static_cast<int64_t>(static_cast<const int32_t*>(p.in)[idx]));
+                         : static_cast<uint64_t>(
+                               static_cast<int64_t>(static_cast<const int32_t*>(p.in)[idx]));
       if (p.kind == CumsumKind::inclusive) sum += add;
       const int64_t v = static_cast<int64_t>(sum);
       const int64_t o = r * p.out_row_stride + i;
@@ -27,8 +28,9 @@ Status cumsum_reference(const CumsumParams& p, const Context&) {
       } else {
         if (v < INT32_MIN || v > INT32_MAX)
           return Status(StatusCode::out_of_range,
-                        detail::cat(p.kind == CumsumKind::complete ? "complete_cumsum" :
-                                    p.kind == CumsumKind::exclusive ? "exclusive_cumsum" : "inclusive_cumsum",
+                        detail::cat(p.kind == CumsumKind::complete    ? "complete_cumsum"
+                                    : p.kind == CumsumKind::exclusive ? "exclusive_cumsum"
+                                                                      : "inclusive_cumsum",
                                     ": the sum at output [", r, ", ", i, "] is ", v,
                                     ", which does not fit the int32 output; use out_dtype int64"));
         static_cast<int32_t*>(p.out)[o] = static_cast<int32_t>(v);

@@ -12,17 +12,22 @@ namespace {
 constexpr const char* kOp = "dense_to_jagged";
 using P = DenseToJaggedParams;
 
-std::string accept_all(const P&) { return {}; }
+std::string accept_all(const P&) {
+  return {};
+}
 
 #ifdef RECOPS_WITH_CUDA
 // sm_80 and newer: the kernels use only what Ampere has (Hopper runs the same code).
-std::string cuda_sm80_accepts(const P& p) { return core::cuda::capability_reason(p.device_index, 80); }
+std::string cuda_sm80_accepts(const P& p) {
+  return core::cuda::capability_reason(p.device_index, 80);
+}
 #endif
 
 const std::vector<core::Impl<P>>& impls() {
   static const std::vector<core::Impl<P>> list = {
 #ifdef RECOPS_WITH_CUDA
-      {"cuda_sm80", DeviceType::cuda, core::cuda::any_device_reason, cuda_sm80_accepts, dense_to_jagged_cuda},
+      {"cuda_sm80", DeviceType::cuda, core::cuda::any_device_reason, cuda_sm80_accepts,
+       dense_to_jagged_cuda},
 #endif
       {"cpu_generic", DeviceType::cpu, core::always_available, accept_all, dense_to_jagged_cpu},
       {"reference", DeviceType::cpu, core::always_available, accept_all, dense_to_jagged_reference},
@@ -31,13 +36,16 @@ const std::vector<core::Impl<P>>& impls() {
 }
 }  // namespace
 
-OpInfo dense_to_jagged_info() { return {kOp, "dense_to_jagged", core::describe_impls(impls())}; }
+OpInfo dense_to_jagged_info() {
+  return {kOp, "dense_to_jagged", core::describe_impls(impls())};
+}
 
 }  // namespace recops::ops
 
 namespace recops {
 
-Status dense_to_jagged_total_L(const TensorView& seq_offsets, int64_t* total_L, const Context& ctx) {
+Status dense_to_jagged_total_L(const TensorView& seq_offsets, int64_t* total_L,
+                               const Context& ctx) {
   RECOPS_RETURN_IF_ERROR(core::check_offsets_meta(ops::kOp, "seq_offsets", seq_offsets));
   RECOPS_RETURN_IF_ERROR(core::read_offset(seq_offsets, seq_offsets.sizes[0] - 1, total_L, ctx));
   RECOPS_CHECK(*total_L >= 0, ops::kOp, ": seq_offsets[", seq_offsets.sizes[0] - 1, "]=", *total_L,

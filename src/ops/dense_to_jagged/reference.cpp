@@ -20,7 +20,9 @@ Status dense_to_jagged_reference(const DenseToJaggedParams& p, const Context&) {
       for (int64_t d = 0; d < p.D; ++d) {
         char* dst = out + ((start + l) * p.out_row_stride + d) * p.elem_size;
         if (l < p.S) {
-          std::memcpy(dst, dense + (b * p.dense_batch_stride + l * p.dense_row_stride + d) * p.elem_size, es);
+          std::memcpy(dst,
+                      dense + (b * p.dense_batch_stride + l * p.dense_row_stride + d) * p.elem_size,
+                      es);
         } else {
           std::memset(dst, 0, es);  // all-zero bits are 0 in every dtype of dtype.h
         }

@@ -14,17 +14,22 @@ namespace {
 constexpr const char* kOp = "jagged_to_padded_dense";
 using P = JaggedToPaddedDenseParams;
 
-std::string accept_all(const P&) { return {}; }
+std::string accept_all(const P&) {
+  return {};
+}
 
 #ifdef RECOPS_WITH_CUDA
 // sm_80 and newer: the kernels use only what Ampere has (Hopper runs the same code).
-std::string cuda_sm80_accepts(const P& p) { return core::cuda::capability_reason(p.device_index, 80); }
+std::string cuda_sm80_accepts(const P& p) {
+  return core::cuda::capability_reason(p.device_index, 80);
+}
 #endif
 
 const std::vector<core::Impl<P>>& impls() {
   static const std::vector<core::Impl<P>> list = {
 #ifdef RECOPS_WITH_CUDA
-      {"cuda_sm80", DeviceType::cuda, core::cuda::any_device_reason, cuda_sm80_accepts, jagged_to_padded_dense_cuda},
+      {"cuda_sm80", DeviceType::cuda, core::cuda::any_device_reason, cuda_sm80_accepts,
+       jagged_to_padded_dense_cuda},
 #endif
       {"cpu_generic", DeviceType::cpu, core::always_available, accept_all,
        jagged_to_padded_dense_cpu},
@@ -63,7 +68,8 @@ Status jagged_to_padded_dense(const TensorView& values, const TensorView& seq_of
   using ops::kOp;
   Shape expect;
   RECOPS_RETURN_IF_ERROR(jagged_to_padded_dense_shape(values, seq_offsets, max_seq_len, &expect));
-  RECOPS_RETURN_IF_ERROR(core::check_same_device(kOp, "values", values, "seq_offsets", seq_offsets));
+  RECOPS_RETURN_IF_ERROR(
+      core::check_same_device(kOp, "values", values, "seq_offsets", seq_offsets));
   RECOPS_RETURN_IF_ERROR(core::check_same_device(kOp, "values", values, "out", out));
   RECOPS_CHECK(out.shape() == expect, kOp, ": out has shape ", shape_str(out.shape()),
                ", expected [B, max_seq_len, *E] = ", shape_str(expect));
@@ -90,8 +96,8 @@ Status jagged_to_padded_dense(const TensorView& values, const TensorView& seq_of
   p.out_batch_stride = out.strides[0];
   p.out_row_stride = out.strides[1];
   p.device_index = values.device.index;
-  RECOPS_RETURN_IF_ERROR(core::encode_scalar(kOp, "padding_value", padding_value, values.dtype,
-                                             &p.padding_bits));
+  RECOPS_RETURN_IF_ERROR(
+      core::encode_scalar(kOp, "padding_value", padding_value, values.dtype, &p.padding_bits));
   RECOPS_RETURN_IF_ERROR(core::validate_offsets(kOp, "seq_offsets", seq_offsets, p.total_L,
                                                 "values.size(0) (total_L)", ctx));
   if (out.numel() == 0) return Status::Ok();  // B = 0, max_L = 0 or D = 0: nothing to launch

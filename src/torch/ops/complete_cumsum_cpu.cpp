@@ -16,8 +16,7 @@ at::Tensor run_cumsum(CumsumKind kind, const at::Tensor& t_in,
                                                    : "inclusive_cumsum";
   // complete takes any strides; exclusive/inclusive scan the flattened tensor, so a tensor of
   // more than one dim is made contiguous (1-D ones keep their stride).
-  const at::Tensor t =
-      kind == CumsumKind::complete || t_in.dim() <= 1 ? t_in : dense_from(t_in, 0);
+  const at::Tensor t = kind == CumsumKind::complete || t_in.dim() <= 1 ? t_in : dense_from(t_in, 0);
   const TensorView tv = to_view(t, op, "t");
   Shape shape;
   if (kind == CumsumKind::complete) {
@@ -55,8 +54,8 @@ at::Tensor cumsum_cpu(const at::Tensor& t, std::optional<at::ScalarType> out_dty
 }  // namespace recops::binding
 
 TORCH_LIBRARY_IMPL(recops, CPU, m) {
-  using recops::binding::CumsumKind;
   using recops::binding::cumsum_cpu;
+  using recops::binding::CumsumKind;
   m.impl("complete_cumsum", TORCH_FN(cumsum_cpu<CumsumKind::complete>));
   m.impl("exclusive_cumsum", TORCH_FN(cumsum_cpu<CumsumKind::exclusive>));
   m.impl("inclusive_cumsum", TORCH_FN(cumsum_cpu<CumsumKind::inclusive>));

@@ -16,8 +16,8 @@ at::Tensor cumsum_cuda(const at::Tensor& t, std::optional<at::ScalarType> out_dt
 }  // namespace recops::binding
 
 TORCH_LIBRARY_IMPL(recops, CUDA, m) {
-  using recops::binding::CumsumKind;
   using recops::binding::cumsum_cuda;
+  using recops::binding::CumsumKind;
   m.impl("complete_cumsum", TORCH_FN(cumsum_cuda<CumsumKind::complete>));
   m.impl("exclusive_cumsum", TORCH_FN(cumsum_cuda<CumsumKind::exclusive>));
   m.impl("inclusive_cumsum", TORCH_FN(cumsum_cuda<CumsumKind::inclusive>));

@@ -26,8 +26,8 @@ at::Tensor cumsum_meta(const at::Tensor& t, std::optional<at::ScalarType> out_dt
     check(complete_cumsum_shape(to_view(t, op, "t"), &shape));
     return new_output(shape, opts);
   }
-  TORCH_CHECK(t.dim() == 1 || t.dim() == 2, op, ": t must be 1-D [n] or 2-D [R, n], got ",
-              t.dim(), "-D");
+  TORCH_CHECK(t.dim() == 1 || t.dim() == 2, op, ": t must be 1-D [n] or 2-D [R, n], got ", t.dim(),
+              "-D");
   std::vector<c10::SymInt> shape(t.sym_sizes().begin(), t.sym_sizes().end());
   shape.back() = shape.back() + 1;
   return at::empty_symint(shape, opts);

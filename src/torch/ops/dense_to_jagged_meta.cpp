@@ -31,8 +31,8 @@ at::Tensor dense_to_jagged_meta(const at::Tensor& dense, const at::Tensor& seq_o
               dense.dim(), "-D");
   TORCH_CHECK(seq_offsets.dim() == 1, kOp, ": seq_offsets must be 1-D [B+1], got ",
               seq_offsets.dim(), "-D");
-  TORCH_CHECK(seq_offsets.scalar_type() == at::kInt || seq_offsets.scalar_type() == at::kLong,
-              kOp, ": seq_offsets must be int32 or int64, got ", seq_offsets.scalar_type());
+  TORCH_CHECK(seq_offsets.scalar_type() == at::kInt || seq_offsets.scalar_type() == at::kLong, kOp,
+              ": seq_offsets must be int32 or int64, got ", seq_offsets.scalar_type());
   TORCH_SYM_CHECK(dense.sym_size(0).sym_eq(seq_offsets.sym_size(0) - 1), kOp,
                   ": dense's batch must be B = seq_offsets.numel() - 1");
   TORCH_SYM_CHECK(total_L.sym_ge(0), kOp, ": total_L must be >= 0");

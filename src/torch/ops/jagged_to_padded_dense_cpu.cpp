@@ -26,8 +26,7 @@ at::Tensor run_jagged_to_padded_dense(const at::Tensor& values_in, const at::Ten
 namespace {
 at::Tensor jagged_to_padded_dense_cpu(const at::Tensor& values, const at::Tensor& seq_offsets,
                                       int64_t max_seq_len, double padding_value) {
-  return run_jagged_to_padded_dense(values, seq_offsets, max_seq_len, padding_value,
-                                    cpu_context());
+  return run_jagged_to_padded_dense(values, seq_offsets, max_seq_len, padding_value, cpu_context());
 }
 }  // namespace
 

@@ -26,8 +26,8 @@ at::Tensor jagged_to_padded_dense_meta(const at::Tensor& values, const at::Tenso
   TORCH_CHECK(values.dim() >= 1, kOp, ": values must have at least 1 dim [total_L, *E], got 0-D");
   TORCH_CHECK(seq_offsets.dim() == 1, kOp, ": seq_offsets must be 1-D [B+1], got ",
               seq_offsets.dim(), "-D");
-  TORCH_CHECK(seq_offsets.scalar_type() == at::kInt || seq_offsets.scalar_type() == at::kLong,
-              kOp, ": seq_offsets must be int32 or int64, got ", seq_offsets.scalar_type());
+  TORCH_CHECK(seq_offsets.scalar_type() == at::kInt || seq_offsets.scalar_type() == at::kLong, kOp,
+              ": seq_offsets must be int32 or int64, got ", seq_offsets.scalar_type());
   TORCH_SYM_CHECK(max_seq_len.sym_ge(0), kOp, ": max_seq_len must be >= 0");
   std::vector<c10::SymInt> shape = {seq_offsets.sym_size(0) - 1, max_seq_len};
   for (int64_t i = 1; i < values.dim(); ++i) shape.push_back(values.sym_size(i));

@@ -13,8 +13,9 @@ namespace recops::ops {
 namespace {
 
 const char* op_name(CumsumKind k) {
-  return k == CumsumKind::complete ? "complete_cumsum"
-         : k == CumsumKind::exclusive ? "exclusive_cumsum" : "inclusive_cumsum";
+  return k == CumsumKind::complete    ? "complete_cumsum"
+         : k == CumsumKind::exclusive ? "exclusive_cumsum"
+                                      : "inclusive_cumsum";
 }
 
 // Scans elements [i0, i1) of row r starting from `carry` (the sum of all inputs before i0), writing
@@ -44,7 +45,8 @@ template <class In>
 uint64_t sum_range(const CumsumParams& p, int64_t r, int64_t i0, int64_t i1) {
   const In* in = static_cast<const In*>(p.in) + r * p.in_row_stride;
   uint64_t s = 0;
-  for (int64_t i = i0; i < i1; ++i) s += static_cast<uint64_t>(static_cast<int64_t>(in[i * p.in_stride]));
+  for (int64_t i = i0; i < i1; ++i)
+    s += static_cast<uint64_t>(static_cast<int64_t>(in[i * p.in_stride]));
   return s;
 }
 
@@ -81,12 +83,13 @@ Status run(const CumsumParams& p, const Context& ctx) {
       for (int64_t c = c0; c < c1; ++c)
         sums[static_cast<size_t>(c) + 1] = sum_range<In>(p, r, chunk_begin(c), chunk_begin(c + 1));
     });
-    for (int64_t c = 0; c < chunks; ++c) sums[static_cast<size_t>(c) + 1] += sums[static_cast<size_t>(c)];
+    for (int64_t c = 0; c < chunks; ++c)
+      sums[static_cast<size_t>(c) + 1] += sums[static_cast<size_t>(c)];
     std::vector<int64_t> bad(static_cast<size_t>(chunks), -1);
     core::parallel_for(chunks, 1, ctx.num_threads, [&](int64_t c0, int64_t c1) {
       for (int64_t c = c0; c < c1; ++c)
-        bad[static_cast<size_t>(c)] =
-            scan_range<In, Out>(p, r, chunk_begin(c), chunk_begin(c + 1), sums[static_cast<size_t>(c)]);
+        bad[static_cast<size_t>(c)] = scan_range<In, Out>(p, r, chunk_begin(c), chunk_begin(c + 1),
+                                                          sums[static_cast<size_t>(c)]);
     });
     for (int64_t c = 0; c < chunks; ++c)
       if (bad[static_cast<size_t>(c)] >= 0) return fail(r, bad[static_cast<size_t>(c)]);

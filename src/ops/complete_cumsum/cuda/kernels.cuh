@@ -39,7 +39,9 @@ inline constexpr int kMinBlocks = 4;
 // Shared-memory staging of one tile, padded by one word every 16 so that both the striped
 // (global-facing) and the blocked (thread-owns-16-consecutive) accesses avoid bank conflicts.
 inline constexpr int kStage = kTile + kTile / 16;
-__device__ __forceinline__ int stage_index(int j) { return j + (j >> 4); }
+__device__ __forceinline__ int stage_index(int j) {
+  return j + (j >> 4);
+}
 
 enum TileStatus : int { kEmpty = 0, kAggregate = 1, kInclusive = 2 };
 
@@ -61,8 +63,7 @@ struct FastDiv {
   int s;
   unsigned int d;
   __device__ __forceinline__ unsigned int div(unsigned int x) const {
-    return static_cast<unsigned int>(
-        (static_cast<unsigned long long>(__umulhi(x, m)) + x) >> s);
+    return static_cast<unsigned int>((static_cast<unsigned long long>(__umulhi(x, m)) + x) >> s);
   }
 };
 
@@ -72,10 +73,10 @@ struct Args {
   int64_t R, n, N;
   int64_t in_row_stride, in_stride, out_row_stride;
   int64_t num_tiles;
-  FastDiv div_n;     // used when n < kTile
-  bool complete;     // out[r, 0] = 0 and out[r, i+1] = inclusive(r, i)
-  bool exclusive;    // out[i] = inclusive(i) - in(i)
-  bool validate;     // record int32 overflow
+  FastDiv div_n;   // used when n < kTile
+  bool complete;   // out[r, 0] = 0 and out[r, i+1] = inclusive(r, i)
+  bool exclusive;  // out[i] = inclusive(i) - in(i)
+  bool validate;   // record int32 overflow
   unsigned long long* counter;
   unsigned long long* first_bad;  // ~position of the first overflow, 0 when none
   int* status;
@@ -113,8 +114,8 @@ __device__ __forceinline__ void publish(const Args& a, int64_t tile, int status,
   unsigned long long* slot = status == kInclusive ? a.incl + tile : a.agg + tile;
   cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>(*slot).store(
       v, cuda::memory_order_relaxed);
-  cuda::atomic_ref<int, cuda::thread_scope_device>(a.status[tile]).store(
-      status, cuda::memory_order_release);
+  cuda::atomic_ref<int, cuda::thread_scope_device>(a.status[tile])
+      .store(status, cuda::memory_order_release);
 }
 
 // Block-prefix callback of cub::BlockScan, run by warp 0: publishes this tile and returns its
@@ -137,8 +138,8 @@ struct LookBack {
       int st = idx < 0 ? kInclusive : kEmpty;
       while (true) {
         if (st == kEmpty)
-          st = cuda::atomic_ref<int, cuda::thread_scope_device>(a.status[idx]).load(
-              cuda::memory_order_acquire);
+          st = cuda::atomic_ref<int, cuda::thread_scope_device>(a.status[idx])
+                   .load(cuda::memory_order_acquire);
         if (!__any_sync(0xffffffffu, st == kEmpty)) break;
       }
       unsigned long long v = 0;
@@ -263,8 +264,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) cumsum_kernel(const Args
 
 // out[r, 0] = 0 for every row: complete_cumsum with n = 0 (nothing to scan).
 template <class Out>
-__global__ void __launch_bounds__(kThreads) zero_first_column_kernel(Out* out, int64_t R,
-                                                                      int64_t out_row_stride) {
+__global__ void __launch_bounds__(kThreads)
+    zero_first_column_kernel(Out* out, int64_t R, int64_t out_row_stride) {
   for (int64_t r = blockIdx.x * static_cast<int64_t>(kThreads) + threadIdx.x; r < R;
        r += static_cast<int64_t>(gridDim.x) * kThreads)
     out[r * out_row_stride] = Out{0};

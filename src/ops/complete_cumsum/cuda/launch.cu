@@ -17,11 +17,14 @@ using scan_cuda::kTile;
 using scan_cuda::Workspace;
 
 const char* op_name(CumsumKind k) {
-  return k == CumsumKind::complete ? "complete_cumsum"
-         : k == CumsumKind::exclusive ? "exclusive_cumsum" : "inclusive_cumsum";
+  return k == CumsumKind::complete    ? "complete_cumsum"
+         : k == CumsumKind::exclusive ? "exclusive_cumsum"
+                                      : "inclusive_cumsum";
 }
 
-int64_t num_tiles(const CumsumParams& p) { return (p.R * p.n + kTile - 1) / kTile; }
+int64_t num_tiles(const CumsumParams& p) {
+  return (p.R * p.n + kTile - 1) / kTile;
+}
 
 // Multiplier and shift of scan_cuda::FastDiv for 1 <= d < 2^31.
 scan_cuda::FastDiv make_fast_div(uint32_t d) {
@@ -34,8 +37,8 @@ scan_cuda::FastDiv make_fast_div(uint32_t d) {
 template <class In, class Out, bool kContiguousIn>
 Status launch_scan(const scan_cuda::Args& a, const char* op, void* stream) {
   auto* kernel = &scan_cuda::cumsum_kernel<In, Out, kContiguousIn>;
-  return RECOPS_LAUNCH_KERNEL(op, kernel, dim3(static_cast<unsigned>(a.num_tiles)),
-                              dim3(kThreads), 0, stream, a);
+  return RECOPS_LAUNCH_KERNEL(op, kernel, dim3(static_cast<unsigned>(a.num_tiles)), dim3(kThreads),
+                              0, stream, a);
 }
 
 template <class In, class Out>
@@ -48,9 +51,8 @@ template <class Out>
 Status launch_zero_column(const CumsumParams& p, const char* op, void* stream) {
   auto* kernel = &scan_cuda::zero_first_column_kernel<Out>;
   unsigned grid = 1;
-  RECOPS_RETURN_IF_ERROR(core::cuda::persistent_grid(reinterpret_cast<const void*>(kernel),
-                                                     kThreads, 0, (p.R + kThreads - 1) / kThreads,
-                                                     &grid));
+  RECOPS_RETURN_IF_ERROR(core::cuda::persistent_grid(
+      reinterpret_cast<const void*>(kernel), kThreads, 0, (p.R + kThreads - 1) / kThreads, &grid));
   return RECOPS_LAUNCH_KERNEL(op, kernel, dim3(grid), dim3(kThreads), 0, stream,
                               static_cast<Out*>(p.out), p.R, p.out_row_stride);
 }
@@ -125,10 +127,11 @@ Status cumsum_cuda(const CumsumParams& p, const Context& ctx) {
   RECOPS_RETURN_IF_ERROR(
       clear_states(ws, static_cast<size_t>(Workspace::zeroed_bytes(tiles)), ctx.stream));
   // Initialised, not assigned: Status is [[nodiscard]] and so is the reference operator= returns.
-  const Status st = p.in_int64 ? (p.out_int64 ? launch_scan<int64_t, int64_t>(a, contiguous, op, ctx.stream)
-                                              : launch_scan<int64_t, int32_t>(a, contiguous, op, ctx.stream))
-                               : (p.out_int64 ? launch_scan<int32_t, int64_t>(a, contiguous, op, ctx.stream)
-                                              : launch_scan<int32_t, int32_t>(a, contiguous, op, ctx.stream));
+  const Status st =
+      p.in_int64 ? (p.out_int64 ? launch_scan<int64_t, int64_t>(a, contiguous, op, ctx.stream)
+                                : launch_scan<int64_t, int32_t>(a, contiguous, op, ctx.stream))
+                 : (p.out_int64 ? launch_scan<int32_t, int64_t>(a, contiguous, op, ctx.stream)
+                                : launch_scan<int32_t, int32_t>(a, contiguous, op, ctx.stream));
   RECOPS_RETURN_IF_ERROR(st);
   if (!a.validate) return Status::Ok();
 

@@ -27,7 +27,10 @@ Status dense_to_jagged_cpu(const DenseToJaggedParams& p, const Context& ctx) {
     int64_t lo = 0, hi = p.B - 1;
     while (lo < hi) {
       const int64_t mid = (lo + hi + 1) / 2;
-      if (offset(mid) <= begin) lo = mid; else hi = mid - 1;
+      if (offset(mid) <= begin)
+        lo = mid;
+      else
+        hi = mid - 1;
     }
     int64_t b = lo;
     int64_t seq_end = offset(b + 1);
@@ -40,7 +43,8 @@ Status dense_to_jagged_cpu(const DenseToJaggedParams& p, const Context& ctx) {
       }
       char* dst = out + r * p.out_row_stride * p.elem_size;
       if (l < p.S)
-        std::memcpy(dst, dense + (b * p.dense_batch_stride + l * p.dense_row_stride) * p.elem_size, row_bytes);
+        std::memcpy(dst, dense + (b * p.dense_batch_stride + l * p.dense_row_stride) * p.elem_size,
+                    row_bytes);
       else
         std::memset(dst, 0, row_bytes);
     }

@@ -93,7 +93,10 @@ __global__ void __launch_bounds__(kThreads) dense_to_jagged_kernel(const Args<U>
         int64_t lo = b_lo, hi = b_hi;  // largest b in [lo, hi] with offsets(b) <= r
         while (lo < hi) {
           const int64_t mid = lo + ((hi - lo + 1) >> 1);
-          if (a.offsets(mid) <= r) lo = mid; else hi = mid - 1;
+          if (a.offsets(mid) <= r)
+            lo = mid;
+          else
+            hi = mid - 1;
         }
         const int64_t start = a.offsets(lo);
         const int64_t end = a.offsets(lo + 1);

@@ -11,13 +11,13 @@ namespace {
 
 constexpr const char* kOp = "dense_to_jagged";
 
-// Lanes per row: the smallest power of two >= w/2, capped at 32 (a row never takes more than one
-// warp's lanes), so that each lane moves at least two units per row and a thread keeps
-// 2 * kRowsPerThread loads in flight. H200, 2026-11-29 at 133a4d52d93a: one unit per lane (bf16
-// S3, 512-byte rows) reached 78.5% of copy, two units per lane (fp32 S3) 86.4%.
+// Smallest power of two >= w, capped at 32 (a row never takes more than one warp's lanes).
+// Next step, not yet measured: two units per lane (the smallest power of two >= w/2) would give
+// bf16 S3 rows (32 units) the loads in flight that fp32 S3 rows have (86% of copy vs 78.5% on
+// the H200, 2026-11-29 at 133a4d52d93a).
 int lanes_log2_for(int64_t w) {
   int g = 0;
-  while (g < 5 && (int64_t{2} << g) < w) ++g;
+  while (g < 5 && (int64_t{1} << g) < w) ++g;
   return g;
 }
 
@@ -28,7 +28,8 @@ Status launch(const DenseToJaggedParams& p, const Context& ctx) {
   d2j_cuda::Args<U> a{};
   a.dense = static_cast<const U*>(p.dense);
   a.out = static_cast<U*>(p.out);
-  a.offsets = core::cuda::ClampedOffsets{p.seq_offsets, p.offsets_stride, p.total_L, p.offsets_int64};
+  a.offsets =
+      core::cuda::ClampedOffsets{p.seq_offsets, p.offsets_stride, p.total_L, p.offsets_int64};
   a.B = p.B;
   a.S = p.S;
   a.total_L = p.total_L;

@@ -19,7 +19,8 @@ Status jagged_to_padded_dense_cpu(const JaggedToPaddedDenseParams& p, const Cont
   // One row of padding, built once; filling copies from it.
   std::vector<char> pad_row(row_bytes);
   for (int64_t d = 0; d < p.D; ++d)
-    std::memcpy(pad_row.data() + d * p.elem_size, &p.padding_bits, static_cast<size_t>(p.elem_size));
+    std::memcpy(pad_row.data() + d * p.elem_size, &p.padding_bits,
+                static_cast<size_t>(p.elem_size));
 
   const auto* values = static_cast<const char*>(p.values);
   auto* out = static_cast<char*>(p.out);

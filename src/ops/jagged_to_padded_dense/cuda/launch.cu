@@ -11,13 +11,13 @@ namespace {
 
 constexpr const char* kOp = "jagged_to_padded_dense";
 
-// Lanes per row: the smallest power of two >= w/2, capped at 32 (a row never takes more than one
-// warp's lanes), so that each lane moves at least two units per row and a thread keeps
-// 2 * kRowsPerThread loads in flight. H200, 2026-11-29 at 133a4d52d93a: one unit per lane (bf16
-// S3, 512-byte rows) reached 78.5% of copy, two units per lane (fp32 S3) 86.4%.
+// Smallest power of two >= w, capped at 32 (a row never takes more than one warp's lanes).
+// Next step, not yet measured: two units per lane (the smallest power of two >= w/2) would give
+// bf16 S3 rows (32 units) the loads in flight that fp32 S3 rows have (86% of copy vs 78.5% on
+// the H200, 2026-11-29 at 133a4d52d93a).
 int lanes_log2_for(int64_t w) {
   int g = 0;
-  while (g < 5 && (int64_t{2} << g) < w) ++g;
+  while (g < 5 && (int64_t{1} << g) < w) ++g;
   return g;
 }
 
@@ -28,7 +28,8 @@ Status launch(const JaggedToPaddedDenseParams& p, const Context& ctx) {
   j2pd_cuda::Args<U> a{};
   a.values = static_cast<const U*>(p.values);
   a.out = static_cast<U*>(p.out);
-  a.offsets = core::cuda::ClampedOffsets{p.seq_offsets, p.offsets_stride, p.total_L, p.offsets_int64};
+  a.offsets =
+      core::cuda::ClampedOffsets{p.seq_offsets, p.offsets_stride, p.total_L, p.offsets_int64};
   a.B = p.B;
   a.max_L = p.max_L;
   a.W = p.D * es / kBytes;
@@ -58,11 +59,11 @@ Status jagged_to_padded_dense_cuda(const JaggedToPaddedDenseParams& p, const Con
   // With total_L = 0 values is never read, so its pointer and stride do not constrain the unit.
   const bool reads = p.total_L > 0;
   const int unit = core::cuda::pick_unit_bytes(
-      es, {reads ? reinterpret_cast<uint64_t>(p.values) : 0, reinterpret_cast<uint64_t>(p.out),
-           static_cast<uint64_t>(p.D * es),
-           reads ? static_cast<uint64_t>(p.values_row_stride * es) : 0,
-           static_cast<uint64_t>(p.out_batch_stride * es),
-           static_cast<uint64_t>(p.out_row_stride * es)});
+      es,
+      {reads ? reinterpret_cast<uint64_t>(p.values) : 0, reinterpret_cast<uint64_t>(p.out),
+       static_cast<uint64_t>(p.D * es), reads ? static_cast<uint64_t>(p.values_row_stride * es) : 0,
+       static_cast<uint64_t>(p.out_batch_stride * es),
+       static_cast<uint64_t>(p.out_row_stride * es)});
   switch (unit) {
     case 16: return launch<16>(p, ctx);
     case 8: return launch<8>(p, ctx);
