@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/memory.h"
 #include "core/parallel.h"
 #include "core/scalar.h"
 #include "ops/dense_to_jagged/impls.h"
@@ -15,6 +16,9 @@ Status dense_to_jagged_cpu(const DenseToJaggedParams& p, const Context& ctx) {
   const size_t row_bytes = static_cast<size_t>(p.D * p.elem_size);
   const auto* dense = static_cast<const char*>(p.dense);
   auto* out = static_cast<char*>(p.out);
+  if (p.out_row_stride >= 0)  // the output's extent, in bytes
+    core::advise_huge_pages(
+        out, static_cast<size_t>(((p.total_L - 1) * p.out_row_stride + p.D) * p.elem_size));
   auto offset = [&](int64_t i) -> int64_t {
     const int64_t v = p.offsets_int64
                           ? static_cast<const int64_t*>(p.seq_offsets)[i * p.offsets_stride]

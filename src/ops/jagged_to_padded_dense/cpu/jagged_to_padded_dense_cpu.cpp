@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "core/memory.h"
 #include "core/parallel.h"
 #include "core/scalar.h"
 #include "ops/jagged_to_padded_dense/impls.h"
@@ -24,6 +25,10 @@ Status jagged_to_padded_dense_cpu(const JaggedToPaddedDenseParams& p, const Cont
 
   const auto* values = static_cast<const char*>(p.values);
   auto* out = static_cast<char*>(p.out);
+  if (p.out_batch_stride >= 0 && p.out_row_stride >= 0)  // the output's extent, in bytes
+    core::advise_huge_pages(out, static_cast<size_t>(((p.B - 1) * p.out_batch_stride +
+                                                      (p.max_L - 1) * p.out_row_stride + p.D) *
+                                                     p.elem_size));
   auto offset = [&](int64_t i) -> int64_t {
     return p.offsets_int64 ? static_cast<const int64_t*>(p.seq_offsets)[i * p.offsets_stride]
                            : static_cast<const int32_t*>(p.seq_offsets)[i * p.offsets_stride];
