@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/cuda/runtime.h"
 #include "recops/context.h"
 #include "recops/device.h"
 #include "recops/registry.h"
@@ -30,6 +31,19 @@ struct Impl {
 
 inline std::string always_available() {
   return {};
+}
+
+// can_implement for implementations that take every valid problem.
+template <class Params>
+std::string accept_all(const Params&) {
+  return {};
+}
+
+// can_implement of CUDA implementations that need compute capability `kMinCc` (major*10+minor) on
+// the tensors' device (Params::device_index), not on device 0.
+template <int kMinCc, class Params>
+std::string cuda_capability_at_least(const Params& p) {
+  return cuda::capability_reason(p.device_index, kMinCc);
 }
 
 template <class Params>

@@ -43,6 +43,16 @@ using Unit = typename UnitOf<kBytes>::type;
 
 // Widest unit width in {16, 8, 4, 2, 1}, not below elem_size, that divides every byte quantity
 // given (pointer values, row widths, strides in bytes). elem_size is a power of two <= 8.
+// Lanes per row (log2) for the row-copy kernels: the smallest power of two >= w units, capped at
+// 32 (a row never takes more than one warp's lanes). Next step, not yet measured: two units per
+// lane (the smallest power of two >= w/2) would give bf16 S3 rows (32 units) the loads in flight
+// that fp32 S3 rows have (86% of copy vs 78.5% on the H200, 2026-11-29 at 133a4d52d93a).
+inline int lanes_log2_for(int64_t w) {
+  int g = 0;
+  while (g < 5 && (int64_t{1} << g) < w) ++g;
+  return g;
+}
+
 inline int pick_unit_bytes(int64_t elem_size, std::initializer_list<uint64_t> byte_quantities) {
   for (int w = 16; w > elem_size; w /= 2) {
     bool ok = true;

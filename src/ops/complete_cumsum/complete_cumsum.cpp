@@ -1,7 +1,6 @@
 // complete_cumsum, exclusive_cumsum, inclusive_cumsum: the entries (jagged_ops.md §2.8).
 #include <string>
 
-#include "core/cuda/runtime.h"
 #include "core/dispatch.h"
 #include "core/offsets.h"
 #include "ops/complete_cumsum/impls.h"
@@ -11,25 +10,14 @@ namespace recops::ops {
 namespace {
 using P = CumsumParams;
 
-std::string accept_all(const P&) {
-  return {};
-}
-
-#ifdef RECOPS_WITH_CUDA
-// sm_80 and newer: the kernels use only what Ampere has (Hopper runs the same code).
-std::string cuda_sm80_accepts(const P& p) {
-  return core::cuda::capability_reason(p.device_index, 80);
-}
-#endif
-
 const std::vector<core::Impl<P>>& impls() {
   static const std::vector<core::Impl<P>> list = {
 #ifdef RECOPS_WITH_CUDA
-      {"cuda_sm80", DeviceType::cuda, core::cuda::any_device_reason, cuda_sm80_accepts,
-       cumsum_cuda},
+      {"cuda_sm80", DeviceType::cuda, core::cuda::any_device_reason,
+       core::cuda_capability_at_least<80, P>, cumsum_cuda},
 #endif
-      {"cpu_generic", DeviceType::cpu, core::always_available, accept_all, cumsum_cpu},
-      {"reference", DeviceType::cpu, core::always_available, accept_all, cumsum_reference},
+      {"cpu_generic", DeviceType::cpu, core::always_available, core::accept_all<P>, cumsum_cpu},
+      {"reference", DeviceType::cpu, core::always_available, core::accept_all<P>, cumsum_reference},
   };
   return list;
 }

@@ -1,7 +1,6 @@
 // dense_to_jagged: the entry (validation, params, the ordered implementation list).
 #include <string>
 
-#include "core/cuda/runtime.h"
 #include "core/dispatch.h"
 #include "core/offsets.h"
 #include "ops/dense_to_jagged/impls.h"
@@ -12,25 +11,16 @@ namespace {
 constexpr const char* kOp = "dense_to_jagged";
 using P = DenseToJaggedParams;
 
-std::string accept_all(const P&) {
-  return {};
-}
-
-#ifdef RECOPS_WITH_CUDA
-// sm_80 and newer: the kernels use only what Ampere has (Hopper runs the same code).
-std::string cuda_sm80_accepts(const P& p) {
-  return core::cuda::capability_reason(p.device_index, 80);
-}
-#endif
-
 const std::vector<core::Impl<P>>& impls() {
   static const std::vector<core::Impl<P>> list = {
 #ifdef RECOPS_WITH_CUDA
-      {"cuda_sm80", DeviceType::cuda, core::cuda::any_device_reason, cuda_sm80_accepts,
-       dense_to_jagged_cuda},
+      {"cuda_sm80", DeviceType::cuda, core::cuda::any_device_reason,
+       core::cuda_capability_at_least<80, P>, dense_to_jagged_cuda},
 #endif
-      {"cpu_generic", DeviceType::cpu, core::always_available, accept_all, dense_to_jagged_cpu},
-      {"reference", DeviceType::cpu, core::always_available, accept_all, dense_to_jagged_reference},
+      {"cpu_generic", DeviceType::cpu, core::always_available, core::accept_all<P>,
+       dense_to_jagged_cpu},
+      {"reference", DeviceType::cpu, core::always_available, core::accept_all<P>,
+       dense_to_jagged_reference},
   };
   return list;
 }

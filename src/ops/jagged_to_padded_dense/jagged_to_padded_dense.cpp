@@ -2,7 +2,6 @@
 // implementation list runs the first implementation that accepts.
 #include <string>
 
-#include "core/cuda/runtime.h"
 #include "core/dispatch.h"
 #include "core/offsets.h"
 #include "core/scalar.h"
@@ -14,26 +13,15 @@ namespace {
 constexpr const char* kOp = "jagged_to_padded_dense";
 using P = JaggedToPaddedDenseParams;
 
-std::string accept_all(const P&) {
-  return {};
-}
-
-#ifdef RECOPS_WITH_CUDA
-// sm_80 and newer: the kernels use only what Ampere has (Hopper runs the same code).
-std::string cuda_sm80_accepts(const P& p) {
-  return core::cuda::capability_reason(p.device_index, 80);
-}
-#endif
-
 const std::vector<core::Impl<P>>& impls() {
   static const std::vector<core::Impl<P>> list = {
 #ifdef RECOPS_WITH_CUDA
-      {"cuda_sm80", DeviceType::cuda, core::cuda::any_device_reason, cuda_sm80_accepts,
-       jagged_to_padded_dense_cuda},
+      {"cuda_sm80", DeviceType::cuda, core::cuda::any_device_reason,
+       core::cuda_capability_at_least<80, P>, jagged_to_padded_dense_cuda},
 #endif
-      {"cpu_generic", DeviceType::cpu, core::always_available, accept_all,
+      {"cpu_generic", DeviceType::cpu, core::always_available, core::accept_all<P>,
        jagged_to_padded_dense_cpu},
-      {"reference", DeviceType::cpu, core::always_available, accept_all,
+      {"reference", DeviceType::cpu, core::always_available, core::accept_all<P>,
        jagged_to_padded_dense_reference},
   };
   return list;

@@ -2,6 +2,7 @@
 // time: out[b, l, d] = values[o_b + l, d] for l < min(L_b, max_L), else padding.
 #include <cstring>
 
+#include "core/scalar.h"
 #include "ops/jagged_to_padded_dense/impls.h"
 
 namespace recops::ops {
@@ -10,9 +11,8 @@ Status jagged_to_padded_dense_reference(const JaggedToPaddedDenseParams& p, cons
   const auto* values = static_cast<const char*>(p.values);
   auto* out = static_cast<char*>(p.out);
   const size_t es = static_cast<size_t>(p.elem_size);
-  auto offset = [&](int64_t i) -> int64_t {
-    return p.offsets_int64 ? static_cast<const int64_t*>(p.seq_offsets)[i * p.offsets_stride]
-                           : static_cast<const int32_t*>(p.seq_offsets)[i * p.offsets_stride];
+  auto offset = [&](int64_t i) {
+    return core::load_offset(p.seq_offsets, p.offsets_int64, p.offsets_stride, i);
   };
   for (int64_t b = 0; b < p.B; ++b) {
     const int64_t start = offset(b), length = offset(b + 1) - start;

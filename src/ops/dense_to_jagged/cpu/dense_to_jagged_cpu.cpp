@@ -19,11 +19,9 @@ Status dense_to_jagged_cpu(const DenseToJaggedParams& p, const Context& ctx) {
   if (p.out_row_stride >= 0)  // the output's extent, in bytes
     core::advise_huge_pages(
         out, static_cast<size_t>(((p.total_L - 1) * p.out_row_stride + p.D) * p.elem_size));
-  auto offset = [&](int64_t i) -> int64_t {
-    const int64_t v = p.offsets_int64
-                          ? static_cast<const int64_t*>(p.seq_offsets)[i * p.offsets_stride]
-                          : static_cast<const int32_t*>(p.seq_offsets)[i * p.offsets_stride];
-    return core::clamp_offset(v, p.total_L);
+  auto offset = [&](int64_t i) {
+    return core::clamp_offset(
+        core::load_offset(p.seq_offsets, p.offsets_int64, p.offsets_stride, i), p.total_L);
   };
   const int64_t grain = std::max<int64_t>(1, 65536 / static_cast<int64_t>(row_bytes));
   core::parallel_for(p.total_L, grain, ctx.num_threads, [&](int64_t begin, int64_t end) {

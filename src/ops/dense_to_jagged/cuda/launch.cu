@@ -11,16 +11,6 @@ namespace {
 
 constexpr const char* kOp = "dense_to_jagged";
 
-// Smallest power of two >= w, capped at 32 (a row never takes more than one warp's lanes).
-// Next step, not yet measured: two units per lane (the smallest power of two >= w/2) would give
-// bf16 S3 rows (32 units) the loads in flight that fp32 S3 rows have (86% of copy vs 78.5% on
-// the H200, 2026-11-29 at 133a4d52d93a).
-int lanes_log2_for(int64_t w) {
-  int g = 0;
-  while (g < 5 && (int64_t{1} << g) < w) ++g;
-  return g;
-}
-
 template <int kBytes>
 Status launch(const DenseToJaggedParams& p, const Context& ctx) {
   using U = core::cuda::Unit<kBytes>;
@@ -37,7 +27,7 @@ Status launch(const DenseToJaggedParams& p, const Context& ctx) {
   a.dense_batch_stride = p.dense_batch_stride * es / kBytes;
   a.dense_row_stride = p.dense_row_stride * es / kBytes;
   a.out_row_stride = p.out_row_stride * es / kBytes;
-  a.lanes_log2 = lanes_log2_for(a.W);
+  a.lanes_log2 = core::cuda::lanes_log2_for(a.W);
   a.tile_rows = int64_t{d2j_cuda::kRowsPerThread} * (d2j_cuda::kThreads >> a.lanes_log2);
   a.num_tiles = (p.total_L + a.tile_rows - 1) / a.tile_rows;
 

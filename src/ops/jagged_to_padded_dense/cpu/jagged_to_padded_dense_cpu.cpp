@@ -29,9 +29,8 @@ Status jagged_to_padded_dense_cpu(const JaggedToPaddedDenseParams& p, const Cont
     core::advise_huge_pages(out, static_cast<size_t>(((p.B - 1) * p.out_batch_stride +
                                                       (p.max_L - 1) * p.out_row_stride + p.D) *
                                                      p.elem_size));
-  auto offset = [&](int64_t i) -> int64_t {
-    return p.offsets_int64 ? static_cast<const int64_t*>(p.seq_offsets)[i * p.offsets_stride]
-                           : static_cast<const int32_t*>(p.seq_offsets)[i * p.offsets_stride];
+  auto offset = [&](int64_t i) {
+    return core::load_offset(p.seq_offsets, p.offsets_int64, p.offsets_stride, i);
   };
   // Grain: about 64 KiB of output per chunk so that small problems stay on one thread.
   const int64_t grain = std::max<int64_t>(1, 65536 / static_cast<int64_t>(row_bytes));
