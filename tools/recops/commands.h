@@ -37,8 +37,23 @@ struct BenchOptions : CommonOptions {
   int min_reps = 0;          // 0: 10 on CPU, 20 on CUDA
 };
 
+// record: each case's inputs and outputs on one backend, as safetensors + manifest.json in `out`.
+struct RecordOptions : CommonOptions {
+  std::string impl, out;
+  std::vector<std::string> dtypes, case_ids;
+};
+
+// compare: the recorded cases of `dir`, recomputed on `backend` (default cpu) or the fp64 golden.
+struct CompareOptions {
+  std::string dir, backend, impl, cases_dir;
+  std::vector<std::string> ops, dtypes, case_ids;
+  bool golden = false;
+};
+
 int run_list(bool json);
 int run_check(const CheckOptions& o, const std::string& argv0);
 int run_bench(const BenchOptions& o);
+int run_record(const RecordOptions& o);
+int run_compare(const CompareOptions& o, const std::string& argv0);
 
 }  // namespace recops::cli

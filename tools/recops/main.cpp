@@ -1,5 +1,5 @@
-// tools/recops/main.cpp: the `recops` command line (architecture.md §2): list, check, bench, and
-// the planned tune, record, compare.
+// tools/recops/main.cpp: the `recops` command line (architecture.md §2): list, check, bench,
+// record, compare, and the planned tune.
 #include <CLI/CLI.hpp>
 
 #include <iostream>
@@ -95,10 +95,33 @@ int main(int argc, char** argv) {
   int planned = 0;
   add_planned(app, "tune", "sweep tunable configs per shape and persist the best per device",
               &planned);
-  add_planned(app, "record", "write each case's inputs and outputs (safetensors + JSON manifest)",
-              &planned);
-  add_planned(app, "compare",
-              "recompute recorded cases on another backend or machine and judge them", &planned);
+
+  recops::cli::RecordOptions ro;
+  auto* record = app.add_subcommand(
+      "record",
+      "run each case on one backend and write its inputs and outputs (safetensors + "
+      "manifest.json) for `compare` on another backend or machine");
+  add_common(record, ro);
+  record->add_option("--impl", ro.impl, "force one implementation id");
+  record->add_option("--dtype", ro.dtypes, "only rows of these dtypes")->delimiter(',');
+  record->add_option("--case", ro.case_ids, "only the case(s) with this id")->delimiter(',');
+  record->add_option("--out", ro.out, "directory to write (created)")->required();
+
+  recops::cli::CompareOptions cmo;
+  auto* compare = app.add_subcommand(
+      "compare",
+      "recompute the cases recorded in DIR on another backend (or the fp64 golden) and "
+      "judge the recorded outputs with the accuracy standard");
+  compare->add_option("dir", cmo.dir, "a directory written by `recops record`")->required();
+  compare->add_option("--op", cmo.ops, "op name or family; repeatable; default: all recorded")
+      ->delimiter(',');
+  compare->add_option("--dtype", cmo.dtypes, "only rows of these dtypes")->delimiter(',');
+  compare->add_option("--case", cmo.case_ids, "only the case(s) with this id")->delimiter(',');
+  compare->add_option("--backend", cmo.backend, "backend to recompute on (default cpu)");
+  compare->add_flag("--golden", cmo.golden, "judge against the fp64 golden instead");
+  compare->add_option("--impl", cmo.impl, "force one implementation id for the recomputation");
+  compare->add_option("--cases-dir", cmo.cases_dir,
+                      "directory holding <op>/cases.yaml (as for check)");
 
   try {
     app.parse(argc, argv);
@@ -109,5 +132,7 @@ int main(int argc, char** argv) {
   if (list->parsed()) return recops::cli::run_list(list_json);
   if (check->parsed()) return recops::cli::run_check(co, argv[0]);
   if (bench->parsed()) return recops::cli::run_bench(bo);
+  if (record->parsed()) return recops::cli::run_record(ro);
+  if (compare->parsed()) return recops::cli::run_compare(cmo, argv[0]);
   return 2;
 }
