@@ -146,6 +146,23 @@ void for_each_key(const Ctx& c, const YAML::Node& map, const std::string& what, 
   }
 }
 
+// max_memory: {x_output: F, bytes: N}, either or both.
+void to_max_memory(const Ctx& c, const YAML::Node& n, CaseSpec* cs) {
+  if (!n.IsMap()) c.fail(n, "max_memory", "expected a mapping such as {x_output: 1.1}");
+  for_each_key(c, n, "max_memory",
+               [&](const std::string& k, const YAML::Node& kn, const YAML::Node& v) {
+                 if (k == "x_output") {
+                   cs->max_memory_x_output = to_number(c, v, "max_memory.x_output");
+                   if (!(*cs->max_memory_x_output >= 0))
+                     c.fail(v, "max_memory.x_output", "expected a number >= 0");
+                 } else if (k == "bytes") {
+                   cs->max_memory_bytes = to_nonneg(c, v, "max_memory.bytes");
+                 } else {
+                   c.fail(kn, "max_memory", "unknown key '" + k + "' (known: x_output, bytes)");
+                 }
+               });
+}
+
 LengthsSpec to_lengths(const Ctx& c, const YAML::Node& n) {
   LengthsSpec L;
   if (n.IsSequence()) {
@@ -300,6 +317,10 @@ CaseSpec parse_case(const Ctx& file_ctx, const YAML::Node& n, const std::string&
                    cs.deterministic = to_bool(c, v, k);
                  } else if (k == "note") {
                    cs.note = scalar(c, v, k);
+                 } else if (k == "max_memory") {
+                   if (kind != FileKind::perf)
+                     c.fail(kn, k, "a perf.yaml field (bench enforces it)");
+                   to_max_memory(c, v, &cs);
                  } else {
                    c.fail(kn, k, "field is allowed by the schema but not understood by the parser");
                  }
@@ -320,8 +341,9 @@ CaseSpec parse_case(const Ctx& file_ctx, const YAML::Node& n, const std::string&
 }  // namespace
 
 const std::set<std::string>& common_fields() {
-  static const std::set<std::string> f = {
-      "id", "op", "seed", "dtype", "tags", "expect_error", "backends", "deterministic", "note"};
+  static const std::set<std::string> f = {"id",   "op",           "seed",     "dtype",
+                                          "tags", "expect_error", "backends", "deterministic",
+                                          "note", "max_memory"};
   return f;
 }
 

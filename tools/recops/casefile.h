@@ -67,6 +67,10 @@ struct CaseSpec {
   std::optional<std::string> expect_error;           // pass when the op fails with this text
   bool deterministic = true;
   std::string note;
+  // perf.yaml: the most memory one call may add at its peak (outputs, workspace and anything the
+  // op allocates), as a factor of the output bytes and/or in bytes; `bench` enforces it.
+  std::optional<double> max_memory_x_output;
+  std::optional<int64_t> max_memory_bytes;
 };
 
 // A baseline of one perf shape on one device.

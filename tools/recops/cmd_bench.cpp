@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <sys/resource.h>
+
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -30,7 +32,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr double kRotateBytes = 50e6;  // performance.md: rotate when a set fits in 50 MB
-constexpr double kRegression = 0.05;   // flag a slowdown of more than 5%
 
 struct Timing {
   Status status;
@@ -124,13 +125,117 @@ Status copy_ceiling(DeviceType backend, double* gbps) {
   return Status::Ok();
 }
 
+// Peak memory of one call: what it adds at its peak over what was resident before (outputs,
+// workspace and anything the op allocates). CPU: the process's peak RSS, reset through
+// /proc/self/clear_refs (else getrusage's maxrss, which only sees a new process-wide peak); CUDA:
+// cudaMemGetInfo sampled before, after allocation and after the call.
+struct HostMem {
+  int64_t rss = -1, hwm = -1;  // bytes
+};
+
+HostMem host_mem() {
+  HostMem m;
+  std::ifstream f("/proc/self/status");
+  for (std::string line; std::getline(f, line);) {
+    int64_t* dst = line.rfind("VmRSS:", 0) == 0   ? &m.rss
+                   : line.rfind("VmHWM:", 0) == 0 ? &m.hwm
+                                                  : nullptr;
+    if (dst) *dst = std::atoll(line.c_str() + 6) * 1024;
+  }
+  return m;
+}
+
+bool reset_host_peak() {
+  std::ofstream f("/proc/self/clear_refs");
+  f << "5";
+  f.close();
+  return static_cast<bool>(f);
+}
+
+int64_t maxrss_bytes() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<int64_t>(u.ru_maxrss) * 1024;
+}
+
+struct Memory {
+  std::optional<int64_t> peak_bytes;
+  std::string how;  // vmhwm, maxrss or cudaMemGetInfo
+};
+
+// `call(out, ws)` runs the op once into freshly allocated outputs and workspace.
+template <class Alloc, class Call>
+Memory measure_memory(DeviceType backend, Alloc&& alloc, Call&& call) {
+  Memory m;
+  if (backend == DeviceType::cpu) {
+    const bool reset = reset_host_peak();
+    const HostMem before = host_mem();
+    const int64_t maxrss_before = maxrss_bytes();
+    {
+      auto bufs = alloc();
+      if (!call(bufs).ok()) return m;
+      if (reset && before.rss >= 0) {
+        const HostMem after = host_mem();
+        m.peak_bytes = std::max<int64_t>(0, after.hwm - before.rss);
+        m.how = "vmhwm";
+      } else {
+        m.peak_bytes = std::max<int64_t>(0, maxrss_bytes() - maxrss_before);
+        m.how = "maxrss";
+      }
+    }
+    return m;
+  }
+  size_t free0 = 0, free1 = 0, free2 = 0, total = 0;
+  if (!core::cuda::synchronize(0).ok() || !core::cuda::mem_get_info(0, &free0, &total).ok())
+    return m;
+  auto bufs = alloc();
+  if (!core::cuda::mem_get_info(0, &free1, &total).ok()) return m;
+  if (!call(bufs).ok() || !core::cuda::synchronize(0).ok() ||
+      !core::cuda::mem_get_info(0, &free2, &total).ok())
+    return m;
+  m.peak_bytes = static_cast<int64_t>(free0) - static_cast<int64_t>(std::min(free1, free2));
+  m.how = "cudaMemGetInfo";
+  return m;
+}
+
+// Reference times from a `bench --json` file: "op|case|dtype|backend" -> time_ms.
+Status load_against(const std::string& path, std::map<std::string, double>* out) {
+  std::ifstream f(path);
+  if (!f) return Status(StatusCode::invalid_argument, path + ": cannot read");
+  try {
+    const nlohmann::json arr = nlohmann::json::parse(f);
+    if (!arr.is_array()) return Status(StatusCode::invalid_argument, path + ": not a JSON list");
+    for (const auto& r : arr) {
+      if (r.value("phase", "fwd") != "fwd" || !r.contains("time_ms") || !r["time_ms"].is_number())
+        continue;
+      const std::string key = r.at("op").get<std::string>() + "|" + r.value("case", std::string()) +
+                              "|" + r.at("dtype").get<std::string>() + "|" +
+                              r.value("backend", std::string("cuda"));
+      (*out)[key] = r["time_ms"].get<double>();
+    }
+  } catch (const std::exception& e) {
+    return Status(StatusCode::invalid_argument, path + ": " + e.what());
+  }
+  return Status::Ok();
+}
+
 struct Record {
   std::string op, case_id, impl, backend, device, dtype;
   nlohmann::json shape;
   Timing timing;
   double bytes = 0, flops = -1, ceiling_gbps = 0;
-  std::optional<double> baseline_ms;
+  std::optional<double> baseline_ms;  // the reference time (--against, else perf.yaml)
+  double output_bytes = 0;
+  Memory memory;
+  std::optional<double> memory_limit;  // bytes, from perf.yaml max_memory
   std::string error;
+  bool regression(double threshold) const {
+    return baseline_ms && timing.median_ms > *baseline_ms * (1 + threshold);
+  }
+  bool memory_exceeded() const {
+    return memory_limit && memory.peak_bytes &&
+           static_cast<double>(*memory.peak_bytes) > *memory_limit;
+  }
 };
 
 std::string yaml_quote(const std::string& s) {
@@ -206,12 +311,22 @@ int run_bench(const BenchOptions& o) {
     std::cerr << "recops bench: " << berr << "\n";
     return 2;
   }
+  const double threshold = o.threshold_pct / 100.0;
+  const bool against_file = !o.against.empty() && o.against != "baseline";
+  std::map<std::string, double> against;
+  if (against_file) {
+    if (Status s = load_against(o.against, &against); !s.ok()) {
+      std::cerr << "recops bench: --against " << s.message() << "\n";
+      return 2;
+    }
+  }
+  const std::string against_name = against_file ? o.against : "perf.yaml baseline";
   const std::string commit = project_commit(dir);
   const std::string date = today();
   const CaseSchema schema = case_schema();
   std::map<DeviceType, double> ceilings;
   std::vector<Record> records;
-  int errors = 0, regressions = 0;
+  int errors = 0, regressions = 0, memory_violations = 0;
 
   // Results are data (habit 12): the JSON file is rewritten after every shape, so that a run cut
   // short by a time limit still leaves what it measured.
@@ -246,7 +361,13 @@ int run_bench(const BenchOptions& o) {
           {"speedup_vs_peer", null},
           {"max_err_vs_peer", null},
           {"baseline_ms", r.baseline_ms ? nlohmann::json(*r.baseline_ms) : null},
-          {"regression", r.baseline_ms && r.timing.median_ms > *r.baseline_ms * (1 + kRegression)},
+          {"against", r.baseline_ms ? nlohmann::json(against_name) : null},
+          {"regression", r.regression(threshold)},
+          {"output_bytes", r.output_bytes},
+          {"peak_mem_bytes", r.memory.peak_bytes ? nlohmann::json(*r.memory.peak_bytes) : null},
+          {"peak_mem_method", r.memory.how.empty() ? null : nlohmann::json(r.memory.how)},
+          {"max_memory_bytes", r.memory_limit ? nlohmann::json(*r.memory_limit) : null},
+          {"memory_ok", !r.memory_exceeded()},
           {"commit", commit},
           {"date", date}};
       if (r.backend == "cpu") rec["threads"] = core::max_threads();
@@ -257,41 +378,56 @@ int run_bench(const BenchOptions& o) {
     return static_cast<bool>(f);
   };
 
+  std::vector<CaseFile> files;
   for (const auto& folder : folders_of(ops)) {
-    const std::string path = dir + "/" + folder + "/perf.yaml";
-    CaseFile file;
     try {
-      file = load_case_file(path, FileKind::perf, schema);
+      files.push_back(load_case_file(dir + "/" + folder + "/perf.yaml", FileKind::perf, schema));
     } catch (const CaseFileError& e) {
       std::cerr << "error: " << e.what() << "\n";
       ++errors;
-      continue;
     }
+  }
+  // The filters: a shape runs when it passes them, on each backend its entry allows.
+  auto row_selected = [&](const CaseRow& row) {
+    const CaseSpec& cs = *row.spec;
+    if (std::find(ops.begin(), ops.end(), row.op) == ops.end()) return false;
+    if (o.quick && cs.tags.count("large")) return false;
+    if (!o.shape_ids.empty() &&
+        std::find(o.shape_ids.begin(), o.shape_ids.end(), cs.id) == o.shape_ids.end())
+      return false;
+    const DType dtype = row.dtype.value_or(driver_for(row.op)->default_dtype(row.op));
+    return o.dtypes.empty() || std::find(o.dtypes.begin(), o.dtypes.end(),
+                                         std::string(dtype_name(dtype))) != o.dtypes.end();
+  };
+  auto backend_selected = [&](const CaseRow& row, DeviceType bt) {
+    if (!row.spec->backends.empty() && !row.spec->backends.count(backend_name(bt))) return false;
+    if (o.impl.empty()) return true;
+    const auto ids = impl_ids(row.op, bt);
+    return std::find(ids.begin(), ids.end(), o.impl) != ids.end();
+  };
+  int64_t total = 0;
+  for (const CaseFile& file : files)
+    for (const CaseRow& row : expand(file))
+      if (row_selected(row))
+        for (DeviceType bt : backends) total += backend_selected(row, bt);
+  Progress progress("bench", total, o.quiet);
+
+  for (const CaseFile& file : files) {
+    const std::string& path = file.path;
     std::map<std::string, std::map<std::string, Baseline>> updated = file.baselines;
     std::map<std::string, std::map<std::string, double>> updated_gbps;
     bool touched = false;
 
     for (const CaseRow& row : expand(file)) {
       const CaseSpec& cs = *row.spec;
-      if (std::find(ops.begin(), ops.end(), row.op) == ops.end()) continue;
-      if (o.quick && cs.tags.count("large")) continue;
-      if (!o.shape_ids.empty() &&
-          std::find(o.shape_ids.begin(), o.shape_ids.end(), cs.id) == o.shape_ids.end())
-        continue;
+      if (!row_selected(row)) continue;
       const Driver* d = driver_for(row.op);
       const DType dtype = row.dtype.value_or(d->default_dtype(row.op));
-      if (!o.dtypes.empty() && std::find(o.dtypes.begin(), o.dtypes.end(),
-                                         std::string(dtype_name(dtype))) == o.dtypes.end())
-        continue;
       std::optional<Problem> problem;
       Status make_status;
       for (DeviceType bt : backends) {
+        if (!backend_selected(row, bt)) continue;
         const std::string bname = backend_name(bt);
-        if (!cs.backends.empty() && !cs.backends.count(bname)) continue;
-        if (!o.impl.empty()) {
-          const auto ids = impl_ids(row.op, bt);
-          if (std::find(ids.begin(), ids.end(), o.impl) == ids.end()) continue;
-        }
         Record r;
         r.op = row.op;
         r.case_id = cs.id;
@@ -306,8 +442,9 @@ int run_bench(const BenchOptions& o) {
               return 2;
             }
             ceilings[bt] = g;
-            std::cerr << "[bench] copy ceiling " << bname << " (" << device_name(bt)
-                      << "): " << fmt_g(g, 4) << " GB/s\n";
+            if (!o.quiet)
+              std::cerr << "[bench] copy ceiling " << bname << " (" << device_name(bt)
+                        << "): " << fmt_g(g, 4) << " GB/s\n";
           }
           r.ceiling_gbps = ceilings[bt];
           if (!problem) {
@@ -362,12 +499,46 @@ int run_bench(const BenchOptions& o) {
           r.timing = time_calls(bt, bt == DeviceType::cuda ? 5 : 2, min_reps, o.max_seconds, call);
           if (!r.timing.status.ok()) throw Error(r.timing.status);
           r.impl = impl_used.empty() ? "-" : impl_used;
+          // Peak memory of one more call into fresh outputs, and the case's bound on it.
+          for (const auto& out : p.outputs) {
+            double n = static_cast<double>(dtype_size(out.dtype));
+            for (int64_t x : out.shape) n *= static_cast<double>(x);
+            r.output_bytes += n;
+          }
+          r.memory = measure_memory(
+              bt,
+              [&] {
+                Set s;
+                s.out = alloc_outputs(p, dev);
+                const size_t wb = d->workspace_bytes(p, views(sets[0].in), views(s.out));
+                if (wb) s.ws = Tensor::empty({static_cast<int64_t>(wb)}, DType::uint8, dev);
+                return s;
+              },
+              [&](Set& s) {
+                Context ctx;
+                ctx.impl = o.impl;
+                ctx.workspace = s.ws.defined() ? s.ws.data() : nullptr;
+                ctx.workspace_bytes = s.ws.defined() ? static_cast<size_t>(s.ws.nbytes()) : 0;
+                return d->run(p, views(sets[0].in), views(s.out), ctx);
+              });
+          if (cs.max_memory_x_output) r.memory_limit = *cs.max_memory_x_output * r.output_bytes;
+          if (cs.max_memory_bytes)
+            r.memory_limit =
+                std::min(r.memory_limit.value_or(1e300), static_cast<double>(*cs.max_memory_bytes));
+          if (r.memory_exceeded()) ++memory_violations;
+          if (r.memory_limit && !r.memory.peak_bytes)
+            std::cerr << "[bench] " << r.op << " " << r.case_id
+                      << ": max_memory not checked (no memory measurement on this platform)\n";
           const std::string key = baseline_key(row.op, cs.id, dtype);
-          if (auto dv = file.baselines.find(r.device); dv != file.baselines.end())
+          if (against_file) {
+            if (auto a = against.find(row.op + "|" + cs.id + "|" + r.dtype + "|" + bname);
+                a != against.end())
+              r.baseline_ms = a->second;
+          } else if (auto dv = file.baselines.find(r.device); dv != file.baselines.end()) {
             if (auto b = dv->second.find(key); b != dv->second.end())
               r.baseline_ms = b->second.time_ms;
-          if (r.baseline_ms && r.timing.median_ms > *r.baseline_ms * (1 + kRegression))
-            ++regressions;
+          }
+          if (r.regression(threshold)) ++regressions;
           if (o.update_baseline) {
             updated[r.device][key] = Baseline{r.timing.median_ms, commit, date};
             updated_gbps[r.device][key] = r.bytes / (r.timing.median_ms * 1e6);
@@ -378,14 +549,16 @@ int run_bench(const BenchOptions& o) {
           ++errors;
         }
         records.push_back(r);
-        // Progress on stderr, one line per shape, as it is measured.
-        if (r.error.empty())
-          std::cerr << "[bench] " << r.op << " " << r.case_id << " " << r.dtype << " " << r.backend
-                    << ": " << fmt_g(r.timing.median_ms, 4) << " ms, "
-                    << fmt_g(r.bytes / (r.timing.median_ms * 1e6), 4) << " GB/s\n";
-        else
-          std::cerr << "[bench] " << r.op << " " << r.case_id << " " << r.dtype << " " << r.backend
-                    << ": error: " << r.error << "\n";
+        // Progress on stderr: one rewritten line on a terminal, else one line per shape as it is
+        // measured (the log of a CI run); nothing with --quiet.
+        std::string line = r.op + " " + r.case_id + " " + r.dtype + " " + r.backend + ": ";
+        line += r.error.empty() ? fmt_g(r.timing.median_ms, 4) + " ms, " +
+                                      fmt_g(r.bytes / (r.timing.median_ms * 1e6), 4) + " GB/s"
+                                : "error: " + r.error;
+        if (progress.active())
+          progress.step(line);
+        else if (!o.quiet)
+          std::cerr << "[bench] " << line << "\n";
         (void)write_json();
       }
     }
@@ -399,11 +572,12 @@ int run_bench(const BenchOptions& o) {
     }
   }
 
+  progress.finish();
   Table t({"op", "shape", "dtype", "backend", "impl", "time ms", "p10-p90 ms", "GB/s", "GFLOP/s",
-           "% copy", "baseline ms", "change"});
+           "% copy", "peak MiB (x out)", "ref ms", "change"});
   for (const auto& r : records) {
     if (!r.error.empty()) {
-      t.add({r.op, r.case_id, r.dtype, r.backend, "-", "ERROR", "", "", "", "", "", ""});
+      t.add({r.op, r.case_id, r.dtype, r.backend, "-", "ERROR", "", "", "", "", "", "", ""});
       continue;
     }
     const double gbps = r.bytes / (r.timing.median_ms * 1e6);
@@ -411,13 +585,20 @@ int run_bench(const BenchOptions& o) {
     if (r.baseline_ms) {
       const double c = r.timing.median_ms / *r.baseline_ms - 1;
       change = (c >= 0 ? "+" : "") + fmt_g(100 * c, 3) + "%";
-      if (c > kRegression) change += " REGRESSION";
+      if (c > threshold) change += " REGRESSION";
+    }
+    std::string mem = "-";
+    if (r.memory.peak_bytes) {
+      mem = fmt_g(static_cast<double>(*r.memory.peak_bytes) / (1 << 20), 3);
+      if (r.output_bytes > 0)
+        mem += " (" + fmt_g(static_cast<double>(*r.memory.peak_bytes) / r.output_bytes, 3) + ")";
+      if (r.memory_exceeded()) mem += " OVER";
     }
     t.add({r.op, r.case_id, r.dtype, r.backend, r.impl, fmt_g(r.timing.median_ms, 4),
            fmt_g(r.timing.p10_ms, 3) + "-" + fmt_g(r.timing.p90_ms, 3), fmt_g(gbps, 4),
            r.flops >= 0 ? fmt_g(r.flops / (r.timing.median_ms * 1e6), 4) : "-",
-           fmt_g(100 * gbps / r.ceiling_gbps, 3), r.baseline_ms ? fmt_g(*r.baseline_ms, 4) : "-",
-           change});
+           fmt_g(100 * gbps / r.ceiling_gbps, 3), mem,
+           r.baseline_ms ? fmt_g(*r.baseline_ms, 4) : "-", change});
   }
   for (const auto& [bt, g] : ceilings)
     std::cout << "copy ceiling (" << backend_name(bt) << ", " << device_name(bt)
@@ -427,10 +608,16 @@ int run_bench(const BenchOptions& o) {
     if (!r.error.empty())
       std::cout << "error: " << r.op << " " << r.case_id << " [" << r.backend << "]: " << r.error
                 << "\n";
+  for (const auto& r : records)
+    if (r.memory_exceeded())
+      std::cout << "memory: " << r.op << " " << r.case_id << " " << r.dtype << " [" << r.backend
+                << "]: peak " << *r.memory.peak_bytes << " bytes over the max_memory bound of "
+                << fmt_g(*r.memory_limit, 6) << " bytes (" << r.memory.how << ")\n";
   const double secs = std::chrono::duration<double>(Clock::now() - t_start).count();
   std::cout << "\n"
             << records.size() << " shape(s), " << regressions << " regression(s) over "
-            << static_cast<int>(kRegression * 100) << "%, " << errors << " error(s) ("
+            << fmt_g(o.threshold_pct, 3) << "% against the " << against_name << ", "
+            << memory_violations << " over max_memory, " << errors << " error(s) ("
             << fmt_g(secs, 3) << " s; commit " << commit << ")\n";
 
   if (!o.json.empty() && !write_json()) {
@@ -438,7 +625,7 @@ int run_bench(const BenchOptions& o) {
     return 2;
   }
   if (o.fail_on_regression && regressions) return 1;
-  return errors ? 1 : 0;
+  return errors || memory_violations ? 1 : 0;
 }
 
 }  // namespace recops::cli

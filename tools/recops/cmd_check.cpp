@@ -115,32 +115,51 @@ int run_check(const CheckOptions& o, const std::string& argv0) {
   int file_errors = 0;
   std::vector<std::string> seen_case_ids;
 
+  std::vector<CaseFile> files;
   for (const auto& folder : folders_of(ops)) {
-    const std::string path = dir + "/" + folder + "/cases.yaml";
-    CaseFile file;
     try {
-      file = load_case_file(path, FileKind::cases, schema);
+      files.push_back(load_case_file(dir + "/" + folder + "/cases.yaml", FileKind::cases, schema));
     } catch (const CaseFileError& e) {
       std::cerr << "error: " << e.what() << "\n";
       ++file_errors;
-      continue;
     }
+  }
+  // The filters: a row runs when it passes them, on each backend its case allows.
+  auto row_selected = [&](const CaseRow& row) {
+    const CaseSpec& cs = *row.spec;
+    if (!selected(ops, row.op) || !selected(o.case_ids, cs.id)) return false;
+    if (o.quick && cs.tags.count("large")) return false;
+    const Driver* d = driver_for(row.op);
+    const DType dtype = row.dtype.value_or(d->default_dtype(row.op));
+    if (!selected(o.dtypes, std::string(dtype_name(dtype)))) return false;
+    if (!o.offsets_dtypes.empty() &&
+        (cs.offsets_dtypes.empty() ||
+         !selected(o.offsets_dtypes, std::string(dtype_name(row.offsets_dtype)))))
+      return false;
+    return o.out_dtypes.empty() ||
+           (row.out_dtype && selected(o.out_dtypes, std::string(dtype_name(*row.out_dtype))));
+  };
+  auto backend_selected = [&](const CaseRow& row, DeviceType bt) {
+    if (!row.spec->backends.empty() && !row.spec->backends.count(backend_name(bt))) return false;
+    if (o.impl.empty()) return true;
+    const auto ids = impl_ids(row.op, bt);
+    return std::find(ids.begin(), ids.end(), o.impl) != ids.end();
+  };
+  int64_t total = 0;
+  for (const CaseFile& file : files)
+    for (const CaseRow& row : expand(file))
+      if (row_selected(row))
+        for (DeviceType bt : backends) total += backend_selected(row, bt);
+  Progress progress("check", total, o.quiet || o.verbose);
+
+  for (const CaseFile& file : files) {
     for (const CaseRow& row : expand(file)) {
       if (!selected(ops, row.op)) continue;
       const CaseSpec& cs = *row.spec;
       seen_case_ids.push_back(cs.id);
-      if (!selected(o.case_ids, cs.id)) continue;
-      if (o.quick && cs.tags.count("large")) continue;
+      if (!row_selected(row)) continue;
       const Driver* d = driver_for(row.op);
       const DType dtype = row.dtype.value_or(d->default_dtype(row.op));
-      if (!selected(o.dtypes, std::string(dtype_name(dtype)))) continue;
-      if (!o.offsets_dtypes.empty() &&
-          (cs.offsets_dtypes.empty() ||
-           !selected(o.offsets_dtypes, std::string(dtype_name(row.offsets_dtype)))))
-        continue;
-      if (!o.out_dtypes.empty() &&
-          (!row.out_dtype || !selected(o.out_dtypes, std::string(dtype_name(*row.out_dtype)))))
-        continue;
 
       // The golden is computed once per row, lazily, and shared by the backends.
       std::optional<Problem> problem;
@@ -149,12 +168,8 @@ int run_check(const CheckOptions& o, const std::string& argv0) {
       Status gold_status;
 
       for (DeviceType bt : backends) {
+        if (!backend_selected(row, bt)) continue;
         const std::string bname = backend_name(bt);
-        if (!cs.backends.empty() && !cs.backends.count(bname)) continue;
-        if (!o.impl.empty()) {
-          const auto ids = impl_ids(row.op, bt);
-          if (std::find(ids.begin(), ids.end(), o.impl) == ids.end()) continue;
-        }
         Result r;
         r.op = row.op;
         r.case_id = cs.id;
@@ -188,6 +203,7 @@ int run_check(const CheckOptions& o, const std::string& argv0) {
                       << r.variant << " " << r.backend << " " << r.impl << " " << first_line(detail)
                       << "\n";
           results.push_back(r);
+          progress.step(r.op + " " + r.case_id + " " + r.dtype + " " + r.backend);
         };
         try {
           if (!problem) {
@@ -310,6 +326,7 @@ int run_check(const CheckOptions& o, const std::string& argv0) {
       return 2;
     }
 
+  progress.finish();
   Table t({"op", "case", "dtype", "backend", "impl", "max abs", "rel L2", "verdict"});
   int failed = 0;
   for (const auto& r : results) {

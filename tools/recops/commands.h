@@ -17,6 +17,7 @@ struct CommonOptions {
   std::string cases_dir;              // --cases-dir
   std::string json;                   // --json FILE
   bool quick = false;                 // --quick: skip cases tagged `large`
+  bool quiet = false;                 // --quiet: no progress (also when stderr is no terminal)
 };
 
 struct CheckOptions : CommonOptions {
@@ -33,8 +34,11 @@ struct BenchOptions : CommonOptions {
   std::vector<std::string> dtypes, shape_ids;
   bool update_baseline = false;
   bool fail_on_regression = false;
-  double max_seconds = 2.0;  // per shape, after warm-up
-  int min_reps = 0;          // 0: 10 on CPU, 20 on CUDA
+  // --against FILE (a `bench --json` file) or "baseline" (perf.yaml, this device; the default).
+  std::string against;
+  double threshold_pct = 5.0;  // a shape slower than its reference by more than this regresses
+  double max_seconds = 2.0;    // per shape, after warm-up
+  int min_reps = 0;            // 0: 10 on CPU, 20 on CUDA
 };
 
 // record: each case's inputs and outputs on one backend, as safetensors + manifest.json in `out`.

@@ -5,10 +5,12 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
+#include <iostream>
 #include <sstream>
 #include <stdexcept>
 
@@ -28,13 +30,16 @@ namespace fs = std::filesystem;
 namespace recops::cli {
 namespace {
 
-// DIR itself when it holds op folders, DIR/src/ops when DIR is a repository root, else "".
+// DIR itself when it holds op folders (with a cases.yaml or a perf.yaml), DIR/src/ops when DIR is a
+// repository root, else "".
 std::string as_ops_dir(const fs::path& dir) {
   std::error_code ec;
   if (fs::is_directory(dir / "src" / "ops", ec)) return (dir / "src" / "ops").string();
   if (fs::is_directory(dir, ec)) {
     for (const auto& d : drivers())
-      if (fs::exists(dir / d->folder() / "cases.yaml", ec)) return dir.string();
+      if (fs::exists(dir / d->folder() / "cases.yaml", ec) ||
+          fs::exists(dir / d->folder() / "perf.yaml", ec))
+        return dir.string();
   }
   return {};
 }
@@ -237,6 +242,49 @@ std::string fmt_g(double v, int precision) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*g", precision, v);
   return buf;
+}
+
+namespace {
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+std::string fmt_duration(double s) {
+  if (s < 60) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.1f s", s);
+    return b;
+  }
+  const auto m = static_cast<int64_t>(s / 60);
+  if (m < 60) return std::to_string(m) + "m" + std::to_string(static_cast<int64_t>(s) % 60) + "s";
+  return std::to_string(m / 60) + "h" + std::to_string(m % 60) + "m";
+}
+}  // namespace
+
+Progress::Progress(std::string what, int64_t total, bool quiet)
+    : what_(std::move(what)),
+      total_(total),
+      active_(!quiet && total > 0 && isatty(2)),
+      start_(now_s()) {}
+
+void Progress::step(const std::string& label) {
+  ++done_;
+  if (!active_) return;
+  const double t = now_s(), el = t - start_;
+  if (done_ < total_ && t - last_draw_ < 0.1) return;  // at most 10 redraws a second
+  last_draw_ = t;
+  std::string line = "[" + what_ + "] " + std::to_string(done_) + "/" + std::to_string(total_) +
+                     ", " + fmt_duration(el) + " elapsed";
+  if (done_ < total_)
+    line += ", ETA " +
+            fmt_duration(el / static_cast<double>(done_) * static_cast<double>(total_ - done_));
+  line += "  " + label;
+  if (line.size() > 118) line = line.substr(0, 115) + "...";
+  std::cerr << "\r\033[K" << line << std::flush;
+}
+
+void Progress::finish() {
+  if (active_ && last_draw_ >= 0) std::cerr << "\r\033[K" << std::flush;
+  active_ = false;
 }
 
 }  // namespace recops::cli

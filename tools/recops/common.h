@@ -59,4 +59,23 @@ class Table {
 
 std::string fmt_g(double v, int precision = 3);
 
+// Progress of a long run on one rewritten stderr line (done/total, elapsed, ETA, the last item),
+// shown only when stderr is a terminal and not `quiet`; CI logs stay clean.
+class Progress {
+ public:
+  Progress(std::string what, int64_t total, bool quiet);
+  ~Progress() { finish(); }
+  bool active() const { return active_; }
+  // One more item done; `label` names it.
+  void step(const std::string& label);
+  // Clears the line (before printing the results, or from the destructor).
+  void finish();
+
+ private:
+  std::string what_;
+  int64_t total_ = 0, done_ = 0;
+  bool active_ = false;
+  double start_ = 0, last_draw_ = -1;
+};
+
 }  // namespace recops::cli

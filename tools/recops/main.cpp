@@ -31,6 +31,8 @@ void add_common(CLI::App* sub, recops::cli::CommonOptions& o) {
                   "it was built from");
   sub->add_option("--json", o.json, "also write the results as JSON to FILE");
   sub->add_flag("--quick", o.quick, "skip cases tagged `large` (the CI tier)");
+  sub->add_flag("-q,--quiet", o.quiet,
+                "no progress on stderr (the default when stderr is not a terminal)");
 }
 
 }  // namespace
@@ -86,7 +88,12 @@ int main(int argc, char** argv) {
   bench->add_flag("--update-baseline", bo.update_baseline,
                   "store this run's times as the baselines of this device in each perf.yaml");
   bench->add_flag("--fail-on-regression", bo.fail_on_regression,
-                  "exit 1 when a shape is more than 5% slower than its baseline");
+                  "exit 1 when a shape is slower than its reference by more than --threshold");
+  bench->add_option("--against", bo.against,
+                    "reference times: a JSON file written by `bench --json` (matched by op, shape, "
+                    "dtype and backend) or `baseline` (perf.yaml, this device; the default)");
+  bench->add_option("--threshold", bo.threshold_pct, "regression threshold in percent (default 5)")
+      ->check(CLI::Range(0.0, 1e6));
   bench->add_option("--max-seconds", bo.max_seconds,
                     "time budget per shape after warm-up (default 2)");
   bench->add_option("--min-reps", bo.min_reps,

@@ -95,4 +95,10 @@ Status synchronize(int device_index) {
   return Status::Ok();
 }
 
+Status mem_get_info(int device_index, size_t* free_bytes, size_t* total_bytes) {
+  RECOPS_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_index));
+  RECOPS_CUDA_RETURN_IF_ERROR(cudaMemGetInfo(free_bytes, total_bytes));
+  return Status::Ok();
+}
+
 }  // namespace recops::core::cuda

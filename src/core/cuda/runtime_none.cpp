@@ -43,4 +43,8 @@ Status synchronize(int) {
   return no_cuda();
 }
 
+Status mem_get_info(int, size_t*, size_t*) {
+  return no_cuda();
+}
+
 }  // namespace recops::core::cuda
