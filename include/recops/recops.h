@@ -4,6 +4,7 @@
 #include "recops/context.h"
 #include "recops/device.h"
 #include "recops/dtype.h"
+#include "recops/hstu.h"
 #include "recops/jagged.h"
 #include "recops/registry.h"
 #include "recops/status.h"

@@ -3,8 +3,10 @@
 namespace recops {
 
 std::vector<OpInfo> list_ops() {
-  return {ops::complete_cumsum_info(), ops::exclusive_cumsum_info(), ops::inclusive_cumsum_info(),
-          ops::jagged_to_padded_dense_info(), ops::dense_to_jagged_info()};
+  return {ops::complete_cumsum_info(),  ops::exclusive_cumsum_info(),
+          ops::inclusive_cumsum_info(), ops::jagged_to_padded_dense_info(),
+          ops::dense_to_jagged_info(),  ops::hstu_attn_fwd_info(),
+          ops::hstu_attn_bwd_info()};
 }
 
 }  // namespace recops

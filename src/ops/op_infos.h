@@ -10,5 +10,7 @@ OpInfo exclusive_cumsum_info();
 OpInfo inclusive_cumsum_info();
 OpInfo jagged_to_padded_dense_info();
 OpInfo dense_to_jagged_info();
+OpInfo hstu_attn_fwd_info();
+OpInfo hstu_attn_bwd_info();
 
 }  // namespace recops::ops

@@ -10,5 +10,6 @@ namespace recops::cli {
 std::unique_ptr<Driver> make_cumsum_driver();  // complete/exclusive/inclusive_cumsum
 std::unique_ptr<Driver> make_jagged_to_padded_dense_driver();
 std::unique_ptr<Driver> make_dense_to_jagged_driver();
+std::unique_ptr<Driver> make_hstu_attn_driver();  // hstu_attn_fwd / hstu_attn_bwd
 
 }  // namespace recops::cli

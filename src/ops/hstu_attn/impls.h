@@ -1,0 +1,19 @@
+// hstu_attn/impls.h: the implementations the entry lists (definitions live in reference.cpp and
+// cpu/; neither includes the other).
+#pragma once
+
+#include "ops/hstu_attn/params.h"
+#include "recops/context.h"
+#include "recops/status.h"
+
+namespace recops::ops {
+
+// fp64 golden (p.plain = false) or the plain same-precision baseline (p.plain = true).
+Status hstu_attn_fwd_reference(const HstuAttnParams& p, const Context& ctx);
+Status hstu_attn_bwd_reference(const HstuAttnParams& p, const Context& ctx);
+
+// Tiled, multi-threaded CPU forward (fp32 accumulation).
+std::string hstu_attn_fwd_cpu_accepts(const HstuAttnParams& p);
+Status hstu_attn_fwd_cpu(const HstuAttnParams& p, const Context& ctx);
+
+}  // namespace recops::ops

@@ -1,0 +1,229 @@
+// hstu_attn: the spec's worked mask example on every forward implementation, cpu_generic against
+// the reference, and the reference backward against central differences of the forward (fp64).
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "test_util.h"
+
+namespace recops {
+namespace {
+using testing::with_impl;
+
+Tensor uniform(const Shape& s, DType dt, uint64_t seed, double scale = 1.0) {
+  Tensor t = Tensor::empty(s, dt);
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    const double v = (core::uniform01(seed, static_cast<uint64_t>(i)) * 2 - 1) * scale;
+    switch (dt) {
+      case DType::fp64: t.view().ptr<double>()[i] = v; break;
+      case DType::fp32: t.view().ptr<float>()[i] = static_cast<float>(v); break;
+      case DType::bf16: t.view().ptr<BFloat16>()[i] = bf16_from_double(v); break;
+      default: t.view().ptr<Half>()[i] = half_from_double(v); break;
+    }
+  }
+  return t;
+}
+
+double at(const Tensor& t, int64_t i) {
+  switch (t.dtype()) {
+    case DType::fp64: return t.view().ptr<double>()[i];
+    case DType::fp32: return t.view().ptr<float>()[i];
+    case DType::bf16: return to_double(t.view().ptr<BFloat16>()[i]);
+    default: return to_double(t.view().ptr<Half>()[i]);
+  }
+}
+
+Tensor ints(const std::vector<int64_t>& v, DType dt = DType::int64) {
+  Tensor t = Tensor::empty({static_cast<int64_t>(v.size())}, dt);
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (dt == DType::int64)
+      t.view().ptr<int64_t>()[i] = v[i];
+    else
+      t.view().ptr<int32_t>()[i] = static_cast<int32_t>(v[i]);
+  }
+  return t;
+}
+
+// Spec §3 worked example: L = 9, C = 2, T = 4, G = 2, causal. With q = k = 0, v = I and rab = 10
+// on every entry, out[i, c] = silu_scale * SiLU(10) where (i, c) is valid and exactly 0 elsewhere.
+TEST(HstuAttn, WorkedExampleMask) {
+  const char* expect[9] = {"111110000", "111110000", "111000000", "111100000", "111110000",
+                           "111111000", "111111100", "111110010", "111110011"};
+  Tensor q = Tensor::empty({9, 1, 4}, DType::fp32), k = Tensor::empty({9, 1, 4}, DType::fp32);
+  Tensor v = Tensor::empty({9, 1, 9}, DType::fp32), rab = Tensor::empty({1, 1, 9, 9}, DType::fp32);
+  for (int64_t i = 0; i < q.numel(); ++i) q.view().ptr<float>()[i] = k.view().ptr<float>()[i] = 0;
+  for (int64_t i = 0; i < 81; ++i) {
+    v.view().ptr<float>()[i] = i / 9 == i % 9 ? 1.0f : 0.0f;
+    rab.view().ptr<float>()[i] = 10.0f;
+  }
+  Tensor off = ints({0, 9}), C = ints({2}), T = ints({4});
+  HstuAttnArgs a;
+  a.q = q;
+  a.k = k;
+  a.v = v;
+  a.seq_offsets_q = off.view();
+  a.seq_offsets_k = off.view();
+  a.max_seq_len_q = a.max_seq_len_k = 9;
+  a.num_contexts = C.view();
+  a.num_targets = T.view();
+  a.target_group_size = 2;
+  a.rab = rab.view();
+  a.alpha = 1.0;
+  a.silu_scale = 1.0;
+  const double silu10 = 10.0 / (1.0 + std::exp(-10.0));
+  for (const char* impl : {"reference", "cpu_generic"}) {
+    Tensor out = Tensor::empty({9, 1, 9}, DType::fp32);
+    std::string used;
+    ASSERT_TRUE(hstu_attn_fwd(a, out, with_impl(impl, &used)).ok()) << impl;
+    EXPECT_EQ(used, impl);
+    for (int i = 0; i < 9; ++i)
+      for (int c = 0; c < 9; ++c) {
+        const double o = out.view().ptr<float>()[i * 9 + c];
+        const bool keep = expect[i][c] == '1';
+        EXPECT_NEAR(o, keep ? silu10 : 0.0, 1e-5) << impl << " row " << i << " col " << c;
+      }
+  }
+}
+
+struct Problem {
+  Tensor q, k, v, rab, off_q, off_k, C, T, scale;
+  HstuAttnArgs a;
+};
+
+// A jagged GQA problem with contexts, targets, a window, rab (broadcast) and delta-q.
+Problem make_problem(DType dt, uint64_t seed, bool window) {
+  Problem p;
+  const std::vector<int64_t> lq = {7, 0, 12, 3}, delta = {2, 0, 5, 0};
+  std::vector<int64_t> oq = {0}, ok = {0}, cs, ts;
+  int64_t smax = 0, skmax = 0;
+  for (size_t b = 0; b < lq.size(); ++b) {
+    oq.push_back(oq.back() + lq[b]);
+    ok.push_back(ok.back() + lq[b] + delta[b]);
+    smax = std::max(smax, lq[b]);
+    skmax = std::max(skmax, lq[b] + delta[b]);
+    cs.push_back(std::min<int64_t>(2, lq[b]));
+    ts.push_back((lq[b] + delta[b]) / 3);
+  }
+  const int64_t Hq = 4, Hk = 2, d = 8, dv = 6;
+  p.q = uniform({oq.back(), Hq, d}, dt, seed + 1);
+  p.k = uniform({ok.back(), Hk, d}, dt, seed + 2);
+  p.v = uniform({ok.back(), Hk, dv}, dt, seed + 3);
+  p.rab = uniform({4, 1, smax, skmax}, dt, seed + 4);
+  p.off_q = ints(oq, DType::int32);
+  p.off_k = ints(ok, DType::int32);
+  p.C = ints(cs);
+  p.T = ints(ts);
+  p.a.q = p.q;
+  p.a.k = p.k;
+  p.a.v = p.v;
+  p.a.seq_offsets_q = p.off_q.view();
+  p.a.seq_offsets_k = p.off_k.view();
+  p.a.max_seq_len_q = smax;
+  p.a.max_seq_len_k = skmax;
+  p.a.num_contexts = p.C.view();
+  p.a.num_targets = p.T.view();
+  p.a.target_group_size = 2;
+  if (window) {
+    p.a.window_left = 4;
+    p.a.window_right = 1;
+  }
+  p.a.rab = p.rab.view();
+  return p;
+}
+
+TEST(HstuAttn, CpuForwardMatchesReference) {
+  for (DType dt : {DType::fp32, DType::bf16}) {
+    for (bool window : {false, true}) {
+      Problem p = make_problem(dt, 10, window);
+      Shape os;
+      ASSERT_TRUE(hstu_attn_fwd_shape(p.a, &os).ok());
+      Tensor gold = Tensor::empty(os, dt), out = Tensor::empty(os, dt);
+      ASSERT_TRUE(hstu_attn_fwd(p.a, gold, with_impl("reference")).ok());
+      ASSERT_TRUE(hstu_attn_fwd(p.a, out, with_impl("cpu_generic")).ok());
+      const double tol = dt == DType::fp32 ? 1e-6 : 1e-2;
+      for (int64_t i = 0; i < out.numel(); ++i)
+        EXPECT_NEAR(at(out, i), at(gold, i), tol * (1 + std::fabs(at(gold, i)))) << i;
+    }
+  }
+}
+
+// L = Σ w ⊙ out; dL/dx by the reference backward against central differences (fp64).
+TEST(HstuAttn, BackwardMatchesFiniteDifferences) {
+  for (bool window : {false, true}) {
+    Problem p = make_problem(DType::fp64, 20, window);
+    Shape os, sq, sk, sv, sr;
+    ASSERT_TRUE(hstu_attn_fwd_shape(p.a, &os).ok());
+    ASSERT_TRUE(hstu_attn_bwd_shape(p.a, &sq, &sk, &sv, &sr).ok());
+    Tensor w = uniform(os, DType::fp64, 99);
+    Tensor dq = Tensor::empty(sq, DType::fp64), dk = Tensor::empty(sk, DType::fp64);
+    Tensor dv = Tensor::empty(sv, DType::fp64), drab = Tensor::empty(sr, DType::fp64);
+    const TensorView drv = drab.view();
+    ASSERT_TRUE(hstu_attn_bwd(w, p.a, dq, dk, dv, &drv).ok());
+    auto loss = [&]() {
+      Tensor out = Tensor::empty(os, DType::fp64);
+      EXPECT_TRUE(hstu_attn_fwd(p.a, out, with_impl("reference")).ok());
+      double s = 0;
+      for (int64_t i = 0; i < out.numel(); ++i) s += at(out, i) * at(w, i);
+      return s;
+    };
+    const double h = 1e-6;
+    for (auto [x, g, name] : {std::tuple{&p.q, &dq, "dq"},
+                              {&p.k, &dk, "dk"},
+                              {&p.v, &dv, "dv"},
+                              {&p.rab, &drab, "drab"}}) {
+      for (int64_t i = 0; i < x->numel(); i += 7) {
+        double& e = x->view().ptr<double>()[i];
+        const double keep = e;
+        e = keep + h;
+        const double lp = loss();
+        e = keep - h;
+        const double lm = loss();
+        e = keep;
+        const double fd = (lp - lm) / (2 * h);
+        EXPECT_NEAR(at(*g, i), fd, 1e-6 * (1 + std::fabs(fd))) << name << "[" << i << "]";
+      }
+    }
+  }
+}
+
+TEST(HstuAttn, BackwardIsDeterministic) {
+  Problem p = make_problem(DType::fp32, 30, false);
+  Shape os, sq, sk, sv, sr;
+  ASSERT_TRUE(hstu_attn_fwd_shape(p.a, &os).ok());
+  ASSERT_TRUE(hstu_attn_bwd_shape(p.a, &sq, &sk, &sv, &sr).ok());
+  Tensor w = uniform(os, DType::fp32, 7);
+  Tensor dq = Tensor::empty(sq, DType::fp32);
+  Tensor dk1 = Tensor::empty(sk, DType::fp32), dk2 = Tensor::empty(sk, DType::fp32);
+  Tensor dv1 = Tensor::empty(sv, DType::fp32), dv2 = Tensor::empty(sv, DType::fp32);
+  ASSERT_TRUE(hstu_attn_bwd(w, p.a, dq, dk1, dv1, nullptr).ok());
+  ASSERT_TRUE(hstu_attn_bwd(w, p.a, dq, dk2, dv2, nullptr).ok());
+  EXPECT_TRUE(testing::bytes_equal(dk1, dk2));
+  EXPECT_TRUE(testing::bytes_equal(dv1, dv2));
+}
+
+TEST(HstuAttn, BadInputsNameTheRule) {
+  Problem p = make_problem(DType::fp32, 40, false);
+  Shape os;
+  ASSERT_TRUE(hstu_attn_fwd_shape(p.a, &os).ok());
+  Tensor out = Tensor::empty(os, DType::fp32);
+  auto expect_error = [&](HstuAttnArgs a, const std::string& text) {
+    const Status s = hstu_attn_fwd(a, out);
+    EXPECT_FALSE(s.ok()) << text;
+    EXPECT_NE(s.message().find(text), std::string::npos) << s.message();
+  };
+  HstuAttnArgs a = p.a;
+  a.target_group_size = 0;
+  expect_error(a, "target_group_size=0");
+  a = p.a;
+  a.mask_type = HstuMaskType::custom;
+  expect_error(a, "mask_type custom needs the mask tensor");
+  a = p.a;
+  a.max_seq_len_q = 5;
+  expect_error(a, "max_seq_len_q");
+  a = p.a;
+  a.seq_offsets_k.reset();
+  expect_error(a, "give both seq_offsets_q and seq_offsets_k");
+}
+
+}  // namespace
+}  // namespace recops
