@@ -17,7 +17,7 @@ CMAKE_ARGS ?=
 
 APT_PACKAGES := cmake ninja-build g++ clang clang-format libclang-rt-14-dev libomp-dev ccache \
   libyaml-cpp-dev libcli11-dev nlohmann-json3-dev libgtest-dev
-PY_PACKAGES := torch numpy pytest pyyaml safetensors scikit-build-core ninja
+PY_PACKAGES := torch numpy pytest pyyaml safetensors scikit-build-core ninja matplotlib
 
 .PHONY: run test deps deps-apt deps-py build check bench ctest pytest asan format format-check fuzz clean
 

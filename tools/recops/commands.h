@@ -54,10 +54,17 @@ struct CompareOptions {
   bool golden = false;
 };
 
+// report: plots and a summary of bench results JSON files, drawn by bench/plot.py.
+struct ReportOptions {
+  std::vector<std::string> results;
+  std::string out, cases_dir;
+};
+
 int run_list(bool json);
 int run_check(const CheckOptions& o, const std::string& argv0);
 int run_bench(const BenchOptions& o);
 int run_record(const RecordOptions& o);
 int run_compare(const CompareOptions& o, const std::string& argv0);
+int run_report(const ReportOptions& o);
 
 }  // namespace recops::cli

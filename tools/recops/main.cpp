@@ -1,5 +1,5 @@
 // tools/recops/main.cpp: the `recops` command line (architecture.md §2): list, check, bench,
-// record, compare, and the planned tune.
+// record, compare, report, and the planned tune.
 #include <CLI/CLI.hpp>
 
 #include <iostream>
@@ -99,6 +99,18 @@ int main(int argc, char** argv) {
   bench->add_option("--min-reps", bo.min_reps,
                     "timed repeats at least (default 10 on CPU, 20 on CUDA)");
 
+  recops::cli::ReportOptions rpo;
+  auto* report = app.add_subcommand(
+      "report",
+      "Markdown + HTML summary and PNG plots of bench results (bench/plot.py, matplotlib; "
+      "interpreter: $RECOPS_PYTHON, else .venv/bin/python in the source tree, else "
+      "python3)");
+  report->add_option("results", rpo.results, "JSON files written by `bench --json` or bench/*.py")
+      ->required();
+  report->add_option("--out", rpo.out, "directory to write")->required();
+  report->add_option("--cases-dir", rpo.cases_dir,
+                     "the source tree (its root or src/ops) holding bench/plot.py");
+
   int planned = 0;
   add_planned(app, "tune", "sweep tunable configs per shape and persist the best per device",
               &planned);
@@ -141,5 +153,6 @@ int main(int argc, char** argv) {
   if (bench->parsed()) return recops::cli::run_bench(bo);
   if (record->parsed()) return recops::cli::run_record(ro);
   if (compare->parsed()) return recops::cli::run_compare(cmo, argv[0]);
+  if (report->parsed()) return recops::cli::run_report(rpo);
   return 2;
 }

@@ -1,0 +1,53 @@
+"""`recops report` on the committed H200 results: bench/plot.py draws the PNGs and writes the
+Markdown and HTML summaries (matplotlib, with this interpreter through RECOPS_PYTHON)."""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("matplotlib")
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _recops_binary():
+    candidates = (os.environ.get("RECOPS_BIN"), ROOT / "build" / "bin" / "recops", shutil.which("recops"))
+    for cand in candidates:
+        if cand and Path(cand).is_file() and os.access(cand, os.X_OK):
+            return str(cand)
+    return None
+
+
+def test_report_on_h200_results(tmp_path):
+    binary = _recops_binary()
+    if binary is None:
+        pytest.skip("no recops binary: build it (make build) or set RECOPS_BIN")
+    results = sorted(str(p) for p in (ROOT / "bench" / "results" / "h200").glob("*.json"))
+    assert results
+    env = dict(os.environ, RECOPS_PYTHON=sys.executable)
+    proc = subprocess.run([binary, "report", *results, "--out", str(tmp_path), "--cases-dir", str(ROOT)],
+                          env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    pngs = {p.name for p in tmp_path.glob("*.png")}
+    assert {"speedup_vs_peer.png", "fraction_of_ceiling.png", "throughput_jagged_to_padded_dense.png"} <= pngs
+    for name in pngs:
+        assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    md = (tmp_path / "README.md").read_text()
+    assert "](speedup_vs_peer.png)" in md and "| jagged_to_padded_dense | S3 |" in md
+    assert "<img src='fraction_of_ceiling.png'" in (tmp_path / "index.html").read_text()
+
+
+def test_report_rejects_a_file_that_is_not_a_list(tmp_path):
+    binary = _recops_binary()
+    if binary is None:
+        pytest.skip("no recops binary")
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"op": "x"}')
+    env = dict(os.environ, RECOPS_PYTHON=sys.executable)
+    proc = subprocess.run([binary, "report", str(bad), "--out", str(tmp_path / "out"), "--cases-dir", str(ROOT)],
+                          env=env, capture_output=True, text=True)
+    assert proc.returncode == 1 and "expected a JSON list" in proc.stderr
