@@ -278,7 +278,7 @@ int run_compare(const CompareOptions& o, const std::string& argv0) {
   std::map<std::string, CaseFile> files;  // by folder
 
   struct Row {
-    std::string op, case_id, dtype, recorded_impl, impl, verdict, detail, reproducer;
+    std::string op, case_id, dtype, variant, recorded_impl, impl, verdict, detail, reproducer;
     std::optional<double> max_abs, rel_l2;
   };
   std::vector<Row> rows;
@@ -296,6 +296,17 @@ int run_compare(const CompareOptions& o, const std::string& argv0) {
     }
     if (!selected(ops, r.op) || !selected(o.case_ids, r.case_id) || !selected(o.dtypes, r.dtype))
       continue;
+    // The row's other dtypes, when the case lists them (null in the manifest otherwise).
+    const json off_dt = e.value("offsets_dtype", json()), out_dt = e.value("out_dtype", json());
+    if (!o.offsets_dtypes.empty() &&
+        (!off_dt.is_string() || !selected(o.offsets_dtypes, off_dt.get<std::string>())))
+      continue;
+    if (!o.out_dtypes.empty() &&
+        (!out_dt.is_string() || !selected(o.out_dtypes, out_dt.get<std::string>())))
+      continue;
+    if (off_dt.is_string()) r.variant = "off=" + off_dt.get<std::string>();
+    if (out_dt.is_string())
+      r.variant += (r.variant.empty() ? "" : " ") + ("out=" + out_dt.get<std::string>());
     r.impl = "-";
     auto finish = [&](bool pass, const std::string& detail) {
       r.verdict = pass ? "PASS" : "FAIL";
@@ -304,6 +315,8 @@ int run_compare(const CompareOptions& o, const std::string& argv0) {
         ++failed;
         std::string cmd = shell_word(argv0) + " compare " + shell_word(o.dir) + " --op " + r.op +
                           " --case " + r.case_id + " --dtype " + r.dtype;
+        if (off_dt.is_string()) cmd += " --offsets-dtype " + off_dt.get<std::string>();
+        if (out_dt.is_string()) cmd += " --out-dtype " + out_dt.get<std::string>();
         cmd += o.golden ? " --golden" : " --backend " + against;
         if (!o.impl.empty()) cmd += " --impl " + o.impl;
         if (!o.cases_dir.empty()) cmd += " --cases-dir " + shell_word(o.cases_dir);
@@ -326,7 +339,7 @@ int run_compare(const CompareOptions& o, const std::string& argv0) {
                              : json(std::string(dtype_name(row.offsets_dtype)));
         const json od = row.out_dtype ? json(std::string(dtype_name(*row.out_dtype))) : json();
         if (row.op == r.op && row.spec->id == r.case_id && dtype_name(dt) == r.dtype &&
-            off == e.value("offsets_dtype", json()) && od == e.value("out_dtype", json())) {
+            off == off_dt && od == out_dt) {
           found = row;
           break;
         }
@@ -416,9 +429,9 @@ int run_compare(const CompareOptions& o, const std::string& argv0) {
 
   Table t({"op", "case", "dtype", "recorded", "against", "impl", "max abs", "rel L2", "verdict"});
   for (const auto& r : rows)
-    t.add({r.op, r.case_id, r.dtype, manifest.value("backend", "?") + " " + r.recorded_impl,
-           against, r.impl, r.max_abs ? fmt_g(*r.max_abs) : "-", r.rel_l2 ? fmt_g(*r.rel_l2) : "-",
-           r.verdict});
+    t.add({r.op, r.case_id, r.variant.empty() ? r.dtype : r.dtype + " " + r.variant,
+           manifest.value("backend", "?") + " " + r.recorded_impl, against, r.impl,
+           r.max_abs ? fmt_g(*r.max_abs) : "-", r.rel_l2 ? fmt_g(*r.rel_l2) : "-", r.verdict});
   std::cout << "recorded on " << manifest.value("device", "?") << " at "
             << manifest.value("commit", "?") << "; compared against " << against << " on "
             << (o.golden ? std::string("the fp64 golden (cpu)") : device_name(bt)) << "\n";
@@ -427,8 +440,9 @@ int run_compare(const CompareOptions& o, const std::string& argv0) {
     std::cout << "\nFailures (" << failed << "); reproduce each with the command below it:\n";
     for (const auto& r : rows)
       if (r.verdict != "PASS")
-        std::cout << "  " << r.op << " " << r.case_id << " " << r.dtype << ": " << r.detail
-                  << "\n    " << r.reproducer << "\n";
+        std::cout << "  " << r.op << " " << r.case_id << " " << r.dtype
+                  << (r.variant.empty() ? "" : " " + r.variant) << ": " << r.detail << "\n    "
+                  << r.reproducer << "\n";
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::cout << "\n"

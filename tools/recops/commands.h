@@ -50,7 +50,7 @@ struct RecordOptions : CommonOptions {
 // compare: the recorded cases of `dir`, recomputed on `backend` (default cpu) or the fp64 golden.
 struct CompareOptions {
   std::string dir, backend, impl, cases_dir;
-  std::vector<std::string> ops, dtypes, case_ids;
+  std::vector<std::string> ops, dtypes, offsets_dtypes, out_dtypes, case_ids;
   bool golden = false;
 };
 

@@ -136,6 +136,12 @@ int main(int argc, char** argv) {
       ->delimiter(',');
   compare->add_option("--dtype", cmo.dtypes, "only rows of these dtypes")->delimiter(',');
   compare->add_option("--case", cmo.case_ids, "only the case(s) with this id")->delimiter(',');
+  compare
+      ->add_option("--offsets-dtype", cmo.offsets_dtypes,
+                   "only rows recorded with this offsets dtype")
+      ->delimiter(',');
+  compare->add_option("--out-dtype", cmo.out_dtypes, "only rows recorded with this out_dtype")
+      ->delimiter(',');
   compare->add_option("--backend", cmo.backend, "backend to recompute on (default cpu)");
   compare->add_flag("--golden", cmo.golden, "judge against the fp64 golden instead");
   compare->add_option("--impl", cmo.impl, "force one implementation id for the recomputation");
