@@ -2,6 +2,8 @@
 // cpu/; neither includes the other).
 #pragma once
 
+#include <string>
+
 #include "ops/hstu_attn/params.h"
 #include "recops/context.h"
 #include "recops/status.h"
@@ -12,8 +14,11 @@ namespace recops::ops {
 Status hstu_attn_fwd_reference(const HstuAttnParams& p, const Context& ctx);
 Status hstu_attn_bwd_reference(const HstuAttnParams& p, const Context& ctx);
 
-// Tiled, multi-threaded CPU forward (fp32 accumulation).
+// Tiled, multi-threaded CPU forward (fp32 accumulation): one kernel (cpu/fwd_kernel.h) built at
+// the baseline flags and with AVX2 + FMA; both refuse what hstu_attn_fwd_cpu_accepts refuses.
 std::string hstu_attn_fwd_cpu_accepts(const HstuAttnParams& p);
 Status hstu_attn_fwd_cpu(const HstuAttnParams& p, const Context& ctx);
+std::string hstu_attn_fwd_avx2_available();
+Status hstu_attn_fwd_cpu_avx2(const HstuAttnParams& p, const Context& ctx);
 
 }  // namespace recops::ops
