@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "core/cpu_features.h"
 #include "test_util.h"
 
 namespace recops {
@@ -223,6 +224,42 @@ TEST(HstuAttn, BadInputsNameTheRule) {
   a = p.a;
   a.seq_offsets_k.reset();
   expect_error(a, "give both seq_offsets_q and seq_offsets_k");
+}
+
+}  // namespace
+}  // namespace recops
+
+namespace recops {
+namespace {
+
+// The tiled CPU backward (both ISA builds) against the reference, fp32 storage.
+TEST(HstuAttn, CpuBackwardMatchesReference) {
+  for (bool window : {false, true}) {
+    Problem p = make_problem(DType::fp32, 50, window);
+    Shape os, sq, sk, sv, sr;
+    ASSERT_TRUE(hstu_attn_fwd_shape(p.a, &os).ok());
+    ASSERT_TRUE(hstu_attn_bwd_shape(p.a, &sq, &sk, &sv, &sr).ok());
+    Tensor w = uniform(os, DType::fp32, 5);
+    auto run = [&](const char* impl) {
+      std::vector<Tensor> g = {Tensor::empty(sq, DType::fp32), Tensor::empty(sk, DType::fp32),
+                               Tensor::empty(sv, DType::fp32), Tensor::empty(sr, DType::fp32)};
+      for (auto& t : g) testing::poison(t);
+      const TensorView drv = g[3].view();
+      std::string used;
+      EXPECT_TRUE(hstu_attn_bwd(w, p.a, g[0], g[1], g[2], &drv, with_impl(impl, &used)).ok());
+      EXPECT_EQ(used, impl);
+      return g;
+    };
+    const auto gold = run("reference");
+    for (const char* impl : {"cpu_avx2", "cpu_generic"}) {
+      if (!core::cpu_features().avx2 && std::string(impl) == "cpu_avx2") continue;
+      const auto got = run(impl);
+      for (size_t t = 0; t < got.size(); ++t)
+        for (int64_t i = 0; i < got[t].numel(); ++i)
+          EXPECT_NEAR(at(got[t], i), at(gold[t], i), 1e-5 * (1 + std::fabs(at(gold[t], i))))
+              << impl << " output " << t << " element " << i;
+    }
+  }
 }
 
 }  // namespace

@@ -32,6 +32,10 @@ const std::vector<core::Impl<P>>& fwd_impls() {
 
 const std::vector<core::Impl<P>>& bwd_impls() {
   static const std::vector<core::Impl<P>> list = {
+      {"cpu_avx2", DeviceType::cpu, hstu_attn_fwd_avx2_available, hstu_attn_fwd_cpu_accepts,
+       hstu_attn_bwd_cpu_avx2},
+      {"cpu_generic", DeviceType::cpu, core::always_available, hstu_attn_fwd_cpu_accepts,
+       hstu_attn_bwd_cpu},
       {"reference", DeviceType::cpu, core::always_available, core::accept_all<P>,
        hstu_attn_bwd_reference},
   };

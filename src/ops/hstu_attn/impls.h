@@ -20,5 +20,8 @@ std::string hstu_attn_fwd_cpu_accepts(const HstuAttnParams& p);
 Status hstu_attn_fwd_cpu(const HstuAttnParams& p, const Context& ctx);
 std::string hstu_attn_fwd_avx2_available();
 Status hstu_attn_fwd_cpu_avx2(const HstuAttnParams& p, const Context& ctx);
+// Tiled, deterministic CPU backward (no paged KV: the entry refuses it), same two builds.
+Status hstu_attn_bwd_cpu(const HstuAttnParams& p, const Context& ctx);
+Status hstu_attn_bwd_cpu_avx2(const HstuAttnParams& p, const Context& ctx);
 
 }  // namespace recops::ops

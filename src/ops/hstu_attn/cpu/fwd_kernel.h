@@ -140,7 +140,7 @@ inline void store8(float* p, V8 v) {
 // 1/(1+e) for x >= 0, e/(1+e) below. exp(t), t <= 0: 2^n · e^r with n = round(t/ln2) (the 1.5·2^23
 // trick), |r| <= ln2/2, a degree-6 Taylor polynomial (relative error ~2e-7), and the exponent bits
 // assembled in integers; t below -87 is clamped (σ is then 0 to fp32).
-inline V8 silu8(V8 x) {
+inline V8 sigmoid8(V8 x) {
   const V8 zero = {};
   const V8 ax = x < zero ? -x : x;
   V8 t = -ax;
@@ -159,19 +159,23 @@ inline V8 silu8(V8 x) {
   std::memcpy(&scale, &bits, sizeof scale);
   const V8 e = p * scale;
   const V8 one = V8{} + 1.0f;
-  return x * ((x >= zero ? one : e) / (one + e));
+  return (x >= zero ? one : e) / (one + e);
 }
 
-// s[r][c] = sum_x qt[r][x] * kt[x][c] for r < nq (a multiple of kRb), c < kBk.
-// Equivalent scalar loop: for r, c: s[r*kBk+c] = sum_x qt[r*d+x] * kt[x*kBk+c].
-inline void scores(const float* qt, const float* kt, float* s, int64_t nq, int64_t d) {
+inline V8 silu8(V8 x) {
+  return x * sigmoid8(x);
+}
+
+// s[r][c] = sum_x qt[r][x] * kt[x][c] for r < nq (a multiple of kRb), c < kBk, x < d; qt rows
+// are lda apart. Equivalent scalar loop: s[r*kBk+c] = sum_x qt[r*lda+x] * kt[x*kBk+c].
+inline void scores(const float* qt, int64_t lda, const float* kt, float* s, int64_t nq, int64_t d) {
   for (int64_t r0 = 0; r0 < nq; r0 += kRb) {
-    const float* q0 = qt + r0 * d;
+    const float* q0 = qt + r0 * lda;
     for (int64_t c0 = 0; c0 < kBk; c0 += kCb) {
       V8 a00 = {}, a01 = {}, a10 = {}, a11 = {}, a20 = {}, a21 = {}, a30 = {}, a31 = {};
       for (int64_t x = 0; x < d; ++x) {
         const V8 k0 = load8(kt + x * kBk + c0), k1 = load8(kt + x * kBk + c0 + kVw);
-        const float b0 = q0[x], b1 = q0[d + x], b2 = q0[2 * d + x], b3 = q0[3 * d + x];
+        const float b0 = q0[x], b1 = q0[lda + x], b2 = q0[2 * lda + x], b3 = q0[3 * lda + x];
         a00 += b0 * k0;
         a01 += b0 * k1;
         a10 += b1 * k0;
@@ -194,11 +198,12 @@ inline void scores(const float* qt, const float* kt, float* s, int64_t nq, int64
   }
 }
 
-// o[r][y] += sum_c pm[r][c] * vt[c][y] for r < nq (a multiple of kRb), y < dvp (of kCb).
-inline void accumulate_pv(const float* pm, const float* vt, float* o, int64_t nq, int64_t nk,
-                          int64_t dvp) {
+// o[r][y] += sum_c pm[r][c] * vt[c][y] for r < nq (a multiple of kRb), c < nk, y < dvp (a
+// multiple of kCb); pm rows are ldp apart, vt and o rows dvp apart.
+inline void accumulate_pv(const float* pm, int64_t ldp, const float* vt, float* o, int64_t nq,
+                          int64_t nk, int64_t dvp) {
   for (int64_t r0 = 0; r0 < nq; r0 += kRb) {
-    const float* p0 = pm + r0 * kBk;
+    const float* p0 = pm + r0 * ldp;
     for (int64_t y0 = 0; y0 < dvp; y0 += kCb) {
       float* o0 = o + r0 * dvp + y0;
       V8 a00 = load8(o0), a01 = load8(o0 + kVw);
@@ -207,7 +212,7 @@ inline void accumulate_pv(const float* pm, const float* vt, float* o, int64_t nq
       V8 a30 = load8(o0 + 3 * dvp), a31 = load8(o0 + 3 * dvp + kVw);
       for (int64_t c = 0; c < nk; ++c) {
         const V8 v0 = load8(vt + c * dvp + y0), v1 = load8(vt + c * dvp + y0 + kVw);
-        const float b0 = p0[c], b1 = p0[kBk + c], b2 = p0[2 * kBk + c], b3 = p0[3 * kBk + c];
+        const float b0 = p0[c], b1 = p0[ldp + c], b2 = p0[2 * ldp + c], b3 = p0[3 * ldp + c];
         a00 += b0 * v0;
         a01 += b0 * v1;
         a10 += b1 * v0;
@@ -320,7 +325,7 @@ Status fwd_tiled(const HstuAttnParams& p, const Context& ctx) {
           for (int64_t x = 0; x < d; ++x) w.kt[x * kBk + c] = load_f(kr.k, p.dtype, kr.k_off + x);
           for (int64_t y = 0; y < dv; ++y) w.vt[c * dvp + y] = load_f(kr.v, p.dtype, kr.v_off + y);
         }
-        scores(w.qt, w.kt, w.s, nqp, d);
+        scores(w.qt, d, w.kt, w.s, nqp, d);
         // P = M ⊙ SiLU(alpha (S + rab)); masked entries are exactly 0.
         for (int64_t r = 0; r < nqp; ++r) {
           float* srow = w.s + r * kBk;
@@ -360,7 +365,7 @@ Status fwd_tiled(const HstuAttnParams& p, const Context& ctx) {
             }
           }
         }
-        accumulate_pv(w.s, w.vt, w.acc, nqp, nk, dvp);
+        accumulate_pv(w.s, kBk, w.vt, w.acc, nqp, nk, dvp);
       }
       for (int64_t r = 0; r < nq; ++r) {
         const int64_t i = i0 + r;
