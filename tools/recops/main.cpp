@@ -38,7 +38,7 @@ void add_common(CLI::App* sub, recops::cli::CommonOptions& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"recops: list, check and benchmark the recops operators"};
+  CLI::App app{"recops: list, check, benchmark, record and compare the recops operators"};
   app.require_subcommand(1);
   app.footer("Each subcommand takes --help. Case files: docs/cases.md.");
 
