@@ -26,6 +26,7 @@ __all__ = [
     "exclusive_cumsum",
     "inclusive_cumsum",
     "set_validate",
+    "hstu_attn",
     "library_path",
 ]
 
@@ -63,3 +64,4 @@ from .ops import (  # noqa: E402,F401
     jagged_to_padded_dense,
     set_validate,
 )
+from .hstu import hstu_attn  # noqa: E402,F401

@@ -1,0 +1,170 @@
+# hstu_attn through the binding: against a plain PyTorch composition (padded, materialised scores,
+# the spec §3 mask built here row by row), gradcheck in float64 for each mask family, opcheck,
+# Meta shapes, errors. CPU only (no CUDA implementation yet).
+import math
+
+import pytest
+import torch
+
+import recops
+
+CPU = "cpu"
+
+
+def spec_mask(Lq, Lk, C=0, T=0, G=1, window=(-1, 0)):
+    """The valid mask of one sequence, spec §3 rules 1 and 3-5, written independently."""
+    off, h = Lk - Lq, Lk - T
+    m = torch.zeros(Lq, Lk, dtype=torch.bool)
+    for i in range(Lq):
+        r = i + off
+        for c in range(Lk):
+            if C > 0 and r < C:
+                m[i, c] = c < h
+                continue
+            ok = not (window[1] >= 0 and c > r + window[1])
+            ok = ok and not (window[0] >= 0 and c < r - window[0])
+            if T > 0 and r >= h and c >= h and c < h + ((r - h) // G) * G:
+                ok = False
+            m[i, c] = ok
+    return m
+
+
+def plain(q, k, v, oq, ok, Sq, Sk, C=None, T=None, G=1, window=(-1, 0), rab=None, alpha=None,
+          silu_scale=None, custom=None):
+    """Padded per-sequence composition in q's dtype: S = α(QKᵀ + rab), P = M ⊙ SiLU(S), O = s P V."""
+    d = q.size(-1)
+    alpha = 1.0 / math.sqrt(d) if alpha is None else alpha
+    s = 1.0 / Sq if silu_scale is None else silu_scale
+    Hq, Hk = q.size(1), k.size(1)
+    out = torch.zeros(q.size(0), Hq, v.size(-1), dtype=q.dtype)
+    for b in range(oq.numel() - 1):
+        q0, q1, k0, k1 = int(oq[b]), int(oq[b + 1]), int(ok[b]), int(ok[b + 1])
+        Lq, Lk = q1 - q0, k1 - k0
+        if custom is None:
+            m = spec_mask(Lq, Lk, int(C[b]) if C is not None else 0,
+                          int(T[b]) if T is not None else 0, G, window)
+        for h in range(Hq):
+            kh = h // (Hq // Hk)
+            sc = q[q0:q1, h] @ k[k0:k1, kh].T
+            if rab is not None:
+                sc = sc + rab[b, 0 if rab.size(1) == 1 else h, :Lq, :Lk]
+            mm = m if custom is None else custom[b, 0 if custom.size(1) == 1 else h, :Lq, :Lk]
+            p = torch.nn.functional.silu(alpha * sc) * mm
+            out[q0:q1, h] = s * (p @ v[k0:k1, kh])
+    return out
+
+
+def problem(dtype=torch.float64, lengths=(5, 0, 9), Hq=2, Hk=1, d=8, dv=8, delta=0, seed=0,
+            requires_grad=False):
+    g = torch.Generator().manual_seed(seed)
+    lk = [x + delta for x in lengths]
+    oq = torch.tensor([0] + list(torch.tensor(lengths).cumsum(0).tolist()))
+    ok = torch.tensor([0] + list(torch.tensor(lk).cumsum(0).tolist()))
+    mk = lambda *s: (torch.rand(*s, generator=g, dtype=torch.float64) * 2 - 1).to(dtype)  # noqa
+    q, k, v = mk(int(oq[-1]), Hq, d), mk(int(ok[-1]), Hk, d), mk(int(ok[-1]), Hk, dv)
+    for t in (q, k, v):
+        t.requires_grad_(requires_grad)
+    return q, k, v, oq, ok, max(lengths), max(lk)
+
+
+FAMILIES = {
+    "causal": {},
+    "contexts_targets": {"C": [2, 0, 3], "T": [2, 0, 4], "G": 2},
+    "window": {"window": (3, 1)},
+    "anti_causal": {"window": (0, -1), "mask_type": "anti_causal"},
+    "none": {"window": (-1, -1), "mask_type": "none"},
+}
+
+
+def call(q, k, v, oq, ok, Sq, Sk, fam, rab=None, custom=None):
+    C = torch.tensor(fam["C"]) if "C" in fam else None
+    T = torch.tensor(fam["T"]) if "T" in fam else None
+    mt = fam.get("mask_type", "causal")
+    window = fam.get("window", (-1, 0)) if mt == "causal" else (-1, 0)
+    if custom is not None:
+        mt = "custom"
+    return recops.hstu_attn(q, k, v, oq, ok, Sq, Sk, num_contexts=C, num_targets=T,
+                            target_group_size=fam.get("G", 1), window=window, mask_type=mt,
+                            mask=custom, rab=rab)
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_matches_plain_pytorch(family, dtype):
+    fam = FAMILIES[family]
+    q, k, v, oq, ok, Sq, Sk = problem(dtype, Hq=4, Hk=2, dv=6, delta=2, seed=1)
+    rab = torch.randn(3, 1, Sq, Sk, dtype=dtype)
+    out = call(q, k, v, oq, ok, Sq, Sk, fam, rab=rab)
+    ref = plain(q, k, v, oq, ok, Sq, Sk, torch.tensor(fam["C"]) if "C" in fam else None,
+                torch.tensor(fam["T"]) if "T" in fam else None, fam.get("G", 1),
+                fam.get("window", (-1, 0)), rab=rab)
+    tol = 1e-5 if dtype == torch.float32 else 1e-12
+    torch.testing.assert_close(out, ref, atol=tol, rtol=tol)
+
+
+def test_custom_mask_and_dense_layout():
+    q, k, v, oq, ok, Sq, Sk = problem(torch.float64, lengths=(6, 6), seed=2)
+    custom = torch.rand(2, 1, Sq, Sk) > 0.4
+    out = call(q, k, v, oq, ok, Sq, Sk, {}, custom=custom)
+    torch.testing.assert_close(out, plain(q, k, v, oq, ok, Sq, Sk, custom=custom))
+    dense = recops.hstu_attn(q.view(2, 6, 2, 8), k.view(2, 6, 1, 8), v.view(2, 6, 1, 8),
+                             mask_type="custom", mask=custom)
+    torch.testing.assert_close(dense.reshape(12, 2, 8), out)
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_gradcheck(family):
+    fam = FAMILIES[family]
+    q, k, v, oq, ok, Sq, Sk = problem(torch.float64, lengths=(4, 0, 6), Hq=2, Hk=1, d=4, dv=3,
+                                      delta=1, seed=3, requires_grad=True)
+    rab = torch.randn(3, 1, Sq, Sk, dtype=torch.float64, requires_grad=True)
+    fn = lambda q, k, v, rab: call(q, k, v, oq, ok, Sq, Sk, fam, rab=rab)  # noqa: E731
+    assert torch.autograd.gradcheck(fn, (q, k, v, rab))
+
+
+def test_gradcheck_custom_mask_rab_per_head():
+    q, k, v, oq, ok, Sq, Sk = problem(torch.float64, lengths=(5, 3), d=4, seed=4,
+                                      requires_grad=True)
+    rab = torch.randn(2, 2, Sq, Sk, dtype=torch.float64, requires_grad=True)
+    custom = torch.rand(2, 2, Sq, Sk) > 0.3
+    fn = lambda q, k, v, rab: call(q, k, v, oq, ok, Sq, Sk, {}, rab=rab, custom=custom)  # noqa
+    assert torch.autograd.gradcheck(fn, (q, k, v, rab))
+
+
+def samples():
+    q, k, v, oq, ok, Sq, Sk = problem(torch.float32, Hq=2, Hk=1, delta=1, seed=5,
+                                      requires_grad=True)
+    rab = torch.randn(3, 2, Sq, Sk, requires_grad=True)
+    C, T = torch.tensor([1, 0, 2]), torch.tensor([2, 0, 3])
+    base = (q, k, v, oq, ok, Sq, Sk)
+    yield base
+    yield base + (C, T, 2, -1, 0, 0, None, None, rab, 0.5, 0.1)
+    yield base + (None, None, 1, 3, 0)
+
+
+@pytest.mark.parametrize("i", range(3))
+def test_opcheck(i):
+    args = list(samples())[i]
+    torch.library.opcheck(torch.ops.recops.hstu_attn_fwd, args)
+
+
+def test_meta_shapes():
+    q = torch.empty(11, 4, 16, device="meta")
+    k = torch.empty(13, 2, 16, device="meta")
+    v = torch.empty(13, 2, 24, device="meta")
+    oq = torch.empty(4, dtype=torch.long, device="meta")
+    out = torch.ops.recops.hstu_attn_fwd(q, k, v, oq, oq, 8, 9)
+    assert out.shape == (11, 4, 24) and out.device.type == "meta"
+
+
+def test_errors_name_the_rule():
+    q, k, v, oq, ok, Sq, Sk = problem(torch.float32)
+    with pytest.raises(RuntimeError, match="target_group_size=0"):
+        recops.hstu_attn(q, k, v, oq, ok, Sq, Sk, num_targets=torch.tensor([1, 0, 1]),
+                         target_group_size=0)
+    with pytest.raises(RuntimeError, match="not a multiple of Hk"):
+        recops.hstu_attn(q[:, :1].expand(-1, 3, -1).contiguous(), k.expand(-1, 2, -1).contiguous(),
+                         v.expand(-1, 2, -1).contiguous(), oq, ok, Sq, Sk)
+    with pytest.raises(RuntimeError, match="nfunc must be odd"):
+        recops.hstu_attn(q, k, v, oq, ok, Sq, Sk,
+                         func=torch.zeros(1, 2, q.size(0), dtype=torch.int32))
