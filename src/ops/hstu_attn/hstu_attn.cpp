@@ -20,6 +20,8 @@ using P = HstuAttnParams;
 
 const std::vector<core::Impl<P>>& fwd_impls() {
   static const std::vector<core::Impl<P>> list = {
+      {"cpu_avx512_bf16", DeviceType::cpu, hstu_attn_fwd_avx512_bf16_available,
+       hstu_attn_fwd_avx512_bf16_accepts, hstu_attn_fwd_cpu_avx512_bf16},
       {"cpu_avx2", DeviceType::cpu, hstu_attn_fwd_avx2_available, hstu_attn_fwd_cpu_accepts,
        hstu_attn_fwd_cpu_avx2},
       {"cpu_generic", DeviceType::cpu, core::always_available, hstu_attn_fwd_cpu_accepts,

@@ -20,6 +20,10 @@ std::string hstu_attn_fwd_cpu_accepts(const HstuAttnParams& p);
 Status hstu_attn_fwd_cpu(const HstuAttnParams& p, const Context& ctx);
 std::string hstu_attn_fwd_avx2_available();
 Status hstu_attn_fwd_cpu_avx2(const HstuAttnParams& p, const Context& ctx);
+// The forward with AVX512-BF16 dot products (bf16 inputs; P rounded to bf16 before P·V).
+std::string hstu_attn_fwd_avx512_bf16_available();
+std::string hstu_attn_fwd_avx512_bf16_accepts(const HstuAttnParams& p);
+Status hstu_attn_fwd_cpu_avx512_bf16(const HstuAttnParams& p, const Context& ctx);
 // Tiled, deterministic CPU backward (no paged KV: the entry refuses it), same two builds.
 Status hstu_attn_bwd_cpu(const HstuAttnParams& p, const Context& ctx);
 Status hstu_attn_bwd_cpu_avx2(const HstuAttnParams& p, const Context& ctx);

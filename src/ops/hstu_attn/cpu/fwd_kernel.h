@@ -234,6 +234,61 @@ inline void accumulate_pv(const float* pm, int64_t ldp, const float* vt, float* 
   }
 }
 
+#ifdef RECOPS_HSTU_BF16DP
+// AVX512-BF16 microkernels (bf16 inputs only, so packing them is exact): VDPBF16PS multiplies
+// pairs of bf16 and adds both products to an fp32 lane, twice the MACs of an fp32 FMA. Operands
+// are packed in pairs along the reduction dim: qp[r][x/2] (two bf16 in 32 bits, broadcast),
+// kp[x/2][c][2], vp[c/2][y][2], pp[r][c/2] (P rounded to bf16 before P·V, as the spec allows).
+
+// s[r][c] = sum_x q[r][x] k[x][c] for r < nq (a multiple of kRb), c < kBk (= 4 × 16 lanes).
+inline void scores_bf16(const uint32_t* qp, int64_t dh, const uint16_t* kp, float* s, int64_t nq) {
+  static_assert(kBk == 64, "scores_bf16 holds one 64-key row in 4 zmm registers");
+  for (int64_t r0 = 0; r0 < nq; r0 += kRb) {
+    __m512 a[kRb][4];
+    for (int64_t rr = 0; rr < kRb; ++rr)
+      for (int j = 0; j < 4; ++j) a[rr][j] = _mm512_setzero_ps();
+    for (int64_t x2 = 0; x2 < dh; ++x2) {
+      const uint16_t* kr = kp + x2 * kBk * 2;
+      __m512bh kv[4];
+      for (int j = 0; j < 4; ++j) kv[j] = (__m512bh)_mm512_loadu_si512(kr + j * 32);
+      for (int64_t rr = 0; rr < kRb; ++rr) {
+        const __m512bh qb = (__m512bh)_mm512_set1_epi32(static_cast<int>(qp[(r0 + rr) * dh + x2]));
+        for (int j = 0; j < 4; ++j) a[rr][j] = _mm512_dpbf16_ps(a[rr][j], qb, kv[j]);
+      }
+    }
+    for (int64_t rr = 0; rr < kRb; ++rr)
+      for (int j = 0; j < 4; ++j) _mm512_storeu_ps(s + (r0 + rr) * kBk + j * 16, a[rr][j]);
+  }
+}
+
+// o[r][y] += sum_c p[r][c] v[c][y] for r < nq (a multiple of kRb), c < nk, y < dvp (of 32).
+inline void pv_bf16(const uint32_t* pp, const uint16_t* vp, float* o, int64_t nq, int64_t nk,
+                    int64_t dvp) {
+  const int64_t nk2 = (nk + 1) / 2;
+  for (int64_t r0 = 0; r0 < nq; r0 += kRb) {
+    for (int64_t y0 = 0; y0 < dvp; y0 += 32) {
+      __m512 a[kRb][2];
+      for (int64_t rr = 0; rr < kRb; ++rr)
+        for (int j = 0; j < 2; ++j) a[rr][j] = _mm512_loadu_ps(o + (r0 + rr) * dvp + y0 + j * 16);
+      for (int64_t c2 = 0; c2 < nk2; ++c2) {
+        const uint16_t* vr = vp + (c2 * dvp + y0) * 2;
+        const __m512bh v0 = (__m512bh)_mm512_loadu_si512(vr);
+        const __m512bh v1 = (__m512bh)_mm512_loadu_si512(vr + 32);
+        for (int64_t rr = 0; rr < kRb; ++rr) {
+          const __m512bh pb =
+              (__m512bh)_mm512_set1_epi32(static_cast<int>(pp[(r0 + rr) * (kBk / 2) + c2]));
+          a[rr][0] = _mm512_dpbf16_ps(a[rr][0], pb, v0);
+          a[rr][1] = _mm512_dpbf16_ps(a[rr][1], pb, v1);
+        }
+      }
+      for (int64_t rr = 0; rr < kRb; ++rr)
+        for (int j = 0; j < 2; ++j) _mm512_storeu_ps(o + (r0 + rr) * dvp + y0 + j * 16, a[rr][j]);
+    }
+  }
+}
+
+#endif
+
 // Per-thread scratch (malloc: no std templates in the ISA-specific copies).
 struct Scratch {
   float* qt;   // [kBq][d]        query tile (fp32)
@@ -243,6 +298,12 @@ struct Scratch {
   float* acc;  // [kBq][dvp]      output accumulator
   Interval* iv;
   int* niv;
+#ifdef RECOPS_HSTU_BF16DP
+  uint32_t* qp;  // [kBq][dh]        queries as bf16 pairs
+  uint16_t* kp;  // [dh][kBk][2]     keys, pairs along d
+  uint16_t* vp;  // [kBk/2][dvp][2]  values, pairs along keys
+  uint32_t* pp;  // [kBq][kBk/2]     P as bf16 pairs
+#endif
 };
 
 Status fwd_tiled(const HstuAttnParams& p, const Context& ctx) {
@@ -273,7 +334,15 @@ Status fwd_tiled(const HstuAttnParams& p, const Context& ctx) {
     w.iv =
         static_cast<Interval*>(std::malloc(sizeof(Interval) * static_cast<size_t>(kBq * max_iv)));
     w.niv = static_cast<int*>(std::malloc(sizeof(int) * kBq));
-    const bool ok = w.qt && w.kt && w.vt && w.s && w.acc && w.iv && w.niv;
+    bool ok = w.qt && w.kt && w.vt && w.s && w.acc && w.iv && w.niv;
+#ifdef RECOPS_HSTU_BF16DP
+    const int64_t dh = (d + 1) / 2;
+    w.qp = static_cast<uint32_t*>(std::calloc(static_cast<size_t>(kBq * dh + 1), 4));
+    w.kp = static_cast<uint16_t*>(std::calloc(static_cast<size_t>(dh * kBk * 2 + 1), 2));
+    w.vp = static_cast<uint16_t*>(std::calloc(static_cast<size_t>(kBk * dvp + 1), 2));
+    w.pp = static_cast<uint32_t*>(std::calloc(static_cast<size_t>(kBq * kBk / 2), 4));
+    ok = ok && w.qp && w.kp && w.vp && w.pp;
+#endif
     if (!ok) {
 #pragma omp atomic write
       oom = true;
@@ -300,11 +369,21 @@ Status fwd_tiled(const HstuAttnParams& p, const Context& ctx) {
         }
       }
       std::memset(w.acc, 0, sizeof(float) * static_cast<size_t>(nqp * dvp));
+#ifdef RECOPS_HSTU_BF16DP
+      // bf16 inputs: the query rows are copied bit for bit into pairs.
+      std::memset(w.qp, 0, sizeof(uint32_t) * static_cast<size_t>(nqp * dh));
+      for (int64_t r = 0; r < nq; ++r) {
+        const int64_t off = p.q_batch * b + (q_row0 + r) * p.q_row + hq * p.q_head;
+        std::memcpy(w.qp + r * dh, static_cast<const uint16_t*>(p.q) + off,
+                    sizeof(uint16_t) * static_cast<size_t>(d));
+      }
+#else
       std::memset(w.qt, 0, sizeof(float) * static_cast<size_t>(nqp * d));
       for (int64_t r = 0; r < nq; ++r) {
         const int64_t off = p.q_batch * b + (q_row0 + r) * p.q_row + hq * p.q_head;
         for (int64_t x = 0; x < d; ++x) w.qt[r * d + x] = load_f(p.q, p.dtype, off + x);
       }
+#endif
       for (int64_t c0 = (k_lo / kBk) * kBk; c0 < k_hi; c0 += kBk) {
         const int64_t nk = Lk - c0 < kBk ? Lk - c0 : kBk;
         // Skip a key tile no row's intervals meet.
@@ -315,6 +394,27 @@ Status fwd_tiled(const HstuAttnParams& p, const Context& ctx) {
             any = in.lo < c0 + nk && in.hi > c0;
           }
         if (!any) continue;
+#ifdef RECOPS_HSTU_BF16DP
+        // Keys as 32-bit pairs along d (a transpose of words), values interleaved by key pairs.
+        if (nk < kBk) std::memset(w.kp, 0, sizeof(uint32_t) * static_cast<size_t>(dh * kBk));
+        if (nk < kBk || dvp != dv)
+          std::memset(w.vp, 0, sizeof(uint16_t) * static_cast<size_t>(kBk * dvp));
+        auto* kp32 = reinterpret_cast<uint32_t*>(w.kp);
+        for (int64_t c = 0; c < nk; ++c) {
+          const KeyRow kr = key_row(p, b, kh, c0 + c, cached, page0);
+          const uint16_t* ks = static_cast<const uint16_t*>(kr.k) + kr.k_off;
+          for (int64_t x2 = 0; x2 < d / 2; ++x2) {
+            uint32_t wd;
+            std::memcpy(&wd, ks + 2 * x2, sizeof wd);
+            kp32[x2 * kBk + c] = wd;
+          }
+          if (d % 2) kp32[(dh - 1) * kBk + c] = ks[d - 1];
+          const uint16_t* vs = static_cast<const uint16_t*>(kr.v) + kr.v_off;
+          uint16_t* vd = w.vp + (c / 2) * dvp * 2 + (c & 1);
+          for (int64_t y = 0; y < dv; ++y) vd[2 * y] = vs[y];
+        }
+        scores_bf16(w.qp, dh, w.kp, w.s, nqp);
+#else
         if (nk < kBk) {  // a partial tile: zero the unused key columns and value rows
           for (int64_t x = 0; x < d; ++x)
             std::memset(w.kt + x * kBk + nk, 0, sizeof(float) * static_cast<size_t>(kBk - nk));
@@ -326,6 +426,7 @@ Status fwd_tiled(const HstuAttnParams& p, const Context& ctx) {
           for (int64_t y = 0; y < dv; ++y) w.vt[c * dvp + y] = load_f(kr.v, p.dtype, kr.v_off + y);
         }
         scores(w.qt, d, w.kt, w.s, nqp, d);
+#endif
         // P = M ⊙ SiLU(alpha (S + rab)); masked entries are exactly 0.
         for (int64_t r = 0; r < nqp; ++r) {
           float* srow = w.s + r * kBk;
@@ -365,7 +466,16 @@ Status fwd_tiled(const HstuAttnParams& p, const Context& ctx) {
             }
           }
         }
+#ifdef RECOPS_HSTU_BF16DP
+        // P to bf16 (round to nearest even): 16 floats become 8 pairs of consecutive keys.
+        for (int64_t r = 0; r < nqp; ++r)
+          for (int64_t c = 0; c < kBk; c += 16)
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(w.pp + r * (kBk / 2) + c / 2),
+                                (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(w.s + r * kBk + c)));
+        pv_bf16(w.pp, w.vp, w.acc, nqp, nk, dvp);
+#else
         accumulate_pv(w.s, kBk, w.vt, w.acc, nqp, nk, dvp);
+#endif
       }
       for (int64_t r = 0; r < nq; ++r) {
         const int64_t i = i0 + r;
@@ -383,6 +493,12 @@ Status fwd_tiled(const HstuAttnParams& p, const Context& ctx) {
     std::free(w.acc);
     std::free(w.iv);
     std::free(w.niv);
+#ifdef RECOPS_HSTU_BF16DP
+    std::free(w.qp);
+    std::free(w.kp);
+    std::free(w.vp);
+    std::free(w.pp);
+#endif
   }
   std::free(items);
   if (oom) return Status(StatusCode::internal, "hstu_attn_fwd: out of host memory (tile scratch)");
