@@ -168,3 +168,48 @@ def test_errors_name_the_rule():
     with pytest.raises(RuntimeError, match="nfunc must be odd"):
         recops.hstu_attn(q, k, v, oq, ok, Sq, Sk,
                          func=torch.zeros(1, 2, q.size(0), dtype=torch.int32))
+
+
+class _HstuLayer(torch.nn.Module):
+    """A small HSTU layer: projections, the op (contexts/targets mask, rab), a norm."""
+
+    def __init__(self, D=16, H=2, d=8):
+        super().__init__()
+        self.H, self.d = H, d
+        self.uvqk = torch.nn.Linear(D, 4 * H * d)
+        self.out = torch.nn.Linear(H * d, D)
+        self.norm = torch.nn.LayerNorm(H * d)
+
+    def forward(self, x, offsets, S, C, T, rab):
+        u, v, q, k = torch.nn.functional.silu(self.uvqk(x)).split(self.H * self.d, dim=-1)
+        shape = (x.size(0), self.H, self.d)
+        a = recops.hstu_attn(q.reshape(shape), k.reshape(shape), v.reshape(shape), offsets,
+                             offsets, S, S, num_contexts=C, num_targets=T, target_group_size=2,
+                             rab=rab)
+        return x + self.out(self.norm(a.reshape(x.size(0), -1)) * u)
+
+
+def test_compile_hstu_layer_trains():
+    torch.manual_seed(0)
+    lengths = [7, 0, 12, 5]
+    offsets = torch.tensor([0, 7, 7, 19, 24])
+    S = max(lengths)
+    C, T = torch.tensor([1, 0, 2, 0]), torch.tensor([2, 0, 4, 1])
+    x = torch.randn(24, 16)
+    rab0 = torch.randn(4, 1, S, S) * 0.1
+    eager, comp = _HstuLayer(), _HstuLayer()
+    comp.load_state_dict(eager.state_dict())
+    rab_e, rab_c = rab0.clone().requires_grad_(True), rab0.clone().requires_grad_(True)
+    torch._dynamo.reset()
+    step = torch.compile(comp, fullgraph=True, backend="aot_eager")
+    opt_e = torch.optim.SGD(list(eager.parameters()) + [rab_e], lr=0.1)
+    opt_c = torch.optim.SGD(list(comp.parameters()) + [rab_c], lr=0.1)
+    for _ in range(3):
+        for model, opt, rab in ((eager, opt_e, rab_e), (step, opt_c, rab_c)):
+            opt.zero_grad()
+            loss = model(x, offsets, S, C, T, rab).pow(2).mean()
+            loss.backward()
+            opt.step()
+        torch.testing.assert_close(rab_c, rab_e, rtol=1e-5, atol=1e-6)
+    for pe, pc in zip(eager.parameters(), comp.parameters()):
+        torch.testing.assert_close(pc, pe, rtol=1e-5, atol=1e-6)
