@@ -71,6 +71,11 @@ Status hstu_attn_bwd(const TensorView& dout, const HstuAttnArgs& a, const Tensor
                      const TensorView& dk, const TensorView& dv, const TensorView* drab,
                      const Context& ctx = {});
 
+// The valid mask M (spec §3) of sequence `seq` and query head `head`, as the reference evaluates
+// it: out bool [max_seq_len_q, max_seq_len_k], out[i, c] = M[i, c] for i < Lq, c < Lk, false
+// elsewhere. For users to see what a configuration attends to (recops.hstu_mask).
+Status hstu_attn_mask(const HstuAttnArgs& a, int64_t seq, int64_t head, const TensorView& out);
+
 // The accuracy standard's plain same-precision baseline (accuracy.md, `double`): the reference
 // computed in the inputs' dtype, rounding the intermediates a framework composition rounds
 // (scores, P, dP, G to the dtype; fp32 accumulation). For the CLI and the tests.

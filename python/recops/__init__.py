@@ -27,6 +27,7 @@ __all__ = [
     "inclusive_cumsum",
     "set_validate",
     "hstu_attn",
+    "hstu_mask",
     "library_path",
 ]
 
@@ -64,4 +65,4 @@ from .ops import (  # noqa: E402,F401
     jagged_to_padded_dense,
     set_validate,
 )
-from .hstu import hstu_attn  # noqa: E402,F401
+from .hstu import hstu_attn, hstu_mask  # noqa: E402,F401

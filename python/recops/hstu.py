@@ -105,3 +105,41 @@ def hstu_attn(
         _MASK_TYPES[mask_type], mask, func, rab, alpha, silu_scale, attn_scale,
         kv_cache, page_offsets, page_ids, last_page_len,
     )
+
+
+def hstu_mask(
+    seq_len: int,
+    seq_len_k: Optional[int] = None,
+    *,
+    num_contexts: int = 0,
+    num_targets: int = 0,
+    target_group_size: int = 1,
+    window: Tuple[int, int] = (-1, 0),
+    mask_type: str = "causal",
+) -> torch.Tensor:
+    """The dense boolean mask ``M`` of one sequence (spec §3), ``[seq_len, seq_len_k]``:
+    ``M[i, c]`` is True where query ``i`` attends to key ``c``. Evaluated by the op's reference,
+    so it is exactly what ``hstu_attn`` uses for this configuration.
+
+    Args:
+        seq_len: ``Lq``; ``seq_len_k``: ``Lk`` (default ``Lq``; larger means delta-q: the last
+            query aligns with the last key).
+        num_contexts, num_targets, target_group_size, window, mask_type: as in ``hstu_attn``
+            (``mask_type`` ``"causal"``, ``"anti_causal"`` or ``"none"``).
+
+    Example (spec §3's worked example)::
+
+        >>> recops.hstu_mask(9, num_contexts=2, num_targets=4, target_group_size=2).int()
+    """
+    if mask_type not in ("causal", "anti_causal", "none"):
+        raise ValueError(f"hstu_mask: mask_type={mask_type!r}; expected causal, anti_causal or none")
+    Lq = seq_len
+    Lk = seq_len if seq_len_k is None else seq_len_k
+    q = torch.empty(Lq, 1, 0)
+    k = torch.empty(Lk, 1, 0)
+    oq, ok = torch.tensor([0, Lq]), torch.tensor([0, Lk])
+    return _ops.hstu_mask(
+        q, k, k, oq, ok, Lq, Lk, torch.tensor([num_contexts]), torch.tensor([num_targets]),
+        target_group_size, window[0] if mask_type == "causal" else -1,
+        window[1] if mask_type == "causal" else 0, _MASK_TYPES[mask_type],
+    )

@@ -59,6 +59,9 @@ TORCH_LIBRARY(recops, m) {
             .c_str(),
         tags);
 
+  // The valid mask of one sequence and head, bool [max_seq_len_q, max_seq_len_k] (CPU).
+  m.def(("hstu_mask(" + hstu_args + ", int seq=0, int head=0) -> Tensor").c_str(), tags);
+
   // Offsets validation of CUDA calls (jagged_ops.md §1.2); the CPU always validates.
   m.def("set_validate(bool on) -> ()", &set_validate);
 }

@@ -213,3 +213,15 @@ def test_compile_hstu_layer_trains():
         torch.testing.assert_close(rab_c, rab_e, rtol=1e-5, atol=1e-6)
     for pe, pc in zip(eager.parameters(), comp.parameters()):
         torch.testing.assert_close(pc, pe, rtol=1e-5, atol=1e-6)
+
+
+def test_hstu_mask_worked_example():
+    rows = ["111110000", "111110000", "111000000", "111100000", "111110000",
+            "111111000", "111111100", "111110010", "111110011"]
+    want = torch.tensor([[ch == "1" for ch in r] for r in rows])
+    got = recops.hstu_mask(9, num_contexts=2, num_targets=4, target_group_size=2)
+    assert torch.equal(got, want)
+    assert torch.equal(recops.hstu_mask(9, num_contexts=2, num_targets=4, target_group_size=2),
+                       spec_mask(9, 9, 2, 4, 2))
+    assert torch.equal(recops.hstu_mask(5, 8, window=(2, 0)), spec_mask(5, 8, window=(2, 0)))
+    assert torch.equal(recops.hstu_mask(4, mask_type="none"), torch.ones(4, 4, dtype=torch.bool))

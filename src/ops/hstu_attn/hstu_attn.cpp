@@ -444,6 +444,23 @@ Status hstu_attn_bwd(const TensorView& dout, const HstuAttnArgs& a, const Tensor
   return core::dispatch(ops::kBwd, ops::bwd_impls(), a.q.device.type, p, ctx);
 }
 
+Status hstu_attn_mask(const HstuAttnArgs& a, int64_t seq, int64_t head, const TensorView& out) {
+  constexpr const char* kMask = "hstu_attn_mask";
+  ops::HstuAttnParams p;
+  RECOPS_RETURN_IF_ERROR(ops::check_meta(kMask, a, &p));
+  RECOPS_CHECK(a.q.device.is_cpu(), kMask, ": runs on CPU tensors only");
+  RECOPS_RETURN_IF_ERROR(ops::check_data(kMask, a, p, {}));
+  RECOPS_CHECK(seq >= 0 && seq < p.B, kMask, ": seq=", seq, " is not in [0, B=", p.B, ")");
+  RECOPS_CHECK(head >= 0 && head < p.Hq, kMask, ": head=", head, " is not in [0, Hq=", p.Hq, ")");
+  RECOPS_CHECK(out.ndim == 2 && out.sizes[0] == p.Sq && out.sizes[1] == p.Sk &&
+                   out.dtype == DType::boolean && out.device.is_cpu(),
+               kMask, ": out must be bool [max_seq_len_q, max_seq_len_k] = [", p.Sq, ", ", p.Sk,
+               "] on the CPU, got ", describe(out));
+  ops::hstu_attn_mask_reference(p, seq, head, static_cast<uint8_t*>(out.data), out.strides[0],
+                                out.strides[1]);
+  return Status::Ok();
+}
+
 Status hstu_attn_fwd_plain(const HstuAttnArgs& a, const TensorView& out) {
   ops::HstuAttnParams p;
   RECOPS_RETURN_IF_ERROR(ops::prepare_fwd(a, out, {}, &p));

@@ -13,6 +13,10 @@ namespace recops::ops {
 // fp64 golden (p.plain = false) or the plain same-precision baseline (p.plain = true).
 Status hstu_attn_fwd_reference(const HstuAttnParams& p, const Context& ctx);
 Status hstu_attn_bwd_reference(const HstuAttnParams& p, const Context& ctx);
+// The reference's mask of sequence b, query head h into a bool [Sq, Sk] buffer (row stride rs,
+// column stride cs); false outside [Lq, Lk).
+void hstu_attn_mask_reference(const HstuAttnParams& p, int64_t b, int64_t h, uint8_t* out,
+                              int64_t rs, int64_t cs);
 
 // Tiled, multi-threaded CPU forward (fp32 accumulation): one kernel (cpu/fwd_kernel.h) built at
 // the baseline flags and with AVX2 + FMA; both refuse what hstu_attn_fwd_cpu_accepts refuses.

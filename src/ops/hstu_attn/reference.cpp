@@ -247,4 +247,12 @@ Status hstu_attn_bwd_reference(const HstuAttnParams& p, const Context&) {
   return Status::Ok();
 }
 
+void hstu_attn_mask_reference(const HstuAttnParams& p, int64_t b, int64_t h, uint8_t* out,
+                              int64_t rs, int64_t cs) {
+  const int64_t Lq = p.len_q(b), Lk = p.len_k(b);
+  for (int64_t i = 0; i < p.Sq; ++i)
+    for (int64_t c = 0; c < p.Sk; ++c)
+      out[i * rs + c * cs] = i < Lq && valid(p, b, h, i, c, Lq, Lk) ? 1 : 0;
+}
+
 }  // namespace recops::ops

@@ -34,10 +34,19 @@ HstuGrads hstu_attn_bwd_cpu(const at::Tensor& dout_in, RECOPS_HSTU_ARGS_DECL, bo
   return {dq, dk, dv, drab};
 }
 
+at::Tensor hstu_mask_cpu(RECOPS_HSTU_ARGS_DECL, int64_t seq, int64_t head) {
+  constexpr const char* kOp = "hstu_mask";
+  const HstuAttnArgs a = hstu_args(kOp, RECOPS_HSTU_ARGS_PASS);
+  at::Tensor out = at::empty({max_seq_len_q, max_seq_len_k}, q.options().dtype(at::kBool));
+  check(hstu_attn_mask(a, seq, head, to_view(out, kOp, "out")));
+  return out;
+}
+
 }  // namespace
 }  // namespace recops::binding
 
 TORCH_LIBRARY_IMPL(recops, CPU, m) {
   m.impl("hstu_attn_fwd", TORCH_FN(recops::binding::hstu_attn_fwd_cpu));
   m.impl("hstu_attn_bwd", TORCH_FN(recops::binding::hstu_attn_bwd_cpu));
+  m.impl("hstu_mask", TORCH_FN(recops::binding::hstu_mask_cpu));
 }

@@ -25,10 +25,17 @@ HstuGrads hstu_attn_bwd_meta(const at::Tensor& dout, RECOPS_HSTU_ARGS_DECL, bool
           with_drab ? new_output(sr, rab->options()) : at::empty({0}, q.options())};
 }
 
+at::Tensor hstu_mask_meta(RECOPS_HSTU_ARGS_DECL, int64_t seq, int64_t head) {
+  Shape shape;
+  check(hstu_attn_fwd_shape(hstu_args("hstu_mask", RECOPS_HSTU_ARGS_PASS), &shape));
+  return at::empty({max_seq_len_q, max_seq_len_k}, q.options().dtype(at::kBool));
+}
+
 }  // namespace
 }  // namespace recops::binding
 
 TORCH_LIBRARY_IMPL(recops, Meta, m) {
   m.impl("hstu_attn_fwd", TORCH_FN(recops::binding::hstu_attn_fwd_meta));
   m.impl("hstu_attn_bwd", TORCH_FN(recops::binding::hstu_attn_bwd_meta));
+  m.impl("hstu_mask", TORCH_FN(recops::binding::hstu_mask_meta));
 }
