@@ -225,3 +225,21 @@ def test_hstu_mask_worked_example():
                        spec_mask(9, 9, 2, 4, 2))
     assert torch.equal(recops.hstu_mask(5, 8, window=(2, 0)), spec_mask(5, 8, window=(2, 0)))
     assert torch.equal(recops.hstu_mask(4, mask_type="none"), torch.ones(4, 4, dtype=torch.bool))
+
+
+def test_compat_nvidia_varlen_func():
+    from recops.compat import hstu_attn_varlen_func
+
+    q, k, v, oq, ok, Sq, Sk = problem(torch.float64, Hq=2, Hk=2, delta=1, seed=6,
+                                      requires_grad=True)
+    C, T = torch.tensor([1, 0, 2]), torch.tensor([2, 0, 3])
+    rab = torch.randn(3, 2, Sq, Sk, dtype=torch.float64, requires_grad=True)
+    got = hstu_attn_varlen_func(q, k, v, oq, ok, Sq, Sk, C, T, 2, (-1, 0), 0.5, rab, True)
+    want = recops.hstu_attn(q, k, v, oq, ok, Sq, Sk, num_contexts=C, num_targets=T,
+                            target_group_size=2, rab=rab, alpha=0.5, silu_scale=1.0 / Sq)
+    torch.testing.assert_close(got, want, rtol=0, atol=0)
+    got.sum().backward()
+    assert rab.grad is not None
+    # NVIDIA's defaults: no mask, alpha 1, output / max_seqlen_q.
+    full = hstu_attn_varlen_func(q, k, v, oq, ok, Sq, Sk)
+    torch.testing.assert_close(full, plain(q, k, v, oq, ok, Sq, Sk, window=(-1, -1), alpha=1.0))
