@@ -243,3 +243,40 @@ def test_compat_nvidia_varlen_func():
     # NVIDIA's defaults: no mask, alpha 1, output / max_seqlen_q.
     full = hstu_attn_varlen_func(q, k, v, oq, ok, Sq, Sk)
     torch.testing.assert_close(full, plain(q, k, v, oq, ok, Sq, Sk, window=(-1, -1), alpha=1.0))
+
+
+def meta_mask(L, T, contextual_seq_len, causal=True):
+    """Meta's rule on collapsed ids (generative-recommenders' PyTorch reference), one sequence."""
+    ids = torch.arange(L)
+    max_id = L - T
+    if contextual_seq_len > 0:
+        ids = torch.clamp(ids - contextual_seq_len + 1, min=0)
+        max_id = max_id - contextual_seq_len + 1
+    if T > 0:
+        ids = torch.clamp(ids, max=max_id)
+    dist = ids[:, None] - ids[None, :]
+    valid = torch.eye(L, dtype=torch.bool) | ((dist > 0) if causal else (dist != 0))
+    if contextual_seq_len > 0:
+        valid = valid | ((ids[:, None] == 0) & (ids[None, :] < max_id))
+    return valid
+
+
+def test_compat_meta_hstu_mha():
+    from recops.compat import hstu_mha
+
+    q, k, v, oq, ok, Sq, Sk = problem(torch.float64, lengths=(9, 0, 12, 3), Hq=2, Hk=2, seed=7)
+    T = torch.tensor([4, 0, 3, 1])
+    got = hstu_mha(Sq, 0.4, q, k, v, oq, num_targets=T, contextual_seq_len=2)
+    want = torch.zeros_like(got)
+    for b in range(4):
+        s0, s1 = int(oq[b]), int(oq[b + 1])
+        L = s1 - s0
+        if L == 0:
+            continue
+        m = meta_mask(L, int(T[b]), min(2, L))
+        for h in range(2):
+            p = torch.nn.functional.silu(0.4 * q[s0:s1, h] @ k[s0:s1, h].T) * m
+            want[s0:s1, h] = p @ v[s0:s1, h] / Sq
+    torch.testing.assert_close(got, want)
+    with pytest.raises(NotImplementedError, match="max_attn_len"):
+        hstu_mha(Sq, 0.4, q, k, v, oq, max_attn_len=4)

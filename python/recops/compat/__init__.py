@@ -1,4 +1,6 @@
 """Drop-in forms of upstream APIs: ``recops.compat.fbgemm`` (jagged_ops.md §1.4) and
-``recops.compat.nvidia`` (NVIDIA's ``hstu_attn_varlen_func``, hstu_attention.md §4)."""
+``recops.compat.nvidia`` / ``recops.compat.meta`` (NVIDIA's ``hstu_attn_varlen_func``, Meta's
+``hstu_mha``; hstu_attention.md §4)."""
 
+from .meta import hstu_mha  # noqa: F401
 from .nvidia import hstu_attn_varlen_func  # noqa: F401
