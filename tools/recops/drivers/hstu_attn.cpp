@@ -351,6 +351,29 @@ class HstuAttn final : public Driver {
     return hstu_attn_bwd_plain(in.back(), a, o[0], o[1], o[2], o.size() > 3 ? &o[3] : nullptr);
   }
 
+  // Spec §6: forward = 2·(d + dv)·Σ valid score entries over heads; backward = 2.5× that. The
+  // valid entries are counted from the op's own mask (hstu_attn_mask), head 0 standing for every
+  // head unless a custom mask or func differs per head.
+  double flops(const Problem& p) const override {
+    if (!p.shape_error.ok()) return -1;
+    const HstuAttnArgs a = args(p, views(p.inputs));
+    const int64_t B = size_of(p, "B"), Hq = size_of(p, "Hq"), Sq = size_of(p, "Sq"),
+                  Sk = size_of(p, "Sk");
+    const bool per_head = (a.mask && a.mask->sizes[1] > 1) || (a.func && a.func->sizes[0] > 1);
+    Tensor m = Tensor::empty({Sq, Sk}, DType::boolean);
+    double valid = 0;
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t h = 0; h < (per_head ? Hq : 1); ++h) {
+        if (!hstu_attn_mask(a, b, h, m).ok()) return -1;
+        const auto* mp = static_cast<const uint8_t*>(m.data());
+        int64_t n = 0;
+        for (int64_t i = 0; i < Sq * Sk; ++i) n += mp[i];
+        valid += static_cast<double>(n) * (per_head ? 1 : static_cast<double>(Hq));
+      }
+    const double fwd = 2.0 * static_cast<double>(size_of(p, "d") + size_of(p, "dv")) * valid;
+    return p.op == "hstu_attn_fwd" ? fwd : 2.5 * fwd;
+  }
+
   double bytes(const Problem& p) const override {
     double n = 0;
     for (const auto& x : p.inputs) n += static_cast<double>(x.view.numel() * x.view.itemsize());
