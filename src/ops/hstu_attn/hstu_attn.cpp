@@ -34,6 +34,8 @@ const std::vector<core::Impl<P>>& fwd_impls() {
 
 const std::vector<core::Impl<P>>& bwd_impls() {
   static const std::vector<core::Impl<P>> list = {
+      {"cpu_avx512", DeviceType::cpu, hstu_attn_avx512_available, hstu_attn_fwd_cpu_accepts,
+       hstu_attn_bwd_cpu_avx512},
       {"cpu_avx2", DeviceType::cpu, hstu_attn_fwd_avx2_available, hstu_attn_fwd_cpu_accepts,
        hstu_attn_bwd_cpu_avx2},
       {"cpu_generic", DeviceType::cpu, core::always_available, hstu_attn_fwd_cpu_accepts,

@@ -31,5 +31,7 @@ Status hstu_attn_fwd_cpu_avx512_bf16(const HstuAttnParams& p, const Context& ctx
 // Tiled, deterministic CPU backward (no paged KV: the entry refuses it), same two builds.
 Status hstu_attn_bwd_cpu(const HstuAttnParams& p, const Context& ctx);
 Status hstu_attn_bwd_cpu_avx2(const HstuAttnParams& p, const Context& ctx);
+std::string hstu_attn_avx512_available();
+Status hstu_attn_bwd_cpu_avx512(const HstuAttnParams& p, const Context& ctx);
 
 }  // namespace recops::ops

@@ -42,11 +42,9 @@ void load_keys(const P& p, int64_t b, int64_t kh, int64_t c0, int64_t nk, int64_
   std::memset(w.vtt, 0, sizeof(float) * static_cast<size_t>(dvp * kBk));
   for (int64_t c = 0; c < nk; ++c) {
     const KeyRow kr = key_row(p, b, kh, c0 + c, 0, 0);
-    for (int64_t x = 0; x < p.d; ++x) {
-      const float v = load_f(kr.k, p.dtype, kr.k_off + x);
-      w.kt[x * kBk + c] = v;
-      w.krm[c * dp + x] = v;
-    }
+    float* krow = w.krm + c * dp;
+    load_row(kr.k, p.dtype, kr.k_off, krow, p.d);
+    for (int64_t x = 0; x < p.d; ++x) w.kt[x * kBk + c] = krow[x];
     for (int64_t y = 0; y < p.dv; ++y) w.vtt[y * kBk + c] = load_f(kr.v, p.dtype, kr.v_off + y);
   }
 }
@@ -59,11 +57,13 @@ void load_queries(const P& p, int64_t b, int64_t hq, int64_t i0, int64_t nq, int
   const int64_t row0 = p.q_start(b) + i0;
   for (int64_t r = 0; r < nq; ++r) {
     const int64_t qo = p.q_batch * b + (row0 + r) * p.q_row + hq * p.q_head;
-    for (int64_t x = 0; x < p.d; ++x) w.qt[r * dp + x] = load_f(p.q, p.dtype, qo + x);
+    load_row(p.q, p.dtype, qo, w.qt + r * dp, p.d);
     const float scale = p.attn_scale ? p.attn_scale[p.q_token(b, i0 + r) * p.attn_scale_stride]
                                      : static_cast<float>(p.silu_scale);
     const int64_t oo = p.do_batch * b + (row0 + r) * p.do_row + hq * p.do_head;
-    for (int64_t y = 0; y < p.dv; ++y) w.dot[r * dvp + y] = scale * load_f(p.dout, p.dtype, oo + y);
+    float* drow = w.dot + r * dvp;
+    load_row(p.dout, p.dtype, oo, drow, p.dv);
+    for (int64_t y = 0; y < p.dv; ++y) drow[y] *= scale;
   }
 }
 

@@ -45,6 +45,27 @@ void store_f(void* base, DType t, int64_t off, float x) {
   }
 }
 
+// dst[j] = src[off + j] as fp32 for j < n; the dtype switch sits outside the loops so that the
+// bf16 and fp32 cases vectorise.
+inline void load_row(const void* base, DType t, int64_t off, float* dst, int64_t n) {
+  switch (t) {
+    case DType::bf16: {
+      const auto* s = static_cast<const uint16_t*>(base) + off;
+      for (int64_t j = 0; j < n; ++j) {
+        const uint32_t u = static_cast<uint32_t>(s[j]) << 16;
+        std::memcpy(dst + j, &u, sizeof u);
+      }
+      break;
+    }
+    case DType::fp32:
+      std::memcpy(dst, static_cast<const float*>(base) + off,
+                  sizeof(float) * static_cast<size_t>(n));
+      break;
+    default:
+      for (int64_t j = 0; j < n; ++j) dst[j] = load_f(base, t, off + j);
+  }
+}
+
 struct Interval {
   int64_t lo, hi;  // keys [lo, hi)
 };
@@ -298,6 +319,7 @@ struct Scratch {
   float* acc;  // [kBq][dvp]      output accumulator
   Interval* iv;
   int* niv;
+  float* row;  // [d]  one key row, fp32, before its transposition
 #ifdef RECOPS_HSTU_BF16DP
   uint32_t* qp;  // [kBq][dh]        queries as bf16 pairs
   uint16_t* kp;  // [dh][kBk][2]     keys, pairs along d
@@ -334,7 +356,8 @@ Status fwd_tiled(const HstuAttnParams& p, const Context& ctx) {
     w.iv =
         static_cast<Interval*>(std::malloc(sizeof(Interval) * static_cast<size_t>(kBq * max_iv)));
     w.niv = static_cast<int*>(std::malloc(sizeof(int) * kBq));
-    bool ok = w.qt && w.kt && w.vt && w.s && w.acc && w.iv && w.niv;
+    w.row = static_cast<float*>(std::calloc(static_cast<size_t>(d + 1), sizeof(float)));
+    bool ok = w.qt && w.kt && w.vt && w.s && w.acc && w.iv && w.niv && w.row;
 #ifdef RECOPS_HSTU_BF16DP
     const int64_t dh = (d + 1) / 2;
     w.qp = static_cast<uint32_t*>(std::calloc(static_cast<size_t>(kBq * dh + 1), 4));
@@ -381,7 +404,7 @@ Status fwd_tiled(const HstuAttnParams& p, const Context& ctx) {
       std::memset(w.qt, 0, sizeof(float) * static_cast<size_t>(nqp * d));
       for (int64_t r = 0; r < nq; ++r) {
         const int64_t off = p.q_batch * b + (q_row0 + r) * p.q_row + hq * p.q_head;
-        for (int64_t x = 0; x < d; ++x) w.qt[r * d + x] = load_f(p.q, p.dtype, off + x);
+        load_row(p.q, p.dtype, off, w.qt + r * d, d);
       }
 #endif
       for (int64_t c0 = (k_lo / kBk) * kBk; c0 < k_hi; c0 += kBk) {
@@ -422,8 +445,9 @@ Status fwd_tiled(const HstuAttnParams& p, const Context& ctx) {
         std::memset(w.vt, 0, sizeof(float) * static_cast<size_t>(kBk * dvp));
         for (int64_t c = 0; c < nk; ++c) {
           const KeyRow kr = key_row(p, b, kh, c0 + c, cached, page0);
-          for (int64_t x = 0; x < d; ++x) w.kt[x * kBk + c] = load_f(kr.k, p.dtype, kr.k_off + x);
-          for (int64_t y = 0; y < dv; ++y) w.vt[c * dvp + y] = load_f(kr.v, p.dtype, kr.v_off + y);
+          load_row(kr.k, p.dtype, kr.k_off, w.row, d);
+          for (int64_t x = 0; x < d; ++x) w.kt[x * kBk + c] = w.row[x];
+          load_row(kr.v, p.dtype, kr.v_off, w.vt + c * dvp, dv);
         }
         scores(w.qt, d, w.kt, w.s, nqp, d);
 #endif
@@ -493,6 +517,7 @@ Status fwd_tiled(const HstuAttnParams& p, const Context& ctx) {
     std::free(w.acc);
     std::free(w.iv);
     std::free(w.niv);
+    std::free(w.row);
 #ifdef RECOPS_HSTU_BF16DP
     std::free(w.qp);
     std::free(w.kp);
