@@ -264,3 +264,98 @@ TEST(HstuAttn, CpuBackwardMatchesReference) {
 
 }  // namespace
 }  // namespace recops
+
+namespace recops {
+namespace {
+
+// Several query and key tiles, odd head dims (bf16 pairs padded), dv != d, GQA, delta-q,
+// contexts/targets/window, a broadcast rab, then a per-head custom mask: every CPU forward and
+// backward against the reference. Under the sanitizers this also checks the tile scratch bounds.
+TEST(HstuAttn, CpuMatchesReferenceOnAwkwardTiles) {
+  const std::vector<int64_t> lq = {199, 0, 130, 1, 64}, delta = {3, 0, 0, 2, 65};
+  std::vector<int64_t> oq = {0}, ok = {0}, cs, ts;
+  int64_t sq = 0, sk = 0;
+  for (size_t b = 0; b < lq.size(); ++b) {
+    oq.push_back(oq.back() + lq[b]);
+    ok.push_back(ok.back() + lq[b] + delta[b]);
+    sq = std::max(sq, lq[b]);
+    sk = std::max(sk, lq[b] + delta[b]);
+    cs.push_back(lq[b] / 7);
+    ts.push_back((lq[b] + delta[b]) / 4);
+  }
+  for (bool custom : {false, true}) {
+    for (DType dt : {DType::fp32, DType::bf16}) {
+      const int64_t Hq = 4, Hk = 2, d = 37, dv = 40;
+      Tensor q = uniform({oq.back(), Hq, d}, dt, 61), k = uniform({ok.back(), Hk, d}, dt, 62);
+      Tensor v = uniform({ok.back(), Hk, dv}, dt, 63), rab = uniform({5, 1, sq, sk}, dt, 64);
+      Tensor offq = ints(oq), offk = ints(ok, DType::int32), C = ints(cs), T = ints(ts);
+      Tensor mask = Tensor::empty({5, Hq, sq, sk}, DType::boolean);
+      for (int64_t i = 0; i < mask.numel(); ++i)
+        mask.view().ptr<uint8_t>()[i] = core::uniform01(65, static_cast<uint64_t>(i)) < 0.6;
+      HstuAttnArgs a;
+      a.q = q;
+      a.k = k;
+      a.v = v;
+      a.seq_offsets_q = offq.view();
+      a.seq_offsets_k = offk.view();
+      a.max_seq_len_q = sq;
+      a.max_seq_len_k = sk;
+      a.rab = rab.view();
+      if (custom) {
+        a.mask_type = HstuMaskType::custom;
+        a.mask = mask.view();
+      } else {
+        a.num_contexts = C.view();
+        a.num_targets = T.view();
+        a.target_group_size = 3;
+        a.window_left = 50;
+        a.window_right = 7;
+      }
+      Shape os, s1, s2, s3, s4;
+      ASSERT_TRUE(hstu_attn_fwd_shape(a, &os).ok());
+      ASSERT_TRUE(hstu_attn_bwd_shape(a, &s1, &s2, &s3, &s4).ok());
+      Tensor w = uniform(os, dt, 66);
+      auto fwd = [&](const char* impl) {
+        Tensor o = Tensor::empty(os, dt);
+        testing::poison(o);
+        EXPECT_TRUE(hstu_attn_fwd(a, o, with_impl(impl)).ok()) << impl;
+        return o;
+      };
+      auto bwd = [&](const char* impl) {
+        std::vector<Tensor> g = {Tensor::empty(s1, dt), Tensor::empty(s2, dt),
+                                 Tensor::empty(s3, dt), Tensor::empty(s4, dt)};
+        for (auto& t : g) testing::poison(t);
+        const TensorView drv = g[3].view();
+        EXPECT_TRUE(hstu_attn_bwd(w, a, g[0], g[1], g[2], &drv, with_impl(impl)).ok()) << impl;
+        return g;
+      };
+      // fp32: the CPU sums in fp32 against double; bf16: outputs one bf16 rounding apart, P
+      // rounded to bf16 in cpu_avx512_bf16.
+      const double tol = dt == DType::fp32 ? 2e-5 : 3e-2;
+      const Tensor gold = fwd("reference");
+      const auto gold_g = bwd("reference");
+      const auto& f = core::cpu_features();
+      std::vector<const char*> fwd_impls = {"cpu_generic"}, bwd_impls = {"cpu_generic"};
+      if (f.avx2 && f.fma) fwd_impls.push_back("cpu_avx2"), bwd_impls.push_back("cpu_avx2");
+      if (f.avx512f) bwd_impls.push_back("cpu_avx512");
+      if (f.avx512f && f.avx512bw && f.avx512bf16 && dt == DType::bf16)
+        fwd_impls.push_back("cpu_avx512_bf16");
+      for (const char* impl : fwd_impls) {
+        const Tensor o = fwd(impl);
+        for (int64_t i = 0; i < o.numel(); ++i)
+          ASSERT_NEAR(at(o, i), at(gold, i), tol * (1 + std::fabs(at(gold, i))))
+              << impl << " out " << i;
+      }
+      for (const char* impl : bwd_impls) {
+        const auto g = bwd(impl);
+        for (size_t t = 0; t < g.size(); ++t)
+          for (int64_t i = 0; i < g[t].numel(); ++i)
+            ASSERT_NEAR(at(g[t], i), at(gold_g[t], i), tol * (1 + std::fabs(at(gold_g[t], i))))
+                << impl << " grad " << t << " element " << i;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace recops
