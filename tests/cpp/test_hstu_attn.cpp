@@ -359,3 +359,108 @@ TEST(HstuAttn, CpuMatchesReferenceOnAwkwardTiles) {
 
 }  // namespace
 }  // namespace recops
+
+namespace recops {
+namespace {
+
+// Paged KV (forward) and the func interval mask (forward and backward): every CPU path against
+// the reference. The CLI cases cover them too; these run in ctest and under the sanitizers.
+TEST(HstuAttn, CpuMatchesReferencePagedAndFunc) {
+  const auto& f = core::cpu_features();
+  std::vector<const char*> fwd_impls = {"cpu_generic"};
+  if (f.avx2 && f.fma) fwd_impls.push_back("cpu_avx2");
+  for (DType dt : {DType::fp32, DType::bf16}) {
+    if (dt == DType::bf16 && f.avx512f && f.avx512bw && f.avx512bf16)
+      fwd_impls.push_back("cpu_avx512_bf16");
+    // Paged: sequence b has cached[b] tokens in pages of 16, then lq[b] new tokens.
+    const std::vector<int64_t> lq = {5, 0, 70}, cached = {0, 33, 47};
+    const int64_t ps = 16, Hq = 2, Hk = 1, d = 24;
+    std::vector<int64_t> oq = {0}, page_off = {0}, last, ids;
+    int64_t sk = 0;
+    for (size_t b = 0; b < lq.size(); ++b) {
+      oq.push_back(oq.back() + lq[b]);
+      const int64_t np = (cached[b] + ps - 1) / ps;
+      page_off.push_back(page_off.back() + np);
+      last.push_back(np ? cached[b] - (np - 1) * ps : 0);
+      sk = std::max(sk, cached[b] + lq[b]);
+    }
+    const int64_t num_pages = page_off.back() + 2;
+    for (int64_t j = 0; j < page_off.back(); ++j) ids.push_back((j * 3 + 1) % num_pages);
+    Tensor q = uniform({oq.back(), Hq, d}, dt, 71), k = uniform({oq.back(), Hk, d}, dt, 72);
+    Tensor v = uniform({oq.back(), Hk, d}, dt, 73);
+    Tensor cache = uniform({num_pages, 2, ps, Hk, d}, dt, 74);
+    Tensor off = ints(oq), po = ints(page_off), pid = ints(ids, DType::int32), lpl = ints(last);
+    Tensor T = ints({2, 1, 9});
+    HstuAttnArgs a;
+    a.q = q;
+    a.k = k;
+    a.v = v;
+    a.seq_offsets_q = off.view();
+    a.seq_offsets_k = off.view();
+    a.max_seq_len_q = 70;
+    a.max_seq_len_k = sk;
+    a.num_targets = T.view();
+    a.kv_cache = cache.view();
+    a.page_offsets = po.view();
+    a.page_ids = pid.view();
+    a.last_page_len = lpl.view();
+    Shape os;
+    ASSERT_TRUE(hstu_attn_fwd_shape(a, &os).ok());
+    Tensor gold = Tensor::empty(os, dt);
+    ASSERT_TRUE(hstu_attn_fwd(a, gold, with_impl("reference")).ok());
+    const double tol = dt == DType::fp32 ? 2e-5 : 3e-2;
+    for (const char* impl : fwd_impls) {
+      Tensor o = Tensor::empty(os, dt);
+      testing::poison(o);
+      ASSERT_TRUE(hstu_attn_fwd(a, o, with_impl(impl)).ok()) << impl;
+      for (int64_t i = 0; i < o.numel(); ++i)
+        ASSERT_NEAR(at(o, i), at(gold, i), tol * (1 + std::fabs(at(gold, i)))) << impl << i;
+    }
+    // func, per head, nfunc = 5 (no cache).
+    HstuAttnArgs fa = a;
+    fa.kv_cache.reset();
+    fa.page_offsets.reset();
+    fa.page_ids.reset();
+    fa.last_page_len.reset();
+    fa.num_targets.reset();
+    fa.max_seq_len_k = 70;
+    const int64_t nf = 5, tq = oq.back();
+    Tensor func = Tensor::empty({Hq, nf, tq}, DType::int32);
+    for (int64_t h = 0; h < Hq; ++h)
+      for (int64_t t = 0; t < tq; ++t) {
+        int32_t prev = 0;
+        for (int64_t j = 0; j < nf; ++j) {
+          prev += static_cast<int32_t>(
+              core::uniform_int(75, static_cast<uint64_t>((h * tq + t) * nf + j), 0, 20));
+          func.view().ptr<int32_t>()[(h * nf + j) * tq + t] = prev;
+        }
+      }
+    fa.func = func.view();
+    Tensor fgold = Tensor::empty(os, dt);
+    ASSERT_TRUE(hstu_attn_fwd(fa, fgold, with_impl("reference")).ok());
+    Shape s1, s2, s3, s4;
+    ASSERT_TRUE(hstu_attn_bwd_shape(fa, &s1, &s2, &s3, &s4).ok());
+    Tensor w = uniform(os, dt, 76);
+    auto bwd = [&](const char* impl) {
+      std::vector<Tensor> g = {Tensor::empty(s1, dt), Tensor::empty(s2, dt), Tensor::empty(s3, dt)};
+      EXPECT_TRUE(hstu_attn_bwd(w, fa, g[0], g[1], g[2], nullptr, with_impl(impl)).ok()) << impl;
+      return g;
+    };
+    const auto ggold = bwd("reference");
+    for (const char* impl : fwd_impls) {
+      Tensor o = Tensor::empty(os, dt);
+      ASSERT_TRUE(hstu_attn_fwd(fa, o, with_impl(impl)).ok()) << impl;
+      for (int64_t i = 0; i < o.numel(); ++i)
+        ASSERT_NEAR(at(o, i), at(fgold, i), tol * (1 + std::fabs(at(fgold, i)))) << impl << i;
+      if (std::string(impl) == "cpu_avx512_bf16") continue;  // forward only
+      const auto g = bwd(impl);
+      for (size_t t = 0; t < g.size(); ++t)
+        for (int64_t i = 0; i < g[t].numel(); ++i)
+          ASSERT_NEAR(at(g[t], i), at(ggold[t], i), tol * (1 + std::fabs(at(ggold[t], i))))
+              << impl << " grad " << t << " element " << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace recops
