@@ -261,11 +261,25 @@ int run_check(const CheckOptions& o, const std::string& argv0) {
           }
           JudgeOptions jo;
           jo.standard = file.standard;
+          // The double standard judges against the plain same-precision baseline too.
+          std::vector<Tensor> plain;
+          if (file.standard == core::Standard::dbl) {
+            if (Status s = d->baseline(p, &plain); !s.ok()) {
+              finish(false, "the plain baseline failed: " + s.message());
+              continue;
+            }
+          }
+          std::vector<TensorView> plain_views;
+          for (const Tensor& t : plain) plain_views.push_back(t.view());
+          auto baseline_of = [&](size_t i) {
+            return i < plain_views.size() ? &plain_views[i] : nullptr;
+          };
           bool pass = true;
           std::string detail;
           double max_abs = 0, rel_l2 = 0;
           bool need_second = false;
           for (size_t i = 0; i < p.outputs.size(); ++i) {
+            jo.baseline = baseline_of(i);
             const Judgement j = judge(first.host_out[i].view(), (*gold)[i].view(), jo);
             max_abs = std::max(max_abs, j.max_abs);
             rel_l2 = std::max(rel_l2, j.rel_l2);
@@ -283,6 +297,7 @@ int run_check(const CheckOptions& o, const std::string& argv0) {
             RunOut second = run_once(*d, p, dev_in, dev, base, 1);
             jo.poison_variant = 1;
             for (size_t i = 0; i < p.outputs.size() && pass; ++i) {
+              jo.baseline = baseline_of(i);
               const Judgement j = judge(second.host_out[i].view(), (*gold)[i].view(), jo);
               if (!j.pass) {
                 pass = false;
