@@ -3,10 +3,19 @@
 same inputs, median of repeated runs after warm-up. The issue-3 target shape by default.
 
     PYTHONPATH=python python bench/hstu_cpu_vs_plain.py [--B 8 --S 1024 --H 4 --d 128 --reps 7]
+        [--json bench/results/cpu/hstu_cpu_<date>_<commit>.json]
+
+The records carry the fields of performance.md plus `peak_extra_mib` / `peer_peak_extra_mib`: the
+growth of the process's peak RSS during one call (VmHWM reset through /proc/self/clear_refs).
 """
 
 import argparse
+import datetime
+import json
+import platform
+import subprocess
 import time
+from pathlib import Path
 
 import torch
 
@@ -24,6 +33,26 @@ def median_ms(fn, reps):
     return times[reps // 2] * 1e3
 
 
+def _status_kib(key):
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(key + ":"):
+            return int(line.split()[1])
+    return 0
+
+
+def peak_extra_mib(fn):
+    """Peak RSS growth of one call, in MiB (Linux: reset the high-water mark, call, read it)."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        return None
+    before = _status_kib("VmRSS")
+    out = fn()
+    extra = (_status_kib("VmHWM") - before) / 1024
+    del out
+    return round(extra, 1)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--B", type=int, default=8)
@@ -31,7 +60,12 @@ def main():
     ap.add_argument("--H", type=int, default=4)
     ap.add_argument("--d", type=int, default=128)
     ap.add_argument("--reps", type=int, default=7)
+    ap.add_argument("--json", help="write performance.md records here")
     a = ap.parse_args()
+    root = Path(__file__).resolve().parents[1]
+    commit = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"],
+                            capture_output=True, text=True).stdout.strip() or "unknown"
+    records = []
     B, S, H, d = a.B, a.S, a.H, a.d
     torch.manual_seed(0)
     valid = B * H * S * (S + 1) // 2
@@ -53,9 +87,27 @@ def main():
 
         err = (ours().float().view(B, S, H, d) - plain().float()).abs().max().item()
         tp, to = median_ms(plain, a.reps), median_ms(ours, a.reps)
+        mem_ours, mem_plain = peak_extra_mib(ours), peak_extra_mib(plain)
         gf = 2 * 2 * d * valid / 1e9
         print(f"{str(dt):15s} plain {tp:8.1f} ms   recops {to:8.1f} ms ({gf / to * 1e3:.0f} GFLOP/s)"
-              f"   speedup {tp / to:.2f}x   max|diff| {err:.2e}")
+              f"   speedup {tp / to:.2f}x   max|diff| {err:.2e}"
+              f"   peak extra MiB: recops {mem_ours} plain {mem_plain}")
+        records.append({
+            "op": "hstu_attn_fwd", "impl": "recops (best available CPU impl)", "backend": "cpu",
+            "device": platform.processor() or platform.machine(),
+            "shape": {"B": B, "S": S, "H": H, "Hk": H, "d": d, "dv": d, "lengths": "full",
+                      "targets": 0, "contexts": 0, "mask": "causal"},
+            "dtype": {torch.bfloat16: "bf16", torch.float32: "fp32"}[dt], "phase": "fwd",
+            "time_ms": to, "tflops": gf / to, "gbps": None,
+            "frac_flops_ceiling": None, "frac_bw_ceiling": None, "ceilings": {},
+            "peer": "plain_pytorch", "peer_time_ms": tp, "speedup_vs_peer": tp / to,
+            "max_err_vs_peer": err, "threads": torch.get_num_threads(),
+            "peak_extra_mib": mem_ours, "peer_peak_extra_mib": mem_plain,
+            "commit": commit, "date": datetime.date.today().isoformat()})
+    if a.json:
+        Path(a.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(a.json).write_text(json.dumps(records, indent=1) + "\n")
+        print(f"wrote {a.json}")
 
 
 if __name__ == "__main__":
