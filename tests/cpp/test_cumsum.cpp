@@ -2,6 +2,8 @@
 // int32 overflow, shapes and bad inputs.
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "test_util.h"
 
 namespace recops {
@@ -79,6 +81,34 @@ TEST(Cumsum, Int32OverflowIsAnErrorAndInt64IsExact) {
         << st.message();
     ASSERT_TRUE(complete_cumsum(t, o64, with_impl(impl)).ok());
     EXPECT_EQ(o64.view().ptr<int64_t>()[n], 20000 * n);
+  }
+}
+
+// The first overflowing output position, as both implementations name it, for every kind, on a
+// unit-stride row long enough for the parallel path and on a strided short row.
+TEST(Cumsum, Int32OverflowPositionMatchesReference) {
+  const int64_t n = (1 << 17) + 3;
+  Tensor base = Tensor::empty({2 * n}, DType::int32);
+  for (int64_t k = 0; k < 2 * n; ++k) base.view().ptr<int32_t>()[k] = k % 7 == 0 ? -3 : 20000;
+  const TensorView unit(base.data(), DType::int32, Device::cpu(), {n}, {1});
+  const TensorView strided(base.data(), DType::int32, Device::cpu(), {n}, {2});
+  auto position = [](const Status& st) {
+    const auto at = st.message().find("output [");
+    return at == std::string::npos ? std::string("none: " + st.message())
+                                   : st.message().substr(at, st.message().find(']', at) - at);
+  };
+  for (const TensorView& t : {unit, strided}) {
+    Tensor c = Tensor::empty({n + 1}, DType::int32), e = Tensor::empty({n}, DType::int32);
+    const Status cr = complete_cumsum(t, c, with_impl("reference"));
+    const Status cc = complete_cumsum(t, c, with_impl("cpu_generic"));
+    ASSERT_EQ(cr.code(), StatusCode::out_of_range);
+    EXPECT_EQ(position(cr), position(cc));
+    for (Fn fn : {exclusive_cumsum, inclusive_cumsum}) {
+      const Status r = fn(t, e, with_impl("reference"));
+      const Status g = fn(t, e, with_impl("cpu_generic"));
+      ASSERT_EQ(r.code(), StatusCode::out_of_range);
+      EXPECT_EQ(position(r), position(g)) << r.message() << " | " << g.message();
+    }
   }
 }
 

@@ -19,26 +19,55 @@ const char* op_name(CumsumKind k) {
 }
 
 // Scans elements [i0, i1) of row r starting from `carry` (the sum of all inputs before i0), writing
-// the matching outputs. Returns the first int32 overflow position, or -1.
+// the matching outputs. Returns the first int32 overflow position, or -1. The hot loop has no
+// branches: it stores and tracks the running minimum and maximum; only a row whose range leaves
+// int32 is walked again to name the first bad position. A unit input stride gets its own loop.
 template <class In, class Out>
 int64_t scan_range(const CumsumParams& p, int64_t r, int64_t i0, int64_t i1, uint64_t carry) {
   const In* in = static_cast<const In*>(p.in) + r * p.in_row_stride;
   Out* out = static_cast<Out*>(p.out) + r * p.out_row_stride;
-  const bool incl = p.kind == CumsumKind::inclusive;
-  const int64_t shift = p.kind == CumsumKind::complete ? 1 : 0;  // complete writes out[i+1]
-  int64_t bad = -1;
-  uint64_t sum = carry;
-  for (int64_t i = i0; i < i1; ++i) {
-    const uint64_t x = static_cast<uint64_t>(static_cast<int64_t>(in[i * p.in_stride]));
-    const uint64_t before = sum;
-    sum += x;
-    const int64_t v = static_cast<int64_t>(incl || shift ? sum : before);
-    if constexpr (sizeof(Out) == 4) {
-      if ((v < INT32_MIN || v > INT32_MAX) && bad < 0) bad = i + shift;
+  // complete writes out[i+1] = sum through i; inclusive out[i] = the same; exclusive out[i] = sum
+  // before i.
+  const bool after = p.kind != CumsumKind::exclusive;
+  const int64_t shift = p.kind == CumsumKind::complete ? 1 : 0;
+  const int64_t stride = p.in_stride;
+  int64_t lo = INT64_MAX, hi = INT64_MIN;
+  auto run = [&](auto load) {
+    uint64_t sum = carry;
+    if (after) {
+      for (int64_t i = i0; i < i1; ++i) {
+        sum += static_cast<uint64_t>(static_cast<int64_t>(load(i)));
+        const int64_t v = static_cast<int64_t>(sum);
+        lo = v < lo ? v : lo;
+        hi = v > hi ? v : hi;
+        out[i + shift] = static_cast<Out>(v);
+      }
+    } else {
+      for (int64_t i = i0; i < i1; ++i) {
+        const int64_t v = static_cast<int64_t>(sum);
+        lo = v < lo ? v : lo;
+        hi = v > hi ? v : hi;
+        out[i] = static_cast<Out>(v);
+        sum += static_cast<uint64_t>(static_cast<int64_t>(load(i)));
+      }
     }
-    out[i + shift] = static_cast<Out>(v);
+  };
+  if (stride == 1)
+    run([in](int64_t i) { return in[i]; });
+  else
+    run([in, stride](int64_t i) { return in[i * stride]; });
+  if constexpr (sizeof(Out) == 4) {
+    if (lo < INT32_MIN || hi > INT32_MAX) {  // rare: find the first position that overflowed
+      uint64_t sum = carry;
+      for (int64_t i = i0; i < i1; ++i) {
+        const uint64_t before = sum;
+        sum += static_cast<uint64_t>(static_cast<int64_t>(in[i * stride]));
+        const int64_t v = static_cast<int64_t>(after ? sum : before);
+        if (v < INT32_MIN || v > INT32_MAX) return i + shift;
+      }
+    }
   }
-  return bad;
+  return -1;
 }
 
 template <class In>
