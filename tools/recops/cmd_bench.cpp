@@ -296,21 +296,11 @@ Status write_baselines(const CaseFile& file,
 
 int run_bench(const BenchOptions& o) {
   const auto t_start = Clock::now();
-  std::string dir;
-  std::vector<std::string> ops;
-  try {
-    dir = ops_dir(o.cases_dir);
-    ops = select_ops(o.ops);
-  } catch (const std::exception& e) {
-    std::cerr << "recops bench: " << e.what() << "\n";
-    return 2;
-  }
-  std::string berr;
-  const auto backends = select_backends(o.backends, &berr);
-  if (!berr.empty()) {
-    std::cerr << "recops bench: " << berr << "\n";
-    return 2;
-  }
+  Selection sel;
+  if (!select("bench", o.cases_dir, o.ops, o.backends, &sel)) return 2;
+  const std::string& dir = sel.dir;
+  const std::vector<std::string>& ops = sel.ops;
+  const std::vector<DeviceType>& backends = sel.backends;
   const double threshold = o.threshold_pct / 100.0;
   const bool against_file = !o.against.empty() && o.against != "baseline";
   std::map<std::string, double> against;

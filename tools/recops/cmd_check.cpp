@@ -84,21 +84,11 @@ std::string first_line(const std::string& s) {
 
 int run_check(const CheckOptions& o, const std::string& argv0) {
   const auto t0 = std::chrono::steady_clock::now();
-  std::string dir;
-  std::vector<std::string> ops;
-  try {
-    dir = ops_dir(o.cases_dir);
-    ops = select_ops(o.ops);
-  } catch (const std::exception& e) {
-    std::cerr << "recops check: " << e.what() << "\n";
-    return 2;
-  }
-  std::string berr;
-  const auto backends = select_backends(o.backends, &berr);
-  if (!berr.empty()) {
-    std::cerr << "recops check: " << berr << "\n";
-    return 2;
-  }
+  Selection sel;
+  if (!select("check", o.cases_dir, o.ops, o.backends, &sel)) return 2;
+  const std::string& dir = sel.dir;
+  const std::vector<std::string>& ops = sel.ops;
+  const std::vector<DeviceType>& backends = sel.backends;
   for (const auto& lst : {o.dtypes, o.offsets_dtypes, o.out_dtypes})
     for (const auto& s : lst)
       if (!dtype_from_name(s)) {

@@ -104,19 +104,13 @@ std::string shape_str(const Shape& s) {
 
 int run_record(const RecordOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();
-  std::string dir;
-  std::vector<std::string> ops;
-  try {
-    dir = ops_dir(o.cases_dir);
-    ops = select_ops(o.ops);
-  } catch (const std::exception& e) {
-    std::cerr << "recops record: " << e.what() << "\n";
-    return 2;
-  }
-  std::string berr;
-  const auto backends = select_backends(o.backends, &berr);
-  if (!berr.empty() || backends.size() != 1) {
-    std::cerr << "recops record: " << (berr.empty() ? "give exactly one --backend" : berr) << "\n";
+  Selection sel;
+  if (!select("record", o.cases_dir, o.ops, o.backends, &sel)) return 2;
+  const std::string& dir = sel.dir;
+  const std::vector<std::string>& ops = sel.ops;
+  const std::vector<DeviceType>& backends = sel.backends;
+  if (backends.size() != 1) {
+    std::cerr << "recops record: give exactly one --backend\n";
     return 2;
   }
   const DeviceType bt = backends[0];

@@ -138,6 +138,24 @@ std::string backend_unavailable(DeviceType backend) {
   return {};
 }
 
+bool select(const char* command, const std::string& cases_dir, const std::vector<std::string>& ops,
+            const std::vector<std::string>& backends, Selection* sel) {
+  try {
+    sel->dir = ops_dir(cases_dir);
+    sel->ops = select_ops(ops);
+  } catch (const std::exception& e) {
+    std::cerr << "recops " << command << ": " << e.what() << "\n";
+    return false;
+  }
+  std::string err;
+  sel->backends = select_backends(backends, &err);
+  if (!err.empty()) {
+    std::cerr << "recops " << command << ": " << err << "\n";
+    return false;
+  }
+  return true;
+}
+
 std::vector<DeviceType> select_backends(const std::vector<std::string>& requested,
                                         std::string* error) {
   std::vector<DeviceType> out;

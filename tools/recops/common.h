@@ -27,6 +27,16 @@ std::vector<std::string> folders_of(const std::vector<std::string>& ops);
 std::vector<DeviceType> select_backends(const std::vector<std::string>& requested,
                                         std::string* error);
 
+// What a subcommand runs over: the ops folder, the selected ops and backends. Fills `sel` and
+// returns true, or prints "recops <command>: <reason>" to stderr and returns false (exit 2).
+struct Selection {
+  std::string dir;
+  std::vector<std::string> ops;
+  std::vector<DeviceType> backends;
+};
+bool select(const char* command, const std::string& cases_dir, const std::vector<std::string>& ops,
+            const std::vector<std::string>& backends, Selection* sel);
+
 // "" when `backend` can run here, else the reason.
 std::string backend_unavailable(DeviceType backend);
 
