@@ -12,6 +12,11 @@
 #   pytest tests/python (CUDA tests included)
 #   a summary table, last
 #
+# Knobs: DEVICE_STEPS (default "all"; else a subset of: ctest check kernels bench peers sanitizer
+# pytest extra) and DEVICE_TARGETS (build targets, default all) let a short run build and run only
+# what it needs. Each area may add scripts/device.d/<name>.sh (run as the step "extra:<name>", with
+# ROOT, BUILD, RECOPS, OUT exported and the time left in STEP_LIMIT_S); they write under $OUT.
+#
 # Every step runs under a time limit taken from one overall budget (DEVICE_BUDGET_S, default 560 s,
 # inside the tool's 600 s); a step's failure is shown and remembered, later steps still run, and
 # the script exits non-zero at the end if any step failed. Logs: at most 8 files under $OUT.
@@ -29,6 +34,9 @@ CARRY=$ROOT/.carry/usr
 export LD_LIBRARY_PATH=$CARRY/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export PYTHONPATH=$ROOT/python${PYTHONPATH:+:$PYTHONPATH}
 RECOPS=$ROOT/$BUILD/bin/recops
+STEPS=" ${DEVICE_STEPS:-all} "
+wants() { [ "$STEPS" = " all " ] || [[ "$STEPS" == *" $1 "* ]]; }
+export ROOT BUILD RECOPS OUT
 # The device copy of the tree may have no git metadata: pass RECOPS_COMMIT=<hash> from here.
 export RECOPS_COMMIT=${RECOPS_COMMIT:-$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)}
 
@@ -100,14 +108,19 @@ step configure 90 "$OUT/build.log" \
   -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc \
   -DCMAKE_CUDA20_STANDARD_COMPILE_OPTION=-std=c++20 \
   -DCMAKE_CXX_FLAGS="$SAFETY_INCLUDES"
-step build 330 "$OUT/build.log" cmake --build "$BUILD" -j "$JOBS"
+build_targets=()
+for t in ${DEVICE_TARGETS:-}; do build_targets+=(--target "$t"); done
+step build 330 "$OUT/build.log" cmake --build "$BUILD" -j "$JOBS" "${build_targets[@]}"
 
 # ---- tests, accuracy and timing (most valuable first: the budget may run out) -----------------
-step ctest 60 "$OUT/tests.log" ctest --test-dir "$BUILD" --output-on-failure -j 8
-step "check cuda" 180 "$OUT/check_bench.log" "$RECOPS" check --backend cuda --json "$OUT/check_cuda.json"
-step kernels 120 "$OUT/check_bench.log" python3 scripts/kernel_bench.py --json "$OUT/kernels_cuda.json"
-step "bench cuda" 90 "$OUT/check_bench.log" "$RECOPS" bench --backend cuda --json "$OUT/bench_cuda.json"
-if have_file bench/jagged_peers.py; then
+wants ctest && step ctest 60 "$OUT/tests.log" ctest --test-dir "$BUILD" --output-on-failure -j 8
+wants check && step "check cuda" 180 "$OUT/check_bench.log" \
+  "$RECOPS" check --backend cuda --json "$OUT/check_cuda.json"
+wants kernels && step kernels 120 "$OUT/check_bench.log" \
+  python3 scripts/kernel_bench.py --json "$OUT/kernels_cuda.json"
+wants bench && step "bench cuda" 90 "$OUT/check_bench.log" \
+  "$RECOPS" bench --backend cuda --json "$OUT/bench_cuda.json"
+if wants peers && have_file bench/jagged_peers.py; then
   step peers 90 "$OUT/check_bench.log" \
     python3 bench/jagged_peers.py --device cuda --json "$OUT/peers_cuda.json"
 fi
@@ -118,12 +131,25 @@ fi
 SAN_CASES=${SAN_CASES:-"uniform_b37_d3 mixed_empty tile_edges r37_n199 r65536_n16 flat_n4097 n_2p20"}
 san_args=(check --backend cuda)
 for c in $SAN_CASES; do san_args+=(--case "$c"); done
-step memcheck 45 "$OUT/sanitizer.log" \
-  compute-sanitizer --tool memcheck --leak-check no --error-exitcode 99 "$RECOPS" "${san_args[@]}"
-step racecheck 45 "$OUT/sanitizer.log" \
-  compute-sanitizer --tool racecheck --racecheck-report all --error-exitcode 99 "$RECOPS" "${san_args[@]}"
+if wants sanitizer; then
+  step memcheck 45 "$OUT/sanitizer.log" \
+    compute-sanitizer --tool memcheck --leak-check no --error-exitcode 99 "$RECOPS" "${san_args[@]}"
+  step racecheck 45 "$OUT/sanitizer.log" \
+    compute-sanitizer --tool racecheck --racecheck-report all --error-exitcode 99 "$RECOPS" \
+    "${san_args[@]}"
+fi
 
-if have_file tests/python; then
+# ---- per-area extras (scripts/device.d/*.sh) ------------------------------------------------------
+if wants extra; then
+  for extra in scripts/device.d/*.sh; do
+    [ -e "$extra" ] || continue
+    name=$(basename "$extra" .sh)
+    export STEP_LIMIT_S=$((BUDGET - SECONDS - 20))
+    step "extra:$name" 240 "$OUT/extra_$name.log" bash "$extra"
+  done
+fi
+
+if wants pytest && have_file tests/python; then
   step pytest 150 "$OUT/tests.log" python3 -m pytest tests/python -q -x -p no:cacheprovider
 fi
 

@@ -43,13 +43,14 @@ using Unit = typename UnitOf<kBytes>::type;
 
 // Widest unit width in {16, 8, 4, 2, 1}, not below elem_size, that divides every byte quantity
 // given (pointer values, row widths, strides in bytes). elem_size is a power of two <= 8.
-// Lanes per row (log2) for the row-copy kernels: the smallest power of two >= w units, capped at
-// 32 (a row never takes more than one warp's lanes). Next step, not yet measured: two units per
-// lane (the smallest power of two >= w/2) would give bf16 S3 rows (32 units) the loads in flight
-// that fp32 S3 rows have (86% of copy vs 78.5% on the H200, 2026-11-29 at 133a4d52d93a).
+// Lanes per row (log2) for the row-copy kernels: the smallest power of two G with 2G >= w units
+// (each lane moves two units of a row), capped at 32 (a row never takes more than one warp's
+// lanes). Two units per lane give narrow rows (bf16 D=256: 32 units) the same tile bytes and loads
+// in flight as wide ones: with one unit per lane bf16 S3 rows reached 78.5% of copy against 86% for
+// fp32 rows on the H200 (2026-11-29 at 133a4d52d93a).
 inline int lanes_log2_for(int64_t w) {
   int g = 0;
-  while (g < 5 && (int64_t{1} << g) < w) ++g;
+  while (g < 5 && (int64_t{2} << g) < w) ++g;
   return g;
 }
 
