@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "recops/tuning.h"
+
 namespace recops {
 
 struct Context {
@@ -23,6 +25,11 @@ struct Context {
   size_t workspace_bytes = 0;
   // CPU threads for this call (0: all of OpenMP's default).
   int num_threads = 0;
+  // Tunable implementations (recops/tuning.h): run with this configuration instead of the tuned
+  // or built-in one (`recops tune`; it must be one of the implementation's candidates).
+  const TuneConfig* tune_config = nullptr;
+  // Out: the configuration a tunable implementation ran with (optional; untouched by others).
+  TuneUsed* tune_used = nullptr;
 };
 
 // Validation of data-dependent rules on CUDA tensors (offsets contents, int32 overflow):

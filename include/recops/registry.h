@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "recops/device.h"
+#include "recops/tuning.h"
 
 namespace recops {
 
@@ -12,6 +13,9 @@ struct ImplInfo {
   std::string id;           // e.g. "cuda_sm80", "cpu_generic", "reference"
   DeviceType backend;       // which tensors it runs on
   std::string unavailable;  // "" when this build and machine can run it, else the reason
+  // Tunable implementations: every configuration `recops tune` may try (the first is the
+  // built-in default); empty when nothing is tunable.
+  std::vector<TuneConfig> candidates = {};
 };
 
 struct OpInfo {

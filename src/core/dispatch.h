@@ -27,6 +27,8 @@ struct Impl {
   std::string (*available)();                   // "" = runnable in this build on this machine
   std::string (*can_implement)(const Params&);  // "" = accepts this problem
   Status (*run)(const Params&, const Context&);
+  // Tunable implementations: their candidate configurations (recops/tuning.h); nullptr: none.
+  std::vector<TuneConfig> (*candidates)() = nullptr;
 };
 
 inline std::string always_available() {
@@ -49,7 +51,9 @@ std::string cuda_capability_at_least(const Params& p) {
 template <class Params>
 std::vector<ImplInfo> describe_impls(const std::vector<Impl<Params>>& impls) {
   std::vector<ImplInfo> out;
-  for (const auto& im : impls) out.push_back({im.id, im.backend, im.available()});
+  for (const auto& im : impls)
+    out.push_back({im.id, im.backend, im.available(),
+                   im.candidates ? im.candidates() : std::vector<TuneConfig>{}});
   return out;
 }
 

@@ -15,10 +15,11 @@ const std::vector<core::Impl<P>>& impls() {
   static const std::vector<core::Impl<P>> list = {
 #ifdef RECOPS_WITH_CUDA
       {"cuda_sm80", DeviceType::cuda, core::cuda::any_device_reason,
-       core::cuda_capability_at_least<80, P>, dense_to_jagged_cuda},
+       core::cuda_capability_at_least<80, P>, dense_to_jagged_cuda,
+       dense_to_jagged_cuda_candidates},
 #endif
       {"cpu_generic", DeviceType::cpu, core::always_available, core::accept_all<P>,
-       dense_to_jagged_cpu},
+       dense_to_jagged_cpu, dense_to_jagged_cpu_candidates},
       {"reference", DeviceType::cpu, core::always_available, core::accept_all<P>,
        dense_to_jagged_reference},
   };

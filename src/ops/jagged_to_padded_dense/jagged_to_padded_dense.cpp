@@ -17,10 +17,11 @@ const std::vector<core::Impl<P>>& impls() {
   static const std::vector<core::Impl<P>> list = {
 #ifdef RECOPS_WITH_CUDA
       {"cuda_sm80", DeviceType::cuda, core::cuda::any_device_reason,
-       core::cuda_capability_at_least<80, P>, jagged_to_padded_dense_cuda},
+       core::cuda_capability_at_least<80, P>, jagged_to_padded_dense_cuda,
+       jagged_to_padded_dense_cuda_candidates},
 #endif
       {"cpu_generic", DeviceType::cpu, core::always_available, core::accept_all<P>,
-       jagged_to_padded_dense_cpu},
+       jagged_to_padded_dense_cpu, jagged_to_padded_dense_cpu_candidates},
       {"reference", DeviceType::cpu, core::always_available, core::accept_all<P>,
        jagged_to_padded_dense_reference},
   };

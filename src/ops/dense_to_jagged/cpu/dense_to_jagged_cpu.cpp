@@ -6,10 +6,21 @@
 
 #include "core/memory.h"
 #include "core/parallel.h"
+#include "core/row_copy_tuning.h"
 #include "core/scalar.h"
 #include "ops/dense_to_jagged/impls.h"
 
 namespace recops::ops {
+namespace {
+const std::vector<TuneConfig>& candidates() {
+  static const std::vector<TuneConfig> c = core::row_copy_cpu_candidates();
+  return c;
+}
+}  // namespace
+
+std::vector<TuneConfig> dense_to_jagged_cpu_candidates() {
+  return candidates();
+}
 
 Status dense_to_jagged_cpu(const DenseToJaggedParams& p, const Context& ctx) {
   if (p.total_L == 0 || p.D == 0) return Status::Ok();
@@ -23,7 +34,19 @@ Status dense_to_jagged_cpu(const DenseToJaggedParams& p, const Context& ctx) {
     return core::clamp_offset(
         core::load_offset(p.seq_offsets, p.offsets_int64, p.offsets_stride, i), p.total_L);
   };
-  const int64_t grain = std::max<int64_t>(1, 65536 / static_cast<int64_t>(row_bytes));
+  // Grain: about grain_bytes of output per chunk (default 64 KiB) so that small problems stay on
+  // one thread.
+  core::TuneQuery q;
+  q.op = "dense_to_jagged";
+  q.impl = "cpu_generic";
+  q.dtype = p.dtype;
+  q.bucket = core::row_copy_bucket(static_cast<int64_t>(row_bytes), p.total_L);
+  q.candidates = &candidates();
+  q.fallback = core::row_copy_cpu_default();
+  TuneConfig tc;
+  RECOPS_RETURN_IF_ERROR(core::resolve_config(q, ctx, &tc));
+  const int64_t grain =
+      std::max<int64_t>(1, tc.get("grain_bytes", 65536) / static_cast<int64_t>(row_bytes));
   core::parallel_for(p.total_L, grain, ctx.num_threads, [&](int64_t begin, int64_t end) {
     // Last b with offset(b) <= begin: the sequence holding row `begin` (skipping empty ones).
     int64_t lo = 0, hi = p.B - 1;

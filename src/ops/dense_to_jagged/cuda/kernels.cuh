@@ -2,12 +2,14 @@
 //
 // Output row r of sequence b (o_b <= r < o_{b+1}, l = r - o_b) = dense[b, l] for l < S, else 0.
 //
-// Work list: the total_L output rows, cut into tiles of kRowsPerThread * (kThreads / G)
-// consecutive rows; blocks walk the tiles grid-stride. A tile finds the sequences of its first and
-// last rows with a 32-way search over seq_offsets by one warp each (log32(B) dependent loads), and
-// each row then searches only between those two, which is no search at all when the tile lies
-// inside one sequence. Offsets are clamped into [0, total_L]; a row whose sequence cannot be found
-// consistently (corrupted offsets) is written as zeros, so dense is read only at b < B, 0 <= l < S.
+// Work list: the total_L output rows, cut into tiles of kRowsPerThread * (threads / G)
+// consecutive rows (threads, kRowsPerThread in {4, 8}, G and the unit width are tunable:
+// core/row_copy_tuning.h); blocks walk the tiles grid-stride. A tile finds the sequences of its
+// first and last rows with a 32-way search over seq_offsets by one warp each (log32(B) dependent
+// loads), and each row then searches only between those two, which is no search at all when the
+// tile lies inside one sequence. Offsets are clamped into [0, total_L]; a row whose sequence cannot
+// be found consistently (corrupted offsets) is written as zeros, so dense is read only at b < B, 0
+// <= l < S.
 #pragma once
 
 #include <cstdint>
@@ -18,8 +20,7 @@ namespace recops::ops::d2j_cuda {
 
 // H200, 2026-11-29, commit 133a4d52d93a (bench/results/h200/): S3 bf16 3408 GB/s = 81.4% of copy,
 // fp32 85.6%, S5 72%; 40 registers on sm_90a, no spills. See jagged_to_padded_dense's note.
-inline constexpr int kThreads = 256;
-inline constexpr int kRowsPerThread = 4;
+inline constexpr int kMaxThreads = 512;  // the largest `threads` candidate
 
 template <class U>  // U: the unit (uint4, uint2, unsigned int, unsigned short, unsigned char)
 struct Args {
@@ -33,7 +34,7 @@ struct Args {
   int64_t dense_batch_stride;
   int64_t dense_row_stride;
   int64_t out_row_stride;
-  int64_t tile_rows;  // kRowsPerThread * (kThreads >> lanes_log2)
+  int64_t tile_rows;  // kRowsPerThread * (blockDim.x >> lanes_log2)
   int64_t num_tiles;  // ceil(total_L / tile_rows)
   int lanes_log2;     // G = 1 << lanes_log2 lanes per row
 };
@@ -58,13 +59,13 @@ __device__ __forceinline__ int64_t warp_find_sequence(const core::cuda::ClampedO
   return lo;
 }
 
-template <class U>
-__global__ void __launch_bounds__(kThreads) dense_to_jagged_kernel(const Args<U> a) {
+template <class U, int kRowsPerThread>
+__global__ void __launch_bounds__(kMaxThreads) dense_to_jagged_kernel(const Args<U> a) {
   __shared__ int64_t s_range[2];  // sequences of the tile's first and last rows
   const int lanes = 1 << a.lanes_log2;
   const int lane = threadIdx.x & (lanes - 1);
   const int group = threadIdx.x >> a.lanes_log2;
-  const int groups = kThreads >> a.lanes_log2;
+  const int groups = static_cast<int>(blockDim.x) >> a.lanes_log2;
   const int warp = threadIdx.x >> 5;
 
   for (int64_t tile = blockIdx.x; tile < a.num_tiles; tile += gridDim.x) {

@@ -8,10 +8,21 @@
 
 #include "core/memory.h"
 #include "core/parallel.h"
+#include "core/row_copy_tuning.h"
 #include "core/scalar.h"
 #include "ops/jagged_to_padded_dense/impls.h"
 
 namespace recops::ops {
+namespace {
+const std::vector<TuneConfig>& candidates() {
+  static const std::vector<TuneConfig> c = core::row_copy_cpu_candidates();
+  return c;
+}
+}  // namespace
+
+std::vector<TuneConfig> jagged_to_padded_dense_cpu_candidates() {
+  return candidates();
+}
 
 Status jagged_to_padded_dense_cpu(const JaggedToPaddedDenseParams& p, const Context& ctx) {
   const int64_t rows = p.B * p.max_L;
@@ -32,8 +43,19 @@ Status jagged_to_padded_dense_cpu(const JaggedToPaddedDenseParams& p, const Cont
   auto offset = [&](int64_t i) {
     return core::load_offset(p.seq_offsets, p.offsets_int64, p.offsets_stride, i);
   };
-  // Grain: about 64 KiB of output per chunk so that small problems stay on one thread.
-  const int64_t grain = std::max<int64_t>(1, 65536 / static_cast<int64_t>(row_bytes));
+  // Grain: about grain_bytes of output per chunk (default 64 KiB) so that small problems stay on
+  // one thread.
+  core::TuneQuery q;
+  q.op = "jagged_to_padded_dense";
+  q.impl = "cpu_generic";
+  q.dtype = p.dtype;
+  q.bucket = core::row_copy_bucket(static_cast<int64_t>(row_bytes), rows);
+  q.candidates = &candidates();
+  q.fallback = core::row_copy_cpu_default();
+  TuneConfig tc;
+  RECOPS_RETURN_IF_ERROR(core::resolve_config(q, ctx, &tc));
+  const int64_t grain =
+      std::max<int64_t>(1, tc.get("grain_bytes", 65536) / static_cast<int64_t>(row_bytes));
   core::parallel_for(rows, grain, ctx.num_threads, [&](int64_t begin, int64_t end) {
     int64_t b = begin / p.max_L, l = begin % p.max_L;
     int64_t start = core::clamp_offset(offset(b), p.total_L);

@@ -2,12 +2,14 @@
 //
 // out[b, l, :] = values[o_b + l, :] for l < n_b = min(L_b, max_L), else the padding pattern.
 //
-// Work list: the B*max_L output rows, cut into tiles of kRowsPerThread * (kThreads / G)
+// Work list: the B*max_L output rows, cut into tiles of kRowsPerThread * (threads / G)
 // consecutive rows (a tile may span several sequences); blocks walk the tiles grid-stride, so no
 // grid dimension depends on B or max_L. Inside a tile, groups of G lanes (G a power of two <= 32)
 // move one row each, G consecutive units at a time, and every thread keeps kRowsPerThread rows'
-// loads in flight before storing. Offsets are clamped into [0, total_L] and n_b into [0, max_L],
-// so corrupted offsets read only rows of values and write only rows of out.
+// loads in flight before storing. Threads per block, kRowsPerThread (4 or 8), G and the unit width
+// are tunable (core/row_copy_tuning.h); the defaults are 256, 4, two units per lane, 16 bytes.
+// Offsets are clamped into [0, total_L] and n_b into [0, max_L], so corrupted offsets read only
+// rows of values and write only rows of out.
 #pragma once
 
 #include <cstdint>
@@ -20,8 +22,7 @@ namespace recops::ops::j2pd_cuda {
 // tiles) 3288 GB/s = 78.5% of copy, S3 fp32 (1 KB rows, 32 KB tiles) 86.4%; 48 registers, no
 // spills. The bf16 gap points at per-tile overhead (index math, offsets reads) over too few bytes:
 // the next step is tiles sized in bytes (>= 32 KB) rather than in rows.
-inline constexpr int kThreads = 256;
-inline constexpr int kRowsPerThread = 4;
+inline constexpr int kMaxThreads = 512;  // the largest `threads` candidate
 
 template <class U>  // U: the unit (uint4, uint2, unsigned int, unsigned short, unsigned char)
 struct Args {
@@ -34,18 +35,18 @@ struct Args {
   int64_t values_row_stride;
   int64_t out_batch_stride;
   int64_t out_row_stride;
-  int64_t tile_rows;  // kRowsPerThread * (kThreads >> lanes_log2)
+  int64_t tile_rows;  // kRowsPerThread * (blockDim.x >> lanes_log2)
   int64_t num_tiles;  // ceil(B * max_L / tile_rows)
   U pad;
   int lanes_log2;  // G = 1 << lanes_log2 lanes per row
 };
 
-template <class U>
-__global__ void __launch_bounds__(kThreads) jagged_to_padded_dense_kernel(const Args<U> a) {
+template <class U, int kRowsPerThread>
+__global__ void __launch_bounds__(kMaxThreads) jagged_to_padded_dense_kernel(const Args<U> a) {
   const int lanes = 1 << a.lanes_log2;
   const int lane = threadIdx.x & (lanes - 1);
   const int group = threadIdx.x >> a.lanes_log2;
-  const int groups = kThreads >> a.lanes_log2;
+  const int groups = static_cast<int>(blockDim.x) >> a.lanes_log2;
 
   for (int64_t tile = blockIdx.x; tile < a.num_tiles; tile += gridDim.x) {
     const int64_t r0 = tile * a.tile_rows;  // first output row of the tile

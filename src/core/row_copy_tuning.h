@@ -1,0 +1,73 @@
+// core/row_copy_tuning.h: the tunable parameters of the row-copy conversions
+// (jagged_to_padded_dense and dense_to_jagged), shared by their CUDA and CPU implementations; host
+// code only.
+//
+// CUDA (cuda_sm80):
+//   threads          threads per block (128, 256, 512)
+//   rows_per_thread  rows whose loads a thread keeps in flight before storing (4 or 8; the kernels
+//                    are instantiated for these two)
+//   units_per_lane   lanes per row G: the smallest power of two with units_per_lane * G >= the
+//                    row's units, at most 32 (1, 2, 4; 2 is core::cuda::lanes_log2_for)
+//   max_unit_bytes   the widest unit moved (16, 8): caps the width picked from the alignment
+// CPU (cpu_generic):
+//   grain_bytes      output bytes per parallel chunk at least (16 KiB ... 1 MiB)
+//
+// Shape bucket: row bytes and row count, each rounded up to a power of two (rows to an even one):
+// "row_bytes=512,rows=2^20".
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/tuning.h"
+
+namespace recops::core {
+
+inline TuneConfig row_copy_cuda_default() {
+  TuneConfig c;
+  c.set("threads", 256);
+  c.set("rows_per_thread", 4);
+  c.set("units_per_lane", 2);
+  c.set("max_unit_bytes", 16);
+  return c;
+}
+
+inline std::vector<TuneConfig> row_copy_cuda_candidates() {
+  std::vector<TuneConfig> out = {row_copy_cuda_default()};
+  for (const TuneConfig& c : config_grid({{"threads", {128, 256, 512}},
+                                          {"rows_per_thread", {4, 8}},
+                                          {"units_per_lane", {1, 2, 4}},
+                                          {"max_unit_bytes", {16}}}))
+    if (!(c == out[0])) out.push_back(c);
+  TuneConfig narrow = row_copy_cuda_default();
+  narrow.set("max_unit_bytes", 8);
+  out.push_back(narrow);
+  return out;
+}
+
+// Lanes per row (log2) for `w` units per row and `units_per_lane`: the smallest power of two G
+// with units_per_lane * G >= w, capped at 32 lanes.
+inline int row_copy_lanes_log2(int64_t w, int64_t units_per_lane) {
+  int g = 0;
+  while (g < 5 && units_per_lane * (int64_t{1} << g) < w) ++g;
+  return g;
+}
+
+inline TuneConfig row_copy_cpu_default() {
+  TuneConfig c;
+  c.set("grain_bytes", 65536);
+  return c;
+}
+
+inline std::vector<TuneConfig> row_copy_cpu_candidates() {
+  return config_grid({{"grain_bytes", {65536, 16384, 262144, 1048576}}});
+}
+
+inline std::string row_copy_bucket(int64_t row_bytes, int64_t rows) {
+  int64_t w = 1;
+  while (w < row_bytes && w < (int64_t{1} << 40)) w *= 2;
+  return "row_bytes=" + std::to_string(w) + ",rows=" + pow2_bucket(rows, 2);
+}
+
+}  // namespace recops::core
