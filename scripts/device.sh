@@ -114,7 +114,7 @@ for t in ${DEVICE_TARGETS:-}; do build_targets+=(--target "$t"); done
 step build 330 "$OUT/build.log" cmake --build "$BUILD" -j "$JOBS" "${build_targets[@]}"
 
 # ---- tests, accuracy and timing (most valuable first: the budget may run out) -----------------
-wants ctest && step ctest 60 "$OUT/tests.log" ctest --test-dir "$BUILD" --output-on-failure -j 8
+wants ctest && step ctest 150 "$OUT/tests.log" ctest --test-dir "$BUILD" --output-on-failure -j 8
 wants check && step "check cuda" 180 "$OUT/check_bench.log" \
   "$RECOPS" check --backend cuda --json "$OUT/check_cuda.json"
 wants kernels && step kernels 120 "$OUT/check_bench.log" \
