@@ -1,0 +1,19 @@
+// block_sparse_attention/impls.h: the implementations the entry lists (definitions live in
+// reference.cpp, cpu/ and cuda/; none includes another).
+#pragma once
+
+#include "ops/block_sparse_attention/params.h"
+#include "recops/context.h"
+#include "recops/status.h"
+
+namespace recops::ops {
+
+Status block_sparse_attention_reference(const BlockSparseAttentionParams& p, const Context& ctx);
+// The accuracy standard's plain baseline (scores and P rounded to the dtype, dense over the mask).
+Status block_sparse_attention_plain_impl(const BlockSparseAttentionParams& p);
+Status block_sparse_attention_cpu(const BlockSparseAttentionParams& p, const Context& ctx);
+#ifdef RECOPS_WITH_CUDA
+Status block_sparse_attention_cuda(const BlockSparseAttentionParams& p, const Context& ctx);
+#endif
+
+}  // namespace recops::ops
