@@ -7,6 +7,7 @@
 #include "recops/hstu.h"
 #include "recops/jagged.h"
 #include "recops/registry.h"
+#include "recops/sparse_attn.h"
 #include "recops/status.h"
 #include "recops/tensor.h"
 #include "recops/tensor_view.h"
