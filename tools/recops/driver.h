@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "recops/status.h"
 #include "recops/tensor.h"
 #include "tools/recops/casefile.h"
+#include "tools/recops/judge.h"
 
 namespace recops::cli {
 
@@ -78,6 +80,13 @@ class Driver {
   virtual Status baseline(const Problem& p, std::vector<Tensor>* out) const {
     return Status(StatusCode::not_implemented,
                   "this op has no plain baseline (not a double-standard op)");
+  }
+  // Ops whose accuracy rule is none of accuracy.md's standards (the Stem indexer's set comparison
+  // with boundary ties, stem_prepare's 1-ulp rule) judge all their host outputs against the
+  // golden here, unwritten (poisoned) elements included; std::nullopt = the file's standard.
+  virtual std::optional<Judgement> judge_outputs(const Problem& p, const std::vector<Tensor>& out,
+                                                 const std::vector<Tensor>& gold) const {
+    return std::nullopt;
   }
   // The byte floor (jagged_ops.md §6.1) and FLOPs (< 0: not meaningful) of one call.
   virtual double bytes(const Problem& p) const = 0;
