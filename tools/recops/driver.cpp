@@ -36,6 +36,7 @@ const std::vector<std::unique_ptr<Driver>>& drivers() {
     v.push_back(make_jagged_to_padded_dense_driver());
     v.push_back(make_dense_to_jagged_driver());
     v.push_back(make_hstu_attn_driver());
+    v.push_back(make_stem_indexer_driver());
     return v;
   }();
   return all;
