@@ -2,10 +2,11 @@
 // the ordered implementation list runs the first implementation that accepts.
 //
 // Data-dependent rules (offsets, lengths against max_seq_len, contexts/targets, page ids) are
-// read from CPU tensors; there is no CUDA implementation yet, so CUDA calls are refused by the
-// dispatcher with the list of candidates.
+// read from CPU tensors, and from CUDA tensors when validation is enabled outside graph capture
+// (check_data); the CUDA kernels never read offsets on the host.
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "core/dispatch.h"
 #include "core/offsets.h"
@@ -20,6 +21,10 @@ using P = HstuAttnParams;
 
 const std::vector<core::Impl<P>>& fwd_impls() {
   static const std::vector<core::Impl<P>> list = {
+#ifdef RECOPS_WITH_CUDA
+      {"cuda_sm80", DeviceType::cuda, core::cuda::any_device_reason, hstu_attn_cuda_accepts,
+       hstu_attn_fwd_cuda},
+#endif
       {"cpu_avx512_bf16", DeviceType::cpu, hstu_attn_fwd_avx512_bf16_available,
        hstu_attn_fwd_avx512_bf16_accepts, hstu_attn_fwd_cpu_avx512_bf16},
       {"cpu_avx2", DeviceType::cpu, hstu_attn_fwd_avx2_available, hstu_attn_fwd_cpu_accepts,
@@ -34,6 +39,10 @@ const std::vector<core::Impl<P>>& fwd_impls() {
 
 const std::vector<core::Impl<P>>& bwd_impls() {
   static const std::vector<core::Impl<P>> list = {
+#ifdef RECOPS_WITH_CUDA
+      {"cuda_sm80", DeviceType::cuda, core::cuda::any_device_reason, hstu_attn_cuda_accepts,
+       hstu_attn_bwd_cuda},
+#endif
       {"cpu_avx512", DeviceType::cpu, hstu_attn_avx512_available, hstu_attn_fwd_cpu_accepts,
        hstu_attn_bwd_cpu_avx512},
       {"cpu_avx2", DeviceType::cpu, hstu_attn_fwd_avx2_available, hstu_attn_fwd_cpu_accepts,
@@ -126,6 +135,9 @@ Status check_meta(const char* op, const HstuAttnArgs& a, P* p) {
   p->dv = dv;
   p->Sq = a.max_seq_len_q;
   p->Sk = a.max_seq_len_k;
+  p->total_q = jagged ? q.sizes[0] : B * q.sizes[1];
+  p->total_k = jagged ? k.sizes[0] : B * k.sizes[1];
+  p->device_index = q.device.index;
 
   RECOPS_CHECK(a.target_group_size >= 1, op, ": target_group_size=", a.target_group_size,
                " must be >= 1");
@@ -245,6 +257,8 @@ Status check_meta(const char* op, const HstuAttnArgs& a, P* p) {
                                   {&*a.last_page_len, "last_page_len"}})
       RECOPS_RETURN_IF_ERROR(core::check_same_device(op, "q", q, name, *t));
     p->kv_cache = kv.data;
+    p->num_pages = kv.sizes[0];
+    p->num_page_ids = ids.sizes[0];
     p->page_size = ps;
     for (int i = 0; i < 5; ++i) p->kv_s[i] = kv.strides[i];
     p->page_offsets = a.page_offsets->data;
@@ -291,9 +305,50 @@ Status check_meta(const char* op, const HstuAttnArgs& a, P* p) {
   return Status::Ok();
 }
 
-// Rules that read tensor contents (CPU tensors): offsets, lengths, contexts/targets, pages.
-Status check_data(const char* op, const HstuAttnArgs& a, const P& p, const Context& ctx) {
-  if (!a.q.device.is_cpu()) return Status::Ok();  // no CUDA implementation yet (refused later)
+// Small 1-D index tensor on the device -> dense host copy (elements at their own size, so the
+// P::load rules read it with stride 1).
+Status pull_index(const TensorView& t, std::vector<int64_t>* buf, const void** ptr, int64_t* stride,
+                  const Context& ctx) {
+  const int64_t n = t.sizes[0];
+  buf->assign(static_cast<size_t>(n > 0 ? n : 1), 0);
+  if (n > 0)
+    RECOPS_RETURN_IF_ERROR(core::cuda::copy_strided_to_host(
+        buf->data(), t.data, dtype_size(t.dtype), n, t.strides[0], t.device.index, ctx.stream));
+  *ptr = buf->data();
+  *stride = 1;
+  return Status::Ok();
+}
+
+// Rules that read tensor contents: offsets, lengths, contexts/targets, pages. CPU tensors are
+// always checked; CUDA tensors when validation is on (recops::validate_enabled) and the stream is
+// not capturing a graph: the small index tensors are copied to the host (one sync per call). The
+// CUDA kernels clamp whatever they read, so unvalidated bad data stays within the tensors.
+Status check_data(const char* op, const HstuAttnArgs& a, const P& p_in, const Context& ctx) {
+  P p = p_in;  // for CUDA tensors: the index pointers redirected to host copies
+  std::vector<int64_t> bufs[7];
+  if (!a.q.device.is_cpu()) {
+    if (!validate_enabled() || core::cuda::stream_capturing(ctx.stream)) return Status::Ok();
+    if (p.jagged) {
+      RECOPS_RETURN_IF_ERROR(
+          pull_index(*a.seq_offsets_q, &bufs[0], &p.offsets_q, &p.offsets_q_stride, ctx));
+      RECOPS_RETURN_IF_ERROR(
+          pull_index(*a.seq_offsets_k, &bufs[1], &p.offsets_k, &p.offsets_k_stride, ctx));
+    }
+    if (a.num_contexts)
+      RECOPS_RETURN_IF_ERROR(
+          pull_index(*a.num_contexts, &bufs[2], &p.num_contexts, &p.contexts_stride, ctx));
+    if (a.num_targets)
+      RECOPS_RETURN_IF_ERROR(
+          pull_index(*a.num_targets, &bufs[3], &p.num_targets, &p.targets_stride, ctx));
+    if (p.kv_cache) {
+      RECOPS_RETURN_IF_ERROR(
+          pull_index(*a.page_offsets, &bufs[4], &p.page_offsets, &p.page_offsets_stride, ctx));
+      RECOPS_RETURN_IF_ERROR(
+          pull_index(*a.page_ids, &bufs[5], &p.page_ids, &p.page_ids_stride, ctx));
+      RECOPS_RETURN_IF_ERROR(
+          pull_index(*a.last_page_len, &bufs[6], &p.last_page_len, &p.last_page_len_stride, ctx));
+    }
+  }
   if (p.jagged) {
     RECOPS_RETURN_IF_ERROR(core::validate_offsets(op, "seq_offsets_q", *a.seq_offsets_q,
                                                   a.q.sizes[0], "q.size(0) (total_q)", ctx));

@@ -34,4 +34,17 @@ Status hstu_attn_bwd_cpu_avx2(const HstuAttnParams& p, const Context& ctx);
 std::string hstu_attn_avx512_available();
 Status hstu_attn_bwd_cpu_avx512(const HstuAttnParams& p, const Context& ctx);
 
+#ifdef RECOPS_WITH_CUDA
+// General CUDA kernels (cuda/, sm_80 and newer): fwd and deterministic bwd, every feature.
+std::string hstu_attn_cuda_accepts(const HstuAttnParams& p);
+Status hstu_attn_fwd_cuda(const HstuAttnParams& p, const Context& ctx);
+Status hstu_attn_bwd_cuda(const HstuAttnParams& p, const Context& ctx);
+Status hstu_attn_fwd_cuda_bf16(const HstuAttnParams& p, const Context& ctx);
+Status hstu_attn_fwd_cuda_fp16(const HstuAttnParams& p, const Context& ctx);
+Status hstu_attn_fwd_cuda_fp32(const HstuAttnParams& p, const Context& ctx);
+Status hstu_attn_bwd_cuda_bf16(const HstuAttnParams& p, const Context& ctx);
+Status hstu_attn_bwd_cuda_fp16(const HstuAttnParams& p, const Context& ctx);
+Status hstu_attn_bwd_cuda_fp32(const HstuAttnParams& p, const Context& ctx);
+#endif
+
 }  // namespace recops::ops

@@ -17,6 +17,11 @@ struct HstuAttnParams {
   bool jagged = true;
   int64_t B = 0, Hq = 0, Hk = 0, d = 0, dv = 0;
   int64_t Sq = 0, Sk = 0;  // max_seq_len_q / max_seq_len_k (padded extents of rab and mask)
+  // Extents of the tensors (rows of q and of k/v, pages of kv_cache, entries of page_ids): the
+  // CUDA kernels read offsets on the device and clamp them into these, so that unvalidated data
+  // can never address memory outside the tensors.
+  int64_t total_q = 0, total_k = 0, num_pages = 0, num_page_ids = 0;
+  int device_index = 0;  // CUDA device of the tensors (cuda_capability_at_least)
 
   // q: (total_q, Hq, d) or (B, Sq, Hq, d); k: (.., Hk, d); v: (.., Hk, dv); out: like q, dv.
   const void* q = nullptr;

@@ -1,0 +1,44 @@
+// hstu_attn/cuda/launch.cu: what cuda_sm80 accepts, and the dtype switch to the instantiations
+// in inst/ (one element type per translation unit; head dims are runtime, padded to 16).
+#include <string>
+
+#include "core/cuda/launch.h"
+#include "core/cuda/runtime.h"
+#include "ops/hstu_attn/impls.h"
+
+namespace recops::ops {
+
+std::string hstu_attn_cuda_accepts(const HstuAttnParams& p) {
+  if (p.dtype != DType::fp32 && p.dtype != DType::fp16 && p.dtype != DType::bf16)
+    return "cuda_sm80 runs fp32, fp16 and bf16 storage (fp64 runs on the CPU)";
+  if (p.d > 256 || p.dv > 256)
+    return detail::cat("cuda_sm80 supports d and dv up to 256 (got d=", p.d, ", dv=", p.dv,
+                       "); larger heads run on the CPU");
+  return core::cuda::capability_reason(p.device_index, 80);
+}
+
+Status hstu_attn_fwd_cuda(const HstuAttnParams& p, const Context& ctx) {
+  core::cuda::ScopedDevice guard(p.device_index);
+  RECOPS_RETURN_IF_ERROR(guard.status());
+  switch (p.dtype) {
+    case DType::bf16: return hstu_attn_fwd_cuda_bf16(p, ctx);
+    case DType::fp16: return hstu_attn_fwd_cuda_fp16(p, ctx);
+    case DType::fp32: return hstu_attn_fwd_cuda_fp32(p, ctx);
+    default: break;
+  }
+  return Status(StatusCode::internal, "hstu_attn_fwd: cuda_sm80 got an unsupported dtype");
+}
+
+Status hstu_attn_bwd_cuda(const HstuAttnParams& p, const Context& ctx) {
+  core::cuda::ScopedDevice guard(p.device_index);
+  RECOPS_RETURN_IF_ERROR(guard.status());
+  switch (p.dtype) {
+    case DType::bf16: return hstu_attn_bwd_cuda_bf16(p, ctx);
+    case DType::fp16: return hstu_attn_bwd_cuda_fp16(p, ctx);
+    case DType::fp32: return hstu_attn_bwd_cuda_fp32(p, ctx);
+    default: break;
+  }
+  return Status(StatusCode::internal, "hstu_attn_bwd: cuda_sm80 got an unsupported dtype");
+}
+
+}  // namespace recops::ops
