@@ -377,6 +377,7 @@ Status stem_indexer_metadata(const StemIndexerMetadataArgs& a, const TensorView&
     RECOPS_CHECK(p.Lk[b] >= 0, "recops.", op, ": kv_seq_lens[", b, "]=", p.Lk[b], " must be >= 0");
   }
   const std::vector<int32_t> words = ops::stem_metadata_words(p);
+  if (ctx.impl_used) *ctx.impl_used = "host";
   if (out.device.is_cpu()) {
     std::copy(words.begin(), words.end(), static_cast<int32_t*>(out.data));
     return Status::Ok();
