@@ -1,0 +1,125 @@
+# hstu_attn on CUDA tensors (the cuda_sm80 kernels): forward and autograd against the CPU op on
+# the same inputs, every mask family, rab with drab (per head and head-broadcast), GQA and dv != d,
+# torch.compile(fullgraph=True), and a captured CUDA graph. Skipped without a GPU.
+import pytest
+import torch
+
+import recops
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+
+FAMILIES = {
+    "causal": {},
+    "contexts_targets": {"num_contexts": [2, 0, 3, 1], "num_targets": [2, 0, 4, 3],
+                         "target_group_size": 2},
+    "window": {"window": (3, 1)},
+    "anti_causal": {"mask_type": "anti_causal"},
+    "none": {"mask_type": "none"},
+}
+
+
+def make(dtype, lengths=(37, 0, 70, 5), Hq=4, Hk=2, d=32, dv=48, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    off = torch.tensor([0] + torch.tensor(lengths).cumsum(0).tolist())
+    n = int(off[-1])
+    mk = lambda *s: (torch.rand(*s, generator=g) * 2 - 1).to(dtype)  # noqa: E731
+    return mk(n, Hq, d), mk(n, Hk, d), mk(n, Hk, dv), off, max(lengths)
+
+
+def kwargs_on(fam, device):
+    kw = dict(fam)
+    for name in ("num_contexts", "num_targets"):
+        if name in kw:
+            kw[name] = torch.tensor(kw[name], device=device)
+    return kw
+
+
+def run(q, k, v, off, S, fam, device, rab=None):
+    q, k, v = (t.detach().to(device).requires_grad_(True) for t in (q, k, v))
+    r = None if rab is None else rab.detach().to(device).requires_grad_(True)
+    o = off.to(device)
+    out = recops.hstu_attn(q, k, v, o, o, S, S, rab=r, **kwargs_on(fam, device))
+    g = torch.Generator().manual_seed(7)
+    dout = (torch.rand(out.shape, generator=g) * 2 - 1).to(out.dtype).to(device)
+    out.backward(dout)
+    grads = [q.grad, k.grad, v.grad] + ([r.grad] if r is not None else [])
+    return [out.detach().cpu()] + [x.cpu() for x in grads]
+
+
+def close(a, b, tol):
+    a, b = a.double(), b.double()
+    scale = b.abs().max().clamp_min(1e-6)
+    return float((a - b).abs().max() / scale) <= tol
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_cuda_matches_cpu(family, dtype):
+    q, k, v, off, S = make(dtype)
+    got = run(q, k, v, off, S, FAMILIES[family], "cuda")
+    # The CPU op in fp32 on the same (rounded) inputs is the yardstick.
+    want = run(q.float(), k.float(), v.float(), off, S, FAMILIES[family], "cpu")
+    tol = 1e-5 if dtype == torch.float32 else 3e-2
+    for name, a, b in zip(["out", "dq", "dk", "dv"], got, want):
+        assert torch.isfinite(a.float()).all(), name
+        assert close(a, b, tol), f"{name}: {(a.double() - b.double()).abs().max()}"
+
+
+@pytest.mark.parametrize("heads", [1, 4])
+def test_cuda_rab_drab(heads):
+    q, k, v, off, S = make(torch.float32)
+    g = torch.Generator().manual_seed(3)
+    rab = torch.rand(4, heads, S, S, generator=g) - 0.5
+    fam = FAMILIES["contexts_targets"]
+    got = run(q, k, v, off, S, fam, "cuda", rab=rab)
+    want = run(q, k, v, off, S, fam, "cpu", rab=rab)
+    for name, a, b in zip(["out", "dq", "dk", "dv", "drab"], got, want):
+        assert close(a, b, 1e-5), f"{name}: {(a - b).abs().max()}"
+
+
+def test_cuda_deterministic_backward():
+    q, k, v, off, S = make(torch.bfloat16, lengths=(300, 129))
+    a = run(q, k, v, off, S, FAMILIES["contexts_targets"] | {"num_contexts": [3, 1],
+                                                              "num_targets": [20, 7]}, "cuda")
+    b = run(q, k, v, off, S, FAMILIES["contexts_targets"] | {"num_contexts": [3, 1],
+                                                              "num_targets": [20, 7]}, "cuda")
+    for x, y in zip(a, b):
+        assert torch.equal(x, y)
+
+
+def test_cuda_compile_fullgraph():
+    q, k, v, off, S = make(torch.bfloat16)
+    q, k, v = (t.cuda().requires_grad_(True) for t in (q, k, v))
+    o = off.cuda()
+    T = torch.tensor([2, 0, 4, 3], device="cuda")
+
+    def layer(q, k, v):
+        return recops.hstu_attn(q, k, v, o, o, S, S, num_targets=T).float().square().sum()
+
+    eager = layer(q, k, v)
+    eager.backward()
+    g_eager = [t.grad.clone() for t in (q, k, v)]
+    for t in (q, k, v):
+        t.grad = None
+    compiled = torch.compile(layer, fullgraph=True)
+    loss = compiled(q, k, v)
+    loss.backward()
+    assert torch.allclose(loss, eager, rtol=1e-3)
+    for a, b in zip([t.grad for t in (q, k, v)], g_eager):
+        assert torch.equal(a, b)
+
+
+def test_cuda_graph_capture():
+    q, k, v, off, S = make(torch.bfloat16)
+    q, k, v, o = q.cuda(), k.cuda(), v.cuda(), off.cuda()
+    T = torch.tensor([2, 0, 4, 3], device="cuda")
+    f = lambda: recops.hstu_attn(q, k, v, o, o, S, S, num_targets=T)  # noqa: E731
+    f()  # warm-up outside the capture
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = f()
+    q.copy_(torch.rand_like(q) - 0.5)  # new inputs in the captured buffers
+    graph.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(out, f())
