@@ -2,24 +2,39 @@
 # HSTU attention on the GPU (issue 4), run by scripts/device.sh's `extra` step with ROOT, BUILD,
 # RECOPS, OUT and STEP_LIMIT_S exported:
 #   recops check --op hstu_attn --backend cuda, each CUDA implementation forced in turn
-#     -> $OUT/check_hstu_cuda_<impl>.json (failing rows and their reproducers printed)
-#   recops check --repeat 5 over the backward cases (determinism) on a small selection
+#     -> $OUT/check_hstu_cuda_<impl>.json and .log (non-passing rows streamed to stdout)
+#   recops check --repeat 5 on a few backward cases (determinism)
+#   pytest tests/python/test_hstu_attn_cuda.py
 #   python3 bench/hstu_cuda.py -> $OUT/bench_hstu_cuda.json
-# HSTU_BENCH_ARGS (e.g. --quick) is passed to the bench.
+# HSTU_BENCH_ARGS (e.g. --quick) is passed to the bench; HSTU_SKIP (words: check det pytest
+# bench) skips parts.
 set -uo pipefail
 cd "$ROOT"
 rc=0
-for impl in cuda_sm80; do
-  log=$OUT/check_hstu_$impl.log
-  echo "--- recops check --op hstu_attn --backend cuda --impl $impl"
-  timeout 150 "$RECOPS" check --op hstu_attn --backend cuda --impl "$impl" \
-    --json "$OUT/check_hstu_cuda_$impl.json" >"$log" 2>&1 || rc=1
-  grep -v " PASS" "$log" | head -n 80
-  tail -n 2 "$log"
-done
-echo "--- determinism (--repeat 5)"
-timeout 60 "$RECOPS" check --op hstu_attn --backend cuda --repeat 5 \
-  --case worked_example,rab_bcast_gqa,gqa_4to1,all_features,b37_s199_d128 2>&1 | grep -v " PASS" | tail -n 20 || rc=1
-echo "--- bench/hstu_cuda.py"
-timeout 200 python3 bench/hstu_cuda.py --json "$OUT/bench_hstu_cuda.json" ${HSTU_BENCH_ARGS:-} || rc=1
+skip=" ${HSTU_SKIP:-} "
+if [[ "$skip" != *" check "* ]]; then
+  for impl in cuda_sm80; do
+    log=$OUT/check_hstu_$impl.log
+    echo "--- recops check --op hstu_attn --backend cuda --impl $impl"
+    timeout "${HSTU_CHECK_S:-100}" "$RECOPS" check --op hstu_attn --backend cuda --impl "$impl" \
+      --json "$OUT/check_hstu_cuda_$impl.json" 2>&1 | tee "$log" | grep --line-buffered -v " PASS"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+  done
+fi
+if [[ "$skip" != *" det "* ]]; then
+  echo "--- determinism (--repeat 5)"
+  timeout 40 "$RECOPS" check --op hstu_attn --backend cuda --repeat 5 \
+    --case worked_example,rab_bcast_gqa,gqa_4to1,all_features,b37_s199_d128 2>&1 |
+    grep -v " PASS" | tail -n 20
+fi
+if [[ "$skip" != *" pytest "* ]]; then
+  echo "--- pytest tests/python/test_hstu_attn_cuda.py"
+  timeout 90 python3 -m pytest tests/python/test_hstu_attn_cuda.py -q -x -p no:cacheprovider 2>&1 |
+    tail -n 30
+fi
+if [[ "$skip" != *" bench "* ]]; then
+  echo "--- bench/hstu_cuda.py"
+  timeout 200 python3 bench/hstu_cuda.py --json "$OUT/bench_hstu_cuda.json" ${HSTU_BENCH_ARGS:-} ||
+    rc=1
+fi
 exit $rc
