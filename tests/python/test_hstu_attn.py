@@ -5,6 +5,7 @@ import math
 
 import pytest
 import torch
+import torch._dynamo.testing
 
 import recops
 
@@ -148,6 +149,40 @@ def test_opcheck(i):
     torch.library.opcheck(torch.ops.recops.hstu_attn_fwd, args)
 
 
+@pytest.mark.parametrize("i", range(3))
+def test_opcheck_bwd(i):
+    args = list(samples())[i]
+    out = torch.ops.recops.hstu_attn_fwd(*args)
+    dout = torch.randn_like(out)
+    want_drab = len(args) > 15 and args[15] is not None  # rab given
+    torch.library.opcheck(torch.ops.recops.hstu_attn_bwd, [dout] + list(args),
+                          {"want_drab": want_drab})
+
+
+@pytest.mark.parametrize("i", range(3))
+def test_opcheck_mask(i):
+    args = [a.detach() if isinstance(a, torch.Tensor) else a for a in list(samples())[i]]
+    torch.library.opcheck(torch.ops.recops.hstu_mask, args, {"seq": 2, "head": 1})
+
+
+def test_compile_dynamic_token_counts_do_not_recompile():
+    """Symbolic token counts flow through the Meta kernels (no specialisation): three batches with
+    different totals and the same max length compile once."""
+    torch._dynamo.reset()
+    counter = torch._dynamo.testing.CompileCounter()
+    S = 9
+
+    @torch.compile(fullgraph=True, dynamic=True, backend=counter)
+    def f(q, k, v, off):
+        return recops.hstu_attn(q, k, v, off, off, S, S).sum(-1)
+
+    for lengths in ((5, 0, 9), (9, 2, 3, 7), (1, 8)):
+        q, k, v, oq, ok, _, _ = problem(torch.float32, lengths=lengths, seed=len(lengths))
+        want = recops.hstu_attn(q, k, v, oq, ok, S, S).sum(-1)
+        torch.testing.assert_close(f(q, k, v, oq), want)
+    assert counter.frame_count == 1
+
+
 def test_meta_shapes():
     q = torch.empty(11, 4, 16, device="meta")
     k = torch.empty(13, 2, 16, device="meta")
@@ -278,5 +313,92 @@ def test_compat_meta_hstu_mha():
             p = torch.nn.functional.silu(0.4 * q[s0:s1, h] @ k[s0:s1, h].T) * m
             want[s0:s1, h] = p @ v[s0:s1, h] / Sq
     torch.testing.assert_close(got, want)
-    with pytest.raises(NotImplementedError, match="max_attn_len"):
-        hstu_mha(Sq, 0.4, q, k, v, oq, max_attn_len=4)
+    with pytest.raises(ValueError, match="contextual_seq_len"):
+        hstu_mha(Sq, 0.4, q, k, v, oq, causal=False, contextual_seq_len=2)
+    with pytest.raises(ValueError, match="window_mode"):
+        hstu_mha(Sq, 0.4, q, k, v, oq, window_mode="plain")
+
+
+def meta_mask_windowed(L, T, C, causal, W, F):
+    """Meta's rule with its sliding window, written densely: ids, distances, the full-row rule."""
+    pos = torch.arange(L)
+    ids = torch.clamp(pos - C + 1, min=0) if C > 0 else pos.clone()
+    max_id = L - C + 1 if C > 0 else L
+    if T is not None:
+        max_id = max_id - T
+        ids = torch.clamp(ids, max=max_id)
+    dist = ids[:, None] - ids[None, :]
+    if not causal:
+        dist = dist.abs()
+    valid = torch.eye(L, dtype=torch.bool) | (dist > 0)
+    if W > 0:
+        near = dist <= W
+        if F > 0:
+            near = near | (ids[:, None] >= max_id - F)
+        valid = valid & near
+    if C > 0:
+        valid = valid | ((ids[:, None] == 0) & (ids[None, :] < max_id))
+    return valid
+
+
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize("C,targets", [(0, False), (0, True), (2, False), (3, True)])
+@pytest.mark.parametrize("W,F", [(0, 0), (1, 0), (3, 0), (2, 3)])
+@pytest.mark.parametrize("mode", ["auto", "collapsed"])
+def test_compat_meta_collapsed_window(causal, C, targets, W, F, mode):
+    from recops.compat import hstu_mha
+
+    if not causal and C > 0:
+        pytest.skip("Meta rejects contexts without causal (tested above)")
+    lengths = (9, 0, 13, 3, 1, 7)
+    q, k, v, oq, _, Sq, _ = problem(torch.float64, lengths=lengths, Hq=2, Hk=2, seed=11)
+    T = torch.tensor([4, 0, 3, 2, 0, 1]) if targets else None
+    if mode == "auto" and W == 0 and causal:
+        # The built-in path equals Meta's rule for sequences with n >= C + T only.
+        keep = [i for i, n in enumerate(lengths) if n >= C + (int(T[i]) if targets else 0)]
+        lengths = tuple(lengths[i] for i in keep)
+        q, k, v, oq, _, Sq, _ = problem(torch.float64, lengths=lengths, Hq=2, Hk=2, seed=11)
+        T = T[keep] if targets else None
+    got = hstu_mha(Sq, 0.3, q, k, v, oq, causal=causal, num_targets=T, max_attn_len=W,
+                   contextual_seq_len=C, min_full_attn_seq_len=F, window_mode=mode)
+    want = torch.zeros_like(got)
+    for b in range(len(lengths)):
+        s0, s1 = int(oq[b]), int(oq[b + 1])
+        if s1 == s0:
+            continue
+        m = meta_mask_windowed(s1 - s0, int(T[b]) if targets else None, C, causal, W, F)
+        for h in range(2):
+            p = torch.nn.functional.silu(0.3 * q[s0:s1, h] @ k[s0:s1, h].T) * m
+            want[s0:s1, h] = p @ v[s0:s1, h] / Sq
+    torch.testing.assert_close(got, want)
+
+
+def test_compat_meta_attn_scale_and_compile():
+    from recops.compat import hstu_mha
+
+    q, k, v, oq, _, Sq, _ = problem(torch.float32, lengths=(6, 4, 0, 8), Hq=2, Hk=2, seed=3)
+    T = torch.tensor([2, 1, 0, 3])
+    scale = torch.rand(q.shape[0])
+    got = hstu_mha(Sq, 0.5, q, k, v, oq, num_targets=T, max_attn_len=2, attn_scale=scale)
+    base = hstu_mha(Sq, 0.5, q, k, v, oq, num_targets=T, max_attn_len=2)
+    torch.testing.assert_close(got, base * Sq * scale.view(-1, 1, 1), rtol=1e-5, atol=1e-6)
+    fn = torch.compile(
+        lambda q, k, v, oq, T: hstu_mha(Sq, 0.5, q, k, v, oq, num_targets=T, max_attn_len=2),
+        fullgraph=True,
+    )
+    torch.testing.assert_close(fn(q, k, v, oq, T), base)
+
+
+def test_compat_nvidia_cu_seqlens_t():
+    from recops.compat import hstu_attn_varlen_func
+
+    q, k, v, oq, ok, Sq, Sk = problem(torch.float64, lengths=(6, 0, 9), Hq=2, Hk=2, seed=5)
+    T = torch.tensor([2, 0, 3])
+    cu_t = torch.cat([torch.zeros(1, dtype=T.dtype), T.cumsum(0)])
+    want = hstu_attn_varlen_func(q, k, v, oq, ok, Sq, Sk, num_targets=T, window_size=(-1, 0))
+    got = hstu_attn_varlen_func(q, k, v, oq, ok, Sq, Sk, window_size=(-1, 0), cu_seqlens_t=cu_t)
+    torch.testing.assert_close(got, want, rtol=0, atol=0)
+    with pytest.raises(ValueError, match="not both"):
+        hstu_attn_varlen_func(q, k, v, oq, ok, Sq, Sk, num_targets=T, cu_seqlens_t=cu_t)
+    with pytest.raises(ValueError, match="cu_seqlens_t must be"):
+        hstu_attn_varlen_func(q, k, v, oq, ok, Sq, Sk, cu_seqlens_t=cu_t[:-1])

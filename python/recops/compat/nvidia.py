@@ -7,8 +7,8 @@ Differences from the canonical op, all of them NVIDIA's conventions:
 - the output is divided by ``scaling_seqlen`` (-1: ``max_seqlen_q``), i.e. ``silu_scale``;
 - ``has_drab`` asks for the gradient of ``rab`` (recops derives it from ``rab.requires_grad``,
   so ``has_drab=False`` detaches rab).
-``cu_seqlens_t`` (NVIDIA's target offsets for paged inference) is not supported: pass
-``num_targets`` instead.
+- ``cu_seqlens_t`` (NVIDIA's target offsets, ``[B+1]``, used in paged inference) is read as
+  ``num_targets = cu_seqlens_t[1:] - cu_seqlens_t[:-1]``; give it or ``num_targets``, not both.
 """
 
 from typing import Optional, Tuple
@@ -44,9 +44,17 @@ def hstu_attn_varlen_func(
     """NVIDIA ``hstu_attn_varlen_func``: ``SiLU(alpha · (Q Kᵀ + rab)) / scaling_seqlen · V`` under
     the context / target / window mask (see ``recops.hstu_attn`` for shapes and the mask)."""
     if cu_seqlens_t is not None:
-        raise ValueError(
-            "hstu_attn_varlen_func: cu_seqlens_t is not supported by recops; pass num_targets"
-        )
+        # NVIDIA's paged-inference form of the targets: cumulative target counts per sequence.
+        if num_targets is not None:
+            raise ValueError(
+                "hstu_attn_varlen_func: give either num_targets or cu_seqlens_t, not both"
+            )
+        if cu_seqlens_t.dim() != 1 or cu_seqlens_t.shape[0] != cu_seqlens_q.shape[0]:
+            raise ValueError(
+                "hstu_attn_varlen_func: cu_seqlens_t must be [B+1] like cu_seqlens_q, got "
+                f"{list(cu_seqlens_t.shape)}"
+            )
+        num_targets = cu_seqlens_t[1:] - cu_seqlens_t[:-1]
     if rab is not None and not has_drab:
         rab = rab.detach()
     scale = max_seqlen_q if scaling_seqlen == -1 else scaling_seqlen
