@@ -36,7 +36,9 @@ const std::vector<std::unique_ptr<Driver>>& drivers() {
     v.push_back(make_jagged_to_padded_dense_driver());
     v.push_back(make_dense_to_jagged_driver());
     v.push_back(make_hstu_attn_driver());
+    v.push_back(make_stem_prepare_driver());
     v.push_back(make_stem_indexer_driver());
+    v.push_back(make_block_sparse_attention_driver());
     return v;
   }();
   return all;
