@@ -26,73 +26,13 @@
 #include "tools/recops/commands.h"
 #include "tools/recops/common.h"
 #include "tools/recops/gen.h"
+#include "tools/recops/timing.h"
 
 namespace recops::cli {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr double kRotateBytes = 50e6;  // performance.md: rotate when a set fits in 50 MB
-
-struct Timing {
-  Status status;
-  double median_ms = 0, p10_ms = 0, p90_ms = 0;
-  int reps = 0;
-};
-
-double quantile(std::vector<double> v, double q) {
-  std::sort(v.begin(), v.end());
-  if (v.empty()) return 0;
-  const double pos = q * static_cast<double>(v.size() - 1);
-  const auto lo = static_cast<size_t>(std::floor(pos));
-  const auto hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
-}
-
-Timing summarize(const std::vector<double>& ms) {
-  Timing t;
-  t.reps = static_cast<int>(ms.size());
-  t.median_ms = quantile(ms, 0.5);
-  t.p10_ms = quantile(ms, 0.1);
-  t.p90_ms = quantile(ms, 0.9);
-  return t;
-}
-
-// Repeats `call(k)` (k = the rep index) and times each call: the stopping rule is at least
-// `min_reps` and 0.1 s, or max_seconds once 3 reps are in.
-template <class Call>
-Timing time_calls(DeviceType backend, int warmup, int min_reps, double max_seconds, Call&& call) {
-  Timing bad;
-  for (int i = 0; i < warmup; ++i) {
-    if (Status s = call(i); !s.ok()) {
-      bad.status = s;
-      return bad;
-    }
-  }
-  if (backend == DeviceType::cuda)
-    if (Status s = core::cuda::synchronize(0); !s.ok()) return bad.status = s, bad;
-  std::vector<double> ms;
-  const auto t0 = Clock::now();
-  core::cuda::EventTimer timer(0);
-  for (int k = 0;; ++k) {
-    double m = 0;
-    if (backend == DeviceType::cuda) {
-      Status s = timer.start(nullptr);
-      if (s.ok()) s = call(k);
-      if (s.ok()) s = timer.stop(nullptr);
-      if (s.ok()) s = timer.elapsed_ms(&m);
-      if (!s.ok()) return bad.status = s, bad;
-    } else {
-      const auto a = Clock::now();
-      if (Status s = call(k); !s.ok()) return bad.status = s, bad;
-      m = std::chrono::duration<double, std::milli>(Clock::now() - a).count();
-    }
-    ms.push_back(m);
-    const double el = std::chrono::duration<double>(Clock::now() - t0).count();
-    const int n = static_cast<int>(ms.size());
-    if ((n >= min_reps && el >= 0.1) || (el >= max_seconds && n >= 3) || n >= 5000) break;
-  }
-  return summarize(ms);
-}
 
 // The copy ceiling of this run: a large memcpy split over all cores on the CPU, a 1 GiB
 // device-to-device copy on CUDA; bytes read + written over the median time.
@@ -228,6 +168,7 @@ struct Record {
   double output_bytes = 0;
   Memory memory;
   std::optional<double> memory_limit;  // bytes, from perf.yaml max_memory
+  TuneUsed tune;                       // a tunable implementation's configuration (empty otherwise)
   std::string error;
   bool regression(double threshold) const {
     return baseline_ms && timing.median_ms > *baseline_ms * (1 + threshold);
@@ -358,6 +299,9 @@ int run_bench(const BenchOptions& o) {
           {"peak_mem_method", r.memory.how.empty() ? null : nlohmann::json(r.memory.how)},
           {"max_memory_bytes", r.memory_limit ? nlohmann::json(*r.memory_limit) : null},
           {"memory_ok", !r.memory_exceeded()},
+          {"config", r.tune.source.empty() ? null : nlohmann::json(r.tune.config.str())},
+          {"config_source", r.tune.source.empty() ? null : nlohmann::json(r.tune.source)},
+          {"tuning_bucket", r.tune.source.empty() ? null : nlohmann::json(r.tune.bucket)},
           {"commit", commit},
           {"date", date}};
       if (r.backend == "cpu") rec["threads"] = core::max_threads();
@@ -481,6 +425,7 @@ int run_bench(const BenchOptions& o) {
             Context ctx;
             ctx.impl = o.impl;
             ctx.impl_used = &impl_used;
+            ctx.tune_used = &r.tune;
             ctx.workspace = s.ws.defined() ? s.ws.data() : nullptr;
             ctx.workspace_bytes = s.ws.defined() ? static_cast<size_t>(s.ws.nbytes()) : 0;
             return d->run(p, views(s.in), views(s.out), ctx);
@@ -545,6 +490,7 @@ int run_bench(const BenchOptions& o) {
         line += r.error.empty() ? fmt_g(r.timing.median_ms, 4) + " ms, " +
                                       fmt_g(r.bytes / (r.timing.median_ms * 1e6), 4) + " GB/s"
                                 : "error: " + r.error;
+        if (r.tune.source == "tuned") line += " [tuned " + r.tune.config.str() + "]";
         if (progress.active())
           progress.step(line);
         else if (!o.quiet)

@@ -37,44 +37,6 @@ bool selected(const std::vector<std::string>& v, const std::string& s) {
   return v.empty() || std::find(v.begin(), v.end(), s) != v.end();
 }
 
-// One run of the op with poisoned outputs; the outputs come back on the host.
-struct RunOut {
-  Status status;
-  std::vector<Tensor> host_out;
-  std::string impl_used;
-};
-
-RunOut run_once(const Driver& d, const Problem& p, const std::vector<Input>& dev_in, Device dev,
-                const Context& base, int poison_variant) {
-  RunOut r;
-  std::vector<Tensor> outs = alloc_outputs(p, Device::cpu());
-  for (auto& t : outs) poison_fill(t.data(), t.dtype(), t.numel(), poison_variant);
-  std::vector<Tensor> dev_out;
-  if (dev.is_cpu()) {
-    dev_out = outs;  // shares the buffers
-  } else {
-    for (const auto& t : outs) dev_out.push_back(t.to(dev));
-  }
-  const auto in_views = views(dev_in);
-  const auto out_views = views(dev_out);
-  Context ctx = base;
-  ctx.impl_used = &r.impl_used;
-  Tensor ws;
-  if (const size_t wb = d.workspace_bytes(p, in_views, out_views); wb > 0) {
-    ws = Tensor::empty({static_cast<int64_t>(wb)}, DType::uint8, dev);
-    ctx.workspace = ws.data();
-    ctx.workspace_bytes = wb;
-  }
-  r.status = d.run(p, in_views, out_views, ctx);
-  if (dev.is_cuda()) {
-    // Asynchronous kernel errors surface here.
-    if (Status s = core::cuda::synchronize(dev.index); !s.ok() && r.status.ok()) r.status = s;
-    for (size_t i = 0; i < outs.size(); ++i) outs[i].copy_from(dev_out[i]);
-  }
-  r.host_out = std::move(outs);
-  return r;
-}
-
 std::string first_line(const std::string& s) {
   const auto nl = s.find('\n');
   return nl == std::string::npos ? s : s.substr(0, nl) + " ...";
@@ -218,7 +180,7 @@ int run_check(const CheckOptions& o, const std::string& argv0) {
             first.status = p.shape_error;  // the shape function refused: the op's answer
           } else {
             dev_in = dev.is_cpu() ? p.inputs : inputs_on(p.inputs, dev);
-            first = run_once(*d, p, dev_in, dev, base, 0);
+            first = run_poisoned(*d, p, dev_in, dev, base, 0);
           }
           r.impl = first.impl_used.empty() ? "-" : first.impl_used;
 
@@ -290,7 +252,7 @@ int run_check(const CheckOptions& o, const std::string& argv0) {
           }
           // Elements whose golden equals the first poison: rerun with the second.
           if (pass && need_second) {
-            RunOut second = run_once(*d, p, dev_in, dev, base, 1);
+            RunOut second = run_poisoned(*d, p, dev_in, dev, base, 1);
             jo.poison_variant = 1;
             for (size_t i = 0; i < p.outputs.size() && pass; ++i) {
               jo.baseline = baseline_of(i);
@@ -306,7 +268,7 @@ int run_check(const CheckOptions& o, const std::string& argv0) {
           // Determinism: the same bits on every rerun.
           if (pass && cs.deterministic) {
             for (int k = 1; k < o.repeat && pass; ++k) {
-              RunOut again = run_once(*d, p, dev_in, dev, base, k % 2);
+              RunOut again = run_poisoned(*d, p, dev_in, dev, base, k % 2);
               if (!again.status.ok()) {
                 pass = false;
                 detail = "run " + std::to_string(k + 1) + " failed: " + again.status.message();

@@ -2,18 +2,94 @@
 // build and machine can run them, CPU features, CUDA devices.
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <iostream>
 
 #include "core/cpu_features.h"
 #include "core/cuda/runtime.h"
 #include "core/parallel.h"
 #include "recops/registry.h"
+#include "recops/tuning.h"
 #include "tools/recops/commands.h"
 #include "tools/recops/common.h"
 
 namespace recops::cli {
+namespace {
 
-int run_list(bool as_json) {
+// `recops list --tuning`: the tunable implementations, where the tuning files come from, and the
+// entries for this machine's devices (the CPU and each visible CUDA device).
+int list_tuning(bool as_json) {
+  const auto ops = list_ops();
+  std::vector<std::string> devices = {tuning_device_name(DeviceType::cpu)};
+  for (int i = 0; i < core::cuda::device_count(); ++i) {
+    const std::string n = tuning_device_name(DeviceType::cuda, i);
+    if (std::find(devices.begin(), devices.end(), n) == devices.end()) devices.push_back(n);
+  }
+  std::string where;
+  const auto files = tuning_files(&where);
+  const auto errors = tuning_load_errors();
+  std::vector<TunedEntry> entries;
+  for (const auto& dev : devices)
+    for (auto& e : tuned_entries(dev)) entries.push_back(std::move(e));
+
+  if (as_json) {
+    nlohmann::json j;
+    j["source"] = where;
+    j["files"] = files;
+    j["errors"] = errors;
+    j["devices"] = devices;
+    j["tunable"] = nlohmann::json::array();
+    for (const auto& op : ops)
+      for (const auto& im : op.impls) {
+        if (im.candidates.empty()) continue;
+        nlohmann::json c = nlohmann::json::array();
+        for (const auto& cfg : im.candidates) c.push_back(cfg.str());
+        j["tunable"].push_back({{"op", op.name},
+                                {"impl", im.id},
+                                {"backend", backend_name(im.backend)},
+                                {"candidates", c}});
+      }
+    j["entries"] = nlohmann::json::array();
+    for (const auto& e : entries)
+      j["entries"].push_back({{"device", e.device},
+                              {"op", e.op},
+                              {"impl", e.impl},
+                              {"dtype", e.dtype},
+                              {"bucket", e.bucket},
+                              {"config", e.config.str()},
+                              {"file", e.file}});
+    std::cout << j.dump(2) << "\n";
+    return errors.empty() ? 0 : 1;
+  }
+  Table tun({"op", "backend", "impl", "candidates", "default (first candidate)"});
+  for (const auto& op : ops)
+    for (const auto& im : op.impls)
+      if (!im.candidates.empty())
+        tun.add({op.name, backend_name(im.backend), im.id, std::to_string(im.candidates.size()),
+                 im.candidates.front().str()});
+  std::cout << "Tunable implementations:\n" << tun.str() << "\n";
+  std::cout << "Tuning files: " << (where.empty() ? "none" : where) << "\n";
+  for (const auto& f : files) std::cout << "  " << f << "\n";
+  for (const auto& e : errors) std::cout << "  error: " << e << "\n";
+  std::cout << "\nTuned for this machine (";
+  for (size_t i = 0; i < devices.size(); ++i) std::cout << (i ? ", " : "") << devices[i];
+  std::cout << "): ";
+  if (entries.empty()) {
+    std::cout << "nothing; every op runs its built-in defaults\n";
+  } else {
+    std::cout << entries.size() << " entries\n";
+    Table t({"device", "op", "impl", "dtype", "bucket", "config"});
+    for (const auto& e : entries)
+      t.add({e.device, e.op, e.impl, e.dtype, e.bucket, e.config.str()});
+    std::cout << t.str();
+  }
+  return errors.empty() ? 0 : 1;
+}
+
+}  // namespace
+
+int run_list(bool as_json, bool tuning) {
+  if (tuning) return list_tuning(as_json);
   const auto ops = list_ops();
   const int ndev = core::cuda::device_count();
   if (as_json) {
@@ -35,7 +111,8 @@ int run_list(bool as_json) {
         o["impls"].push_back({{"id", im.id},
                               {"backend", backend_name(im.backend)},
                               {"available", im.unavailable.empty()},
-                              {"unavailable", im.unavailable}});
+                              {"unavailable", im.unavailable},
+                              {"tunable_candidates", im.candidates.size()}});
       j["ops"].push_back(o);
     }
     std::cout << j.dump(2) << "\n";

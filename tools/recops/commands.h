@@ -54,17 +54,28 @@ struct CompareOptions {
   bool golden = false;
 };
 
+// tune: every candidate configuration of the tunable implementations on each perf shape; the
+// fastest that passes the accuracy check goes into the device's tuning file.
+struct TuneOptions : CommonOptions {
+  std::string impl, shapes, out;
+  std::vector<std::string> dtypes, shape_ids;
+  double max_seconds = 0.3;   // per candidate, after warm-up
+  int min_reps = 0;           // 0: 10 on CPU, 20 on CUDA
+  double min_gain_pct = 2.0;  // a candidate replaces the default only when this much faster
+};
+
 // report: plots and a summary of bench results JSON files, drawn by bench/plot.py.
 struct ReportOptions {
   std::vector<std::string> results;
   std::string out, cases_dir;
 };
 
-int run_list(bool json);
+int run_list(bool json, bool tuning);
 int run_check(const CheckOptions& o, const std::string& argv0);
 int run_bench(const BenchOptions& o);
 int run_record(const RecordOptions& o);
 int run_compare(const CompareOptions& o, const std::string& argv0);
 int run_report(const ReportOptions& o);
+int run_tune(const TuneOptions& o);
 
 }  // namespace recops::cli

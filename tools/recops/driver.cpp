@@ -1,7 +1,9 @@
 // tools/recops/driver.cpp: the driver registry and the helpers every driver shares.
 #include "tools/recops/driver.h"
 
+#include "core/cuda/runtime.h"
 #include "tools/recops/drivers/drivers.h"
+#include "tools/recops/judge.h"
 
 namespace recops::cli {
 
@@ -74,6 +76,37 @@ std::vector<TensorView> views(const std::vector<Tensor>& t) {
   std::vector<TensorView> v;
   for (const auto& x : t) v.push_back(x.view());
   return v;
+}
+
+RunOut run_poisoned(const Driver& d, const Problem& p, const std::vector<Input>& dev_in, Device dev,
+                    const Context& base, int poison_variant) {
+  RunOut r;
+  std::vector<Tensor> outs = alloc_outputs(p, Device::cpu());
+  for (auto& t : outs) poison_fill(t.data(), t.dtype(), t.numel(), poison_variant);
+  std::vector<Tensor> dev_out;
+  if (dev.is_cpu()) {
+    dev_out = outs;  // shares the buffers
+  } else {
+    for (const auto& t : outs) dev_out.push_back(t.to(dev));
+  }
+  const auto in_views = views(dev_in);
+  const auto out_views = views(dev_out);
+  Context ctx = base;
+  ctx.impl_used = &r.impl_used;
+  Tensor ws;
+  if (const size_t wb = d.workspace_bytes(p, in_views, out_views); wb > 0) {
+    ws = Tensor::empty({static_cast<int64_t>(wb)}, DType::uint8, dev);
+    ctx.workspace = ws.data();
+    ctx.workspace_bytes = wb;
+  }
+  r.status = d.run(p, in_views, out_views, ctx);
+  if (dev.is_cuda()) {
+    // Asynchronous kernel errors surface here.
+    if (Status s = core::cuda::synchronize(dev.index); !s.ok() && r.status.ok()) r.status = s;
+    for (size_t i = 0; i < outs.size(); ++i) outs[i].copy_from(dev_out[i]);
+  }
+  r.host_out = std::move(outs);
+  return r;
 }
 
 }  // namespace recops::cli

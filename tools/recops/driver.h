@@ -105,4 +105,14 @@ std::vector<Tensor> alloc_outputs(const Problem& p, Device dev);
 std::vector<TensorView> views(const std::vector<Input>& in);
 std::vector<TensorView> views(const std::vector<Tensor>& t);
 
+// One run of the op on `dev` (inputs `dev_in` already there) into outputs poisoned with
+// `poison_variant`, with `base`'s settings, workspace allocated; the outputs come back on the host.
+struct RunOut {
+  Status status;
+  std::vector<Tensor> host_out;
+  std::string impl_used;
+};
+RunOut run_poisoned(const Driver& d, const Problem& p, const std::vector<Input>& dev_in, Device dev,
+                    const Context& base, int poison_variant);
+
 }  // namespace recops::cli

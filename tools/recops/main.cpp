@@ -1,5 +1,5 @@
-// tools/recops/main.cpp: the `recops` command line (architecture.md §2): list, check, bench,
-// record, compare, report, and the planned tune.
+// tools/recops/main.cpp: the `recops` command line (architecture.md §2): list, check, bench, tune,
+// record, compare, report.
 #include <CLI/CLI.hpp>
 
 #include <iostream>
@@ -7,17 +7,6 @@
 #include "tools/recops/commands.h"
 
 namespace {
-
-// A planned subcommand: documented, but it refuses to run (exit 2).
-void add_planned(CLI::App& app, const char* name, const char* what, int* planned_hit) {
-  auto* sub = app.add_subcommand(name, std::string(what) + " (not implemented yet, issue 6)");
-  sub->footer("Not implemented yet (issue 6); the command exits with status 2.");
-  sub->allow_extras();
-  sub->callback([name, planned_hit] {
-    std::cerr << "recops " << name << ": not implemented yet (issue 6)\n";
-    *planned_hit = 2;
-  });
-}
 
 void add_common(CLI::App* sub, recops::cli::CommonOptions& o) {
   sub->add_option("--op", o.ops, "op name or family (folder) to run; repeatable; default: all")
@@ -42,10 +31,13 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.footer("Each subcommand takes --help. Case files: docs/cases.md.");
 
-  bool list_json = false;
+  bool list_json = false, list_tuning = false;
   auto* list = app.add_subcommand(
       "list", "ops, their implementations per backend, and what this build and machine can run");
   list->add_flag("--json", list_json, "print JSON instead of a table");
+  list->add_flag("--tuning", list_tuning,
+                 "the tunable implementations and what the tuning files hold for this machine's "
+                 "devices ($RECOPS_TUNING_FILE, else tuning/ of the source tree)");
 
   recops::cli::CheckOptions co;
   auto* check = app.add_subcommand(
@@ -111,9 +103,28 @@ int main(int argc, char** argv) {
   report->add_option("--cases-dir", rpo.cases_dir,
                      "the source tree (its root or src/ops) holding bench/plot.py");
 
-  int planned = 0;
-  add_planned(app, "tune", "sweep tunable configs per shape and persist the best per device",
-              &planned);
+  recops::cli::TuneOptions to;
+  auto* tune = app.add_subcommand(
+      "tune",
+      "time every candidate configuration of the tunable implementations on each perf shape "
+      "(rejecting inaccurate ones) and write the fastest per device, op, impl, dtype and shape "
+      "bucket into the device's tuning file");
+  add_common(tune, to);
+  tune->add_option("--impl", to.impl, "tune only this implementation id");
+  tune->add_option("--shapes", to.shapes,
+                   "a perf.yaml file to take the shapes from (default: each op's perf.yaml)");
+  tune->add_option("--dtype", to.dtypes, "only shapes of these dtypes")->delimiter(',');
+  tune->add_option("--shape", to.shape_ids, "only the shape(s) with this id")->delimiter(',');
+  tune->add_option("--out", to.out,
+                   "the tuning file to write or update (default: tuning/<device-slug>.json in the "
+                   "source tree, one per device)");
+  tune->add_option("--max-seconds", to.max_seconds,
+                   "time budget per candidate after warm-up (default 0.3)");
+  tune->add_option("--min-reps", to.min_reps,
+                   "timed repeats per candidate at least (default 10 on CPU, 20 on CUDA)");
+  tune->add_option("--min-gain", to.min_gain_pct,
+                   "percent a candidate must beat the default by to replace it (default 2)")
+      ->check(CLI::Range(0.0, 100.0));
 
   recops::cli::RecordOptions ro;
   auto* record = app.add_subcommand(
@@ -153,8 +164,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
-  if (planned) return planned;
-  if (list->parsed()) return recops::cli::run_list(list_json);
+  if (list->parsed()) return recops::cli::run_list(list_json, list_tuning);
+  if (tune->parsed()) return recops::cli::run_tune(to);
   if (check->parsed()) return recops::cli::run_check(co, argv[0]);
   if (bench->parsed()) return recops::cli::run_bench(bo);
   if (record->parsed()) return recops::cli::run_record(ro);

@@ -1,0 +1,393 @@
+// tools/recops/cmd_tune.cpp: `recops tune`: for each perf shape of a tunable op, every candidate
+// configuration of the implementation that runs it (the registry's ImplInfo::candidates) is checked
+// against the golden with the op's accuracy standard (poisoned outputs) and timed like `bench`
+// (timing.h); the fastest passing one is written, per (device, op, impl, dtype, shape bucket), into
+// the versioned tuning file of the device, which the ops read at run time (recops/tuning.h).
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <optional>
+
+#include "recops/registry.h"
+#include "recops/tuning.h"
+#include "tools/recops/commands.h"
+#include "tools/recops/common.h"
+#include "tools/recops/judge.h"
+#include "tools/recops/timing.h"
+
+namespace recops::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::ordered_json;
+using Clock = std::chrono::steady_clock;
+
+constexpr int kTuningVersion = 1;  // the "version" of the file format (recops/tuning.h reads it)
+
+bool selected(const std::vector<std::string>& v, const std::string& s) {
+  return v.empty() || std::find(v.begin(), v.end(), s) != v.end();
+}
+
+// The candidates of implementation `impl` of `op`, from the registry.
+std::vector<TuneConfig> candidates_of(const std::string& op, const std::string& impl,
+                                      DeviceType backend) {
+  for (const auto& info : list_ops())
+    if (info.name == op)
+      for (const auto& im : info.impls)
+        if (im.id == impl && im.backend == backend) return im.candidates;
+  return {};
+}
+
+// One candidate's outcome on one shape.
+struct Trial {
+  TuneConfig config;
+  std::string rejected;  // "" when it ran and passed the accuracy check
+  Timing timing;
+};
+
+// One tuned shape.
+struct Result {
+  std::string op, shape_id, dtype, backend, device, impl, bucket;
+  std::vector<Trial> trials;
+  std::optional<size_t> best, dflt;  // indices into trials
+  std::string error;                 // the shape could not be tuned
+};
+
+// The accuracy check of one run: every output passes the standard against the golden.
+std::string accuracy_problem(const Problem& p, const RunOut& run, const std::vector<Tensor>& gold,
+                             const std::vector<Tensor>& plain, core::Standard standard) {
+  if (!run.status.ok()) return "error: " + run.status.message();
+  JudgeOptions jo;
+  jo.standard = standard;
+  for (size_t i = 0; i < p.outputs.size(); ++i) {
+    const TensorView pv = i < plain.size() ? plain[i].view() : TensorView{};
+    jo.baseline = i < plain.size() ? &pv : nullptr;
+    const Judgement j = judge(run.host_out[i].view(), gold[i].view(), jo);
+    if (!j.pass) return "inaccurate: " + p.outputs[i].name + ": " + j.detail;
+  }
+  return "";
+}
+
+// The tuning file `path` as it is (empty document when absent), or an error.
+Status read_tuning_file(const std::string& path, json* doc) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) {
+    *doc = json::object();
+    return Status::Ok();
+  }
+  std::ifstream f(path);
+  try {
+    *doc = json::parse(f);
+  } catch (const std::exception& e) {
+    return Status(StatusCode::invalid_argument, path + ": " + e.what());
+  }
+  if (!doc->is_object() || doc->value("version", 0) != kTuningVersion)
+    return Status(StatusCode::invalid_argument, path + ": not a recops tuning file of version " +
+                                                    std::to_string(kTuningVersion) +
+                                                    " (move it away or pass another --out)");
+  return Status::Ok();
+}
+
+}  // namespace
+
+int run_tune(const TuneOptions& o) {
+  const auto t_start = Clock::now();
+  Selection sel;
+  if (!select("tune", o.cases_dir, o.ops, o.backends, &sel)) return 2;
+  const CaseSchema schema = case_schema();
+  const std::string commit = project_commit(sel.dir);
+  const std::string date = today();
+
+  // The shapes: --shapes FILE (a perf.yaml), else each selected folder's perf.yaml.
+  std::vector<CaseFile> files;
+  try {
+    if (!o.shapes.empty()) {
+      files.push_back(load_case_file(o.shapes, FileKind::perf, schema));
+    } else {
+      for (const auto& folder : folders_of(sel.ops))
+        files.push_back(
+            load_case_file(sel.dir + "/" + folder + "/perf.yaml", FileKind::perf, schema));
+    }
+  } catch (const CaseFileError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 2;
+  }
+  // The accuracy standard of each op: its folder's cases.yaml.
+  std::map<std::string, core::Standard> standards;
+  for (const auto& op : sel.ops) {
+    const Driver* d = driver_for(op);
+    try {
+      standards[op] =
+          load_case_file(sel.dir + "/" + d->folder() + "/cases.yaml", FileKind::cases, schema)
+              .standard;
+    } catch (const CaseFileError& e) {
+      std::cerr << "error: " << e.what() << "\n";
+      return 2;
+    }
+  }
+
+  // The work list: (row, backend) pairs whose op has a tunable implementation on that backend.
+  struct Item {
+    const CaseRow* row;
+    DeviceType backend;
+  };
+  std::vector<std::vector<CaseRow>> rows;
+  for (const auto& f : files) rows.push_back(expand(f));
+  std::vector<Item> items;
+  int64_t total = 0;
+  for (const auto& file_rows : rows)
+    for (const CaseRow& row : file_rows) {
+      const CaseSpec& cs = *row.spec;
+      if (std::find(sel.ops.begin(), sel.ops.end(), row.op) == sel.ops.end()) continue;
+      if (o.quick && cs.tags.count("large")) continue;
+      if (!selected(o.shape_ids, cs.id)) continue;
+      const DType dtype = row.dtype.value_or(driver_for(row.op)->default_dtype(row.op));
+      if (!selected(o.dtypes, std::string(dtype_name(dtype)))) continue;
+      for (DeviceType bt : sel.backends) {
+        if (!cs.backends.empty() && !cs.backends.count(backend_name(bt))) continue;
+        size_t most = 0;
+        for (const auto& id : impl_ids(row.op, bt))
+          if (o.impl.empty() || id == o.impl)
+            most = std::max(most, candidates_of(row.op, id, bt).size());
+        if (most < 2) continue;  // nothing to choose from
+        items.push_back({&row, bt});
+        total += static_cast<int64_t>(most);
+      }
+    }
+  if (items.empty()) {
+    std::cerr << "recops tune: no tunable implementation among the selected ops, shapes and "
+                 "backends (`recops list --tuning` shows the tunable ones)\n";
+    return 2;
+  }
+
+  Progress progress("tune", total, o.quiet);
+  std::vector<Result> results;
+  int errors = 0;
+  for (const Item& it : items) {
+    const CaseRow& row = *it.row;
+    const DeviceType bt = it.backend;
+    const Driver* d = driver_for(row.op);
+    const DType dtype = row.dtype.value_or(d->default_dtype(row.op));
+    Result res;
+    res.op = row.op;
+    res.shape_id = row.spec->id;
+    res.dtype = std::string(dtype_name(dtype));
+    res.backend = backend_name(bt);
+    res.device = device_name(bt);
+    try {
+      Problem p;
+      if (Status s = d->make(row, &p); !s.ok()) throw Error(s);
+      if (!p.shape_error.ok()) throw Error(p.shape_error);
+      const Device dev = bt == DeviceType::cuda ? Device::cuda(0) : Device::cpu();
+      const std::vector<Input> dev_in = inputs_on(p.inputs, dev);
+
+      // Which implementation runs, its bucket and default: one plain run.
+      Context probe;
+      probe.impl = o.impl;
+      TuneUsed used;
+      probe.tune_used = &used;
+      RunOut first = run_poisoned(*d, p, dev_in, dev, probe, 0);
+      if (!first.status.ok()) throw Error(first.status);
+      if (used.impl.empty())
+        throw std::runtime_error("implementation " + first.impl_used + " is not tunable");
+      res.impl = used.impl;
+      res.bucket = used.bucket;
+      const std::vector<TuneConfig> cands = candidates_of(row.op, res.impl, bt);
+      std::vector<Tensor> gold, plain;
+      if (Status s = d->golden(p, &gold); !s.ok()) throw Error(s);
+      const core::Standard standard = standards.at(row.op);
+      if (standard == core::Standard::dbl)
+        if (Status s = d->baseline(p, &plain); !s.ok()) throw Error(s);
+
+      // Rotated sets of inputs and outputs, as bench does.
+      struct Set {
+        std::vector<Input> in;
+        std::vector<Tensor> out;
+        Tensor ws;
+      };
+      double set_bytes = 0;
+      for (const auto& in : p.inputs) set_bytes += static_cast<double>(in.buf.nbytes());
+      for (const auto& out : p.outputs) {
+        double n = static_cast<double>(dtype_size(out.dtype));
+        for (int64_t s : out.shape) n *= static_cast<double>(s);
+        set_bytes += n;
+      }
+      const int copies =
+          set_bytes < 50e6
+              ? static_cast<int>(std::clamp(std::ceil(100e6 / std::max(set_bytes, 1.0)), 2.0, 16.0))
+              : 1;
+      std::vector<Set> sets(static_cast<size_t>(copies));
+      for (auto& s : sets) {
+        s.in = copies == 1 ? dev_in : inputs_on(p.inputs, dev);
+        s.out = alloc_outputs(p, dev);
+        const size_t wb = d->workspace_bytes(p, views(s.in), views(s.out));
+        if (wb) s.ws = Tensor::empty({static_cast<int64_t>(wb)}, DType::uint8, dev);
+      }
+
+      for (size_t c = 0; c < cands.size(); ++c) {
+        Trial tr;
+        tr.config = cands[c];
+        Context ctx;
+        ctx.impl = res.impl;
+        ctx.tune_config = &cands[c];
+        const RunOut run = run_poisoned(*d, p, dev_in, dev, ctx, 0);
+        tr.rejected = accuracy_problem(p, run, gold, plain, standard);
+        if (tr.rejected.empty()) {
+          tr.timing = time_calls(bt, bt == DeviceType::cuda ? 5 : 2,
+                                 o.min_reps > 0 ? o.min_reps : (bt == DeviceType::cuda ? 20 : 10),
+                                 o.max_seconds, [&](int k) {
+                                   Set& s = sets[static_cast<size_t>(k) % sets.size()];
+                                   Context tc = ctx;
+                                   tc.workspace = s.ws.defined() ? s.ws.data() : nullptr;
+                                   tc.workspace_bytes =
+                                       s.ws.defined() ? static_cast<size_t>(s.ws.nbytes()) : 0;
+                                   return d->run(p, views(s.in), views(s.out), tc);
+                                 });
+          if (!tr.timing.status.ok()) tr.rejected = "error: " + tr.timing.status.message();
+        }
+        if (c == 0 && !tr.rejected.empty())
+          throw std::runtime_error("the default configuration " + tr.config.str() +
+                                   " fails: " + tr.rejected);
+        res.trials.push_back(tr);
+        const std::string label = row.op + " " + row.spec->id + " " + res.dtype + " " +
+                                  res.backend + " " + tr.config.str();
+        if (progress.active()) progress.step(label);
+        if (!tr.rejected.empty())
+          std::cerr << "[tune] " << label << ": rejected, " << tr.rejected << "\n";
+      }
+      // The default is candidates[0] (the registry's contract); another wins only when faster by
+      // more than --min-gain, so that noise does not replace it.
+      res.dflt = 0;
+      res.best = 0;
+      const double dflt_ms = res.trials[0].timing.median_ms;
+      for (size_t c = 1; c < res.trials.size(); ++c) {
+        const Trial& tr = res.trials[c];
+        if (!tr.rejected.empty()) continue;
+        if (tr.timing.median_ms < dflt_ms * (1 - o.min_gain_pct / 100) &&
+            tr.timing.median_ms < res.trials[*res.best].timing.median_ms)
+          res.best = c;
+      }
+    } catch (const std::exception& e) {
+      res.error = e.what();
+      ++errors;
+    }
+    results.push_back(std::move(res));
+  }
+  progress.finish();
+
+  // The table.
+  Table t({"op", "shape", "dtype", "backend", "impl", "bucket", "default ms", "best ms", "speedup",
+           "best config", "tried", "rejected"});
+  for (const auto& r : results) {
+    if (!r.error.empty()) {
+      t.add({r.op, r.shape_id, r.dtype, r.backend, r.impl, r.bucket, "ERROR", "", "", "", "", ""});
+      continue;
+    }
+    const Trial& b = r.trials[*r.best];
+    const Trial& df = r.trials[*r.dflt];
+    int rejected = 0;
+    for (const auto& tr : r.trials) rejected += !tr.rejected.empty();
+    t.add({r.op, r.shape_id, r.dtype, r.backend, r.impl, r.bucket, fmt_g(df.timing.median_ms, 4),
+           fmt_g(b.timing.median_ms, 4), fmt_g(df.timing.median_ms / b.timing.median_ms, 3) + "x",
+           *r.best == 0 ? "(default)" : b.config.str(), std::to_string(r.trials.size()),
+           std::to_string(rejected)});
+  }
+  std::cout << t.str();
+  for (const auto& r : results)
+    if (!r.error.empty())
+      std::cout << "error: " << r.op << " " << r.shape_id << " " << r.dtype << " [" << r.backend
+                << "]: " << r.error << "\n";
+
+  // One tuning file per device: merged into what the file already holds (same key replaced).
+  std::map<std::string, std::vector<const Result*>> by_device;
+  for (const auto& r : results)
+    if (r.error.empty()) by_device[r.device].push_back(&r);
+  if (!o.out.empty() && by_device.size() > 1) {
+    std::cerr << "recops tune: --out names one file but this run tuned " << by_device.size()
+              << " devices; pass one --backend\n";
+    return 2;
+  }
+  int write_errors = 0;
+  for (const auto& [device, rs] : by_device) {
+    const std::string path = !o.out.empty() ? o.out
+                                            : (fs::path(sel.dir).parent_path().parent_path() /
+                                               "tuning" / (device_slug(device) + ".json"))
+                                                  .string();
+    json doc;
+    if (Status s = read_tuning_file(path, &doc); !s.ok()) {
+      std::cerr << "recops tune: " << s.message() << "\n";
+      ++write_errors;
+      continue;
+    }
+    if (doc.contains("device") && doc["device"] != device) {
+      std::cerr << "recops tune: " << path << " holds device '" << doc["device"].get<std::string>()
+                << "', not '" << device << "'\n";
+      ++write_errors;
+      continue;
+    }
+    auto key = [](const json& e) {
+      return e.value("op", "") + "|" + e.value("impl", "") + "|" + e.value("dtype", "") + "|" +
+             e.value("bucket", "");
+    };
+    std::map<std::string, json> entries;
+    if (doc.contains("entries") && doc["entries"].is_array())
+      for (const auto& e : doc["entries"]) entries[key(e)] = e;
+    for (const Result* r : rs) {
+      const Trial& b = r->trials[*r->best];
+      const Trial& df = r->trials[*r->dflt];
+      json cfg = json::object(), dcfg = json::object();
+      for (const auto& [k, v] : b.config.values) cfg[k] = v;
+      for (const auto& [k, v] : df.config.values) dcfg[k] = v;
+      int rejected = 0;
+      for (const auto& tr : r->trials) rejected += !tr.rejected.empty();
+      json e = {{"op", r->op},
+                {"impl", r->impl},
+                {"dtype", r->dtype},
+                {"bucket", r->bucket},
+                {"config", cfg},
+                {"shape", r->shape_id},
+                {"default_config", dcfg},
+                {"default_ms", df.timing.median_ms},
+                {"best_ms", b.timing.median_ms},
+                {"speedup", df.timing.median_ms / b.timing.median_ms},
+                {"candidates", r->trials.size()},
+                {"rejected", rejected},
+                {"commit", commit},
+                {"date", date}};
+      const std::string k = key(e);
+      if (entries.count(k) && entries[k].value("shape", "") != r->shape_id &&
+          entries[k].value("commit", "") == commit && entries[k].value("date", "") == date)
+        std::cerr << "[tune] " << r->op << " " << r->shape_id << " " << r->dtype
+                  << ": same bucket as shape " << entries[k].value("shape", "")
+                  << " of this run; the later one is kept\n";
+      entries[k] = e;
+    }
+    json out = {{"schema", "recops-tuning"},      {"version", kTuningVersion}, {"device", device},
+                {"backend", rs.front()->backend}, {"commit", commit},          {"date", date},
+                {"min_gain_pct", o.min_gain_pct}, {"entries", json::array()}};
+    for (auto& [k, e] : entries) out["entries"].push_back(e);
+    std::error_code ec;
+    if (fs::path(path).has_parent_path()) fs::create_directories(fs::path(path).parent_path(), ec);
+    std::ofstream f(path);
+    f << out.dump(2) << "\n";
+    if (!f) {
+      std::cerr << "recops tune: cannot write " << path << "\n";
+      ++write_errors;
+      continue;
+    }
+    std::cout << "wrote " << path << " (" << rs.size() << " shape(s) tuned, "
+              << out["entries"].size() << " entries)\n";
+  }
+  const double secs = std::chrono::duration<double>(Clock::now() - t_start).count();
+  std::cout << results.size() << " shape(s), " << errors << " error(s) (" << fmt_g(secs, 3)
+            << " s; commit " << commit << ")\n";
+  if (write_errors) return 2;
+  return errors ? 1 : 0;
+}
+
+}  // namespace recops::cli
