@@ -2,13 +2,15 @@
 //
 // Output row r of sequence b (o_b <= r < o_{b+1}, l = r - o_b) = dense[b, l] for l < S, else 0.
 //
-// Work list: the total_L output rows, cut into tiles of kRowsPerThread * (threads / G)
-// consecutive rows (threads, kRowsPerThread in {4, 8}, G and the unit width are tunable:
-// core/row_copy_tuning.h); blocks walk the tiles grid-stride. A tile finds the sequences of its
-// first and last rows with a 32-way search over seq_offsets by one warp each (log32(B) dependent
-// loads), and each row then searches only between those two, which is no search at all when the
-// tile lies inside one sequence. Offsets are clamped into [0, total_L]; a row whose sequence cannot
-// be found consistently (corrupted offsets) is written as zeros, so dense is read only at b < B, 0
+// Two walks (the launch picks one from the fill of the (B, S) grid): the dense walk below, and the
+// jagged walk here. Jagged walk work list: the total_L output rows, cut into tiles of
+// kRowsPerThread * (threads / G) consecutive rows (threads, kRowsPerThread in {4, 8}, G and the
+// unit width are tunable: core/row_copy_tuning.h); blocks walk the tiles grid-stride. A tile finds
+// the sequences of its first and last rows with a 32-way search over seq_offsets by one warp each
+// (log32(B) dependent loads), and each row then searches only between those two, which is no search
+// at all when the tile lies inside one sequence. Offsets are clamped into [0, total_L]; a row whose
+// sequence cannot be found consistently (corrupted offsets) is written as zeros, so dense is read
+// only at b < B, 0
 // <= l < S.
 #pragma once
 
@@ -117,6 +119,70 @@ __global__ void __launch_bounds__(kMaxThreads) dense_to_jagged_kernel(const Args
         if (live[k]) core::cuda::store_stream(dst[k] + c, v[k]);
     }
     __syncthreads();  // s_range is rewritten by the next tile
+  }
+}
+
+// The same conversion walked over the dense rows instead (dense_walk): tile t covers the dense rows
+// [t * tile_rows, (t+1) * tile_rows) of the (B, S) grid, row (b, l) is copied to out row o_b + l
+// when l < n_b = min(L_b, S) and skipped otherwise; no search at all, which pays when most of the
+// grid is filled (the launch picks it when total_L >= B * S / 4; num_tiles then counts the dense
+// grid). Output rows past S of a sequence (L_b > S) get their zeros from the lanes holding that
+// sequence's last dense row (l = S - 1). Offsets are clamped, so o_b + l < o_{b+1} <= total_L: no
+// access falls outside out or dense even with corrupted offsets.
+template <class U, int kRowsPerThread>
+__global__ void __launch_bounds__(kMaxThreads) dense_to_jagged_dense_walk_kernel(const Args<U> a) {
+  const int lanes = 1 << a.lanes_log2;
+  const int lane = threadIdx.x & (lanes - 1);
+  const int group = threadIdx.x >> a.lanes_log2;
+  const int groups = static_cast<int>(blockDim.x) >> a.lanes_log2;
+
+  for (int64_t tile = blockIdx.x; tile < a.num_tiles; tile += gridDim.x) {
+    const int64_t r0 = tile * a.tile_rows;
+    const int64_t b0 = r0 / a.S;
+    const int64_t l0 = r0 - b0 * a.S;
+    const U* src[kRowsPerThread];
+    U* dst[kRowsPerThread];
+    bool copy[kRowsPerThread];
+    bool any = false;
+#pragma unroll
+    for (int k = 0; k < kRowsPerThread; ++k) {
+      int64_t l = l0 + static_cast<int64_t>(k * groups + group);
+      int64_t b = b0;
+      if (l >= a.S) {
+        const int64_t q = l / a.S;
+        b += q;
+        l -= q * a.S;
+      }
+      copy[k] = false;
+      src[k] = a.dense;
+      dst[k] = a.out;
+      if (b < a.B) {
+        const int64_t start = a.offsets(b);
+        const int64_t end = a.offsets(b + 1);
+        const int64_t len = end > start ? end - start : 0;
+        const int64_t n = len < a.S ? len : a.S;
+        copy[k] = l < n;
+        src[k] = a.dense + b * a.dense_batch_stride + l * a.dense_row_stride;
+        dst[k] = a.out + (start + l) * a.out_row_stride;
+        if (l == a.S - 1 && len > a.S) {  // rows S .. len-1 of this sequence are zeros
+          const U zero{};
+          for (int64_t x = a.S; x < len; ++x)
+            for (int64_t c = lane; c < a.W; c += lanes)
+              core::cuda::store_stream(a.out + (start + x) * a.out_row_stride + c, zero);
+        }
+      }
+      any = any || copy[k];
+    }
+    if (!any) continue;
+    for (int64_t c = lane; c < a.W; c += lanes) {
+      U v[kRowsPerThread];
+#pragma unroll
+      for (int k = 0; k < kRowsPerThread; ++k)
+        if (copy[k]) v[k] = core::cuda::load_stream(src[k] + c);
+#pragma unroll
+      for (int k = 0; k < kRowsPerThread; ++k)
+        if (copy[k]) core::cuda::store_stream(dst[k] + c, v[k]);
+    }
   }
 }
 

@@ -39,9 +39,14 @@ Status launch(const DenseToJaggedParams& p, const Launch& cfg, const Context& ct
   a.lanes_log2 = cfg.units_per_lane == 2 ? core::cuda::lanes_log2_for(a.W)
                                          : core::row_copy_lanes_log2(a.W, cfg.units_per_lane);
   a.tile_rows = int64_t{kRowsPerThread} * (cfg.threads >> a.lanes_log2);
-  a.num_tiles = (p.total_L + a.tile_rows - 1) / a.tile_rows;
+  // The dense walk (no search) when at least a quarter of the (B, S) grid holds rows; the jagged
+  // walk (searches per tile, work proportional to total_L) for sparse grids.
+  const bool dense_walk = p.B > 0 && p.S > 0 && p.total_L >= p.B * p.S / 4;
+  const int64_t rows = dense_walk ? p.B * p.S : p.total_L;
+  a.num_tiles = (rows + a.tile_rows - 1) / a.tile_rows;
 
-  auto* kernel = &d2j_cuda::dense_to_jagged_kernel<U, kRowsPerThread>;
+  auto* kernel = dense_walk ? &d2j_cuda::dense_to_jagged_dense_walk_kernel<U, kRowsPerThread>
+                            : &d2j_cuda::dense_to_jagged_kernel<U, kRowsPerThread>;
   unsigned grid = 1;
   RECOPS_RETURN_IF_ERROR(core::cuda::persistent_grid(reinterpret_cast<const void*>(kernel),
                                                      cfg.threads, 0, a.num_tiles, &grid));
