@@ -7,7 +7,7 @@
 //   rows_per_thread  rows whose loads a thread keeps in flight before storing (4 or 8; the kernels
 //                    are instantiated for these two)
 //   units_per_lane   lanes per row G: the smallest power of two with units_per_lane * G >= the
-//                    row's units, at most 32 (1, 2, 4; 2 is core::cuda::lanes_log2_for)
+//                    row's units, at most 32 (1 or 2; 2 is core::cuda::lanes_log2_for)
 //   max_unit_bytes   the widest unit moved (16, 8): caps the width picked from the alignment
 // CPU (cpu_generic):
 //   grain_bytes      output bytes per parallel chunk at least (16 KiB ... 1 MiB)
@@ -37,7 +37,7 @@ inline std::vector<TuneConfig> row_copy_cuda_candidates() {
   std::vector<TuneConfig> out = {row_copy_cuda_default()};
   for (const TuneConfig& c : config_grid({{"threads", {128, 256, 512}},
                                           {"rows_per_thread", {4, 8}},
-                                          {"units_per_lane", {1, 2, 4}},
+                                          {"units_per_lane", {1, 2}},
                                           {"max_unit_bytes", {16}}}))
     if (!(c == out[0])) out.push_back(c);
   TuneConfig narrow = row_copy_cuda_default();

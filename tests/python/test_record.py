@@ -79,3 +79,31 @@ def test_bf16_padded_values_match_the_jagged_rows(recording):
     for b in range(res.shape[0]):
         rows = values[offsets[b]:offsets[b + 1]][: res.shape[1]]
         assert torch.equal(res[b, : rows.shape[0]], rows)
+
+
+def test_compare_json_verdicts(recording, tmp_path):
+    out, manifest = recording
+    report = tmp_path / "compare.json"
+    cmd = [_recops_binary(), "compare", str(out), "--backend", "cpu", "--impl", "reference",
+           "--json", str(report), "--cases-dir", str(ROOT / "src" / "ops")]
+    subprocess.run(cmd, check=True, capture_output=True, text=True)
+    rows = json.loads(report.read_text())
+    assert len(rows) == len(manifest["cases"])
+    for r in rows:
+        assert r["verdict"] == "PASS", r
+        assert r["impl"] == "reference" and r["recorded_impl"] == "cpu_generic"
+        assert r["recorded_commit"] == manifest["commit"] and r["reproducer"] == ""
+
+
+def test_record_filters_like_check(tmp_path):
+    binary = _recops_binary()
+    if binary is None:
+        pytest.skip("no recops binary")
+    cmd = [binary, "record", "--backend", "cpu", "--op", "jagged_to_padded_dense,complete_cumsum",
+           "--case", "tile_edges,n37", "--offsets-dtype", "int32", "--dtype", "fp16",
+           "--out", str(tmp_path), "--cases-dir", str(ROOT / "src" / "ops")]
+    subprocess.run(cmd, check=True, capture_output=True, text=True)
+    cases = json.loads((tmp_path / "manifest.json").read_text())["cases"]
+    # complete_cumsum lists no offsets dtype: --offsets-dtype leaves only the jagged row.
+    assert [(e["op"], e["case"], e["dtype"], e["offsets_dtype"]) for e in cases] == [
+        ("jagged_to_padded_dense", "tile_edges", "fp16", "int32")]

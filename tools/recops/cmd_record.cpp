@@ -146,6 +146,14 @@ int run_record(const RecordOptions& o) {
       const std::string dname(dtype_name(dtype));
       if (!selected(o.dtypes, dname)) continue;
       if (!cs.backends.empty() && !cs.backends.count(bname)) continue;
+      // --offsets-dtype / --out-dtype select rows whose case lists that dtype (as check does).
+      if (!o.offsets_dtypes.empty() &&
+          (cs.offsets_dtypes.empty() ||
+           !selected(o.offsets_dtypes, std::string(dtype_name(row.offsets_dtype)))))
+        continue;
+      if (!o.out_dtypes.empty() &&
+          (!row.out_dtype || !selected(o.out_dtypes, std::string(dtype_name(*row.out_dtype)))))
+        continue;
       if (!o.impl.empty()) {
         const auto ids = impl_ids(row.op, bt);
         if (std::find(ids.begin(), ids.end(), o.impl) == ids.end()) continue;
@@ -437,6 +445,34 @@ int run_compare(const CompareOptions& o, const std::string& argv0) {
         std::cout << "  " << r.op << " " << r.case_id << " " << r.dtype
                   << (r.variant.empty() ? "" : " " + r.variant) << ": " << r.detail << "\n    "
                   << r.reproducer << "\n";
+  }
+  if (!o.json.empty()) {
+    json arr = json::array();
+    for (const auto& r : rows)
+      arr.push_back({{"op", r.op},
+                     {"case", r.case_id},
+                     {"dtype", r.dtype},
+                     {"variant", r.variant},
+                     {"recorded_backend", manifest.value("backend", "?")},
+                     {"recorded_device", manifest.value("device", "?")},
+                     {"recorded_commit", manifest.value("commit", "?")},
+                     {"recorded_impl", r.recorded_impl},
+                     {"against", against},
+                     {"against_device", o.golden ? std::string("golden") : device_name(bt)},
+                     {"impl", r.impl},
+                     {"max_abs", r.max_abs ? json(*r.max_abs) : json()},
+                     {"rel_l2", r.rel_l2 ? json(*r.rel_l2) : json()},
+                     {"verdict", r.verdict},
+                     {"detail", r.detail},
+                     {"reproducer", r.reproducer},
+                     {"commit", project_commit(dir)},
+                     {"date", today()}});
+    std::ofstream f(o.json);
+    f << arr.dump(2) << "\n";
+    if (!f) {
+      std::cerr << "recops compare: cannot write " << o.json << "\n";
+      return 2;
+    }
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::cout << "\n"

@@ -165,8 +165,103 @@ int run_tune(const TuneOptions& o) {
     return 2;
   }
 
+  // One tuning file per device (--out FILE, or the folder --out DIR / tuning/ of the source tree
+  // holding <device-slug>.json), read and checked before any timing; this run's results are merged
+  // in (same op/impl/dtype/bucket replaced) and the file is rewritten after every shape, so a run
+  // cut short keeps what it measured.
+  struct Target {
+    std::string path;
+    json base;  // the file's entries before this run, by key
+    std::vector<const Result*> results;
+  };
+  auto entry_key = [](const json& e) {
+    return e.value("op", "") + "|" + e.value("impl", "") + "|" + e.value("dtype", "") + "|" +
+           e.value("bucket", "");
+  };
+  std::map<std::string, Target> targets;  // by device name
+  {
+    std::error_code ec;
+    const bool out_is_dir = o.out.empty() || o.out.back() == '/' || fs::is_directory(o.out, ec);
+    const fs::path dir_out =
+        o.out.empty() ? fs::path(sel.dir).parent_path().parent_path() / "tuning" : fs::path(o.out);
+    for (const Item& it : items) {
+      const std::string device = device_name(it.backend);
+      if (targets.count(device)) continue;
+      Target tg;
+      tg.path = out_is_dir ? (dir_out / (device_slug(device) + ".json")).string() : o.out;
+      for (const auto& [other, t] : targets)
+        if (t.path == tg.path) {
+          std::cerr << "recops tune: --out names one file but this run tunes two devices (" << other
+                    << ", " << device << "); pass one --backend or a directory\n";
+          return 2;
+        }
+      json doc;
+      if (Status s = read_tuning_file(tg.path, &doc); !s.ok()) {
+        std::cerr << "recops tune: " << s.message() << "\n";
+        return 2;
+      }
+      if (doc.contains("device") && doc["device"] != device) {
+        std::cerr << "recops tune: " << tg.path << " holds device '"
+                  << doc["device"].get<std::string>() << "', not '" << device << "'\n";
+        return 2;
+      }
+      tg.base = json::object();
+      if (doc.contains("entries") && doc["entries"].is_array())
+        for (const auto& e : doc["entries"]) tg.base[entry_key(e)] = e;
+      targets[device] = std::move(tg);
+    }
+  }
+  int write_errors = 0;
+  auto flush = [&](Target& tg, const std::string& device) {
+    json entries = tg.base;
+    for (const Result* r : tg.results) {
+      const Trial& b = r->trials[*r->best];
+      const Trial& df = r->trials[*r->dflt];
+      json cfg = json::object(), dcfg = json::object();
+      for (const auto& [k, v] : b.config.values) cfg[k] = v;
+      for (const auto& [k, v] : df.config.values) dcfg[k] = v;
+      int rejected = 0;
+      for (const auto& tr : r->trials) rejected += !tr.rejected.empty();
+      json e = {{"op", r->op},
+                {"impl", r->impl},
+                {"dtype", r->dtype},
+                {"bucket", r->bucket},
+                {"config", cfg},
+                {"shape", r->shape_id},
+                {"default_config", dcfg},
+                {"default_ms", df.timing.median_ms},
+                {"best_ms", b.timing.median_ms},
+                {"speedup", df.timing.median_ms / b.timing.median_ms},
+                {"candidates", r->trials.size()},
+                {"rejected", rejected},
+                {"commit", commit},
+                {"date", date}};
+      entries[entry_key(e)] = e;
+    }
+    json out = {{"schema", "recops-tuning"},
+                {"version", kTuningVersion},
+                {"device", device},
+                {"backend", tg.results.front()->backend},
+                {"commit", commit},
+                {"date", date},
+                {"min_gain_pct", o.min_gain_pct},
+                {"entries", json::array()}};
+    for (auto& [k, e] : entries.items()) out["entries"].push_back(e);
+    std::error_code ec;
+    if (fs::path(tg.path).has_parent_path())
+      fs::create_directories(fs::path(tg.path).parent_path(), ec);
+    const std::string tmp = tg.path + ".tmp";
+    {
+      std::ofstream f(tmp);
+      f << out.dump(2) << "\n";
+      if (!f) return false;
+    }
+    return std::rename(tmp.c_str(), tg.path.c_str()) == 0;
+  };
+
   Progress progress("tune", total, o.quiet);
   std::vector<Result> results;
+  results.reserve(items.size());
   int errors = 0;
   for (const Item& it : items) {
     const CaseRow& row = *it.row;
@@ -277,6 +372,14 @@ int run_tune(const TuneOptions& o) {
       ++errors;
     }
     results.push_back(std::move(res));
+    if (results.back().error.empty()) {
+      Target& tg = targets[results.back().device];
+      tg.results.push_back(&results.back());  // stable: `results` was reserved
+      if (!flush(tg, results.back().device)) {
+        std::cerr << "recops tune: cannot write " << tg.path << "\n";
+        ++write_errors;
+      }
+    }
   }
   progress.finish();
 
@@ -303,86 +406,10 @@ int run_tune(const TuneOptions& o) {
       std::cout << "error: " << r.op << " " << r.shape_id << " " << r.dtype << " [" << r.backend
                 << "]: " << r.error << "\n";
 
-  // One tuning file per device: merged into what the file already holds (same key replaced).
-  std::map<std::string, std::vector<const Result*>> by_device;
-  for (const auto& r : results)
-    if (r.error.empty()) by_device[r.device].push_back(&r);
-  if (!o.out.empty() && by_device.size() > 1) {
-    std::cerr << "recops tune: --out names one file but this run tuned " << by_device.size()
-              << " devices; pass one --backend\n";
-    return 2;
-  }
-  int write_errors = 0;
-  for (const auto& [device, rs] : by_device) {
-    const std::string path = !o.out.empty() ? o.out
-                                            : (fs::path(sel.dir).parent_path().parent_path() /
-                                               "tuning" / (device_slug(device) + ".json"))
-                                                  .string();
-    json doc;
-    if (Status s = read_tuning_file(path, &doc); !s.ok()) {
-      std::cerr << "recops tune: " << s.message() << "\n";
-      ++write_errors;
-      continue;
-    }
-    if (doc.contains("device") && doc["device"] != device) {
-      std::cerr << "recops tune: " << path << " holds device '" << doc["device"].get<std::string>()
-                << "', not '" << device << "'\n";
-      ++write_errors;
-      continue;
-    }
-    auto key = [](const json& e) {
-      return e.value("op", "") + "|" + e.value("impl", "") + "|" + e.value("dtype", "") + "|" +
-             e.value("bucket", "");
-    };
-    std::map<std::string, json> entries;
-    if (doc.contains("entries") && doc["entries"].is_array())
-      for (const auto& e : doc["entries"]) entries[key(e)] = e;
-    for (const Result* r : rs) {
-      const Trial& b = r->trials[*r->best];
-      const Trial& df = r->trials[*r->dflt];
-      json cfg = json::object(), dcfg = json::object();
-      for (const auto& [k, v] : b.config.values) cfg[k] = v;
-      for (const auto& [k, v] : df.config.values) dcfg[k] = v;
-      int rejected = 0;
-      for (const auto& tr : r->trials) rejected += !tr.rejected.empty();
-      json e = {{"op", r->op},
-                {"impl", r->impl},
-                {"dtype", r->dtype},
-                {"bucket", r->bucket},
-                {"config", cfg},
-                {"shape", r->shape_id},
-                {"default_config", dcfg},
-                {"default_ms", df.timing.median_ms},
-                {"best_ms", b.timing.median_ms},
-                {"speedup", df.timing.median_ms / b.timing.median_ms},
-                {"candidates", r->trials.size()},
-                {"rejected", rejected},
-                {"commit", commit},
-                {"date", date}};
-      const std::string k = key(e);
-      if (entries.count(k) && entries[k].value("shape", "") != r->shape_id &&
-          entries[k].value("commit", "") == commit && entries[k].value("date", "") == date)
-        std::cerr << "[tune] " << r->op << " " << r->shape_id << " " << r->dtype
-                  << ": same bucket as shape " << entries[k].value("shape", "")
-                  << " of this run; the later one is kept\n";
-      entries[k] = e;
-    }
-    json out = {{"schema", "recops-tuning"},      {"version", kTuningVersion}, {"device", device},
-                {"backend", rs.front()->backend}, {"commit", commit},          {"date", date},
-                {"min_gain_pct", o.min_gain_pct}, {"entries", json::array()}};
-    for (auto& [k, e] : entries) out["entries"].push_back(e);
-    std::error_code ec;
-    if (fs::path(path).has_parent_path()) fs::create_directories(fs::path(path).parent_path(), ec);
-    std::ofstream f(path);
-    f << out.dump(2) << "\n";
-    if (!f) {
-      std::cerr << "recops tune: cannot write " << path << "\n";
-      ++write_errors;
-      continue;
-    }
-    std::cout << "wrote " << path << " (" << rs.size() << " shape(s) tuned, "
-              << out["entries"].size() << " entries)\n";
-  }
+  for (const auto& [device, tg] : targets)
+    if (!tg.results.empty())
+      std::cout << "wrote " << tg.path << " (" << tg.results.size() << " shape(s) tuned on "
+                << device << ")\n";
   const double secs = std::chrono::duration<double>(Clock::now() - t_start).count();
   std::cout << results.size() << " shape(s), " << errors << " error(s) (" << fmt_g(secs, 3)
             << " s; commit " << commit << ")\n";

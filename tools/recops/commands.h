@@ -44,12 +44,12 @@ struct BenchOptions : CommonOptions {
 // record: each case's inputs and outputs on one backend, as safetensors + manifest.json in `out`.
 struct RecordOptions : CommonOptions {
   std::string impl, out;
-  std::vector<std::string> dtypes, case_ids;
+  std::vector<std::string> dtypes, offsets_dtypes, out_dtypes, case_ids;
 };
 
 // compare: the recorded cases of `dir`, recomputed on `backend` (default cpu) or the fp64 golden.
 struct CompareOptions {
-  std::string dir, backend, impl, cases_dir;
+  std::string dir, backend, impl, cases_dir, json;
   std::vector<std::string> ops, dtypes, offsets_dtypes, out_dtypes, case_ids;
   bool golden = false;
 };

@@ -135,6 +135,12 @@ int main(int argc, char** argv) {
   record->add_option("--impl", ro.impl, "force one implementation id");
   record->add_option("--dtype", ro.dtypes, "only rows of these dtypes")->delimiter(',');
   record->add_option("--case", ro.case_ids, "only the case(s) with this id")->delimiter(',');
+  record
+      ->add_option("--offsets-dtype", ro.offsets_dtypes,
+                   "only rows whose case lists this offsets dtype")
+      ->delimiter(',');
+  record->add_option("--out-dtype", ro.out_dtypes, "only rows whose case lists this out_dtype")
+      ->delimiter(',');
   record->add_option("--out", ro.out, "directory to write (created)")->required();
 
   recops::cli::CompareOptions cmo;
@@ -156,6 +162,7 @@ int main(int argc, char** argv) {
   compare->add_option("--backend", cmo.backend, "backend to recompute on (default cpu)");
   compare->add_flag("--golden", cmo.golden, "judge against the fp64 golden instead");
   compare->add_option("--impl", cmo.impl, "force one implementation id for the recomputation");
+  compare->add_option("--json", cmo.json, "also write the verdicts as JSON to FILE");
   compare->add_option("--cases-dir", cmo.cases_dir,
                       "directory holding <op>/cases.yaml (as for check)");
 
