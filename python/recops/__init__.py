@@ -28,6 +28,10 @@ __all__ = [
     "set_validate",
     "hstu_attn",
     "hstu_mask",
+    "stem_prepare",
+    "stem_indexer",
+    "stem_indexer_metadata",
+    "block_sparse_attention",
     "library_path",
 ]
 
@@ -66,3 +70,9 @@ from .ops import (  # noqa: E402,F401
     set_validate,
 )
 from .hstu import hstu_attn, hstu_mask  # noqa: E402,F401
+from .stem import (  # noqa: E402,F401
+    block_sparse_attention,
+    stem_indexer,
+    stem_indexer_metadata,
+    stem_prepare,
+)
