@@ -18,10 +18,6 @@ using P = StemIndexerParams;
 
 const std::vector<core::Impl<P>>& impls() {
   static const std::vector<core::Impl<P>> list = {
-#ifdef RECOPS_WITH_CUDA
-      {"cuda_sm80", DeviceType::cuda, core::cuda::any_device_reason,
-       core::cuda_capability_at_least<80, P>, stem_indexer_cuda},
-#endif
       {"cpu_generic", DeviceType::cpu, core::always_available, core::accept_all<P>,
        stem_indexer_cpu},
       {"reference", DeviceType::cpu, core::always_available, core::accept_all<P>,
