@@ -149,10 +149,14 @@ def bench_shape(sh, gen, ceil, meta, with_plain):
     shape = dict(sh, B=Bn, S=max_len, Hk=H, total_tokens=total)
     recs = []
 
+    # The forward runs cuda_sm80_fa where it serves (d, dv <= 128), the backward cuda_sm80.
+    fwd_impl = "cuda_sm80_fa" if max(d, dv) <= 128 else "cuda_sm80"
+    impls = {"fwd": fwd_impl, "bwd": "cuda_sm80", "fwd_bwd": f"{fwd_impl}+cuda_sm80"}
+
     def rec(phase, ms, flops, peer=None, peer_ms=None, err=None, extra=None):
         r = {
             "op": "hstu_attn",
-            "impl": "cuda_sm80",
+            "impl": impls[phase],
             "backend": "cuda",
             "device": torch.cuda.get_device_name(),
             "shape": shape,

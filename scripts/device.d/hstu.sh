@@ -2,7 +2,8 @@
 # HSTU attention on the GPU (issue 4), run by scripts/device.sh's `extra` step with ROOT, BUILD,
 # RECOPS, OUT and STEP_LIMIT_S exported:
 #   recops check --op hstu_attn --backend cuda, each CUDA implementation forced in turn
-#     -> $OUT/check_hstu_cuda_<impl>.json and .log (non-passing rows streamed to stdout)
+#     -> $OUT/check_hstu_cuda_<impl>.json and .log (non-passing rows streamed to stdout);
+#     cuda_sm80_fa (forward only) is checked on its dtypes (bf16, fp16); HSTU_IMPLS picks impls
 #   recops check --repeat 5 on a few backward cases (determinism)
 #   pytest tests/python/test_hstu_attn_cuda.py
 #   python3 bench/hstu_cuda.py -> $OUT/bench_hstu_cuda.json
@@ -13,11 +14,13 @@ cd "$ROOT"
 rc=0
 skip=" ${HSTU_SKIP:-} "
 if [[ "$skip" != *" check "* ]]; then
-  for impl in cuda_sm80; do
+  for impl in ${HSTU_IMPLS:-cuda_sm80_fa cuda_sm80}; do
     log=$OUT/check_hstu_$impl.log
-    echo "--- recops check --op hstu_attn --backend cuda --impl $impl"
+    extra=()
+    [ "$impl" = cuda_sm80_fa ] && extra=(--dtype bf16,fp16)
+    echo "--- recops check --op hstu_attn --backend cuda --impl $impl ${extra[*]}"
     timeout "${HSTU_CHECK_S:-100}" "$RECOPS" check --op hstu_attn --backend cuda --impl "$impl" \
-      --json "$OUT/check_hstu_cuda_$impl.json" 2>&1 | tee "$log" | grep --line-buffered -v " PASS"
+      "${extra[@]}" --json "$OUT/check_hstu_cuda_$impl.json" 2>&1 | tee "$log" | grep --line-buffered -v " PASS"
     [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
   done
 fi

@@ -45,6 +45,12 @@ Status hstu_attn_fwd_cuda_fp32(const HstuAttnParams& p, const Context& ctx);
 Status hstu_attn_bwd_cuda_bf16(const HstuAttnParams& p, const Context& ctx);
 Status hstu_attn_bwd_cuda_fp16(const HstuAttnParams& p, const Context& ctx);
 Status hstu_attn_bwd_cuda_fp32(const HstuAttnParams& p, const Context& ctx);
+// Register-resident forward (cuda/fwd_fa.cuh, cuda_sm80_fa): bf16/fp16, d and dv multiples of 8
+// up to 128, 16-byte aligned rows; every mask feature, rab, GQA, delta-q, paged KV.
+std::string hstu_attn_fwd_fa_accepts(const HstuAttnParams& p);
+Status hstu_attn_fwd_cuda_fa(const HstuAttnParams& p, const Context& ctx);
+Status hstu_attn_fwd_cuda_fa_bf16(const HstuAttnParams& p, const Context& ctx);
+Status hstu_attn_fwd_cuda_fa_fp16(const HstuAttnParams& p, const Context& ctx);
 #endif
 
 }  // namespace recops::ops
