@@ -22,6 +22,14 @@ struct BlockSparseAttentionParams {
   int64_t page_size = 0, num_pages = 0, max_pages = 0;
   // Host copies of the index tensors.
   std::vector<int64_t> cu_q, Lk, cu_kv, table;
+  // The index tensors themselves (int32, on the tensors' device; element strides) for kernels that
+  // read them on the device (CUDA), and the token count of packed k/v for clamping.
+  const int32_t* d_cu_q = nullptr;
+  const int32_t* d_lk = nullptr;
+  const int32_t* d_cu_kv = nullptr;
+  const int32_t* d_table = nullptr;  // contiguous [B, max_pages]
+  int64_t d_cu_q_stride = 1, d_lk_stride = 1, d_cu_kv_stride = 1;
+  int64_t Tk = 0;
   // sparse_indices int32 [B, Nq, Qmax, Kmax] and sparse_seq_len int32 [B, Nq, Qmax], contiguous.
   const int32_t* indices = nullptr;
   const int32_t* seq_len = nullptr;

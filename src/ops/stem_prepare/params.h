@@ -27,6 +27,14 @@ struct StemPrepareParams {
   std::vector<int64_t> cu_kv;  // [B+1] packed
   std::vector<int64_t> table;  // [B * max_pages] paged
   int64_t max_pages = 0;
+  // The index tensors themselves (int32, on the tensors' device; element strides) for kernels that
+  // read them on the device (CUDA), and the token counts of q and packed k/v for clamping.
+  const int32_t* d_cu_q = nullptr;
+  const int32_t* d_lk = nullptr;
+  const int32_t* d_cu_kv = nullptr;
+  const int32_t* d_table = nullptr;  // contiguous [B, max_pages]
+  int64_t d_cu_q_stride = 1, d_lk_stride = 1, d_cu_kv_stride = 1;
+  int64_t Tq = 0, Tk = 0;
   // Scales: nullptr = 1. q_scale per token and head when q_scale_per_token, else one value;
   // k_scale likewise ([Tk, Nk] packed, [pages, page, Nk] paged, contiguous); v_scale [1] or [Nk].
   const float* q_scale = nullptr;
