@@ -1,0 +1,329 @@
+// stem_indexer, CUDA (spec §3.2, §8): one fused kernel, scoring and selection per tile.
+//
+// A tile is 16 rows of one (batch, KV head): rows lin = 16·t .. 16·t+15 of the G·Qmax rows
+// (query block i = lin / G, head hq = hk·G + lin % G), so its rows share the key blocks and have
+// nearly the same causal bound. Tiles run heaviest first (latest query blocks of every section).
+//
+// Scoring: the 8 warps split the visible key blocks (up to the tile's largest V; causal tiles
+// beyond it are never touched) into runs of 32; each warp computes a 16 x 32 block of
+// ⟨qflat, kflat⟩ with mma.sync m16n8k16 (bf16 in, fp32 accumulation). Fragments come straight
+// from global memory with 16-byte loads: lane (gid, tig) loads elements [k0 + 8·tig, +8) of query
+// rows gid and gid + 8 and of key block gid of each 8-block n-tile; the two k16 steps of a
+// 32-wide chunk use pairs (0,1) and (2,3) of those eight elements in both operands, a fixed
+// permutation of k that leaves the dot product unchanged. The epilogue forms
+// S = fl32(fl32(dot · 1/R²) + vbias) (no contraction) and stores the §3.2 rank key κ (fp32 or
+// bf16 by topk_score_precision) as a sortable uint32 in shared memory, [16][Kmax].
+//
+// Selection: a warp per row. K̂ comes from stem_rules.h (the same fp32 code as the reference).
+// When 0 < K̂ < |C| a radix select with 8-bit digits (4 passes, a 256-bin histogram per warp in
+// shared memory) finds the threshold τ and how many candidates equal to τ to take; then the
+// row is written in ascending id order with ballots: the sink blocks, every candidate above τ
+// and the first candidates equal to τ (ties to the lower id), the window blocks, then -1 up to
+// Kmax, and sparse_seq_len. The result is deterministic (no atomics reach the output).
+//
+// Limits: the score buffer holds 16·Kmax keys, so Kmax ≤ (shared memory per block − 8 KiB)/64
+// (3488 key blocks, 446K tokens, on sm_90; 2464 on sm_80); larger Kmax is refused with that
+// reason. Lengths are read on the device and clamped, so unvalidated values never address memory
+// outside the tensors.
+#include <cuda_bf16.h>
+
+#include <cstdint>
+#include <string>
+
+#include "core/cuda/launch.h"
+#include "ops/stem_indexer/impls.h"
+#include "ops/stem_indexer/stem_rules.h"
+
+namespace recops::ops {
+namespace {
+
+constexpr const char* kOp = "stem_indexer";
+constexpr int kRows = 16;
+constexpr int kWarps = 8;
+constexpr int kThreads = kWarps * 32;
+constexpr int kNTiles = 4;  // n-tiles of 8 key blocks per warp pass (32 key blocks)
+constexpr size_t kHistBytes = kWarps * 256 * sizeof(uint32_t);
+
+struct Args {
+  const uint16_t* qflat;
+  const uint16_t* kflat;
+  const float* vbias;
+  int64_t qs0, qs1, qs2, ks0, ks1, ks2, vs0, vs1, vs2;
+  const int32_t* q_lens;
+  const int32_t* kv_lens;
+  const int32_t* prompt_lens;
+  int64_t q_lens_stride, kv_lens_stride, prompt_lens_stride;
+  int32_t* indices;
+  int32_t* seq_len;
+  int64_t B, Nq, Nk, G, Qmax, Kmax, Df, tiles_per_section, num_tiles;
+  float inv_r2;
+  int precision;
+  bool vec;  // 16-byte loads are aligned (Df % 8 == 0, strides and bases aligned)
+  stem::StemRules rules;
+};
+
+__device__ __forceinline__ int64_t clamp64(int64_t x, int64_t lo, int64_t hi) {
+  return x < lo ? lo : (x > hi ? hi : x);
+}
+
+// Elements [k, k + 8) of a bf16 row of length Df as four bf16 pairs (zeros past Df or for a null
+// row).
+__device__ __forceinline__ uint4 load8(const uint16_t* row, int64_t k, int64_t Df, bool vec) {
+  uint4 r = make_uint4(0, 0, 0, 0);
+  if (row == nullptr || k >= Df) return r;
+  if (vec) return __ldg(reinterpret_cast<const uint4*>(row + k));
+  uint32_t w[4] = {0, 0, 0, 0};
+  for (int e = 0; e < 8; ++e)
+    if (k + e < Df) w[e / 2] |= static_cast<uint32_t>(__ldg(row + k + e)) << (16 * (e % 2));
+  return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+__device__ __forceinline__ void mma_bf16(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2,
+                                         uint32_t a3, uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+__global__ void __launch_bounds__(kThreads) stem_indexer_kernel(Args a) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  uint32_t* hist_all = reinterpret_cast<uint32_t*>(smem);
+  uint32_t* keys = reinterpret_cast<uint32_t*>(smem + kHistBytes);  // [kRows][Kmax]
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int gid = lane >> 2, tig = lane & 3;
+  const unsigned lt_mask = (1u << lane) - 1u;
+  const stem::StemRules& r = a.rules;
+  const int64_t sections = a.B * a.Nk, rows_total = a.G * a.Qmax;
+
+  for (int64_t tile = blockIdx.x; tile < a.num_tiles; tile += gridDim.x) {
+    const int64_t sec = tile % sections, t = a.tiles_per_section - 1 - tile / sections;
+    const int64_t b = sec / a.Nk, hk = sec % a.Nk;
+    const int64_t Lq = clamp64(a.q_lens[b * a.q_lens_stride], 0, a.Qmax * r.Bs);
+    const int64_t Lk = clamp64(a.kv_lens[b * a.kv_lens_stride], 0, a.Kmax * r.Bs);
+    const int64_t Lp = a.prompt_lens == nullptr
+                           ? Lk
+                           : clamp64(a.prompt_lens[b * a.prompt_lens_stride], 0, INT32_MAX);
+    // Visible counts of the tile's rows (every thread computes them; 16 small calls).
+    int64_t vmax = 0;
+    for (int rr = 0; rr < kRows; ++rr) {
+      const int64_t lin = t * kRows + rr;
+      if (lin < rows_total) {
+        const int64_t v = stem::visible_blocks(r, Lq, Lk, Lp, lin / a.G);
+        vmax = v > vmax ? v : vmax;
+      }
+    }
+    // ---- scoring --------------------------------------------------------------------------
+    const uint16_t* qrow[2];
+    for (int h = 0; h < 2; ++h) {
+      const int64_t lin = t * kRows + gid + 8 * h;
+      qrow[h] = nullptr;
+      if (lin < rows_total) {
+        const int64_t i = lin / a.G, hq = hk * a.G + lin % a.G;
+        if (stem::visible_blocks(r, Lq, Lk, Lp, i) > 0)
+          qrow[h] = a.qflat + b * a.qs0 + hq * a.qs1 + i * a.qs2;
+      }
+    }
+    const uint16_t* kbase = a.kflat + b * a.ks0 + hk * a.ks1;
+    const float* vb = a.vbias + b * a.vs0 + hk * a.vs1;
+    for (int64_t j0 = int64_t{warp} * 32; j0 < vmax; j0 += kWarps * 32) {
+      float acc[kNTiles][4];
+      const uint16_t* krow[kNTiles];
+      for (int n = 0; n < kNTiles; ++n) {
+        for (int e = 0; e < 4; ++e) acc[n][e] = 0.0f;
+        const int64_t j = j0 + n * 8 + gid;
+        krow[n] = j < vmax ? kbase + j * a.ks2 : nullptr;
+      }
+      const int nt =
+          static_cast<int>((vmax - j0 + 7) / 8 < kNTiles ? (vmax - j0 + 7) / 8 : kNTiles);
+      for (int64_t k0 = 0; k0 < a.Df; k0 += 32) {
+        const int64_t kk = k0 + 8 * tig;
+        const uint4 lo = load8(qrow[0], kk, a.Df, a.vec);
+        const uint4 hi = load8(qrow[1], kk, a.Df, a.vec);
+#pragma unroll
+        for (int n = 0; n < kNTiles; ++n) {
+          if (n < nt) {
+            const uint4 bk = load8(krow[n], kk, a.Df, a.vec);
+            mma_bf16(acc[n], lo.x, hi.x, lo.y, hi.y, bk.x, bk.y);
+            mma_bf16(acc[n], lo.z, hi.z, lo.w, hi.w, bk.z, bk.w);
+          }
+        }
+      }
+#pragma unroll
+      for (int n = 0; n < kNTiles; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int row = gid + 8 * (e / 2);
+          const int64_t j = j0 + n * 8 + 2 * tig + (e % 2);
+          if (j < vmax) {
+            const float s = __fadd_rn(__fmul_rn(acc[n][e], a.inv_r2), vb[j * a.vs2]);
+            keys[row * a.Kmax + j] = stem::rank_key(s, a.precision);
+          }
+        }
+    }
+    __syncthreads();
+    // ---- selection, a warp per row ----------------------------------------------------------
+    uint32_t* hist = hist_all + warp * 256;
+    for (int rr = warp; rr < kRows; rr += kWarps) {
+      const int64_t lin = t * kRows + rr;
+      if (lin >= rows_total) continue;
+      const int64_t i = lin / a.G, hq = hk * a.G + lin % a.G;
+      const int64_t row_id = (b * a.Nq + hq) * a.Qmax + i;
+      int32_t* out = a.indices + row_id * a.Kmax;
+      const int64_t V = stem::visible_blocks(r, Lq, Lk, Lp, i);
+      int64_t pos = 0;
+      if (V > 0) {
+        const stem::Forced f = stem::forced_set(r, V);
+        const int64_t nc = f.w_begin - f.s_end;
+        const int64_t K = stem::budget_k(r, Lq, Lk, Lp, i, nc);
+        const uint32_t* key = keys + rr * a.Kmax;
+        uint32_t tau = 0;
+        int64_t need_eq = INT64_MAX;  // K̂ == |C|: every candidate (all keys are > 0)
+        if (K == 0) {
+          tau = 0xffffffffu;
+          need_eq = 0;
+        } else if (K < nc) {
+          uint32_t prefix = 0, mask = 0;
+          int64_t rem = K;
+          for (int shift = 24; shift >= 0; shift -= 8) {
+            for (int x = lane; x < 256; x += 32) hist[x] = 0;
+            __syncwarp();
+            for (int64_t j = f.s_end + lane; j < f.w_begin; j += 32) {
+              const uint32_t k = key[j];
+              if ((k & mask) == prefix) atomicAdd(&hist[(k >> shift) & 255u], 1u);
+            }
+            __syncwarp();
+            // Lane l owns digits 255 - 8l down to 248 - 8l (descending).
+            int64_t s = 0;
+            for (int e = 0; e < 8; ++e) s += hist[255 - 8 * lane - e];
+            int64_t incl = s;
+            for (int o = 1; o < 32; o <<= 1) {
+              const int64_t y = __shfl_up_sync(0xffffffffu, incl, o);
+              if (lane >= o) incl += y;
+            }
+            const int64_t excl = incl - s;
+            const unsigned found = __ballot_sync(0xffffffffu, excl < rem && rem <= incl);
+            const int src = __ffs(found) - 1;
+            int digit = 0;
+            int64_t new_rem = rem;
+            if (lane == src) {
+              int64_t cum = excl;
+              for (int e = 0; e < 8; ++e) {
+                const int d = 255 - 8 * lane - e;
+                const int64_t c = hist[d];
+                if (cum + c >= rem) {
+                  digit = d;
+                  new_rem = rem - cum;
+                  break;
+                }
+                cum += c;
+              }
+            }
+            digit = __shfl_sync(0xffffffffu, digit, src);
+            rem = __shfl_sync(0xffffffffu, new_rem, src);
+            prefix |= static_cast<uint32_t>(digit) << shift;
+            mask |= 0xffu << shift;
+            __syncwarp();
+          }
+          tau = prefix;
+          need_eq = rem;
+        }
+        for (int64_t j = lane; j < f.s_end; j += 32) out[j] = static_cast<int32_t>(j);
+        pos = f.s_end;
+        int64_t eq_seen = 0;
+        for (int64_t base = f.s_end; base < f.w_begin; base += 32) {
+          const int64_t j = base + lane;
+          const bool in = j < f.w_begin;
+          const uint32_t k = in ? key[j] : 0u;
+          const bool eq = in && k == tau;
+          const unsigned eq_mask = __ballot_sync(0xffffffffu, eq);
+          const bool take =
+              (in && k > tau) || (eq && eq_seen + __popc(eq_mask & lt_mask) < need_eq);
+          const unsigned take_mask = __ballot_sync(0xffffffffu, take);
+          if (take) out[pos + __popc(take_mask & lt_mask)] = static_cast<int32_t>(j);
+          pos += __popc(take_mask);
+          eq_seen += __popc(eq_mask);
+        }
+        for (int64_t j = f.w_begin + lane; j < V; j += 32)
+          out[pos + (j - f.w_begin)] = static_cast<int32_t>(j);
+        pos += V - f.w_begin;
+      }
+      for (int64_t x = pos + lane; x < a.Kmax; x += 32) out[x] = -1;
+      if (lane == 0) a.seq_len[row_id] = static_cast<int32_t>(pos);
+    }
+    __syncthreads();  // the key buffer is reused by the next tile
+  }
+}
+
+bool aligned16(const void* p) {
+  return (reinterpret_cast<uintptr_t>(p) & 15u) == 0;
+}
+
+}  // namespace
+
+// The score buffer's limit on Kmax for device `device_index` ("" when it fits).
+std::string stem_indexer_cuda_reason(const StemIndexerParams& p) {
+  const cudaDeviceProp* props = nullptr;
+  if (!core::cuda::device_properties(p.device_index, &props).ok() || props == nullptr)
+    return "cannot read the CUDA device properties";
+  const int64_t limit = (static_cast<int64_t>(props->sharedMemPerBlockOptin) -
+                         static_cast<int64_t>(kHistBytes) - 1024) /
+                        (kRows * 4);
+  if (p.Kmax > limit)
+    return "recops.stem_indexer: Kmax=" + std::to_string(p.Kmax) +
+           " key blocks exceed the CUDA kernel's per-tile score buffer (Kmax <= " +
+           std::to_string(limit) + " on this device)";
+  return {};
+}
+
+Status stem_indexer_cuda(const StemIndexerParams& p, const Context& ctx) {
+  core::cuda::ScopedDevice guard(p.device_index);
+  RECOPS_RETURN_IF_ERROR(guard.status());
+  const std::string why = stem_indexer_cuda_reason(p);
+  if (!why.empty()) return Status(StatusCode::not_implemented, why);
+  Args a{};
+  a.qflat = p.qflat;
+  a.kflat = p.kflat;
+  a.vbias = p.vbias;
+  a.qs0 = p.q_stride[0];
+  a.qs1 = p.q_stride[1];
+  a.qs2 = p.q_stride[2];
+  a.ks0 = p.k_stride[0];
+  a.ks1 = p.k_stride[1];
+  a.ks2 = p.k_stride[2];
+  a.vs0 = p.v_stride[0];
+  a.vs1 = p.v_stride[1];
+  a.vs2 = p.v_stride[2];
+  a.q_lens = p.q_lens;
+  a.kv_lens = p.kv_lens;
+  a.prompt_lens = p.prompt_lens;
+  a.q_lens_stride = p.q_lens_stride;
+  a.kv_lens_stride = p.kv_lens_stride;
+  a.prompt_lens_stride = p.prompt_lens_stride;
+  a.indices = p.indices;
+  a.seq_len = p.seq_len;
+  a.B = p.B;
+  a.Nq = p.Nq;
+  a.Nk = p.Nk;
+  a.G = p.G;
+  a.Qmax = p.Qmax;
+  a.Kmax = p.Kmax;
+  a.Df = p.Df;
+  a.inv_r2 = 1.0f / static_cast<float>(p.R * p.R);
+  a.precision = p.precision;
+  a.rules = p.rules;
+  a.vec = p.Df % 8 == 0 && aligned16(p.qflat) && aligned16(p.kflat);
+  for (int d = 0; d < 3; ++d) a.vec = a.vec && p.q_stride[d] % 8 == 0 && p.k_stride[d] % 8 == 0;
+  a.tiles_per_section = (p.G * p.Qmax + kRows - 1) / kRows;
+  a.num_tiles = p.B * p.Nk * a.tiles_per_section;
+  if (a.num_tiles == 0) return Status::Ok();
+  const size_t smem = kHistBytes + static_cast<size_t>(kRows * p.Kmax) * sizeof(uint32_t);
+  auto* kernel = &stem_indexer_kernel;
+  unsigned grid = 1;
+  RECOPS_RETURN_IF_ERROR(core::cuda::persistent_grid(reinterpret_cast<const void*>(kernel),
+                                                     kThreads, smem, a.num_tiles, &grid));
+  return RECOPS_LAUNCH_KERNEL(kOp, kernel, dim3(grid), dim3(kThreads), smem, ctx.stream, a);
+}
+
+}  // namespace recops::ops
