@@ -2,8 +2,8 @@
 # The recops tool on the GPU (issue 6), run by scripts/device.sh's `extra` step with ROOT, BUILD,
 # RECOPS, OUT and STEP_LIMIT_S exported; about 2-3 minutes:
 #   recops tune --backend cuda for the tunable ops           -> $OUT/tuning/<device-slug>.json
-#   recops bench on the tuned shapes, default configuration (RECOPS_TUNING_FILE=none) and tuned
-#   (RECOPS_TUNING_FILE=$OUT/tuning, --against the default)  -> $OUT/tune_check_cuda.json
+#   recops tune --check: the tuned configuration of each tuned shape against the default, timed
+#   interleaved (RECOPS_TUNING_FILE=$OUT/tuning)            -> $OUT/tune_check_cuda.json
 #   recops record --backend cuda for a selection of cases    -> $OUT/record_cuda/, then packed
 #                                                               into $OUT/record_cuda.tar (7 MB) to
 #                                                               come back for a compare elsewhere
@@ -35,15 +35,12 @@ if [[ "$skip" != *" tune "* ]]; then
 fi
 
 if [[ "$skip" != *" check "* ]]; then
-  echo "--- bench default vs tuned on the tuned shapes"
-  # (the tool brings back at most 8 files from $OUT: the default run's records stay in /tmp, and
-  # each tuned record carries the default's time as baseline_ms)
-  RECOPS_TUNING_FILE=none timeout 60 "$RECOPS" bench --backend cuda --op "$ops" --shape "$shapes" \
-    --dtype "$dtypes" --max-seconds 0.3 --json /tmp/tune_default_cuda.json --quiet || rc=1
-  # The tuned run is judged against the default one: a shape slower by more than 3% is flagged.
-  RECOPS_TUNING_FILE=$OUT/tuning timeout 60 "$RECOPS" bench --backend cuda --op "$ops" \
-    --shape "$shapes" --dtype "$dtypes" --max-seconds 0.3 --against /tmp/tune_default_cuda.json --threshold 3 \
-    --json "$OUT/tune_check_cuda.json" --quiet || rc=1
+  # The configuration the new file gives each tuned shape against the default, timed interleaved
+  # (blocks of calls alternating between the two, so that drift hits both alike).
+  echo "--- recops tune --check (default vs tuned) on the tuned shapes"
+  RECOPS_TUNING_FILE=$OUT/tuning timeout 60 "$RECOPS" tune --check --backend cuda --op "$ops" \
+    --shape "$shapes" --dtype "$dtypes" --rounds 10 --json "$OUT/tune_check_cuda.json" --quiet ||
+    rc=1
 fi
 
 if [[ "$skip" != *" record "* ]]; then

@@ -55,7 +55,10 @@ struct Trial {
 // One tuned shape.
 struct Result {
   std::string op, shape_id, dtype, backend, device, impl, bucket;
+  std::string source;  // --check: where the library's configuration came from (tuned or default)
   std::vector<Trial> trials;
+  // Default (trials[0]) and best timed interleaved, block after block (time_ab).
+  std::optional<double> ab_default_ms, ab_best_ms;
   std::optional<size_t> best, dflt;  // indices into trials
   std::string error;                 // the shape could not be tuned
 };
@@ -125,6 +128,35 @@ std::string check_candidate(const Driver& d, const Problem& p, const std::vector
     if (!j.pass) return "inaccurate: " + p.outputs[i].name + ": " + j.detail;
   }
   return "";
+}
+
+// Medians of two calls timed interleaved: `rounds` pairs of blocks (A then B, then B then A, ...),
+// each block as many calls as fit in `block_seconds` (at least 3) after a warm-up call; the result
+// is the median of each side's block medians. Clock and thermal drift hit both sides alike.
+struct AB {
+  Status status;
+  double a_ms = 0, b_ms = 0;
+};
+
+template <class CallA, class CallB>
+AB time_ab(DeviceType bt, int rounds, double block_seconds, CallA&& a, CallB&& b) {
+  AB r;
+  std::vector<double> am, bm;
+  for (int i = 0; i < rounds; ++i) {
+    for (int side = 0; side < 2; ++side) {
+      const bool first_a = (i % 2 == 0) == (side == 0);
+      const Timing t = first_a ? time_calls(bt, 1, 1 << 30, block_seconds, a)
+                               : time_calls(bt, 1, 1 << 30, block_seconds, b);
+      if (!t.status.ok()) {
+        r.status = t.status;
+        return r;
+      }
+      (first_a ? am : bm).push_back(t.median_ms);
+    }
+  }
+  r.a_ms = quantile(am, 0.5);
+  r.b_ms = quantile(bm, 0.5);
+  return r;
 }
 
 // The tuning file `path` as it is (empty document when absent), or an error.
@@ -286,6 +318,8 @@ int run_tune(const TuneOptions& o) {
                 {"default_ms", df.timing.median_ms},
                 {"best_ms", b.timing.median_ms},
                 {"speedup", df.timing.median_ms / b.timing.median_ms},
+                {"interleaved_default_ms", r->ab_default_ms ? json(*r->ab_default_ms) : json()},
+                {"interleaved_best_ms", r->ab_best_ms ? json(*r->ab_best_ms) : json()},
                 {"candidates", r->trials.size()},
                 {"rejected", rejected},
                 {"commit", commit},
@@ -380,6 +414,47 @@ int run_tune(const TuneOptions& o) {
 
       CheckBuffers checks = make_check_buffers(
           p, dev, sets[0].ws.defined() ? static_cast<size_t>(sets[0].ws.nbytes()) : 0, gold);
+      // The calls timed for configuration `cfg`, rotating over the sets.
+      auto call_with = [&](const TuneConfig* cfg) {
+        return [&, cfg](int k) {
+          Set& s = sets[static_cast<size_t>(k) % sets.size()];
+          Context tc;
+          tc.impl = res.impl;
+          tc.tune_config = cfg;
+          tc.workspace = s.ws.defined() ? s.ws.data() : nullptr;
+          tc.workspace_bytes = s.ws.defined() ? static_cast<size_t>(s.ws.nbytes()) : 0;
+          return d->run(p, views(s.in), views(s.out), tc);
+        };
+      };
+      const double block_s = bt == DeviceType::cuda ? 0.02 : 0.1;
+      if (o.check) {
+        // The configuration the library picks for this shape (the tuning files) against the
+        // default: both checked for accuracy, then timed interleaved.
+        res.source = used.source;
+        res.dflt = 0;
+        res.best = used.source == "tuned" ? 1 : 0;
+        std::vector<TuneConfig> pair = {cands[0], used.config};
+        for (size_t c = 0; c < (*res.best == 1 ? 2u : 1u); ++c) {
+          Trial tr;
+          tr.config = pair[c];
+          Context ctx;
+          ctx.impl = res.impl;
+          ctx.tune_config = &pair[c];
+          tr.rejected = check_candidate(*d, p, dev_in, dev, ctx, checks, gold, plain, standard);
+          if (!tr.rejected.empty())
+            throw std::runtime_error("configuration " + tr.config.str() + " fails: " + tr.rejected);
+          res.trials.push_back(tr);
+        }
+        const AB ab =
+            time_ab(bt, o.rounds, block_s, call_with(&pair[0]), call_with(&pair[*res.best]));
+        if (!ab.status.ok()) throw Error(ab.status);
+        res.ab_default_ms = ab.a_ms;
+        res.ab_best_ms = ab.b_ms;
+        for (auto& tr : res.trials) tr.timing.median_ms = &tr == &res.trials[0] ? ab.a_ms : ab.b_ms;
+        if (progress.active()) progress.step(row.op + " " + row.spec->id + " " + res.dtype);
+        results.push_back(std::move(res));
+        continue;
+      }
       for (size_t c = 0; c < cands.size(); ++c) {
         Trial tr;
         tr.config = cands[c];
@@ -390,14 +465,7 @@ int run_tune(const TuneOptions& o) {
         if (tr.rejected.empty()) {
           tr.timing = time_calls(bt, bt == DeviceType::cuda ? 5 : 2,
                                  o.min_reps > 0 ? o.min_reps : (bt == DeviceType::cuda ? 20 : 10),
-                                 o.max_seconds, [&](int k) {
-                                   Set& s = sets[static_cast<size_t>(k) % sets.size()];
-                                   Context tc = ctx;
-                                   tc.workspace = s.ws.defined() ? s.ws.data() : nullptr;
-                                   tc.workspace_bytes =
-                                       s.ws.defined() ? static_cast<size_t>(s.ws.nbytes()) : 0;
-                                   return d->run(p, views(s.in), views(s.out), tc);
-                                 });
+                                 o.max_seconds, call_with(&cands[c]));
           if (!tr.timing.status.ok()) tr.rejected = "error: " + tr.timing.status.message();
         }
         if (c == 0 && !tr.rejected.empty())
@@ -422,12 +490,23 @@ int run_tune(const TuneOptions& o) {
             tr.timing.median_ms < res.trials[*res.best].timing.median_ms)
           res.best = c;
       }
+      // The winner is confirmed against the default timed interleaved (the sweep times candidates
+      // one after another, so drift can favour one): it stays only when still faster by
+      // --min-gain, else the default is kept.
+      if (*res.best != 0) {
+        const AB ab =
+            time_ab(bt, o.rounds, block_s, call_with(&cands[0]), call_with(&cands[*res.best]));
+        if (!ab.status.ok()) throw Error(ab.status);
+        res.ab_default_ms = ab.a_ms;
+        res.ab_best_ms = ab.b_ms;
+        if (!(ab.b_ms < ab.a_ms * (1 - o.min_gain_pct / 100))) res.best = 0;
+      }
     } catch (const std::exception& e) {
       res.error = e.what();
       ++errors;
     }
     results.push_back(std::move(res));
-    if (results.back().error.empty()) {
+    if (!o.check && results.back().error.empty()) {
       Target& tg = targets[results.back().device];
       tg.results.push_back(&results.back());  // stable: `results` was reserved
       if (!flush(tg, results.back().device)) {
@@ -439,11 +518,75 @@ int run_tune(const TuneOptions& o) {
   progress.finish();
 
   // The table.
+  for (const auto& r : results)
+    if (!r.error.empty())
+      std::cout << "error: " << r.op << " " << r.shape_id << " " << r.dtype << " [" << r.backend
+                << "]: " << r.error << "\n";
+  auto ab_text = [](const Result& r) {
+    return r.ab_default_ms ? fmt_g(*r.ab_default_ms, 4) + " / " + fmt_g(*r.ab_best_ms, 4)
+                           : std::string("-");
+  };
+  if (o.check) {
+    // --check: the tuned configuration against the default, interleaved; slower by more than
+    // --threshold fails.
+    Table t({"op", "shape", "dtype", "backend", "impl", "bucket", "source", "configuration",
+             "default ms", "tuned ms", "speedup", "verdict"});
+    json arr = json::array();
+    int slower = 0;
+    for (const auto& r : results) {
+      if (!r.error.empty()) continue;
+      const double dm = *r.ab_default_ms, tm = *r.ab_best_ms;
+      const bool ok = tm <= dm * (1 + o.threshold_pct / 100);
+      slower += !ok;
+      const Trial& b = r.trials[*r.best];
+      t.add({r.op, r.shape_id, r.dtype, r.backend, r.impl, r.bucket, r.source, b.config.str(),
+             fmt_g(dm, 4), fmt_g(tm, 4), fmt_g(dm / tm, 3) + "x", ok ? "OK" : "SLOWER"});
+      json dcfg = json::object(), cfg = json::object();
+      for (const auto& [k, v] : r.trials[0].config.values) dcfg[k] = v;
+      for (const auto& [k, v] : b.config.values) cfg[k] = v;
+      arr.push_back({{"op", r.op},
+                     {"case", r.shape_id},
+                     {"dtype", r.dtype},
+                     {"backend", r.backend},
+                     {"device", r.device},
+                     {"impl", r.impl},
+                     {"phase", "fwd"},
+                     {"bucket", r.bucket},
+                     {"config_source", r.source},
+                     {"config", cfg},
+                     {"default_config", dcfg},
+                     {"time_ms", tm},
+                     {"default_time_ms", dm},
+                     {"speedup_vs_default", dm / tm},
+                     {"method", "interleaved blocks (recops tune --check), " +
+                                    std::to_string(o.rounds) + " rounds"},
+                     {"at_least_as_fast", ok},
+                     {"threshold_pct", o.threshold_pct},
+                     {"commit", commit},
+                     {"date", date}});
+    }
+    std::cout << t.str();
+    if (!o.json.empty()) {
+      std::ofstream f(o.json);
+      f << arr.dump(2) << "\n";
+      if (!f) {
+        std::cerr << "recops tune: cannot write " << o.json << "\n";
+        return 2;
+      }
+    }
+    const double secs = std::chrono::duration<double>(Clock::now() - t_start).count();
+    std::cout << results.size() << " shape(s), " << slower
+              << " tuned slower than the default by more than " << fmt_g(o.threshold_pct, 3)
+              << "%, " << errors << " error(s) (" << fmt_g(secs, 3) << " s; commit " << commit
+              << ")\n";
+    return errors || slower ? 1 : 0;
+  }
   Table t({"op", "shape", "dtype", "backend", "impl", "bucket", "default ms", "best ms", "speedup",
-           "best config", "tried", "rejected"});
+           "best config", "interleaved default / best ms", "tried", "rejected"});
   for (const auto& r : results) {
     if (!r.error.empty()) {
-      t.add({r.op, r.shape_id, r.dtype, r.backend, r.impl, r.bucket, "ERROR", "", "", "", "", ""});
+      t.add({r.op, r.shape_id, r.dtype, r.backend, r.impl, r.bucket, "ERROR", "", "", "", "", "",
+             ""});
       continue;
     }
     const Trial& b = r.trials[*r.best];
@@ -452,14 +595,10 @@ int run_tune(const TuneOptions& o) {
     for (const auto& tr : r.trials) rejected += !tr.rejected.empty();
     t.add({r.op, r.shape_id, r.dtype, r.backend, r.impl, r.bucket, fmt_g(df.timing.median_ms, 4),
            fmt_g(b.timing.median_ms, 4), fmt_g(df.timing.median_ms / b.timing.median_ms, 3) + "x",
-           *r.best == 0 ? "(default)" : b.config.str(), std::to_string(r.trials.size()),
+           *r.best == 0 ? "(default)" : b.config.str(), ab_text(r), std::to_string(r.trials.size()),
            std::to_string(rejected)});
   }
   std::cout << t.str();
-  for (const auto& r : results)
-    if (!r.error.empty())
-      std::cout << "error: " << r.op << " " << r.shape_id << " " << r.dtype << " [" << r.backend
-                << "]: " << r.error << "\n";
 
   for (const auto& [device, tg] : targets)
     if (!tg.results.empty())

@@ -125,6 +125,16 @@ int main(int argc, char** argv) {
   tune->add_option("--min-gain", to.min_gain_pct,
                    "percent a candidate must beat the default by to replace it (default 2)")
       ->check(CLI::Range(0.0, 100.0));
+  tune->add_option("--rounds", to.rounds,
+                   "interleaved default/best block pairs timing the confirmation and --check "
+                   "(default 8)")
+      ->check(CLI::Range(1, 1000));
+  tune->add_flag("--check", to.check,
+                 "write nothing: time the configuration the tuning files give each shape against "
+                 "the default, interleaved; exit 1 when it is slower by more than --threshold "
+                 "(--json FILE for the records)");
+  tune->add_option("--threshold", to.threshold_pct,
+                   "--check: percent the tuned configuration may be slower (default 3)");
 
   recops::cli::RecordOptions ro;
   auto* record = app.add_subcommand(
