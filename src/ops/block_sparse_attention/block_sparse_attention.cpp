@@ -16,8 +16,19 @@ namespace {
 const std::string kOp = "block_sparse_attention";
 using P = BlockSparseAttentionParams;
 
+#ifdef RECOPS_WITH_CUDA
+std::string cuda_can_implement(const P& p) {
+  std::string why = core::cuda_capability_at_least<80, P>(p);
+  return why.empty() ? block_sparse_attention_cuda_reason(p) : why;
+}
+#endif
+
 const std::vector<core::Impl<P>>& impls() {
   static const std::vector<core::Impl<P>> list = {
+#ifdef RECOPS_WITH_CUDA
+      {"cuda_sm80", DeviceType::cuda, core::cuda::any_device_reason, cuda_can_implement,
+       block_sparse_attention_cuda},
+#endif
       {"cpu_generic", DeviceType::cpu, core::always_available, core::accept_all<P>,
        block_sparse_attention_cpu},
       {"reference", DeviceType::cpu, core::always_available, core::accept_all<P>,

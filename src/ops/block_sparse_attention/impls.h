@@ -2,6 +2,8 @@
 // reference.cpp, cpu/ and cuda/; none includes another).
 #pragma once
 
+#include <string>
+
 #include "ops/block_sparse_attention/params.h"
 #include "recops/context.h"
 #include "recops/status.h"
@@ -14,6 +16,8 @@ Status block_sparse_attention_plain_impl(const BlockSparseAttentionParams& p);
 Status block_sparse_attention_cpu(const BlockSparseAttentionParams& p, const Context& ctx);
 #ifdef RECOPS_WITH_CUDA
 Status block_sparse_attention_cuda(const BlockSparseAttentionParams& p, const Context& ctx);
+// "" when the CUDA kernel takes this problem (D, sparse_block_size), else the reason.
+std::string block_sparse_attention_cuda_reason(const BlockSparseAttentionParams& p);
 #endif
 
 }  // namespace recops::ops

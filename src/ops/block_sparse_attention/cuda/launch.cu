@@ -1,0 +1,116 @@
+// block_sparse_attention/cuda/launch.cu: the CUDA implementation's entry: what it accepts
+// (D ∈ {64, 128, 256}, sparse_block_size a multiple of 64), the flat kernel arguments, the
+// (dtype, D) instantiation, and the tail kernel for q rows that belong to no batch.
+#include <cstdint>
+#include <string>
+
+#include "ops/block_sparse_attention/cuda/launch.h"
+#include "ops/block_sparse_attention/impls.h"
+
+namespace recops::ops {
+namespace bsa_cuda {
+
+__global__ void bsa_tail_kernel(Args a, int64_t D) {
+  const int64_t qend = clamp64(a.cu_q[a.B * a.cu_q_stride], 0, a.Tq);
+  const int64_t rows = (a.Tq - qend) * a.Nq;
+  for (int64_t x = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; x < rows * D;
+       x += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t row = x / D, tok = qend + row / a.Nq, h = row % a.Nq;
+    a.out[(tok * a.Nq + h) * D + x % D] = 0;
+    if (x % D == 0) a.lse[h * a.Tq + tok] = -INFINITY;
+  }
+}
+
+}  // namespace bsa_cuda
+
+namespace {
+bool aligned16(const void* p) {
+  return (reinterpret_cast<uintptr_t>(p) & 15u) == 0;
+}
+}  // namespace
+
+std::string block_sparse_attention_cuda_reason(const BlockSparseAttentionParams& p) {
+  if (p.D != 64 && p.D != 128 && p.D != 256)
+    return "recops.block_sparse_attention: the CUDA kernel supports head dim D in {64, 128, 256}, "
+           "got D=" +
+           std::to_string(p.D);
+  if (p.Bs % bsa_cuda::kQTile != 0)
+    return "recops.block_sparse_attention: the CUDA kernel needs sparse_block_size to be a "
+           "multiple of 64, got " +
+           std::to_string(p.Bs);
+  return {};
+}
+
+Status block_sparse_attention_cuda(const BlockSparseAttentionParams& p, const Context& ctx) {
+  core::cuda::ScopedDevice guard(p.device_index);
+  RECOPS_RETURN_IF_ERROR(guard.status());
+  const std::string why = block_sparse_attention_cuda_reason(p);
+  if (!why.empty()) return Status(StatusCode::not_implemented, why);
+  bsa_cuda::Args a{};
+  a.q = static_cast<const uint16_t*>(p.q);
+  a.k = static_cast<const uint16_t*>(p.k);
+  a.v = static_cast<const uint16_t*>(p.v);
+  a.q_tok_stride = p.q_tok_stride;
+  a.q_head_stride = p.q_head_stride;
+  a.k_tok_stride = p.k_tok_stride;
+  a.k_head_stride = p.k_head_stride;
+  a.k_page_stride = p.k_page_stride;
+  a.v_tok_stride = p.v_tok_stride;
+  a.v_head_stride = p.v_head_stride;
+  a.v_page_stride = p.v_page_stride;
+  a.paged = p.paged;
+  a.page_size = p.page_size;
+  a.num_pages = p.num_pages;
+  a.max_pages = p.paged && p.num_pages == 0 ? 0 : p.max_pages;  // no pages: no keys
+  a.cu_q = p.d_cu_q;
+  a.lk = p.d_lk;
+  a.cu_kv = p.d_cu_kv;
+  a.table = p.d_table;
+  a.cu_q_stride = p.d_cu_q_stride;
+  a.lk_stride = p.d_lk_stride;
+  a.cu_kv_stride = p.d_cu_kv_stride;
+  a.indices = p.indices;
+  a.seq_len = p.seq_len;
+  a.out = static_cast<uint16_t*>(p.out);
+  a.lse = p.lse;
+  a.B = p.B;
+  a.Nq = p.Nq;
+  a.Nk = p.Nk;
+  a.G = p.G;
+  a.Tq = p.Tq;
+  a.Tk = p.Tk;
+  a.Qmax = p.Qmax;
+  a.Kmax = p.Kmax;
+  a.Bs = p.Bs;
+  a.sub_per_block = p.Bs / bsa_cuda::kQTile;
+  a.num_tiles = p.B * p.Nq * p.Qmax * a.sub_per_block;
+  a.scale = static_cast<float>(p.scale);
+  a.causal = p.causal;
+  a.vec = aligned16(p.q) && aligned16(p.k) && aligned16(p.v);
+  for (int64_t s : {p.q_tok_stride, p.q_head_stride, p.k_tok_stride, p.k_head_stride,
+                    p.k_page_stride, p.v_tok_stride, p.v_head_stride, p.v_page_stride})
+    a.vec = a.vec && s % 8 == 0;
+  if (p.Tq * p.Nq > 0) {
+    auto* tail = &bsa_cuda::bsa_tail_kernel;
+    unsigned grid = 1;
+    RECOPS_RETURN_IF_ERROR(core::cuda::persistent_grid(reinterpret_cast<const void*>(tail), 256, 0,
+                                                       p.Tq * p.Nq * p.D, &grid));
+    RECOPS_RETURN_IF_ERROR(RECOPS_LAUNCH_KERNEL("block_sparse_attention", tail, dim3(grid),
+                                                dim3(256), 0, ctx.stream, a, p.D));
+  }
+  if (a.num_tiles == 0) return Status::Ok();
+  const bool bf = p.dtype == DType::bf16;
+  switch (p.D) {
+    case 64:
+      return bf ? bsa_cuda::launch_fwd<__nv_bfloat16, 64>(a, ctx)
+                : bsa_cuda::launch_fwd<__half, 64>(a, ctx);
+    case 128:
+      return bf ? bsa_cuda::launch_fwd<__nv_bfloat16, 128>(a, ctx)
+                : bsa_cuda::launch_fwd<__half, 128>(a, ctx);
+    default:
+      return bf ? bsa_cuda::launch_fwd<__nv_bfloat16, 256>(a, ctx)
+                : bsa_cuda::launch_fwd<__half, 256>(a, ctx);
+  }
+}
+
+}  // namespace recops::ops
