@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The Stem sparse-prefill ops on the GPU (issue 5), run by scripts/device.sh's `extra` step with
+# ROOT, BUILD, RECOPS and OUT exported (or by hand with those set):
+#   recops check --op stem_prepare --op stem_indexer --op block_sparse_attention --backend cuda
+#     -> $OUT/check_stem_cuda.json (the first non-passing rows, with their details, on stdout)
+#   pytest tests/python/test_stem_cuda.py (when the torch binding is importable)
+#   recops bench --op <the three> --backend cuda -> $OUT/bench_stem_cuda.json
+#   python3 bench/stem_pipeline.py              -> $OUT/stem_pipeline.json
+# STEM_SKIP (words: check pytest bench pipeline) skips parts; STEM_PIPELINE_ARGS is passed on.
+set -uo pipefail
+cd "$ROOT"
+export RECOPS_SOURCE_DIR=${RECOPS_SOURCE_DIR:-$ROOT}
+rc=0
+skip=" ${STEM_SKIP:-} "
+ops=(--op stem_prepare --op stem_indexer --op block_sparse_attention)
+if [[ "$skip" != *" check "* ]]; then
+  echo "--- recops check ${ops[*]} --backend cuda"
+  timeout "${STEM_CHECK_S:-100}" "$RECOPS" check "${ops[@]}" --backend cuda \
+    --json "$OUT/check_stem_cuda.json" >"$OUT/check_stem_cuda.log" 2>&1
+  crc=$?
+  [ "$crc" -eq 0 ] || rc=1
+  tail -n 2 "$OUT/check_stem_cuda.log"
+  echo "--- first non-passing rows (exit $crc)"
+  grep -v " PASS" "$OUT/check_stem_cuda.log" | head -n 40
+  if [ -s "$OUT/check_stem_cuda.json" ]; then
+    python3 - "$OUT/check_stem_cuda.json" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+rows = doc.get("results", doc) if isinstance(doc, dict) else doc
+bad = [r for r in rows if isinstance(r, dict) and str(r.get("status", r.get("verdict", ""))).upper() not in ("PASS", "PASS (ERROR)", "SKIP")]
+for r in bad[:8]:
+    print(json.dumps(r)[:1500])
+PY
+  fi
+fi
+if [[ "$skip" != *" pytest "* ]] && python3 -c "import recops, torch; torch.ops.recops.stem_indexer" 2>/dev/null; then
+  echo "--- pytest tests/python/test_stem_cuda.py"
+  timeout "${STEM_PYTEST_S:-60}" python3 -m pytest tests/python/test_stem_cuda.py -q -x \
+    -p no:cacheprovider 2>&1 | tail -n 30
+  [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+fi
+if [[ "$skip" != *" bench "* ]]; then
+  echo "--- recops bench ${ops[*]} --backend cuda"
+  timeout "${STEM_BENCH_S:-60}" "$RECOPS" bench "${ops[@]}" --backend cuda --max-seconds 0.5 \
+    --json "$OUT/bench_stem_cuda.json" 2>&1 | tail -n 20
+fi
+if [[ "$skip" != *" pipeline "* ]] && python3 -c "import recops, torch; torch.ops.recops.stem_indexer" 2>/dev/null; then
+  echo "--- bench/stem_pipeline.py"
+  timeout "${STEM_PIPELINE_S:-90}" python3 bench/stem_pipeline.py --json "$OUT/stem_pipeline.json" \
+    ${STEM_PIPELINE_ARGS:-} || rc=1
+fi
+exit $rc
