@@ -1,0 +1,123 @@
+"""The Stem ops on CUDA against the CPU ops (skipped without a GPU): stem_prepare within one
+bf16 step, stem_indexer with exact lengths and -1 padding and equal sets up to boundary ties
+(spec §11.5, judged on fp64 scores), block_sparse_attention within bf16 tolerance, and the
+pipeline run end to end on the device."""
+
+import pytest
+import torch
+
+import recops  # noqa: F401
+from recops import stem
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+
+I32 = torch.int32
+
+
+def _data(L, Nq, Nk, D, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(L, Nq, D, generator=g).bfloat16()
+    k = torch.randn(L, Nk, D, generator=g).bfloat16()
+    v = (torch.randn(L, Nk, D, generator=g) * (1 + torch.rand(L, Nk, 1, generator=g))).bfloat16()
+    return q, k, v
+
+
+def _prepare(q, k, v, L, dev):
+    cu = torch.tensor([0, L], dtype=I32, device=dev)
+    lens = torch.tensor([L], dtype=I32, device=dev)
+    return stem.stem_prepare(q.to(dev), k.to(dev), v.to(dev), cu, lens, cu_seqlens_kv=cu), cu, lens
+
+
+@pytest.mark.parametrize("L", [1, 200, 1500])
+def test_prepare_matches_cpu(L):
+    q, k, v = _data(L, 4, 2, 64)
+    (qc, kc, vc), _, _ = _prepare(q, k, v, L, "cpu")
+    (qg, kg, vg), _, _ = _prepare(q, k, v, L, "cuda")
+    for a, b in ((qc, qg), (kc, kg)):
+        a, b = a.float(), b.cpu().float()
+        assert torch.all((a - b).abs() <= a.abs() * 2**-7 + 1e-30)
+    torch.testing.assert_close(vg.cpu(), vc, rtol=1e-4, atol=1e-5)
+
+
+def _check_sets(idx_c, len_c, idx_g, len_g, score_fn):
+    assert torch.equal(len_c, len_g)
+    Kmax = idx_c.shape[-1]
+    pos = torch.arange(Kmax).expand_as(idx_c)
+    assert torch.all(idx_g[pos >= len_g.unsqueeze(-1)] == -1)
+    bad = 0
+    for r in torch.nonzero(len_c >= 0):
+        r = tuple(r.tolist())
+        n = int(len_c[r])
+        a, b = set(idx_c[r][:n].tolist()), set(idx_g[r][:n].tolist())
+        assert len(b) == n
+        if a != b:
+            s = score_fn(r)
+            sel = torch.tensor(sorted(a))
+            beta = s[sel].min()
+            for j in a ^ b:
+                assert abs(float(s[j] - beta)) <= max(2.5e-5, 1e-3 * abs(float(beta)))
+            bad += 1
+    return bad
+
+
+@pytest.mark.parametrize("prec", [1, 2])
+@pytest.mark.parametrize("L,Nq,Nk", [(1500, 4, 2), (9000, 8, 1), (20000, 2, 2)])
+def test_indexer_matches_cpu(L, Nq, Nk, prec):
+    q, k, v = _data(L, Nq, Nk, 128, seed=L)
+    (qf, kf, vb), _, lens = _prepare(q, k, v, L, "cpu")
+    ic, lc = stem.stem_indexer(qf, kf, vb, lens, lens, topk_score_precision=prec)
+    ig, lg = stem.stem_indexer(qf.cuda(), kf.cuda(), vb.cuda(), lens.cuda(), lens.cuda(),
+                               topk_score_precision=prec)
+    G = Nq // Nk
+
+    def score(r):
+        b, hq, i = r
+        s = qf[b, hq, i].double() @ kf[b, hq // G].double().T / 64 + vb[b, hq // G].double()
+        return s.float().bfloat16().float() if prec == 2 else s.float()
+
+    _check_sets(ic, lc, ig.cpu(), lg.cpu(), score)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("D", [64, 128])
+def test_attention_matches_cpu(dtype, D):
+    L, Nq, Nk = 700, 4, 2
+    q, k, v = (t.to(dtype) for t in _data(L, Nq, Nk, D, seed=3))
+    (qf, kf, vb), cu, lens = _prepare(q.bfloat16(), k.bfloat16(), v.bfloat16(), L, "cpu")
+    idx, sl = stem.stem_indexer(qf, kf, vb, lens, lens, initial_blocks=1, window_size=1,
+                                num_prompt_tokens=torch.tensor([128 * 300], dtype=I32))
+    oc, lc = stem.block_sparse_attention(q, k, v, idx, sl, cu_seqlens_q=cu, kv_seq_lens=lens,
+                                         cu_seqlens_kv=cu)
+    og, lg = stem.block_sparse_attention(q.cuda(), k.cuda(), v.cuda(), idx.cuda(), sl.cuda(),
+                                         cu_seqlens_q=cu.cuda(), kv_seq_lens=lens.cuda(),
+                                         cu_seqlens_kv=cu.cuda())
+    torch.testing.assert_close(og.cpu().float(), oc.float(), atol=2e-2, rtol=2e-2)
+    torch.testing.assert_close(lg.cpu(), lc, atol=1e-3, rtol=1e-4)
+
+
+def test_empty_selection_gives_zero_and_minus_inf():
+    L, Nq, Nk, D = 300, 2, 1, 64
+    q, k, v = (t.cuda() for t in _data(L, Nq, Nk, D))
+    cu = torch.tensor([0, L], dtype=I32, device="cuda")
+    lens = torch.tensor([L], dtype=I32, device="cuda")
+    idx = torch.full((1, Nq, 3, 3), -1, dtype=I32, device="cuda")
+    sl = torch.zeros(1, Nq, 3, dtype=I32, device="cuda")
+    out, lse = stem.block_sparse_attention(q, k, v, idx, sl, cu_seqlens_q=cu, kv_seq_lens=lens,
+                                           cu_seqlens_kv=cu)
+    assert torch.all(out == 0) and torch.all(lse == float("-inf"))
+
+
+def test_pipeline_on_device():
+    L, Nq, Nk, D = 4096, 4, 2, 128
+    q, k, v = (t.cuda() for t in _data(L, Nq, Nk, D, seed=5))
+    cu = torch.tensor([0, L], dtype=I32, device="cuda")
+    lens = torch.tensor([L], dtype=I32, device="cuda")
+    qf, kf, vb = stem.stem_prepare(q, k, v, cu, lens, cu_seqlens_kv=cu, max_q_blocks=32,
+                                   max_kv_blocks=32)
+    meta = stem.stem_indexer_metadata(lens, lens, Nq, Nk, dim_qkflat=qf.shape[-1])
+    idx, sl = stem.stem_indexer(qf, kf, vb, lens, lens, metadata=meta)
+    idx2, sl2 = stem.stem_indexer(qf, kf, vb, lens, lens)
+    assert torch.equal(idx, idx2) and torch.equal(sl, sl2)
+    out, lse = stem.block_sparse_attention(q, k, v, idx, sl, cu_seqlens_q=cu, kv_seq_lens=lens,
+                                           cu_seqlens_kv=cu)
+    assert torch.isfinite(out.float()).all() and torch.isfinite(lse).all()
