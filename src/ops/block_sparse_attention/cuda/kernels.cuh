@@ -2,15 +2,16 @@
 // (spec §7), templated on the element type (bf16, fp16) and the head dim (64, 128, 256); one
 // instantiation per file in inst/.
 //
-// A CTA of 4 warps owns 64 query tokens of one (batch, head, query block): warp w rows
-// [16w, 16w + 16). Q is staged once in shared memory; the row's selected key blocks (ids out of
-// [0, Kb) are skipped, blocks wholly after the tile's last causal key are skipped) stream through
-// shared memory 64 keys at a time (K and V, zero rows past Lk). S = Q·Kᵀ and O += P·V are
-// mma.sync m16n8k16 with fp32 accumulation; P is rounded to the input dtype for P·V (the row sum
-// uses the fp32 P). The softmax is online in fp32 (running max and sum per row); keys past Lk
-// and, when causal, past the token's right-down diagonal (s > Lk − Lq + t) are masked at token
-// level. Rows with no allowed key give 0 and lse = −inf. Shared-memory rows are padded by 8
-// elements so that the fragment reads of 8 rows fall in distinct banks.
+// A CTA of 4 warps owns up to 64 query tokens of one (batch, head, query block) (a block of
+// Bs tokens takes ceil(Bs/64) CTAs; Bs < 64 leaves rows idle): warp w rows [16w, 16w + 16). Q is
+// staged once in shared memory; the row's selected key blocks (ids out of [0, Kb) are skipped,
+// blocks wholly after the tile's last causal key are skipped) stream through shared memory 64 keys
+// at a time (K and V, zero rows past Lk). S = Q·Kᵀ and O += P·V are mma.sync m16n8k16 with fp32
+// accumulation; P is rounded to the input dtype for P·V (the row sum uses the fp32 P). The softmax
+// is online in fp32 (running max and sum per row); keys past Lk and, when causal, past the token's
+// right-down diagonal (s > Lk − Lq + t) are masked at token level. Rows with no allowed key give 0
+// and lse = −inf. Shared-memory rows are padded by 8 elements so that the fragment reads of 8 rows
+// fall in distinct banks.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -134,7 +135,9 @@ __global__ void __launch_bounds__(kThreads) bsa_fwd_kernel(Args a) {
     }
     const int64_t t0 = i * a.Bs + (sub % a.sub_per_block) * kQTile;
     if (t0 >= Lq) continue;  // uniform across the CTA
-    const int64_t nt = Lq - t0 < kQTile ? Lq - t0 : kQTile;
+    // Tokens of this tile: at most 64, inside query block i and inside the batch.
+    const int64_t t_end = (i + 1) * a.Bs < Lq ? (i + 1) * a.Bs : Lq;
+    const int64_t nt = t_end - t0 < kQTile ? t_end - t0 : kQTile;
     const int64_t Kb = (Lk + a.Bs - 1) / a.Bs;
     const int64_t diag = Lk - Lq;  // key s is allowed for token t when s <= diag + t
 

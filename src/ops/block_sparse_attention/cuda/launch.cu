@@ -1,5 +1,5 @@
 // block_sparse_attention/cuda/launch.cu: the CUDA implementation's entry: what it accepts
-// (D ∈ {64, 128, 256}, sparse_block_size a multiple of 64), the flat kernel arguments, the
+// (D ∈ {64, 128, 256}, any sparse_block_size), the flat kernel arguments, the
 // (dtype, D) instantiation, and the tail kernel for q rows that belong to no batch.
 #include <cstdint>
 #include <string>
@@ -34,10 +34,6 @@ std::string block_sparse_attention_cuda_reason(const BlockSparseAttentionParams&
     return "recops.block_sparse_attention: the CUDA kernel supports head dim D in {64, 128, 256}, "
            "got D=" +
            std::to_string(p.D);
-  if (p.Bs % bsa_cuda::kQTile != 0)
-    return "recops.block_sparse_attention: the CUDA kernel needs sparse_block_size to be a "
-           "multiple of 64, got " +
-           std::to_string(p.Bs);
   return {};
 }
 
@@ -82,7 +78,7 @@ Status block_sparse_attention_cuda(const BlockSparseAttentionParams& p, const Co
   a.Qmax = p.Qmax;
   a.Kmax = p.Kmax;
   a.Bs = p.Bs;
-  a.sub_per_block = p.Bs / bsa_cuda::kQTile;
+  a.sub_per_block = (p.Bs + bsa_cuda::kQTile - 1) / bsa_cuda::kQTile;
   a.num_tiles = p.B * p.Nq * p.Qmax * a.sub_per_block;
   a.scale = static_cast<float>(p.scale);
   a.causal = p.causal;
