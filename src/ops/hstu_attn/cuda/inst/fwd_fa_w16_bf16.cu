@@ -1,0 +1,12 @@
+// hstu_attn/cuda/inst/fwd_fa_w16_bf16.cu: the register-resident forward (cuda_sm80_fa) for bf16, 16
+// query rows per warp (RECOPS_HSTU_FA_WARP_ROWS=16); one instantiation.
+#include "ops/hstu_attn/cuda/fwd_fa.cuh"
+#include "ops/hstu_attn/impls.h"
+
+namespace recops::ops {
+
+Status hstu_attn_fwd_cuda_fa_w16_bf16(const HstuAttnParams& p, const Context& ctx) {
+  return hstu_cuda::run_fwd_fa<__nv_bfloat16, 1>(p, ctx);
+}
+
+}  // namespace recops::ops
