@@ -1,6 +1,7 @@
 """`recops report` on the committed H200 results: bench/plot.py draws the PNGs and writes the
 Markdown and HTML summaries (matplotlib, with this interpreter through RECOPS_PYTHON)."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -22,11 +23,18 @@ def _recops_binary():
     return None
 
 
+def _timing_records(path):
+    data = json.loads(Path(path).read_text())
+    return isinstance(data, list) and data and all(isinstance(r, dict) and "op" in r and "time_ms" in r for r in data)
+
+
 def test_report_on_h200_results(tmp_path):
     binary = _recops_binary()
     if binary is None:
         pytest.skip("no recops binary: build it (make build) or set RECOPS_BIN")
-    results = sorted(str(p) for p in (ROOT / "bench" / "results" / "h200").glob("*.json"))
+    # The timing records (bench, peers, kernels); the folder also holds accuracy records (check,
+    # compare) that a report does not take.
+    results = sorted(str(p) for p in (ROOT / "bench" / "results" / "h200").glob("*.json") if _timing_records(p))
     assert results
     env = dict(os.environ, RECOPS_PYTHON=sys.executable)
     proc = subprocess.run([binary, "report", *results, "--out", str(tmp_path), "--cases-dir", str(ROOT)],
