@@ -10,8 +10,7 @@
 // (log32(B) dependent loads), and each row then searches only between those two, which is no search
 // at all when the tile lies inside one sequence. Offsets are clamped into [0, total_L]; a row whose
 // sequence cannot be found consistently (corrupted offsets) is written as zeros, so dense is read
-// only at b < B, 0
-// <= l < S.
+// only at b < B, 0 <= l < S.
 #pragma once
 
 #include <cstdint>
@@ -126,9 +125,10 @@ __global__ void __launch_bounds__(kMaxThreads) dense_to_jagged_kernel(const Args
 // [t * tile_rows, (t+1) * tile_rows) of the (B, S) grid, row (b, l) is copied to out row o_b + l
 // when l < n_b = min(L_b, S) and skipped otherwise; no search at all, which pays when most of the
 // grid is filled (the launch picks it when total_L >= B * S / 4; num_tiles then counts the dense
-// grid). Output rows past S of a sequence (L_b > S) get their zeros from the lanes holding that
-// sequence's last dense row (l = S - 1). Offsets are clamped, so o_b + l < o_{b+1} <= total_L: no
-// access falls outside out or dense even with corrupted offsets.
+// grid). Output rows past S of a sequence (L_b > S) get their zeros from the lanes of its dense
+// rows: row l also writes out rows l + S, l + 2S, ... below L_b (at most ceil(L_b / S) - 1 extra
+// rows per lane group). Offsets are clamped, so every out row written is below o_{b+1} <= total_L:
+// no access falls outside out or dense even with corrupted offsets.
 template <class U, int kRowsPerThread>
 __global__ void __launch_bounds__(kMaxThreads) dense_to_jagged_dense_walk_kernel(const Args<U> a) {
   const int lanes = 1 << a.lanes_log2;
@@ -164,9 +164,11 @@ __global__ void __launch_bounds__(kMaxThreads) dense_to_jagged_dense_walk_kernel
         copy[k] = l < n;
         src[k] = a.dense + b * a.dense_batch_stride + l * a.dense_row_stride;
         dst[k] = a.out + (start + l) * a.out_row_stride;
-        if (l == a.S - 1 && len > a.S) {  // rows S .. len-1 of this sequence are zeros
+        // Rows past S of this sequence are zeros: the lanes of dense row l take out rows
+        // l + S, l + 2S, ... (spread over all S rows' lanes, not one group per sequence).
+        if (l < n) {
           const U zero{};
-          for (int64_t x = a.S; x < len; ++x)
+          for (int64_t x = l + a.S; x < len; x += a.S)
             for (int64_t c = lane; c < a.W; c += lanes)
               core::cuda::store_stream(a.out + (start + x) * a.out_row_stride + c, zero);
         }
