@@ -2,15 +2,15 @@
 //
 // Output row r of sequence b (o_b <= r < o_{b+1}, l = r - o_b) = dense[b, l] for l < S, else 0.
 //
-// Two walks (the launch picks one from the fill of the (B, S) grid): the dense walk below, and the
-// jagged walk here. Jagged walk work list: the total_L output rows, cut into tiles of
-// kRowsPerThread * (threads / G) consecutive rows (threads, kRowsPerThread in {4, 8}, G and the
-// unit width are tunable: core/row_copy_tuning.h); blocks walk the tiles grid-stride. A tile finds
-// the sequences of its first and last rows with a 32-way search over seq_offsets by one warp each
-// (log32(B) dependent loads), and each row then searches only between those two, which is no search
-// at all when the tile lies inside one sequence. Offsets are clamped into [0, total_L]; a row whose
-// sequence cannot be found consistently (corrupted offsets) is written as zeros, so dense is read
-// only at b < B, 0 <= l < S.
+// Two walks (the launch picks one from the configuration; the jagged walk is the default): the
+// dense walk below, and the jagged walk here. Jagged walk work list: the total_L output rows, cut
+// into tiles of kRowsPerThread * (threads / G) consecutive rows (threads, kRowsPerThread in {4, 8},
+// G and the unit width are tunable: core/row_copy_tuning.h); blocks walk the tiles grid-stride. A
+// tile finds the sequences of its first and last rows with a 32-way search over seq_offsets by one
+// warp each (log32(B) dependent loads), and each row then searches only between those two, which is
+// no search at all when the tile lies inside one sequence. Offsets are clamped into [0, total_L]; a
+// row whose sequence cannot be found consistently (corrupted offsets) is written as zeros, so dense
+// is read only at b < B, 0 <= l < S.
 #pragma once
 
 #include <cstdint>
@@ -124,11 +124,12 @@ __global__ void __launch_bounds__(kMaxThreads) dense_to_jagged_kernel(const Args
 // The same conversion walked over the dense rows instead (dense_walk): tile t covers the dense rows
 // [t * tile_rows, (t+1) * tile_rows) of the (B, S) grid, row (b, l) is copied to out row o_b + l
 // when l < n_b = min(L_b, S) and skipped otherwise; no search at all, which pays when most of the
-// grid is filled (the launch picks it when total_L >= B * S / 4; num_tiles then counts the dense
-// grid). Output rows past S of a sequence (L_b > S) get their zeros from the lanes of its dense
-// rows: row l also writes out rows l + S, l + 2S, ... below L_b (at most ceil(L_b / S) - 1 extra
-// rows per lane group). Offsets are clamped, so every out row written is below o_{b+1} <= total_L:
-// no access falls outside out or dense even with corrupted offsets.
+// grid is filled (used when a tuning file's config has dense_walk = 1, a `recops tune` candidate
+// that is checked against the golden before it can win; num_tiles then counts the dense grid).
+// Output rows past S of a sequence (L_b > S) get their zeros from the lanes of its dense rows: row
+// l also writes out rows l + S, l + 2S, ... below L_b (at most ceil(L_b / S) - 1 extra rows per
+// lane group). Offsets are clamped, so every out row written is below o_{b+1} <= total_L: no access
+// falls outside out or dense even with corrupted offsets.
 template <class U, int kRowsPerThread>
 __global__ void __launch_bounds__(kMaxThreads) dense_to_jagged_dense_walk_kernel(const Args<U> a) {
   const int lanes = 1 << a.lanes_log2;

@@ -18,6 +18,7 @@ struct Launch {
   int threads;
   int rows_per_thread;
   int units_per_lane;
+  bool dense_walk;
 };
 
 template <int kBytes, int kRowsPerThread>
@@ -39,9 +40,11 @@ Status launch(const DenseToJaggedParams& p, const Launch& cfg, const Context& ct
   a.lanes_log2 = cfg.units_per_lane == 2 ? core::cuda::lanes_log2_for(a.W)
                                          : core::row_copy_lanes_log2(a.W, cfg.units_per_lane);
   a.tile_rows = int64_t{kRowsPerThread} * (cfg.threads >> a.lanes_log2);
-  // The dense walk (no search) when at least a quarter of the (B, S) grid holds rows; the jagged
-  // walk (searches per tile, work proportional to total_L) for sparse grids.
-  const bool dense_walk = p.B > 0 && p.S > 0 && p.total_L >= p.B * p.S / 4;
+  // The dense walk (no search, work over the (B, S) grid) only when a tuning file asks for it
+  // (config dense_walk = 1, a tune candidate): its one H200 measurement (815e2d52b57d) was of a
+  // version that zeroed rows past S serially (4x slower on S3); the fixed version is unmeasured, so
+  // the default stays the jagged walk measured at 3b808b043594.
+  const bool dense_walk = cfg.dense_walk && p.B > 0 && p.S > 0;
   const int64_t rows = dense_walk ? p.B * p.S : p.total_L;
   a.num_tiles = (rows + a.tile_rows - 1) / a.tile_rows;
 
@@ -59,8 +62,18 @@ Status launch(const DenseToJaggedParams& p, const Launch& cfg, const Context& ct
   return cfg.rows_per_thread == 8 ? launch<kBytes, 8>(p, cfg, ctx) : launch<kBytes, 4>(p, cfg, ctx);
 }
 
+// The row-copy candidates, plus the dense walk at the default and at 8 rows per thread.
 const std::vector<TuneConfig>& candidates() {
-  static const std::vector<TuneConfig> c = core::row_copy_cuda_candidates();
+  static const std::vector<TuneConfig> c = [] {
+    std::vector<TuneConfig> v = core::row_copy_cuda_candidates();
+    for (int rows : {4, 8}) {
+      TuneConfig w = core::row_copy_cuda_default();
+      w.set("rows_per_thread", rows);
+      w.set("dense_walk", 1);
+      v.push_back(w);
+    }
+    return v;
+  }();
   return c;
 }
 
@@ -90,7 +103,7 @@ Status dense_to_jagged_cuda(const DenseToJaggedParams& p, const Context& ctx) {
   RECOPS_RETURN_IF_ERROR(core::resolve_config(q, ctx, &tc));
   const Launch cfg{static_cast<int>(tc.get("threads", 256)),
                    static_cast<int>(tc.get("rows_per_thread", 4)),
-                   static_cast<int>(tc.get("units_per_lane", 2))};
+                   static_cast<int>(tc.get("units_per_lane", 2)), tc.get("dense_walk", 0) != 0};
   const int picked = core::cuda::pick_unit_bytes(
       es, {reads ? reinterpret_cast<uint64_t>(p.dense) : 0, reinterpret_cast<uint64_t>(p.out),
            static_cast<uint64_t>(p.D * es),
