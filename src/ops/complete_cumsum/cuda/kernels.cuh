@@ -43,8 +43,10 @@ __device__ __forceinline__ int stage_index(int j) {
   return j + (j >> 4);
 }
 
-// Look-back window: 4 predecessors per lane, 128 per round trip to L2. With 32 (one per lane) the
-// inclusive frontier advanced 32 tiles per round trip, which bounded C3 at 52-54% of copy.
+// Look-back window: 4 predecessors per lane, 128 per round trip to L2. Measured on the H200 at
+// 815e2d52b57d: C3 51-54% of copy, the same as with 32 per round trip, so the window was not what
+// bounds C3 (the note above is disproved); the next suspects are the 4-5 resident 256-thread
+// blocks per SM (38.6 KB of staging each) and the two block barriers per 32 KB tile.
 inline constexpr int kLookBackPerLane = 4;
 inline constexpr int kLookBack = 32 * kLookBackPerLane;
 
