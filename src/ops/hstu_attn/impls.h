@@ -51,8 +51,6 @@ std::string hstu_attn_fwd_fa_accepts(const HstuAttnParams& p);
 Status hstu_attn_fwd_cuda_fa(const HstuAttnParams& p, const Context& ctx);
 Status hstu_attn_fwd_cuda_fa_bf16(const HstuAttnParams& p, const Context& ctx);
 Status hstu_attn_fwd_cuda_fa_fp16(const HstuAttnParams& p, const Context& ctx);
-Status hstu_attn_fwd_cuda_fa_w16_bf16(const HstuAttnParams& p, const Context& ctx);  // 16 rows/warp
-Status hstu_attn_fwd_cuda_fa_w16_fp16(const HstuAttnParams& p, const Context& ctx);
 #endif
 
 }  // namespace recops::ops

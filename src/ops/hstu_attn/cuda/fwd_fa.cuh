@@ -2,12 +2,12 @@
 // dv multiples of 8 up to 128, 16-byte aligned rows, interval masks (causal / anti-causal / none,
 // window, contexts, targets with group size, delta-q), rab, GQA, paged KV, attn_scale. A custom
 // mask tensor or func, fp32, larger heads and unaligned rows run on the general kernel (fwd.cuh).
-// One instantiation per (element type, rows per warp) and file (inst/fwd_fa_*.cu).
+// One instantiation per element type and file (inst/fwd_fa_*.cu).
 //
 // FlashAttention-2 structure without the softmax bookkeeping (HSTU has none): a block of 4 warps
 // owns 64 kM query rows of one (sequence, query head); each warp owns 16 kM rows (kM m16
-// fragments; kM = 2 by default, 1 with RECOPS_HSTU_FA_WARP_ROWS=16). Q is copied to shared memory
-// once. Key tiles of 64 / kM rows stream through a two-stage cp.async pipeline (K and V, row
+// fragments; kM = 2, the template keeps kM = 1 compilable for comparisons). Q is copied to shared
+// memory once. Key tiles of 64 / kM rows stream through a two-stage cp.async pipeline (K and V, row
 // stride d + 8 padded elements so that the 8 row addresses of every ldmatrix fall into distinct
 // banks). Per tile and warp:
 //   S = Q Kᵀ      mma.sync m16n8k16, Q and K fragments by ldmatrix (each K fragment serves the

@@ -1,6 +1,5 @@
 // hstu_attn/cuda/launch.cu: what cuda_sm80 accepts, and the dtype switch to the instantiations
 // in inst/ (one element type per translation unit; head dims are runtime, padded to 16).
-#include <cstdlib>
 #include <string>
 
 #include "core/cuda/launch.h"
@@ -36,25 +35,12 @@ std::string hstu_attn_fwd_fa_accepts(const HstuAttnParams& p) {
   return core::cuda::capability_reason(p.device_index, 80);
 }
 
-// cuda_sm80_fa's query rows per warp: 32 by default, 16 with RECOPS_HSTU_FA_WARP_ROWS=16 (read
-// once; a measurement knob, both variants pass the same checks).
-static bool fa_warp_rows16() {
-  static const bool v = [] {
-    const char* e = std::getenv("RECOPS_HSTU_FA_WARP_ROWS");
-    return e != nullptr && std::string(e) == "16";
-  }();
-  return v;
-}
-
 Status hstu_attn_fwd_cuda_fa(const HstuAttnParams& p, const Context& ctx) {
   core::cuda::ScopedDevice guard(p.device_index);
   RECOPS_RETURN_IF_ERROR(guard.status());
-  const bool w16 = fa_warp_rows16();
   switch (p.dtype) {
-    case DType::bf16:
-      return w16 ? hstu_attn_fwd_cuda_fa_w16_bf16(p, ctx) : hstu_attn_fwd_cuda_fa_bf16(p, ctx);
-    case DType::fp16:
-      return w16 ? hstu_attn_fwd_cuda_fa_w16_fp16(p, ctx) : hstu_attn_fwd_cuda_fa_fp16(p, ctx);
+    case DType::bf16: return hstu_attn_fwd_cuda_fa_bf16(p, ctx);
+    case DType::fp16: return hstu_attn_fwd_cuda_fa_fp16(p, ctx);
     default: break;
   }
   return Status(StatusCode::internal, "hstu_attn_fwd: cuda_sm80_fa got an unsupported dtype");
