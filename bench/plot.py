@@ -34,6 +34,11 @@ def load(paths):
         if not isinstance(data, list):
             raise SystemExit(f"{path}: expected a JSON list of records")
         meta = set()
+        # An accuracy file (recops check / compare: every record has a verdict and no time_ms) has
+        # nothing to plot: it is skipped and named, so `report bench/results/<device>/*.json` works.
+        if data and all(isinstance(r, dict) and "verdict" in r and "time_ms" not in r for r in data):
+            print(f"report: skipping {path}: accuracy records (no time_ms)", file=sys.stderr)
+            continue
         for r in data:
             if not isinstance(r, dict) or "op" not in r or "time_ms" not in r:
                 raise SystemExit(f"{path}: a record lacks op or time_ms: {str(r)[:120]}")
