@@ -37,9 +37,9 @@ double median_call_us(F&& f) {
   for (int rep = 0; rep < 15; ++rep) {
     const auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < 400; ++i) f();
-    t.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
-                    .count() /
-                400);
+    t.push_back(
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() /
+        400);
   }
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
@@ -80,7 +80,8 @@ int main() {
   std::vector<float> s_ours(kBq * kBk), s_blas(kBq * kBk), o_ours(kBq * dv), o_blas(kBq * dv);
 
   // fp32 S = Q Kᵀ (kt is K transposed, [d][kBk]).
-  const double s_us = median_call_us([&] { scores(q.data(), d, kt.data(), s_ours.data(), kBq, d); });
+  const double s_us =
+      median_call_us([&] { scores(q.data(), d, kt.data(), s_ours.data(), kBq, d); });
   const double s_blas_us = median_call_us([&] {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, kBq, kBk, d, 1.0f, q.data(), d,
                 kt.data(), kBk, 0.0f, s_blas.data(), kBk);
@@ -107,26 +108,29 @@ int main() {
   std::vector<uint16_t> kp(dh * kBk * 2), vp(kBk / 2 * dv * 2);
   for (int64_t r = 0; r < kBq; ++r)
     for (int64_t x = 0; x < dh; ++x)
-      qp[r * dh + x] = bf16_bits(q[r * d + 2 * x]) | (uint32_t{bf16_bits(q[r * d + 2 * x + 1])} << 16);
+      qp[r * dh + x] =
+          bf16_bits(q[r * d + 2 * x]) | (uint32_t{bf16_bits(q[r * d + 2 * x + 1])} << 16);
   for (int64_t x = 0; x < dh; ++x)
     for (int64_t c = 0; c < kBk; ++c)
       for (int j = 0; j < 2; ++j) kp[(x * kBk + c) * 2 + j] = bf16_bits(kt[(2 * x + j) * kBk + c]);
   for (int64_t r = 0; r < kBq; ++r)
     for (int64_t c = 0; c < kBk / 2; ++c)
-      pp[r * (kBk / 2) + c] = bf16_bits(pm[r * kBk + 2 * c]) |
-                              (uint32_t{bf16_bits(pm[r * kBk + 2 * c + 1])} << 16);
+      pp[r * (kBk / 2) + c] =
+          bf16_bits(pm[r * kBk + 2 * c]) | (uint32_t{bf16_bits(pm[r * kBk + 2 * c + 1])} << 16);
   for (int64_t c = 0; c < kBk / 2; ++c)
     for (int64_t y = 0; y < dv; ++y)
       for (int j = 0; j < 2; ++j) vp[(c * dv + y) * 2 + j] = bf16_bits(vt[(2 * c + j) * dv + y]);
   std::vector<float> s_bf(kBq * kBk), o_bf(kBq * dv, 0.0f);
-  const double sbf_us = median_call_us([&] { scores_bf16(qp.data(), dh, kp.data(), s_bf.data(), kBq); });
+  const double sbf_us =
+      median_call_us([&] { scores_bf16(qp.data(), dh, kp.data(), s_bf.data(), kBq); });
   const double sbf_err = max_diff(s_bf.data(), s_blas.data(), kBq * kBk);
   pv_bf16(pp.data(), vp.data(), o_bf.data(), kBq, kBk, dv);
   std::vector<float> o_ref(kBq * dv, 0.0f);
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, kBq, dv, kBk, 1.0f, pm.data(), kBk,
               vt.data(), dv, 1.0f, o_ref.data(), dv);
   const double pvbf_err = max_diff(o_bf.data(), o_ref.data(), kBq * dv);
-  const double pvbf_us = median_call_us([&] { pv_bf16(pp.data(), vp.data(), o_bf.data(), kBq, kBk, dv); });
+  const double pvbf_us =
+      median_call_us([&] { pv_bf16(pp.data(), vp.data(), o_bf.data(), kBq, kBk, dv); });
 
   const double s_gf = 2.0 * kBq * kBk * d / 1e3, pv_gf = 2.0 * kBq * kBk * dv / 1e3;  // MFLOP
   std::printf(
@@ -136,8 +140,10 @@ int main() {
       "\"sgemm_gflops\": %.1f, \"max_abs_diff\": %.3g},\n"
       " \"pv_fp32\": {\"ours_us\": %.3f, \"ours_gflops\": %.1f, \"sgemm_us\": %.3f, "
       "\"sgemm_gflops\": %.1f, \"max_abs_diff\": %.3g},\n"
-      " \"qk_bf16_dp\": {\"ours_us\": %.3f, \"ours_gflops\": %.1f, \"max_abs_diff_vs_sgemm\": %.3g},\n"
-      " \"pv_bf16_dp\": {\"ours_us\": %.3f, \"ours_gflops\": %.1f, \"max_abs_diff_vs_sgemm\": %.3g}}\n",
+      " \"qk_bf16_dp\": {\"ours_us\": %.3f, \"ours_gflops\": %.1f, \"max_abs_diff_vs_sgemm\": "
+      "%.3g},\n"
+      " \"pv_bf16_dp\": {\"ours_us\": %.3f, \"ours_gflops\": %.1f, \"max_abs_diff_vs_sgemm\": "
+      "%.3g}}\n",
       static_cast<long long>(d), static_cast<long long>(kBq), static_cast<long long>(kBk),
       openblas_get_config(), s_us, s_gf / s_us, s_blas_us, s_gf / s_blas_us, s_err, pv_us,
       pv_gf / pv_us, pv_blas_us, pv_gf / pv_blas_us, pv_err, sbf_us, s_gf / sbf_us, sbf_err,
