@@ -1,6 +1,6 @@
 # hstu_attn through the binding: against a plain PyTorch composition (padded, materialised scores,
 # the spec §3 mask built here row by row), gradcheck in float64 for each mask family, opcheck,
-# Meta shapes, errors. CPU only (no CUDA implementation yet).
+# Meta shapes, errors. CPU (the CUDA implementations: test_hstu_attn_cuda.py).
 import math
 
 import pytest
