@@ -105,12 +105,16 @@ struct Json {
   bool b = false;
   double num = 0;
   std::string str;
-  std::vector<Json> items;                            // array
-  std::vector<std::pair<std::string, Json>> members;  // object, in file order
+  std::vector<Json> items;  // array
+  // Object members in file order: keys[i] names values[i]. (Two vectors, not a vector of
+  // pair<string, Json>: a pair may not hold the incomplete Json, which clang with libstdc++
+  // rejects; std::vector of an incomplete type is allowed.)
+  std::vector<std::string> keys;
+  std::vector<Json> values;
 
   const Json* find(std::string_view key) const {
-    for (const auto& [k, v] : members)
-      if (k == key) return &v;
+    for (size_t i = 0; i < keys.size(); ++i)
+      if (keys[i] == key) return &values[i];
     return nullptr;
   }
 };
@@ -228,8 +232,9 @@ class JsonReader {
       skip_ws();
       if (pos_ >= s_.size() || s_[pos_] != ':') return fail("expected ':'");
       ++pos_;
-      v->members.emplace_back(std::move(key), Json{});
-      if (!value(&v->members.back().second, depth + 1)) return false;
+      v->keys.push_back(std::move(key));
+      v->values.emplace_back();
+      if (!value(&v->values.back(), depth + 1)) return false;
       skip_ws();
       if (pos_ < s_.size() && s_[pos_] == ',') {
         ++pos_;
@@ -320,7 +325,9 @@ void load_file(const std::string& path, Tables* t) {
       continue;
     }
     bool ok = true;
-    for (const auto& [k, v] : cfg->members) {
+    for (size_t m = 0; m < cfg->keys.size(); ++m) {
+      const std::string& k = cfg->keys[m];
+      const Json& v = cfg->values[m];
       if (v.kind != Json::number || v.num != static_cast<double>(static_cast<int64_t>(v.num))) {
         t->errors.push_back(where + ": field 'config." + k + "': not an integer");
         ok = false;
