@@ -1,5 +1,6 @@
-// core/tuning.cpp: tuned configurations: the configuration type, reading the tuning files (a small
-// JSON reader of its own: the core library has no JSON dependency) and the run-time choice.
+// core/tuning.cpp: tuned configurations: the configuration type, reading the tuning files (with
+// nlohmann-json, the project's JSON library; a private dependency of the core) and the run-time
+// choice.
 #include "core/tuning.h"
 
 #include <algorithm>
@@ -11,6 +12,8 @@
 #include <mutex>
 #include <sstream>
 #include <unordered_map>
+
+#include <nlohmann/json.hpp>
 
 #include "core/cpu_features.h"
 #include "core/cuda/runtime.h"
@@ -98,154 +101,6 @@ std::string device_slug(std::string_view device) {
 
 namespace {
 
-// ---- a small JSON reader ----------------------------------------------------------------------
-
-struct Json {
-  enum Kind { null, boolean, number, string, array, object } kind = null;
-  bool b = false;
-  double num = 0;
-  std::string str;
-  std::vector<Json> items;  // array
-  // Object members in file order: keys[i] names values[i]. (Two vectors, not a vector of
-  // pair<string, Json>: a pair may not hold the incomplete Json, which clang with libstdc++
-  // rejects; std::vector of an incomplete type is allowed.)
-  std::vector<std::string> keys;
-  std::vector<Json> values;
-
-  const Json* find(std::string_view key) const {
-    for (size_t i = 0; i < keys.size(); ++i)
-      if (keys[i] == key) return &values[i];
-    return nullptr;
-  }
-};
-
-class JsonReader {
- public:
-  explicit JsonReader(const std::string& text) : s_(text) {}
-
-  bool read(Json* out, std::string* error) {
-    const bool ok = value(out, 0) && (skip_ws(), pos_ == s_.size() || fail("trailing characters"));
-    if (!ok && error) *error = error_ + " at line " + std::to_string(line_at(pos_));
-    return ok;
-  }
-
- private:
-  const std::string& s_;
-  size_t pos_ = 0;
-  std::string error_;
-
-  int line_at(size_t p) const {
-    return 1 + static_cast<int>(std::count(s_.begin(), s_.begin() + std::min(p, s_.size()), '\n'));
-  }
-  bool fail(const std::string& what) {
-    if (error_.empty()) error_ = what;
-    return false;
-  }
-  void skip_ws() {
-    while (pos_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[pos_]))) ++pos_;
-  }
-  bool literal(std::string_view w) {
-    if (s_.compare(pos_, w.size(), w) != 0) return fail("unexpected character");
-    pos_ += w.size();
-    return true;
-  }
-  bool value(Json* v, int depth) {
-    if (depth > 64) return fail("nesting too deep");
-    skip_ws();
-    if (pos_ >= s_.size()) return fail("unexpected end of file");
-    const char c = s_[pos_];
-    if (c == '{') return object(v, depth);
-    if (c == '[') return array(v, depth);
-    if (c == '"') return v->kind = Json::string, string(&v->str);
-    if (c == 't') return v->kind = Json::boolean, v->b = true, literal("true");
-    if (c == 'f') return v->kind = Json::boolean, v->b = false, literal("false");
-    if (c == 'n') return v->kind = Json::null, literal("null");
-    return number(v);
-  }
-  bool number(Json* v) {
-    const char* begin = s_.c_str() + pos_;
-    char* end = nullptr;
-    v->num = std::strtod(begin, &end);
-    if (end == begin) return fail("unexpected character");
-    v->kind = Json::number;
-    pos_ += static_cast<size_t>(end - begin);
-    return true;
-  }
-  bool string(std::string* out) {
-    ++pos_;  // the opening quote
-    for (; pos_ < s_.size(); ++pos_) {
-      const char c = s_[pos_];
-      if (c == '"') {
-        ++pos_;
-        return true;
-      }
-      if (c != '\\') {
-        *out += c;
-        continue;
-      }
-      if (++pos_ >= s_.size()) break;
-      switch (s_[pos_]) {
-        case 'n': *out += '\n'; break;
-        case 't': *out += '\t'; break;
-        case 'r': *out += '\r'; break;
-        case 'b': *out += '\b'; break;
-        case 'f': *out += '\f'; break;
-        case 'u': {  // \uXXXX: kept only for ASCII; names in tuning files are ASCII
-          if (pos_ + 4 >= s_.size()) return fail("bad \\u escape");
-          const long cp = std::strtol(s_.substr(pos_ + 1, 4).c_str(), nullptr, 16);
-          *out += cp < 128 ? static_cast<char>(cp) : '?';
-          pos_ += 4;
-          break;
-        }
-        default: *out += s_[pos_];
-      }
-    }
-    return fail("unterminated string");
-  }
-  bool array(Json* v, int depth) {
-    v->kind = Json::array;
-    ++pos_;
-    skip_ws();
-    if (pos_ < s_.size() && s_[pos_] == ']') return ++pos_, true;
-    for (;;) {
-      v->items.emplace_back();
-      if (!value(&v->items.back(), depth + 1)) return false;
-      skip_ws();
-      if (pos_ < s_.size() && s_[pos_] == ',') {
-        ++pos_;
-        continue;
-      }
-      if (pos_ < s_.size() && s_[pos_] == ']') return ++pos_, true;
-      return fail("expected ',' or ']'");
-    }
-  }
-  bool object(Json* v, int depth) {
-    v->kind = Json::object;
-    ++pos_;
-    skip_ws();
-    if (pos_ < s_.size() && s_[pos_] == '}') return ++pos_, true;
-    for (;;) {
-      skip_ws();
-      if (pos_ >= s_.size() || s_[pos_] != '"') return fail("expected a member name");
-      std::string key;
-      if (!string(&key)) return false;
-      skip_ws();
-      if (pos_ >= s_.size() || s_[pos_] != ':') return fail("expected ':'");
-      ++pos_;
-      v->keys.push_back(std::move(key));
-      v->values.emplace_back();
-      if (!value(&v->values.back(), depth + 1)) return false;
-      skip_ws();
-      if (pos_ < s_.size() && s_[pos_] == ',') {
-        ++pos_;
-        continue;
-      }
-      if (pos_ < s_.size() && s_[pos_] == '}') return ++pos_, true;
-      return fail("expected ',' or '}'");
-    }
-  }
-};
-
 // ---- the loaded tables ------------------------------------------------------------------------
 
 constexpr int kSchemaVersion = 1;
@@ -278,62 +133,66 @@ void load_file(const std::string& path, Tables* t) {
   std::stringstream ss;
   ss << in.rdbuf();
   const std::string text = ss.str();
-  Json root;
-  std::string err;
-  if (!JsonReader(text).read(&root, &err)) {
-    t->errors.push_back(path + ": " + err);
+  using nlohmann::json;
+  json root;
+  try {
+    root = json::parse(text);
+  } catch (const json::parse_error& e) {
+    t->errors.push_back(path + ": " + e.what());  // names the line and column
     return;
   }
-  const Json* version = root.kind == Json::object ? root.find("version") : nullptr;
-  if (!version || version->kind != Json::number) {
+  const json* version =
+      root.is_object() && root.contains("version") ? &root.at("version") : nullptr;
+  if (!version || !version->is_number()) {
     t->errors.push_back(path + ": field 'version': missing (not a recops tuning file)");
     return;
   }
-  if (static_cast<int>(version->num) != kSchemaVersion) {
-    t->errors.push_back(path +
-                        ": field 'version': " + std::to_string(static_cast<int>(version->num)) +
+  if (version->get<double>() != kSchemaVersion) {
+    t->errors.push_back(path + ": field 'version': " + version->dump() +
                         " is not the supported version " + std::to_string(kSchemaVersion));
     return;
   }
-  const Json* device = root.find("device");
-  const Json* entries = root.find("entries");
-  if (!device || device->kind != Json::string || !entries || entries->kind != Json::array) {
+  const auto field = [](const json& obj, const char* name) -> const json* {
+    return obj.is_object() && obj.contains(name) ? &obj.at(name) : nullptr;
+  };
+  const json* device = field(root, "device");
+  const json* entries = field(root, "entries");
+  if (!device || !device->is_string() || !entries || !entries->is_array()) {
     t->errors.push_back(path + ": fields 'device' (a string) and 'entries' (a list) are required");
     return;
   }
-  for (size_t i = 0; i < entries->items.size(); ++i) {
-    const Json& e = entries->items[i];
+  for (size_t i = 0; i < entries->size(); ++i) {
+    const json& e = (*entries)[i];
     const std::string where = path + ": entries[" + std::to_string(i) + "]";
     auto text_field = [&](const char* name, std::string* out) {
-      const Json* f = e.kind == Json::object ? e.find(name) : nullptr;
-      if (!f || f->kind != Json::string) {
+      const json* f = field(e, name);
+      if (!f || !f->is_string()) {
         t->errors.push_back(where + ": field '" + name + "': missing or not a string");
         return false;
       }
-      *out = f->str;
+      *out = f->get<std::string>();
       return true;
     };
     TunedEntry te;
-    te.device = device->str;
+    te.device = device->get<std::string>();
     te.file = path;
     if (!text_field("op", &te.op) || !text_field("impl", &te.impl) ||
         !text_field("dtype", &te.dtype) || !text_field("bucket", &te.bucket))
       continue;
-    const Json* cfg = e.find("config");
-    if (!cfg || cfg->kind != Json::object) {
+    const json* cfg = field(e, "config");
+    if (!cfg || !cfg->is_object()) {
       t->errors.push_back(where + ": field 'config': missing or not an object");
       continue;
     }
     bool ok = true;
-    for (size_t m = 0; m < cfg->keys.size(); ++m) {
-      const std::string& k = cfg->keys[m];
-      const Json& v = cfg->values[m];
-      if (v.kind != Json::number || v.num != static_cast<double>(static_cast<int64_t>(v.num))) {
+    for (const auto& [k, v] : cfg->items()) {  // nlohmann keeps object keys sorted
+      if (!v.is_number() ||
+          v.get<double>() != static_cast<double>(static_cast<int64_t>(v.get<double>()))) {
         t->errors.push_back(where + ": field 'config." + k + "': not an integer");
         ok = false;
         break;
       }
-      te.config.set(k, static_cast<int64_t>(v.num));
+      te.config.set(k, static_cast<int64_t>(v.get<double>()));
     }
     if (!ok) continue;
     const std::string key = entry_key(te.device, te.op, te.impl, te.dtype, te.bucket);
