@@ -7,7 +7,7 @@
 //   rows_per_thread  rows whose loads a thread keeps in flight before storing (4 or 8; the kernels
 //                    are instantiated for these two)
 //   units_per_lane   lanes per row G: the smallest power of two with units_per_lane * G >= the
-//                    row's units, at most 32 (1 or 2; 2 is core::cuda::lanes_log2_for)
+//                    row's units, at most 32 (1 or 2; row_copy_lanes_log2)
 //   max_unit_bytes   the widest unit moved (16, 8): caps the width picked from the alignment
 // CPU (cpu_generic):
 //   grain_bytes      output bytes per parallel chunk at least (16 KiB ... 1 MiB)
@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/tuning.h"
@@ -54,6 +55,54 @@ inline int row_copy_lanes_log2(int64_t w, int64_t units_per_lane) {
   return g;
 }
 
+inline std::string row_copy_bucket(int64_t row_bytes, int64_t rows) {
+  int64_t w = 1;
+  while (w < row_bytes && w < (int64_t{1} << 40)) w *= 2;
+  return "row_bytes=" + std::to_string(w) + ",rows=" + pow2_bucket(rows, 2);
+}
+
+// The launch shape of a CUDA row copy, from its resolved configuration.
+struct RowCopyCudaLaunch {
+  int threads = 256;
+  int rows_per_thread = 4;
+  int units_per_lane = 2;
+  int max_unit_bytes = 16;
+};
+
+inline RowCopyCudaLaunch row_copy_cuda_launch(const TuneConfig& c) {
+  RowCopyCudaLaunch l;
+  l.threads = static_cast<int>(c.get("threads", l.threads));
+  l.rows_per_thread = static_cast<int>(c.get("rows_per_thread", l.rows_per_thread));
+  l.units_per_lane = static_cast<int>(c.get("units_per_lane", l.units_per_lane));
+  l.max_unit_bytes = static_cast<int>(c.get("max_unit_bytes", l.max_unit_bytes));
+  return l;
+}
+
+// The configuration of `op`'s cuda_sm80 row copy for `rows` rows of `row_bytes`: forced, tuned or
+// the default (resolve_config).
+inline Status resolve_row_copy_cuda(std::string_view op, const std::vector<TuneConfig>& candidates,
+                                    int device_index, DType dtype, int64_t row_bytes, int64_t rows,
+                                    const Context& ctx, TuneConfig* out) {
+  TuneQuery q;
+  q.op = op;
+  q.impl = "cuda_sm80";
+  q.backend = DeviceType::cuda;
+  q.device_index = device_index;
+  q.dtype = dtype;
+  q.bucket = row_copy_bucket(row_bytes, rows);
+  q.candidates = &candidates;
+  q.fallback = row_copy_cuda_default();
+  return resolve_config(q, ctx, out);
+}
+
+// The unit width moved: the widest the alignment allows (`aligned_bytes`), capped at the
+// configuration's max_unit_bytes, never below the element (a narrower power of two still divides
+// every quantity).
+inline int row_copy_unit_bytes(int64_t elem_size, int aligned_bytes, const RowCopyCudaLaunch& l) {
+  const int capped = aligned_bytes < l.max_unit_bytes ? aligned_bytes : l.max_unit_bytes;
+  return capped > elem_size ? capped : static_cast<int>(elem_size);
+}
+
 inline TuneConfig row_copy_cpu_default() {
   TuneConfig c;
   c.set("grain_bytes", 65536);
@@ -62,12 +111,6 @@ inline TuneConfig row_copy_cpu_default() {
 
 inline std::vector<TuneConfig> row_copy_cpu_candidates() {
   return config_grid({{"grain_bytes", {65536, 16384, 262144, 1048576}}});
-}
-
-inline std::string row_copy_bucket(int64_t row_bytes, int64_t rows) {
-  int64_t w = 1;
-  while (w < row_bytes && w < (int64_t{1} << 40)) w *= 2;
-  return "row_bytes=" + std::to_string(w) + ",rows=" + pow2_bucket(rows, 2);
 }
 
 }  // namespace recops::core

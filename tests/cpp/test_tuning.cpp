@@ -94,7 +94,7 @@ TEST(Tuning, RegistryListsCandidatesWithTheDefaultFirst) {
   EXPECT_TRUE(candidates_of("jagged_to_padded_dense", "reference").empty());
   const auto cuda = core::row_copy_cuda_candidates();
   EXPECT_TRUE(cuda.front() == core::row_copy_cuda_default());
-  // The default keeps core::cuda::lanes_log2_for: two units per lane, at most 32 lanes.
+  // The default: two units per lane, at most 32 lanes.
   for (int64_t w : {1, 2, 3, 4, 5, 63, 64, 65, 200})
     EXPECT_EQ(core::row_copy_lanes_log2(w, 2),
               w <= 2 ? 0 : std::min(5, 64 - __builtin_clzll(static_cast<uint64_t>(w - 1)) - 1))

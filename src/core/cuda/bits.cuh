@@ -12,6 +12,9 @@
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
+#include <type_traits>
+
+#include "recops/status.h"
 
 namespace recops::core::cuda {
 
@@ -43,17 +46,6 @@ using Unit = typename UnitOf<kBytes>::type;
 
 // Widest unit width in {16, 8, 4, 2, 1}, not below elem_size, that divides every byte quantity
 // given (pointer values, row widths, strides in bytes). elem_size is a power of two <= 8.
-// Lanes per row (log2) for the row-copy kernels: the smallest power of two G with 2G >= w units
-// (each lane moves two units of a row), capped at 32 (a row never takes more than one warp's
-// lanes). Two units per lane give narrow rows (bf16 D=256: 32 units) the same tile bytes and loads
-// in flight as wide ones: with one unit per lane bf16 S3 rows reached 78.5% of copy against 86% for
-// fp32 rows on the H200 (2026-11-29 at 133a4d52d93a).
-inline int lanes_log2_for(int64_t w) {
-  int g = 0;
-  while (g < 5 && (int64_t{2} << g) < w) ++g;
-  return g;
-}
-
 inline int pick_unit_bytes(int64_t elem_size, std::initializer_list<uint64_t> byte_quantities) {
   for (int w = 16; w > elem_size; w /= 2) {
     bool ok = true;
@@ -61,6 +53,26 @@ inline int pick_unit_bytes(int64_t elem_size, std::initializer_list<uint64_t> by
     if (ok) return w;
   }
   return static_cast<int>(elem_size);
+}
+
+// The row-copy kernels' instantiations: calls f(integral_constant<int, kBytes>, integral_constant<
+// int, kRowsPerThread>) for the unit width `unit` (16, 8, 4, 2 or 1 bytes) and 8 rows per thread
+// when rows_per_thread is 8, else 4.
+template <class F>
+Status with_row_copy_instance(const char* op, int unit, int rows_per_thread, F&& f) {
+  auto rows = [&](auto bytes) -> Status {
+    if (rows_per_thread == 8) return f(bytes, std::integral_constant<int, 8>{});
+    return f(bytes, std::integral_constant<int, 4>{});
+  };
+  switch (unit) {
+    case 16: return rows(std::integral_constant<int, 16>{});
+    case 8: return rows(std::integral_constant<int, 8>{});
+    case 4: return rows(std::integral_constant<int, 4>{});
+    case 2: return rows(std::integral_constant<int, 2>{});
+    case 1: return rows(std::integral_constant<int, 1>{});
+  }
+  return Status(StatusCode::internal,
+                detail::cat(op, ": no unit width ", unit, " (expected 1, 2, 4, 8 or 16 bytes)"));
 }
 
 // A unit of kBytes holding the element bits `elem_bits` (low elem_size bytes, little-endian)

@@ -1,6 +1,5 @@
 // dense_to_jagged/cuda/launch.cu: the configuration (tuned or default), unit width choice, lanes
 // per row, grid, checked launch.
-#include <algorithm>
 #include <cstdint>
 
 #include "core/cuda/bits.cuh"
@@ -14,15 +13,9 @@ namespace {
 
 constexpr const char* kOp = "dense_to_jagged";
 
-struct Launch {
-  int threads;
-  int rows_per_thread;
-  int units_per_lane;
-  bool dense_walk;
-};
-
 template <int kBytes, int kRowsPerThread>
-Status launch(const DenseToJaggedParams& p, const Launch& cfg, const Context& ctx) {
+Status launch(const DenseToJaggedParams& p, const core::RowCopyCudaLaunch& cfg, bool dense_walk_cfg,
+              const Context& ctx) {
   using U = core::cuda::Unit<kBytes>;
   const int64_t es = p.elem_size;
   d2j_cuda::Args<U> a{};
@@ -37,14 +30,13 @@ Status launch(const DenseToJaggedParams& p, const Launch& cfg, const Context& ct
   a.dense_batch_stride = p.dense_batch_stride * es / kBytes;
   a.dense_row_stride = p.dense_row_stride * es / kBytes;
   a.out_row_stride = p.out_row_stride * es / kBytes;
-  a.lanes_log2 = cfg.units_per_lane == 2 ? core::cuda::lanes_log2_for(a.W)
-                                         : core::row_copy_lanes_log2(a.W, cfg.units_per_lane);
+  a.lanes_log2 = core::row_copy_lanes_log2(a.W, cfg.units_per_lane);
   a.tile_rows = int64_t{kRowsPerThread} * (cfg.threads >> a.lanes_log2);
   // The dense walk (no search, work over the (B, S) grid) only when a tuning file asks for it
   // (config dense_walk = 1, a tune candidate): its one H200 measurement (815e2d52b57d) was of a
   // version that zeroed rows past S serially (4x slower on S3); the fixed version is unmeasured, so
   // the default stays the jagged walk measured at 3b808b043594.
-  const bool dense_walk = cfg.dense_walk && p.B > 0 && p.S > 0;
+  const bool dense_walk = dense_walk_cfg && p.B > 0 && p.S > 0;
   const int64_t rows = dense_walk ? p.B * p.S : p.total_L;
   a.num_tiles = (rows + a.tile_rows - 1) / a.tile_rows;
 
@@ -55,11 +47,6 @@ Status launch(const DenseToJaggedParams& p, const Launch& cfg, const Context& ct
                                                      cfg.threads, 0, a.num_tiles, &grid));
   return RECOPS_LAUNCH_KERNEL(kOp, kernel, dim3(grid), dim3(static_cast<unsigned>(cfg.threads)), 0,
                               ctx.stream, a);
-}
-
-template <int kBytes>
-Status launch(const DenseToJaggedParams& p, const Launch& cfg, const Context& ctx) {
-  return cfg.rows_per_thread == 8 ? launch<kBytes, 8>(p, cfg, ctx) : launch<kBytes, 4>(p, cfg, ctx);
 }
 
 // The row-copy candidates, plus the dense walk at the default and at 8 rows per thread.
@@ -90,38 +77,23 @@ Status dense_to_jagged_cuda(const DenseToJaggedParams& p, const Context& ctx) {
   const int64_t es = p.elem_size;
   // With S = 0 dense is never read, so its pointer and strides do not constrain the unit.
   const bool reads = p.S > 0 && p.B > 0;
-  core::TuneQuery q;
-  q.op = kOp;
-  q.impl = "cuda_sm80";
-  q.backend = DeviceType::cuda;
-  q.device_index = p.device_index;
-  q.dtype = p.dtype;
-  q.bucket = core::row_copy_bucket(p.D * es, p.total_L);
-  q.candidates = &candidates();
-  q.fallback = core::row_copy_cuda_default();
   TuneConfig tc;
-  RECOPS_RETURN_IF_ERROR(core::resolve_config(q, ctx, &tc));
-  const Launch cfg{static_cast<int>(tc.get("threads", 256)),
-                   static_cast<int>(tc.get("rows_per_thread", 4)),
-                   static_cast<int>(tc.get("units_per_lane", 2)), tc.get("dense_walk", 0) != 0};
-  const int picked = core::cuda::pick_unit_bytes(
-      es, {reads ? reinterpret_cast<uint64_t>(p.dense) : 0, reinterpret_cast<uint64_t>(p.out),
-           static_cast<uint64_t>(p.D * es),
-           reads ? static_cast<uint64_t>(p.dense_batch_stride * es) : 0,
-           reads ? static_cast<uint64_t>(p.dense_row_stride * es) : 0,
-           static_cast<uint64_t>(p.out_row_stride * es)});
-  // A narrower unit than the alignment allows still divides every quantity (powers of two).
-  const int unit = std::max(static_cast<int>(es),
-                            std::min(picked, static_cast<int>(tc.get("max_unit_bytes", 16))));
-  switch (unit) {
-    case 16: return launch<16>(p, cfg, ctx);
-    case 8: return launch<8>(p, cfg, ctx);
-    case 4: return launch<4>(p, cfg, ctx);
-    case 2: return launch<2>(p, cfg, ctx);
-    case 1: return launch<1>(p, cfg, ctx);
-  }
-  return Status(StatusCode::internal,
-                detail::cat(kOp, ": no unit width for elem_size ", es, " (expected 1, 2, 4 or 8)"));
+  RECOPS_RETURN_IF_ERROR(core::resolve_row_copy_cuda(kOp, candidates(), p.device_index, p.dtype,
+                                                     p.D * es, p.total_L, ctx, &tc));
+  const core::RowCopyCudaLaunch cfg = core::row_copy_cuda_launch(tc);
+  const bool dense_walk = tc.get("dense_walk", 0) != 0;
+  const int unit = core::row_copy_unit_bytes(
+      es,
+      core::cuda::pick_unit_bytes(
+          es, {reads ? reinterpret_cast<uint64_t>(p.dense) : 0, reinterpret_cast<uint64_t>(p.out),
+               static_cast<uint64_t>(p.D * es),
+               reads ? static_cast<uint64_t>(p.dense_batch_stride * es) : 0,
+               reads ? static_cast<uint64_t>(p.dense_row_stride * es) : 0,
+               static_cast<uint64_t>(p.out_row_stride * es)}),
+      cfg);
+  return core::cuda::with_row_copy_instance(kOp, unit, cfg.rows_per_thread, [&](auto b, auto r) {
+    return launch<decltype(b)::value, decltype(r)::value>(p, cfg, dense_walk, ctx);
+  });
 }
 
 }  // namespace recops::ops

@@ -1,6 +1,5 @@
 // jagged_to_padded_dense/cuda/launch.cu: the configuration (tuned or default), unit width choice,
 // lanes per row, grid, checked launch.
-#include <algorithm>
 #include <cstdint>
 
 #include "core/cuda/bits.cuh"
@@ -14,14 +13,9 @@ namespace {
 
 constexpr const char* kOp = "jagged_to_padded_dense";
 
-struct Launch {
-  int threads;
-  int rows_per_thread;
-  int units_per_lane;
-};
-
 template <int kBytes, int kRowsPerThread>
-Status launch(const JaggedToPaddedDenseParams& p, const Launch& cfg, const Context& ctx) {
+Status launch(const JaggedToPaddedDenseParams& p, const core::RowCopyCudaLaunch& cfg,
+              const Context& ctx) {
   using U = core::cuda::Unit<kBytes>;
   const int64_t es = p.elem_size;
   j2pd_cuda::Args<U> a{};
@@ -35,8 +29,7 @@ Status launch(const JaggedToPaddedDenseParams& p, const Launch& cfg, const Conte
   a.values_row_stride = p.values_row_stride * es / kBytes;
   a.out_batch_stride = p.out_batch_stride * es / kBytes;
   a.out_row_stride = p.out_row_stride * es / kBytes;
-  a.lanes_log2 = cfg.units_per_lane == 2 ? core::cuda::lanes_log2_for(a.W)
-                                         : core::row_copy_lanes_log2(a.W, cfg.units_per_lane);
+  a.lanes_log2 = core::row_copy_lanes_log2(a.W, cfg.units_per_lane);
   a.tile_rows = int64_t{kRowsPerThread} * (cfg.threads >> a.lanes_log2);
   const int64_t rows = p.B * p.max_L;
   a.num_tiles = (rows + a.tile_rows - 1) / a.tile_rows;
@@ -48,11 +41,6 @@ Status launch(const JaggedToPaddedDenseParams& p, const Launch& cfg, const Conte
                                                      cfg.threads, 0, a.num_tiles, &grid));
   return RECOPS_LAUNCH_KERNEL(kOp, kernel, dim3(grid), dim3(static_cast<unsigned>(cfg.threads)), 0,
                               ctx.stream, a);
-}
-
-template <int kBytes>
-Status launch(const JaggedToPaddedDenseParams& p, const Launch& cfg, const Context& ctx) {
-  return cfg.rows_per_thread == 8 ? launch<kBytes, 8>(p, cfg, ctx) : launch<kBytes, 4>(p, cfg, ctx);
 }
 
 const std::vector<TuneConfig>& candidates() {
@@ -73,38 +61,22 @@ Status jagged_to_padded_dense_cuda(const JaggedToPaddedDenseParams& p, const Con
   const int64_t es = p.elem_size;
   // With total_L = 0 values is never read, so its pointer and stride do not constrain the unit.
   const bool reads = p.total_L > 0;
-  core::TuneQuery q;
-  q.op = kOp;
-  q.impl = "cuda_sm80";
-  q.backend = DeviceType::cuda;
-  q.device_index = p.device_index;
-  q.dtype = p.dtype;
-  q.bucket = core::row_copy_bucket(p.D * es, p.B * p.max_L);
-  q.candidates = &candidates();
-  q.fallback = core::row_copy_cuda_default();
   TuneConfig tc;
-  RECOPS_RETURN_IF_ERROR(core::resolve_config(q, ctx, &tc));
-  const Launch cfg{static_cast<int>(tc.get("threads", 256)),
-                   static_cast<int>(tc.get("rows_per_thread", 4)),
-                   static_cast<int>(tc.get("units_per_lane", 2))};
-  const int picked = core::cuda::pick_unit_bytes(
+  RECOPS_RETURN_IF_ERROR(core::resolve_row_copy_cuda(kOp, candidates(), p.device_index, p.dtype,
+                                                     p.D * es, p.B * p.max_L, ctx, &tc));
+  const core::RowCopyCudaLaunch cfg = core::row_copy_cuda_launch(tc);
+  const int unit = core::row_copy_unit_bytes(
       es,
-      {reads ? reinterpret_cast<uint64_t>(p.values) : 0, reinterpret_cast<uint64_t>(p.out),
-       static_cast<uint64_t>(p.D * es), reads ? static_cast<uint64_t>(p.values_row_stride * es) : 0,
-       static_cast<uint64_t>(p.out_batch_stride * es),
-       static_cast<uint64_t>(p.out_row_stride * es)});
-  // A narrower unit than the alignment allows still divides every quantity (powers of two).
-  const int unit = std::max(static_cast<int>(es),
-                            std::min(picked, static_cast<int>(tc.get("max_unit_bytes", 16))));
-  switch (unit) {
-    case 16: return launch<16>(p, cfg, ctx);
-    case 8: return launch<8>(p, cfg, ctx);
-    case 4: return launch<4>(p, cfg, ctx);
-    case 2: return launch<2>(p, cfg, ctx);
-    case 1: return launch<1>(p, cfg, ctx);
-  }
-  return Status(StatusCode::internal,
-                detail::cat(kOp, ": no unit width for elem_size ", es, " (expected 1, 2, 4 or 8)"));
+      core::cuda::pick_unit_bytes(
+          es, {reads ? reinterpret_cast<uint64_t>(p.values) : 0, reinterpret_cast<uint64_t>(p.out),
+               static_cast<uint64_t>(p.D * es),
+               reads ? static_cast<uint64_t>(p.values_row_stride * es) : 0,
+               static_cast<uint64_t>(p.out_batch_stride * es),
+               static_cast<uint64_t>(p.out_row_stride * es)}),
+      cfg);
+  return core::cuda::with_row_copy_instance(kOp, unit, cfg.rows_per_thread, [&](auto b, auto r) {
+    return launch<decltype(b)::value, decltype(r)::value>(p, cfg, ctx);
+  });
 }
 
 }  // namespace recops::ops
