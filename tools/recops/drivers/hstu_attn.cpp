@@ -64,32 +64,6 @@ int64_t rand_int(uint64_t seed, uint64_t i, int64_t lo, int64_t hi) {
   return static_cast<int64_t>(generated_value(DType::int64, f, i));
 }
 
-Input int_input(const std::string& name, DType t, const std::vector<int64_t>& vals,
-                Shape shape = {}) {
-  Input in;
-  in.name = name;
-  if (shape.empty()) shape = {static_cast<int64_t>(vals.size())};
-  in.buf = Tensor::empty(shape, t);
-  in.view = in.buf.view();
-  for (size_t i = 0; i < vals.size(); ++i)
-    store_int(static_cast<char*>(in.buf.data()) + static_cast<int64_t>(i) * dtype_size(t), t,
-              vals[i]);
-  return in;
-}
-
-Input data_input(const std::string& name, DType t, const Shape& shape, uint64_t seed,
-                 double scale) {
-  Input in;
-  in.name = name;
-  in.buf = Tensor::empty(shape, t);
-  in.view = in.buf.view();
-  FillSpec f;
-  f.seed = seed;
-  f.scale = scale;
-  fill_view(in.view, f);
-  return in;
-}
-
 class HstuAttn final : public Driver {
  public:
   std::vector<std::string> ops() const override { return {"hstu_attn_fwd", "hstu_attn_bwd"}; }

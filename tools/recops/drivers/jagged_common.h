@@ -1,7 +1,8 @@
-// tools/recops/drivers/jagged_common.h: inputs shared by the jagged drivers (seq_offsets from a
-// case's lengths or explicit offsets, strided data tensors).
+// tools/recops/drivers/jagged_common.h: inputs shared by the drivers (seq_offsets from a case's
+// lengths or explicit offsets, strided data tensors, integer and generated inputs).
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "tools/recops/driver.h"
@@ -22,6 +23,11 @@ Status make_rowpadded_input(const CaseRow& row, const std::string& name, DType d
 // Σ_b min(L_b, bound) from offsets values (negative lengths count as 0).
 int64_t valid_rows(const std::vector<int64_t>& offsets, int64_t bound);
 
+// An integer input holding `vals` (shape: [vals.size()] unless given), dtype t.
+Input int_input(const std::string& name, DType t, const std::vector<int64_t>& vals,
+                Shape shape = {});
+// A dense input of `shape` filled by the generator from `seed`, values scaled by `scale`.
+Input data_input(const std::string& name, DType t, const Shape& shape, uint64_t seed, double scale);
 // "case 'id' (op): message"
 Status case_error(const CaseRow& row, const std::string& msg);
 

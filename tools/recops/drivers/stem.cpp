@@ -103,30 +103,6 @@ uint64_t rand_u(uint64_t seed, uint64_t i) {
   return static_cast<uint64_t>(generated_value(DType::int64, f, i));
 }
 
-Input int_input(const std::string& name, DType t, const std::vector<int64_t>& vals,
-                Shape shape = {}) {
-  Input in;
-  in.name = name;
-  if (shape.empty()) shape = {static_cast<int64_t>(vals.size())};
-  in.buf = Tensor::empty(shape, t);
-  in.view = in.buf.view();
-  for (size_t i = 0; i < vals.size(); ++i)
-    store_int(static_cast<char*>(in.buf.data()) + static_cast<int64_t>(i) * dtype_size(t), t,
-              vals[i]);
-  return in;
-}
-Input data_input(const std::string& name, DType t, const Shape& shape, uint64_t seed,
-                 double scale) {
-  Input in;
-  in.name = name;
-  in.buf = Tensor::empty(shape, t);
-  in.view = in.buf.view();
-  FillSpec f;
-  f.seed = seed;
-  f.scale = scale;
-  fill_view(in.view, f);
-  return in;
-}
 const TensorView* find(const Problem& p, const std::vector<TensorView>& in,
                        const std::string& name) {
   for (size_t i = 0; i < p.inputs.size(); ++i)
