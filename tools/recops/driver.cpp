@@ -109,4 +109,15 @@ RunOut run_poisoned(const Driver& d, const Problem& p, const std::vector<Input>&
   return r;
 }
 
+double io_bytes(const Problem& p) {
+  double n = 0;
+  for (const auto& x : p.inputs) n += static_cast<double>(x.view.numel() * x.view.itemsize());
+  for (const auto& o : p.outputs) {
+    double e = static_cast<double>(dtype_size(o.dtype));
+    for (int64_t s : o.shape) e *= static_cast<double>(s);
+    n += e;
+  }
+  return n;
+}
+
 }  // namespace recops::cli

@@ -115,4 +115,7 @@ struct RunOut {
 RunOut run_poisoned(const Driver& d, const Problem& p, const std::vector<Input>& dev_in, Device dev,
                     const Context& base, int poison_variant);
 
+// The byte floor of a call that reads every input once and writes every output once.
+double io_bytes(const Problem& p);
+
 }  // namespace recops::cli

@@ -348,16 +348,7 @@ class HstuAttn final : public Driver {
     return p.op == "hstu_attn_fwd" ? fwd : 2.5 * fwd;
   }
 
-  double bytes(const Problem& p) const override {
-    double n = 0;
-    for (const auto& x : p.inputs) n += static_cast<double>(x.view.numel() * x.view.itemsize());
-    for (const auto& o : p.outputs) {
-      double e = static_cast<double>(dtype_size(o.dtype));
-      for (int64_t s : o.shape) e *= static_cast<double>(s);
-      n += e;
-    }
-    return n;
-  }
+  double bytes(const Problem& p) const override { return io_bytes(p); }
 };
 
 }  // namespace

@@ -722,16 +722,7 @@ class StemPrepareDriver final : public Driver {
     return j;
   }
 
-  double bytes(const Problem& p) const override {
-    double n = 0;
-    for (const auto& x : p.inputs) n += static_cast<double>(x.view.numel() * x.view.itemsize());
-    for (const auto& o : p.outputs) {
-      double e = static_cast<double>(dtype_size(o.dtype));
-      for (int64_t s : o.shape) e *= static_cast<double>(s);
-      n += e;
-    }
-    return n;
-  }
+  double bytes(const Problem& p) const override { return io_bytes(p); }
 };
 
 // =============================== block_sparse_attention ===============================
@@ -861,16 +852,7 @@ class BlockSparseAttentionDriver final : public Driver {
     }
     return 4.0 * static_cast<double>(a.q.sizes[2]) * pairs;
   }
-  double bytes(const Problem& p) const override {
-    double n = 0;
-    for (const auto& x : p.inputs) n += static_cast<double>(x.view.numel() * x.view.itemsize());
-    for (const auto& o : p.outputs) {
-      double e = static_cast<double>(dtype_size(o.dtype));
-      for (int64_t s : o.shape) e *= static_cast<double>(s);
-      n += e;
-    }
-    return n;
-  }
+  double bytes(const Problem& p) const override { return io_bytes(p); }
 };
 
 }  // namespace
