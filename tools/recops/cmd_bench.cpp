@@ -312,15 +312,7 @@ int run_bench(const BenchOptions& o) {
     return static_cast<bool>(f);
   };
 
-  std::vector<CaseFile> files;
-  for (const auto& folder : folders_of(ops)) {
-    try {
-      files.push_back(load_case_file(dir + "/" + folder + "/perf.yaml", FileKind::perf, schema));
-    } catch (const CaseFileError& e) {
-      std::cerr << "error: " << e.what() << "\n";
-      ++errors;
-    }
-  }
+  std::vector<CaseFile> files = load_case_files(sel, "perf.yaml", FileKind::perf, schema, &errors);
   // The filters: a shape runs when it passes them, on each backend its entry allows.
   auto row_selected = [&](const CaseRow& row) {
     const CaseSpec& cs = *row.spec;

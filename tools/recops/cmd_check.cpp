@@ -67,15 +67,8 @@ int run_check(const CheckOptions& o, const std::string& argv0) {
   int file_errors = 0;
   std::vector<std::string> seen_case_ids;
 
-  std::vector<CaseFile> files;
-  for (const auto& folder : folders_of(ops)) {
-    try {
-      files.push_back(load_case_file(dir + "/" + folder + "/cases.yaml", FileKind::cases, schema));
-    } catch (const CaseFileError& e) {
-      std::cerr << "error: " << e.what() << "\n";
-      ++file_errors;
-    }
-  }
+  std::vector<CaseFile> files =
+      load_case_files(sel, "cases.yaml", FileKind::cases, schema, &file_errors);
   // The filters: a row runs when it passes them, on each backend its case allows.
   auto row_selected = [&](const CaseRow& row) {
     const CaseSpec& cs = *row.spec;

@@ -305,4 +305,18 @@ void Progress::finish() {
   active_ = false;
 }
 
+std::vector<CaseFile> load_case_files(const Selection& sel, const char* file_name, FileKind kind,
+                                      const CaseSchema& schema, int* errors) {
+  std::vector<CaseFile> files;
+  for (const auto& folder : folders_of(sel.ops)) {
+    try {
+      files.push_back(load_case_file(sel.dir + "/" + folder + "/" + file_name, kind, schema));
+    } catch (const CaseFileError& e) {
+      std::cerr << "error: " << e.what() << "\n";
+      ++*errors;
+    }
+  }
+  return files;
+}
+
 }  // namespace recops::cli

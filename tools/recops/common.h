@@ -37,6 +37,11 @@ struct Selection {
 bool select(const char* command, const std::string& cases_dir, const std::vector<std::string>& ops,
             const std::vector<std::string>& backends, Selection* sel);
 
+// The case files (`file_name`: cases.yaml or perf.yaml) of the selected ops' folders under `dir`.
+// A file that does not load is reported on stderr and counted in *errors; the others still load.
+std::vector<CaseFile> load_case_files(const Selection& sel, const char* file_name, FileKind kind,
+                                      const CaseSchema& schema, int* errors);
+
 // "" when `backend` can run here, else the reason.
 std::string backend_unavailable(DeviceType backend);
 
