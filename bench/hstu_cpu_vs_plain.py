@@ -14,23 +14,12 @@ import datetime
 import json
 import platform
 import subprocess
-import time
 from pathlib import Path
 
 import torch
 
 import recops
-
-
-def median_ms(fn, reps):
-    fn()
-    times = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    times.sort()
-    return times[reps // 2] * 1e3
+from common import median_ms
 
 
 def _status_kib(key):
@@ -86,7 +75,7 @@ def main():
             return recops.hstu_attn(q, k, v, off, off, S, S)
 
         err = (ours().float().view(B, S, H, d) - plain().float()).abs().max().item()
-        tp, to = median_ms(plain, a.reps), median_ms(ours, a.reps)
+        tp, to = median_ms(plain, reps=a.reps, warmup=1), median_ms(ours, reps=a.reps, warmup=1)
         mem_ours, mem_plain = peak_extra_mib(ours), peak_extra_mib(plain)
         gf = 2 * 2 * d * valid / 1e9
         print(f"{str(dt):15s} plain {tp:8.1f} ms   recops {to:8.1f} ms ({gf / to * 1e3:.0f} GFLOP/s)"

@@ -15,46 +15,24 @@ import argparse
 import datetime
 import json
 import os
-import statistics
 import sys
 import traceback
 
 import torch
 
 import recops
+from common import ceilings as measure_ceilings
+from common import median_ms
 
 DEV = "cuda"
 
 
 def timeit(fn, warm=2, reps=7):
-    for _ in range(warm):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        a = torch.cuda.Event(enable_timing=True)
-        b = torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        torch.cuda.synchronize()
-        times.append(a.elapsed_time(b))
-    return statistics.median(times)
+    return median_ms(fn, DEV, reps, warm)
 
 
 def ceilings():
-    n = 1 << 28  # 512 MiB of bf16
-    x = torch.empty(n, dtype=torch.bfloat16, device=DEV).normal_()
-    y = torch.empty_like(x)
-    ms = timeit(lambda: y.copy_(x), reps=10)
-    copy_gbps = 2 * x.numel() * 2 / ms / 1e6
-    del x, y
-    m = 8192
-    a = torch.randn(m, m, dtype=torch.bfloat16, device=DEV)
-    b = torch.randn(m, m, dtype=torch.bfloat16, device=DEV)
-    ms = timeit(lambda: a @ b, reps=10)
-    mm_tflops = 2 * m**3 / ms / 1e9
-    return {"copy_gbps": round(copy_gbps, 1), "bf16_matmul_tflops": round(mm_tflops, 1)}
+    return measure_ceilings(DEV)
 
 
 def valid_entries(lengths, targets, contexts):

@@ -15,7 +15,6 @@ import json
 import math
 import platform
 import subprocess
-import time
 from pathlib import Path
 
 import numpy as np
@@ -23,17 +22,7 @@ import torch
 import torch.nn.functional as F
 
 import recops
-
-
-def median_ms(fn, reps):
-    fn()
-    ts = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t)
-    ts.sort()
-    return ts[reps // 2] * 1e3
+from common import median_ms
 
 
 def budget(P, i, alpha=1.0):
@@ -110,7 +99,7 @@ def main():
                                               enable_gqa=True).transpose(0, 1)
 
     err = (ours().float() - plain().float()).abs().max().item()
-    t_ours, t_plain, t_dense = (median_ms(f, a.reps) for f in (ours, plain, dense))
+    t_ours, t_plain, t_dense = (median_ms(f, reps=a.reps, warmup=1) for f in (ours, plain, dense))
     kept = sum(min(int(V[i]), 8) + int(K[i]) for i in range(Qb)) / (Qb * (Qb + 1) / 2)
     print(f"L={L} Nq={Nq} Nk={Nk} D={D} bf16, {torch.get_num_threads()} threads, "
           f"{100 * kept:.1f}% of causal block pairs kept")

@@ -16,7 +16,6 @@ performance.md's format: {"device", "commit", "ceilings", "results": [...]}.
 import argparse
 import json
 import os
-import statistics
 
 import torch
 import torch.nn.functional as F
@@ -24,34 +23,17 @@ import torch.nn.functional as F
 import recops  # noqa: F401  (loads torch.ops.recops)
 from recops import stem
 
+from common import ceilings as measure_ceilings  # noqa: E402  (bench/common.py)
+from common import median_ms  # noqa: E402
+
 
 def timed(fn, reps, warm=2):
-    for _ in range(warm):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    return statistics.median(times)
+    return median_ms(fn, "cuda", reps, warm)
 
 
 def ceilings():
-    n = 8192
-    x = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
-    y = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
-    ms = timed(lambda: x @ y, 20, 3)
-    tflops = 2 * n**3 / ms / 1e9
-    src = torch.empty(1 << 30, device="cuda", dtype=torch.uint8)
-    dst = torch.empty_like(src)
-    ms_c = timed(lambda: dst.copy_(src), 20, 3)
-    gbs = 2 * src.numel() / ms_c / 1e6
-    del x, y, src, dst
-    return tflops, gbs
+    c = measure_ceilings("cuda")
+    return c["bf16_matmul_tflops"], c["copy_gbps"]
 
 
 def causal_pairs(Qb, Kb):

@@ -15,35 +15,22 @@ import json
 import math
 import os
 import subprocess
+import sys
 
 import torch
 
 import recops
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench"))
+from common import copy_gbps, median_ms  # noqa: E402  (bench/common.py)
+
 
 def time_ms(fn, iters=30, warmup=5):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(iters):
-        a = torch.cuda.Event(enable_timing=True)
-        b = torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    times.sort()
-    return times[len(times) // 2]
+    return median_ms(fn, "cuda", iters, warmup)
 
 
 def copy_ceiling_gbps():
-    n = 1 << 30
-    src = torch.empty(n, dtype=torch.uint8, device="cuda").random_()
-    dst = torch.empty_like(src)
-    ms = time_ms(lambda: dst.copy_(src), iters=20)
-    return 2 * n / ms / 1e6
+    return copy_gbps("cuda")
 
 
 def lengths(kind, B, max_L, gen, lo=None, hi=None):

@@ -1,0 +1,52 @@
+"""Shared by the scripts in bench/ (and scripts/kernel_bench.py): the timing method of
+performance.md (warm-up, then the median of repeated runs; CUDA events on the GPU, wall time on the
+CPU) and the two ceilings re-measured in the same run as any figure reported."""
+
+import statistics
+import time
+
+import torch
+
+
+def median_ms(fn, device="cpu", reps=20, warmup=2):
+    """Median milliseconds of fn() over `reps` runs after `warmup` calls."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    if device == "cuda":
+        torch.cuda.synchronize()
+        for _ in range(reps):
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record()
+            fn()
+            b.record()
+            b.synchronize()
+            times.append(a.elapsed_time(b))
+    else:
+        for _ in range(reps):
+            t = time.perf_counter()
+            fn()
+            times.append((time.perf_counter() - t) * 1e3)
+    return statistics.median(times)
+
+
+def copy_gbps(device="cuda", nbytes=1 << 30, reps=20):
+    """Device-to-device copy bandwidth, bytes read + written."""
+    src = torch.empty(nbytes, dtype=torch.uint8, device=device).random_()
+    dst = torch.empty_like(src)
+    ms = median_ms(lambda: dst.copy_(src), device, reps, 3)
+    return 2 * nbytes / ms / 1e6
+
+
+def matmul_tflops(device="cuda", n=8192, reps=20):
+    """bf16 dense matmul throughput on random data."""
+    a = torch.randn(n, n, dtype=torch.bfloat16, device=device)
+    b = torch.randn(n, n, dtype=torch.bfloat16, device=device)
+    ms = median_ms(lambda: a @ b, device, reps, 3)
+    return 2 * n**3 / ms / 1e9
+
+
+def ceilings(device="cuda"):
+    """{"copy_gbps", "bf16_matmul_tflops"} measured now."""
+    return {"copy_gbps": round(copy_gbps(device), 1),
+            "bf16_matmul_tflops": round(matmul_tflops(device), 1)}
