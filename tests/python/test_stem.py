@@ -488,3 +488,14 @@ def test_prepare_and_attention_errors():
     out, lse = recops.block_sparse_attention(q, k, k, idx, torch.zeros_like(n), cu_seqlens_q=cu,
                                              kv_seq_lens=lk, cu_seqlens_kv=cu)
     assert (out == 0).all() and torch.isneginf(lse).all()
+
+
+@pytest.mark.parametrize("name", ["stem_prepare", "stem_indexer", "block_sparse_attention"])
+def test_forward_only_ops_refuse_inputs_that_require_grad(name):
+    """No silent gradient loss: a floating input that requires grad is an error naming it."""
+    args, kwargs = _samples()[name]
+    args = (args[0].clone().requires_grad_(True),) + tuple(args[1:])
+    with pytest.raises(RuntimeError, match=f"recops.{name}: argument .* requires grad"):
+        getattr(torch.ops.recops, name)(*args, **kwargs)
+    with torch.no_grad():
+        getattr(torch.ops.recops, name)(*args, **kwargs)
