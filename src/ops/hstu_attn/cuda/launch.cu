@@ -1,10 +1,11 @@
-// hstu_attn/cuda/launch.cu: what cuda_sm80 accepts, and the dtype switch to the instantiations
-// in inst/ (one element type per translation unit; head dims are runtime, padded to 16).
+// hstu_attn/cuda/launch.cu: what cuda_sm80 and cuda_sm80_fa accept, and the dtype switch to the
+// instantiations in inst/ (one element type per translation unit; head dims are runtime, padded to
+// 16).
 #include <string>
 
 #include "core/cuda/launch.h"
 #include "core/cuda/runtime.h"
-#include "ops/hstu_attn/cuda/fwd_fa.cuh"
+#include "ops/hstu_attn/cuda/bwd_fa.cuh"
 #include "ops/hstu_attn/impls.h"
 
 namespace recops::ops {
@@ -56,6 +57,22 @@ Status hstu_attn_bwd_cuda(const HstuAttnParams& p, const Context& ctx) {
     default: break;
   }
   return Status(StatusCode::internal, "hstu_attn_bwd: cuda_sm80 got an unsupported dtype");
+}
+
+std::string hstu_attn_bwd_fa_accepts(const HstuAttnParams& p) {
+  if (std::string why = hstu_cuda::fa_bwd_refusal(p); !why.empty()) return why;
+  return core::cuda::capability_reason(p.device_index, 80);
+}
+
+Status hstu_attn_bwd_cuda_fa(const HstuAttnParams& p, const Context& ctx) {
+  core::cuda::ScopedDevice guard(p.device_index);
+  RECOPS_RETURN_IF_ERROR(guard.status());
+  switch (p.dtype) {
+    case DType::bf16: return hstu_attn_bwd_cuda_fa_bf16(p, ctx);
+    case DType::fp16: return hstu_attn_bwd_cuda_fa_fp16(p, ctx);
+    default: break;
+  }
+  return Status(StatusCode::internal, "hstu_attn_bwd: cuda_sm80_fa got an unsupported dtype");
 }
 
 }  // namespace recops::ops
