@@ -7,15 +7,26 @@ writes JSON records in the performance.md format.
 FLOP convention (hstu_attention.md §6): only valid (unmasked) score entries count;
 forward = 2 (d + dv) per valid entry per head, backward = 2.5 x forward, fwd_bwd = 3.5 x forward.
 
-Meta's Triton HSTU kernel is not measured here yet (peer 'meta_triton' absent).
+Meta's Triton HSTU kernel (generative-recommenders, `triton_hstu_mha`) is the peer 'meta_triton'
+when its sources are present (default `.peers/generative-recommenders`, ignored by git and never
+committed; `--meta-dir` names another folder, `--no-meta` skips it). It runs in a worker process
+on the same inputs (saved to a temporary file), because an illegal memory access poisons the CUDA
+context: a crash is recorded (`peer_error`) and the worker restarted for the next case. Meta's
+autotuner is restricted to a few configurations (`--meta-configs small`, the default, recorded in
+each record as `peer_configs`) to bound the device time; `--meta-configs full` keeps its list.
+Mask mapping: Meta's N = max_len (its 1/N is our default silu_scale 1/Sq), alpha = 1/sqrt(d), its
+causal mask with targets matches ours (group size 1), contextual_seq_len = our per-sequence
+contexts when every sequence has them.
 
-    python3 bench/hstu_cuda.py --json out.json [--quick]
+    python3 bench/hstu_cuda.py --json out.json [--quick] [--meta-dir DIR | --no-meta]
 """
 import argparse
 import datetime
 import json
 import os
+import subprocess
 import sys
+import tempfile
 import traceback
 
 import torch
@@ -99,7 +110,200 @@ def plain_hstu(q, k, v, lengths, S, targets, contexts, alpha, scale):
     return run
 
 
-def bench_shape(sh, gen, ceil, meta, with_plain):
+# ---- Meta's Triton kernel (peer 'meta_triton'), run in a worker process -----------------------
+
+# (BLOCK_M, BLOCK_N, num_warps, num_stages) kept from Meta's lists by --meta-configs small: the
+# usual winners for d = 128 on Hopper-class parts; each one costs a Triton compile per mask variant.
+META_SMALL_FWD = [(128, 64, 8, 2), (64, 64, 4, 2), (128, 32, 4, 4)]
+META_SMALL_BWD = [(64, 64, 8, 2), (32, 128, 8, 2), (64, 64, 4, 2)]
+
+
+def meta_import(meta_dir, configs):
+    """Imports Meta's triton_hstu_mha from meta_dir; restricts its autotuners when configs is
+    'small'. Returns (mha, description of the configurations)."""
+    sys.path.insert(0, meta_dir)
+    from generative_recommenders.ops.triton import triton_hstu_attention as m
+
+    desc = "meta autotune: full list"
+    if configs == "small":
+
+        def keep(tuner, allowed):
+            sel = [c for c in tuner.configs
+                   if (c.kwargs.get("BLOCK_M"), c.kwargs.get("BLOCK_N"), c.num_warps, c.num_stages)
+                   in allowed and not c.kwargs.get("SEQUENCE_PARALLEL", False)
+                   and c.kwargs.get("UNROLL", 1) == 1]
+            if sel:
+                tuner.configs = sel
+            return len(tuner.configs)
+
+        nf = keep(m._hstu_attn_fwd, META_SMALL_FWD)
+        nb = keep(m._hstu_attn_bwd, META_SMALL_BWD)
+        desc = f"meta autotune restricted: fwd {nf} configs {META_SMALL_FWD}, bwd {nb} {META_SMALL_BWD}"
+    return m.triton_hstu_mha, desc
+
+
+def meta_worker(meta_dir, configs):
+    """Reads case paths from stdin; per case prints 'RESULT {json}' after the forward and after
+    forward+backward, saving Meta's outputs next to the case file."""
+    try:
+        mha, desc = meta_import(meta_dir, configs)
+    except Exception:
+        print("RESULT " + json.dumps({"phase": "import", "error": traceback.format_exc()[-600:]}),
+              flush=True)
+        return 1
+    print("RESULT " + json.dumps({"phase": "ready", "configs": desc}), flush=True)
+    for line in sys.stdin:
+        path = line.strip()
+        if not path:
+            continue
+        c = torch.load(path)
+        q, k, v, dout, off = (c[n].to(DEV) for n in ("q", "k", "v", "dout", "off"))
+        nt = c["num_targets"].to(DEV) if c["num_targets"] is not None else None
+        args = dict(N=c["N"], alpha=c["alpha"], seq_offsets=off, num_targets=nt,
+                    contextual_seq_len=c["contextual_seq_len"])
+        try:
+            fwd = lambda: mha(q=q, k=k, v=v, **args)  # noqa: E731
+            out = fwd()
+            torch.cuda.synchronize()
+            t_f = timeit(fwd)
+            torch.save({"out": out.cpu()}, path + ".fwd.pt")
+            print("RESULT " + json.dumps({"phase": "fwd", "ms": t_f}), flush=True)
+        except Exception:
+            print("RESULT " + json.dumps({"phase": "fwd", "error": traceback.format_exc()[-600:]}),
+                  flush=True)
+            continue
+        try:
+            qg, kg, vg = (x.detach().clone().requires_grad_(True) for x in (q, k, v))
+
+            def fb():
+                mha(q=qg, k=kg, v=vg, **args).backward(dout)
+
+            fb()
+            torch.cuda.synchronize()
+            grads = [x.grad.cpu() for x in (qg, kg, vg)]
+            t_fb = timeit(fb)
+            torch.save({"dq": grads[0], "dk": grads[1], "dv": grads[2]}, path + ".bwd.pt")
+            print("RESULT " + json.dumps({"phase": "fwd_bwd", "ms": t_fb}), flush=True)
+        except Exception:
+            print("RESULT " + json.dumps({"phase": "fwd_bwd",
+                                          "error": traceback.format_exc()[-600:]}), flush=True)
+    return 0
+
+
+class MetaPeer:
+    """The parent's handle on the worker: run(case) -> {"fwd": ms or error, "fwd_bwd": ...}; a
+    worker that dies (e.g. an illegal memory access) is recorded and restarted next time."""
+
+    def __init__(self, meta_dir, configs):
+        self.meta_dir, self.configs, self.proc, self.desc = meta_dir, configs, None, None
+        self.tmp = tempfile.mkdtemp(prefix="hstu_meta_")
+
+    def _start(self):
+        cmd = [sys.executable, os.path.abspath(__file__), "--meta-worker", "--meta-dir",
+               self.meta_dir, "--meta-configs", self.configs, "--json", "-"]
+        self.errlog = open(os.path.join(self.tmp, "worker.err"), "a+")
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=self.errlog, text=True, bufsize=1)
+        r = self._read()
+        if r is None or r.get("phase") != "ready":
+            raise RuntimeError(f"meta worker failed to start: {r} {self._err_tail()}")
+        self.desc = r["configs"]
+
+    def _read(self):
+        while True:
+            line = self.proc.stdout.readline()
+            if not line:
+                return None
+            if line.startswith("RESULT "):
+                return json.loads(line[7:])
+
+    def _err_tail(self):
+        self.errlog.flush()
+        self.errlog.seek(0)
+        return self.errlog.read()[-600:]
+
+    def run(self, case, timeout_note=""):
+        if self.proc is None or self.proc.poll() is not None:
+            self._start()
+        path = os.path.join(self.tmp, "case.pt")
+        torch.save(case, path)
+        self.proc.stdin.write(path + "\n")
+        self.proc.stdin.flush()
+        res = {"path": path}
+        for phase in ("fwd", "fwd_bwd"):
+            r = self._read()
+            if r is None:  # the worker died: a crash (its stderr says why)
+                self.proc.wait()
+                res[phase] = {"error": f"worker died (exit {self.proc.returncode}): "
+                                       + self._err_tail()[-400:]}
+                self.proc = None
+                break
+            res[phase] = r
+            if phase == "fwd" and "error" in r:
+                break
+        return res
+
+    def close(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=30)
+
+
+def _cmp(ours, theirs):
+    """(max abs difference, that over max |theirs|)."""
+    a, b = ours.float().cpu(), theirs.float().cpu()
+    m = float((a - b).abs().max())
+    return m, m / max(float(b.abs().max()), 1e-30)
+
+
+def meta_records(peer, rec, sh, q, k, v, dout, off, kw, max_len, alpha, contexts, out, ours_g,
+                 t_fwd, t_bwd, t_fb, fwd_flops):
+    """Times Meta's kernel on our inputs (worker process) and adds the meta_triton records."""
+    ncx = sh["contexts"]
+    if ncx and min(contexts) != ncx:
+        print("    meta_triton: skipped (its contextual_seq_len is one number for all sequences)")
+        return
+    case = {"q": q.cpu(), "k": k.cpu(), "v": v.cpu(), "dout": dout.cpu(), "off": off.cpu(),
+            "num_targets": kw["num_targets"].cpu() if "num_targets" in kw else None,
+            "N": max_len, "alpha": alpha, "contextual_seq_len": ncx}
+    try:
+        res = peer.run(case)
+    except Exception:
+        res = {"fwd": {"error": traceback.format_exc()[-400:]}}
+    extra = {"peer_configs": peer.desc}
+    f = res.get("fwd", {"error": "not run"})
+    if "ms" in f:
+        mo = torch.load(res["path"] + ".fwd.pt")["out"]
+        e_abs, e_rel = _cmp(out, mo)
+        rec("fwd", t_fwd, fwd_flops, "meta_triton", f["ms"], e_abs,
+            dict(extra, rel_err_vs_peer=e_rel, peer_tflops=fwd_flops / f["ms"] / 1e9))
+        print(f"    meta_triton fwd {f['ms']:.3f} ms ({fwd_flops / f['ms'] / 1e9:.1f} TFLOP/s), "
+              f"ours/meta speedup {f['ms'] / t_fwd:.2f}x, max|ours-meta| {e_abs:.3g} (rel {e_rel:.3g})")
+    else:
+        rec("fwd", t_fwd, fwd_flops, "meta_triton", None, None, dict(extra, peer_error=f["error"]))
+        print(f"    meta_triton fwd FAILED: {f['error'][-300:]}")
+        return
+    fb = res.get("fwd_bwd", {"error": "not run"})
+    if "ms" in fb:
+        mg = torch.load(res["path"] + ".bwd.pt")
+        errs = {n: _cmp(o, mg[n]) for n, o in zip(("dq", "dk", "dv"), ours_g)}
+        e_abs = max(e[0] for e in errs.values())
+        rel = {n: e[1] for n, e in errs.items()}
+        t_mb = max(fb["ms"] - f["ms"], 1e-6)
+        rec("bwd", t_bwd, 2.5 * fwd_flops, "meta_triton", t_mb, e_abs,
+            dict(extra, rel_err_vs_peer=rel, peer_tflops=2.5 * fwd_flops / t_mb / 1e9))
+        rec("fwd_bwd", t_fb, 3.5 * fwd_flops, "meta_triton", fb["ms"], e_abs,
+            dict(extra, rel_err_vs_peer=rel, peer_tflops=3.5 * fwd_flops / fb["ms"] / 1e9))
+        print(f"    meta_triton fwd+bwd {fb['ms']:.3f} ms ({3.5 * fwd_flops / fb['ms'] / 1e9:.1f}), "
+              f"ours/meta {fb['ms'] / t_fb:.2f}x; bwd {t_mb:.3f} ms, ours/meta {t_mb / t_bwd:.2f}x; "
+              f"rel err dq/dk/dv {rel}")
+    else:
+        for ph, t, fl in (("bwd", t_bwd, 2.5), ("fwd_bwd", t_fb, 3.5)):
+            rec(ph, t, fl * fwd_flops, "meta_triton", None, None, dict(extra, peer_error=fb["error"]))
+        print(f"    meta_triton fwd+bwd FAILED (recorded): {fb['error'][-300:]}")
+
+
+def bench_shape(sh, gen, ceil, meta, with_plain, peer_arg=None):
     B, S, H, d, dv = sh["B"], sh["S"], sh["H"], sh["d"], sh["dv"]
     lengths = make_lengths(B, S, sh["lengths"], gen)
     Bn = len(lengths)
@@ -127,9 +331,9 @@ def bench_shape(sh, gen, ceil, meta, with_plain):
     shape = dict(sh, B=Bn, S=max_len, Hk=H, total_tokens=total)
     recs = []
 
-    # The forward runs cuda_sm80_fa where it serves (d, dv <= 128), the backward cuda_sm80.
-    fwd_impl = "cuda_sm80_fa" if max(d, dv) <= 128 else "cuda_sm80"
-    impls = {"fwd": fwd_impl, "bwd": "cuda_sm80", "fwd_bwd": f"{fwd_impl}+cuda_sm80"}
+    # cuda_sm80_fa (forward and backward) serves d, dv <= 128; cuda_sm80 the rest.
+    fa = "cuda_sm80_fa" if max(d, dv) <= 128 else "cuda_sm80"
+    impls = {"fwd": fa, "bwd": fa, "fwd_bwd": fa}
 
     def rec(phase, ms, flops, peer=None, peer_ms=None, err=None, extra=None):
         r = {
@@ -170,6 +374,9 @@ def bench_shape(sh, gen, ceil, meta, with_plain):
 
     t_fb = timeit(fb)
     t_bwd = max(t_fb - t_fwd, 1e-6)
+    qg.grad = kg.grad = vg.grad = None
+    fb()  # one clean backward for the comparisons
+    ours_g = [x.grad.detach() for x in (qg, kg, vg)]
     peer = peer_ms_f = peer_ms_fb = err = None
     if with_plain:
         try:
@@ -187,6 +394,9 @@ def bench_shape(sh, gen, ceil, meta, with_plain):
     rec("fwd", t_fwd, fwd_flops, peer, peer_ms_f, err)
     rec("bwd", t_bwd, 2.5 * fwd_flops)
     rec("fwd_bwd", t_fb, 3.5 * fwd_flops, None, peer_ms_fb, None)
+    if peer_obj := peer_arg:
+        meta_records(peer_obj, rec, sh, q, k, v, dout, off, kw, max_len, alpha, contexts, out,
+                     ours_g, t_fwd, t_bwd, t_fb, fwd_flops)
     print(
         f"  {json.dumps(sh)}: fwd {t_fwd:.3f} ms {fwd_flops / t_fwd / 1e9:.1f} TFLOP/s, "
         f"bwd {t_bwd:.3f} ms {2.5 * fwd_flops / t_bwd / 1e9:.1f}, "
@@ -199,7 +409,22 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--json", required=True)
     ap.add_argument("--quick", action="store_true")
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap.add_argument("--meta-dir", default=os.path.join(here, "..", ".peers", "generative-recommenders"),
+                    help="folder holding Meta's generative_recommenders package (peer meta_triton)")
+    ap.add_argument("--no-meta", action="store_true")
+    ap.add_argument("--meta-configs", choices=("small", "full"), default="small")
+    ap.add_argument("--meta-worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--shapes", default="", help="comma-separated indices into the shape list")
     a = ap.parse_args()
+    if a.meta_worker:
+        return meta_worker(a.meta_dir, a.meta_configs)
+    peer = None
+    if not a.no_meta and os.path.isdir(os.path.join(a.meta_dir, "generative_recommenders")):
+        peer = MetaPeer(os.path.abspath(a.meta_dir), a.meta_configs)
+        print(f"meta_triton: {a.meta_dir} ({a.meta_configs} autotune list)")
+    else:
+        print("meta_triton: not present (or --no-meta), peer skipped")
     meta = {
         "commit": os.environ.get("RECOPS_COMMIT", "unknown"),
         "date": datetime.date.today().isoformat(),
@@ -220,17 +445,22 @@ def main():
     ]
     if a.quick:
         shapes = shapes[:3]
+    if a.shapes:
+        shapes = [shapes[int(i)] for i in a.shapes.split(",")]
     gen = torch.Generator().manual_seed(0)
     recs = []
     for i, sh in enumerate(shapes):
         try:
-            recs += bench_shape(sh, gen, ceil, meta, with_plain=sh["S"] <= 4096 and i < 4)
+            recs += bench_shape(sh, gen, ceil, meta, with_plain=sh["S"] <= 4096 and i < 4,
+                                peer_arg=peer)
         except Exception:  # one shape failing must not lose the others
             traceback.print_exc()
             recs.append(dict(meta, op="hstu_attn", shape=sh, error=traceback.format_exc()[-400:]))
         torch.cuda.empty_cache()
         with open(a.json, "w") as f:
             json.dump(recs, f, indent=1)
+    if peer is not None:
+        peer.close()
     print(f"wrote {len(recs)} records to {a.json}")
 
 
