@@ -14,7 +14,7 @@ namespace {
 constexpr const char* kOp = "dense_to_jagged";
 
 template <int kBytes, int kRowsPerThread>
-Status launch(const DenseToJaggedParams& p, const core::RowCopyCudaLaunch& cfg, bool dense_walk_cfg,
+Status launch(const DenseToJaggedParams& p, const core::RowCopyCudaLaunch& cfg,
               const Context& ctx) {
   using U = core::cuda::Unit<kBytes>;
   const int64_t es = p.elem_size;
@@ -32,35 +32,19 @@ Status launch(const DenseToJaggedParams& p, const core::RowCopyCudaLaunch& cfg, 
   a.out_row_stride = p.out_row_stride * es / kBytes;
   a.lanes_log2 = core::row_copy_lanes_log2(a.W, cfg.units_per_lane);
   a.tile_rows = int64_t{kRowsPerThread} * (cfg.threads >> a.lanes_log2);
-  // The dense walk (no search, work over the (B, S) grid) only when a tuning file asks for it
-  // (config dense_walk = 1, a tune candidate): its one H200 measurement (815e2d52b57d) was of a
-  // version that zeroed rows past S serially (4x slower on S3); the fixed version is unmeasured, so
-  // the default stays the jagged walk measured at 3b808b043594.
-  const bool dense_walk = dense_walk_cfg && p.B > 0 && p.S > 0;
-  const int64_t rows = dense_walk ? p.B * p.S : p.total_L;
-  a.num_tiles = (rows + a.tile_rows - 1) / a.tile_rows;
+  a.num_tiles = (p.total_L + a.tile_rows - 1) / a.tile_rows;
 
-  auto* kernel = dense_walk ? &d2j_cuda::dense_to_jagged_dense_walk_kernel<U, kRowsPerThread>
-                            : &d2j_cuda::dense_to_jagged_kernel<U, kRowsPerThread>;
-  unsigned grid = 1;
-  RECOPS_RETURN_IF_ERROR(core::cuda::persistent_grid(reinterpret_cast<const void*>(kernel),
-                                                     cfg.threads, 0, a.num_tiles, &grid));
+  auto* kernel = &d2j_cuda::dense_to_jagged_kernel<U, kRowsPerThread>;
+  unsigned grid = core::row_copy_tile_grid(a.num_tiles);
+  if (cfg.persistent)
+    RECOPS_RETURN_IF_ERROR(core::cuda::persistent_grid(reinterpret_cast<const void*>(kernel),
+                                                       cfg.threads, 0, a.num_tiles, &grid));
   return RECOPS_LAUNCH_KERNEL(kOp, kernel, dim3(grid), dim3(static_cast<unsigned>(cfg.threads)), 0,
                               ctx.stream, a);
 }
 
-// The row-copy candidates, plus the dense walk at the default and at 8 rows per thread.
 const std::vector<TuneConfig>& candidates() {
-  static const std::vector<TuneConfig> c = [] {
-    std::vector<TuneConfig> v = core::row_copy_cuda_candidates();
-    for (int rows : {4, 8}) {
-      TuneConfig w = core::row_copy_cuda_default();
-      w.set("rows_per_thread", rows);
-      w.set("dense_walk", 1);
-      v.push_back(w);
-    }
-    return v;
-  }();
+  static const std::vector<TuneConfig> c = core::row_copy_cuda_candidates();
   return c;
 }
 
@@ -81,7 +65,6 @@ Status dense_to_jagged_cuda(const DenseToJaggedParams& p, const Context& ctx) {
   RECOPS_RETURN_IF_ERROR(core::resolve_row_copy_cuda(kOp, candidates(), p.device_index, p.dtype,
                                                      p.D * es, p.total_L, ctx, &tc));
   const core::RowCopyCudaLaunch cfg = core::row_copy_cuda_launch(tc);
-  const bool dense_walk = tc.get("dense_walk", 0) != 0;
   const int unit = core::row_copy_unit_bytes(
       es,
       core::cuda::pick_unit_bytes(
@@ -92,7 +75,7 @@ Status dense_to_jagged_cuda(const DenseToJaggedParams& p, const Context& ctx) {
                static_cast<uint64_t>(p.out_row_stride * es)}),
       cfg);
   return core::cuda::with_row_copy_instance(kOp, unit, cfg.rows_per_thread, [&](auto b, auto r) {
-    return launch<decltype(b)::value, decltype(r)::value>(p, cfg, dense_walk, ctx);
+    return launch<decltype(b)::value, decltype(r)::value>(p, cfg, ctx);
   });
 }
 

@@ -3,13 +3,13 @@
 // out[b, l, :] = values[o_b + l, :] for l < n_b = min(L_b, max_L), else the padding pattern.
 //
 // Work list: the B*max_L output rows, cut into tiles of kRowsPerThread * (threads / G)
-// consecutive rows (a tile may span several sequences); blocks walk the tiles grid-stride, so no
-// grid dimension depends on B or max_L. Inside a tile, groups of G lanes (G a power of two <= 32)
-// move one row each, G consecutive units at a time, and every thread keeps kRowsPerThread rows'
-// loads in flight before storing. Threads per block, kRowsPerThread (4 or 8), G and the unit width
-// are tunable (core/row_copy_tuning.h); the defaults are 256, 4, two units per lane, 16 bytes.
-// Offsets are clamped into [0, total_L] and n_b into [0, max_L], so corrupted offsets read only
-// rows of values and write only rows of out.
+// consecutive rows (a tile may span several sequences); one block per tile by default, and the
+// kernel walks the tiles grid-stride, so a capped or persistent grid (a tune candidate) works too.
+// Inside a tile, groups of G lanes (G a power of two <= 32) move one row each, G consecutive units
+// at a time, and every thread keeps kRowsPerThread rows' loads in flight before storing. Threads
+// per block, kRowsPerThread (4 or 8), G and the unit width are tunable (core/row_copy_tuning.h);
+// the defaults are 256, 4, two units per lane, 16 bytes. Offsets are clamped into [0, total_L] and
+// n_b into [0, max_L], so corrupted offsets read only rows of values and write only rows of out.
 #pragma once
 
 #include <cstdint>
@@ -18,10 +18,11 @@
 
 namespace recops::ops::j2pd_cuda {
 
-// H200, 2026-11-29, commit 133a4d52d93a (bench/results/h200/): S3 bf16 (512-byte rows, 16 KB
-// tiles) 3288 GB/s = 78.5% of copy, S3 fp32 (1 KB rows, 32 KB tiles) 86.4%; 48 registers, no
-// spills. The bf16 gap points at per-tile overhead (index math, offsets reads) over too few bytes:
-// the next step is tiles sized in bytes (>= 32 KB) rather than in rows.
+// H200, 2026-11-29 (bench/experiments/jagged_variants.cu, S3 = B=1024 max_L=1024 D=256 skewed):
+// one block per tile 91.0% of the 1 GiB copy ceiling in bf16 and 92.3% in fp32, against 80.9% and
+// 84.7% with the persistent grid used before (blocks that drew more copy tiles than pad tiles
+// finished last). Loading a thread's units of all its rows before any store (units per lane fixed
+// at compile time) gained under 0.5% at one block per tile and was not adopted.
 inline constexpr int kMaxThreads = 512;  // the largest `threads` candidate
 
 template <class U>  // U: the unit (uint4, uint2, unsigned int, unsigned short, unsigned char)

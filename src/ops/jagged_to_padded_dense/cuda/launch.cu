@@ -36,9 +36,10 @@ Status launch(const JaggedToPaddedDenseParams& p, const core::RowCopyCudaLaunch&
   a.pad = core::cuda::fill_pattern<kBytes>(p.padding_bits, es);
 
   auto* kernel = &j2pd_cuda::jagged_to_padded_dense_kernel<U, kRowsPerThread>;
-  unsigned grid = 1;
-  RECOPS_RETURN_IF_ERROR(core::cuda::persistent_grid(reinterpret_cast<const void*>(kernel),
-                                                     cfg.threads, 0, a.num_tiles, &grid));
+  unsigned grid = core::row_copy_tile_grid(a.num_tiles);
+  if (cfg.persistent)
+    RECOPS_RETURN_IF_ERROR(core::cuda::persistent_grid(reinterpret_cast<const void*>(kernel),
+                                                       cfg.threads, 0, a.num_tiles, &grid));
   return RECOPS_LAUNCH_KERNEL(kOp, kernel, dim3(grid), dim3(static_cast<unsigned>(cfg.threads)), 0,
                               ctx.stream, a);
 }
