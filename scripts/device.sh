@@ -8,12 +8,13 @@
 #   scripts/kernel_bench.py              -> $OUT/kernels_cuda.json (our kernels vs the copy ceiling)
 #   recops bench --backend cuda          -> $OUT/bench_cuda.json
 #   python3 bench/jagged_peers.py        -> $OUT/peers_cuda.json
+#   python3 bench/jagged_peers.py --device cpu --shapes S3 -> $OUT/peers_cpu.json
 #   compute-sanitizer memcheck and racecheck over a small `recops check` selection
 #   pytest tests/python (CUDA tests included)
 #   a summary table, last
 #
-# Knobs: DEVICE_STEPS (default "all"; else a subset of: ctest check kernels bench peers sanitizer
-# pytest extra) and DEVICE_TARGETS (build targets, default all) let a short run build and run only
+# Knobs: DEVICE_STEPS (default "all"; else a subset of: ctest check kernels bench peers peers_cpu
+# sanitizer pytest extra) and DEVICE_TARGETS (build targets, default all) let a short run build and run only
 # what it needs. Each area may add scripts/device.d/<name>.sh (run as the step "extra:<name>", with
 # ROOT, BUILD, RECOPS, OUT exported and the time left in STEP_LIMIT_S); they write under $OUT.
 # DEVICE_EXTRAS (default all) names the extras to run, e.g. DEVICE_EXTRAS="hstu stem".
@@ -115,15 +116,24 @@ step build 330 "$OUT/build.log" cmake --build "$BUILD" -j "$JOBS" "${build_targe
 
 # ---- tests, accuracy and timing (most valuable first: the budget may run out) -----------------
 wants ctest && step ctest 150 "$OUT/tests.log" ctest --test-dir "$BUILD" --output-on-failure -j 8
+# DEVICE_CHECK_ARGS / DEVICE_BENCH_ARGS / DEVICE_PEERS_ARGS (e.g. "--op dense_to_jagged") narrow
+# a short run's selection.
 wants check && step "check cuda" 180 "$OUT/check_bench.log" \
-  "$RECOPS" check --backend cuda --json "$OUT/check_cuda.json"
+  "$RECOPS" check --backend cuda ${DEVICE_CHECK_ARGS:-} --json "$OUT/check_cuda.json"
 wants kernels && step kernels 120 "$OUT/check_bench.log" \
   python3 scripts/kernel_bench.py --json "$OUT/kernels_cuda.json"
 wants bench && step "bench cuda" 90 "$OUT/check_bench.log" \
-  "$RECOPS" bench --backend cuda --json "$OUT/bench_cuda.json"
+  "$RECOPS" bench --backend cuda ${DEVICE_BENCH_ARGS:-} --json "$OUT/bench_cuda.json"
 if wants peers && have_file bench/jagged_peers.py; then
   step peers 90 "$OUT/check_bench.log" \
-    python3 bench/jagged_peers.py --device cuda --json "$OUT/peers_cuda.json"
+    python3 bench/jagged_peers.py --device cuda ${DEVICE_PEERS_ARGS:-} --json "$OUT/peers_cuda.json"
+fi
+# The CPU conversions against plain PyTorch on this machine's cores, in the same run (issue 2:
+# S3 = B=1024 max_L=1024 D=256 bf16, skewed).
+if wants peers_cpu && have_file bench/jagged_peers.py; then
+  step "peers cpu" 90 "$OUT/check_bench.log" \
+    python3 bench/jagged_peers.py --device cpu --shapes "${DEVICE_PEERS_CPU_SHAPES:-S3}" --thp \
+    --json "$OUT/peers_cpu.json"
 fi
 
 # ---- sanitizers over a small selection -----------------------------------------------------------
