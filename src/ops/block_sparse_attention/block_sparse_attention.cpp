@@ -21,11 +21,17 @@ std::string cuda_can_implement(const P& p) {
   std::string why = core::cuda_capability_at_least<80, P>(p);
   return why.empty() ? block_sparse_attention_cuda_reason(p) : why;
 }
+std::string cuda_fa_can_implement(const P& p) {
+  std::string why = core::cuda_capability_at_least<80, P>(p);
+  return why.empty() ? block_sparse_attention_cuda_fa_reason(p) : why;
+}
 #endif
 
 const std::vector<core::Impl<P>>& impls() {
   static const std::vector<core::Impl<P>> list = {
 #ifdef RECOPS_WITH_CUDA
+      {"cuda_sm80_fa", DeviceType::cuda, core::cuda::any_device_reason, cuda_fa_can_implement,
+       block_sparse_attention_cuda_fa},
       {"cuda_sm80", DeviceType::cuda, core::cuda::any_device_reason, cuda_can_implement,
        block_sparse_attention_cuda},
 #endif

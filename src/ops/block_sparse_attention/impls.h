@@ -15,6 +15,9 @@ Status block_sparse_attention_reference(const BlockSparseAttentionParams& p, con
 Status block_sparse_attention_plain_impl(const BlockSparseAttentionParams& p);
 Status block_sparse_attention_cpu(const BlockSparseAttentionParams& p, const Context& ctx);
 #ifdef RECOPS_WITH_CUDA
+Status block_sparse_attention_cuda_fa(const BlockSparseAttentionParams& p, const Context& ctx);
+// "" when the pipelined kernel (cuda_sm80_fa) takes this problem, else the reason.
+std::string block_sparse_attention_cuda_fa_reason(const BlockSparseAttentionParams& p);
 Status block_sparse_attention_cuda(const BlockSparseAttentionParams& p, const Context& ctx);
 // "" when the CUDA kernel takes this problem (D, sparse_block_size), else the reason.
 std::string block_sparse_attention_cuda_reason(const BlockSparseAttentionParams& p);

@@ -1,9 +1,11 @@
-// block_sparse_attention/cuda/launch.cu: the CUDA implementation's entry: what it accepts
-// (D ∈ {64, 128, 256}, any sparse_block_size), the flat kernel arguments, the
+// block_sparse_attention/cuda/launch.cu: the CUDA implementations' entries: what each accepts
+// (cuda_sm80_fa: D ∈ {64, 128}, sparse_block_size a multiple of 128, 16-byte aligned rows;
+// cuda_sm80: D ∈ {64, 128, 256}, any sparse_block_size), the flat kernel arguments, the
 // (dtype, D) instantiation, and the tail kernel for q rows that belong to no batch.
 #include <cstdint>
 #include <string>
 
+#include "ops/block_sparse_attention/cuda/fa.cuh"
 #include "ops/block_sparse_attention/cuda/launch.h"
 #include "ops/block_sparse_attention/impls.h"
 
@@ -27,6 +29,14 @@ namespace {
 bool aligned16(const void* p) {
   return (reinterpret_cast<uintptr_t>(p) & 15u) == 0;
 }
+// 16-byte row loads are aligned: base pointers and every token/head/page stride.
+bool vec_ok(const BlockSparseAttentionParams& p) {
+  bool ok = aligned16(p.q) && aligned16(p.k) && aligned16(p.v);
+  for (int64_t s : {p.q_tok_stride, p.q_head_stride, p.k_tok_stride, p.k_head_stride,
+                    p.k_page_stride, p.v_tok_stride, p.v_head_stride, p.v_page_stride})
+    ok = ok && s % 8 == 0;
+  return ok;
+}
 }  // namespace
 
 std::string block_sparse_attention_cuda_reason(const BlockSparseAttentionParams& p) {
@@ -37,12 +47,13 @@ std::string block_sparse_attention_cuda_reason(const BlockSparseAttentionParams&
   return {};
 }
 
-Status block_sparse_attention_cuda(const BlockSparseAttentionParams& p, const Context& ctx) {
-  core::cuda::ScopedDevice guard(p.device_index);
-  RECOPS_RETURN_IF_ERROR(guard.status());
-  const std::string why = block_sparse_attention_cuda_reason(p);
-  if (!why.empty()) return Status(StatusCode::not_implemented, why);
-  bsa_cuda::Args a{};
+namespace {
+
+// The kernel arguments of both kernels (sub_per_block and num_tiles set by the caller) and the
+// tail kernel's launch (q rows past cu_seqlens_q[B]).
+Status fill_args(const BlockSparseAttentionParams& p, const Context& ctx, bsa_cuda::Args* out) {
+  bsa_cuda::Args& a = *out;
+  a = bsa_cuda::Args{};
   a.q = static_cast<const uint16_t*>(p.q);
   a.k = static_cast<const uint16_t*>(p.k);
   a.v = static_cast<const uint16_t*>(p.v);
@@ -78,14 +89,9 @@ Status block_sparse_attention_cuda(const BlockSparseAttentionParams& p, const Co
   a.Qmax = p.Qmax;
   a.Kmax = p.Kmax;
   a.Bs = p.Bs;
-  a.sub_per_block = (p.Bs + bsa_cuda::kQTile - 1) / bsa_cuda::kQTile;
-  a.num_tiles = p.B * p.Nq * p.Qmax * a.sub_per_block;
   a.scale = static_cast<float>(p.scale);
   a.causal = p.causal;
-  a.vec = aligned16(p.q) && aligned16(p.k) && aligned16(p.v);
-  for (int64_t s : {p.q_tok_stride, p.q_head_stride, p.k_tok_stride, p.k_head_stride,
-                    p.k_page_stride, p.v_tok_stride, p.v_head_stride, p.v_page_stride})
-    a.vec = a.vec && s % 8 == 0;
+  a.vec = vec_ok(p);
   if (p.Tq * p.Nq > 0) {
     auto* tail = &bsa_cuda::bsa_tail_kernel;
     unsigned grid = 1;
@@ -94,6 +100,56 @@ Status block_sparse_attention_cuda(const BlockSparseAttentionParams& p, const Co
     RECOPS_RETURN_IF_ERROR(RECOPS_LAUNCH_KERNEL("block_sparse_attention", tail, dim3(grid),
                                                 dim3(256), 0, ctx.stream, a, p.D));
   }
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string block_sparse_attention_cuda_fa_reason(const BlockSparseAttentionParams& p) {
+  if (p.D != 64 && p.D != 128)
+    return "recops.block_sparse_attention: cuda_sm80_fa supports head dim D in {64, 128}, got D=" +
+           std::to_string(p.D);
+  if (p.Bs % bsa_cuda::kFaQTile != 0)
+    return "recops.block_sparse_attention: cuda_sm80_fa needs sparse_block_size a multiple of 128, "
+           "got " +
+           std::to_string(p.Bs);
+  if (p.Bs > (int64_t{1} << 20) || p.Tq >= bsa_cuda::kFaTokenLimit ||
+      p.Tk >= bsa_cuda::kFaTokenLimit || p.num_pages * p.page_size >= bsa_cuda::kFaTokenLimit)
+    return "recops.block_sparse_attention: cuda_sm80_fa takes sparse_block_size <= 2^20 and fewer "
+           "than 2^31 - 256 q rows and key tokens";
+  if (!vec_ok(p))
+    return "recops.block_sparse_attention: cuda_sm80_fa needs 16-byte aligned q/k/v rows (base "
+           "pointers and token/head/page strides multiples of 8 elements)";
+  return {};
+}
+
+Status block_sparse_attention_cuda_fa(const BlockSparseAttentionParams& p, const Context& ctx) {
+  core::cuda::ScopedDevice guard(p.device_index);
+  RECOPS_RETURN_IF_ERROR(guard.status());
+  const std::string why = block_sparse_attention_cuda_fa_reason(p);
+  if (!why.empty()) return Status(StatusCode::not_implemented, why);
+  bsa_cuda::Args a;
+  RECOPS_RETURN_IF_ERROR(fill_args(p, ctx, &a));
+  a.sub_per_block = p.Bs / bsa_cuda::kFaQTile;
+  a.num_tiles = p.B * p.Nq * p.Qmax * a.sub_per_block;
+  if (a.num_tiles == 0) return Status::Ok();
+  const bool bf = p.dtype == DType::bf16;
+  if (p.D == 64)
+    return bf ? bsa_cuda::launch_fa<__nv_bfloat16, 64>(a, ctx)
+              : bsa_cuda::launch_fa<__half, 64>(a, ctx);
+  return bf ? bsa_cuda::launch_fa<__nv_bfloat16, 128>(a, ctx)
+            : bsa_cuda::launch_fa<__half, 128>(a, ctx);
+}
+
+Status block_sparse_attention_cuda(const BlockSparseAttentionParams& p, const Context& ctx) {
+  core::cuda::ScopedDevice guard(p.device_index);
+  RECOPS_RETURN_IF_ERROR(guard.status());
+  const std::string why = block_sparse_attention_cuda_reason(p);
+  if (!why.empty()) return Status(StatusCode::not_implemented, why);
+  bsa_cuda::Args a;
+  RECOPS_RETURN_IF_ERROR(fill_args(p, ctx, &a));
+  a.sub_per_block = (p.Bs + bsa_cuda::kQTile - 1) / bsa_cuda::kQTile;
+  a.num_tiles = p.B * p.Nq * p.Qmax * a.sub_per_block;
   if (a.num_tiles == 0) return Status::Ok();
   const bool bf = p.dtype == DType::bf16;
   switch (p.D) {
