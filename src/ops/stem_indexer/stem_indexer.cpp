@@ -27,7 +27,7 @@ const std::vector<core::Impl<P>>& impls() {
   static const std::vector<core::Impl<P>> list = {
 #ifdef RECOPS_WITH_CUDA
       {"cuda_sm80", DeviceType::cuda, core::cuda::any_device_reason, cuda_can_implement,
-       stem_indexer_cuda},
+       stem_indexer_cuda, stem_indexer_cuda_candidates},
 #endif
       {"cpu_generic", DeviceType::cpu, core::always_available, core::accept_all<P>,
        stem_indexer_cpu},

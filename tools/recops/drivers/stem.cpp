@@ -13,6 +13,8 @@
 //   prec=1|2|3         one precision only (default: the indexer runs both, 4 outputs)
 //   alpha=X initial=N window=N rate_medium=X bias_medium=N rate_large=X bias_large=N
 //   meta               pass the plan from stem_indexer_metadata
+//   score_buffer=1     indexer: run cuda_sm80 with its score keys in the output rows (the path
+//                      that large Kmax takes), forced through Context::tune_config
 //   scores=zero|vbias_j|vbias_negj|near_tie|inf_nan   special score patterns (default random)
 //   kslice             kflat is every other batch of a [2B, ...] tensor (non-contiguous)
 //   bs=N, ts=N         stem_block_size / stem_stride (sparse_block_size for attention)
@@ -243,6 +245,7 @@ class StemIndexerDriver final : public Driver {
     put_real(p, "rate_large", tag_double(tags, "rate_large", 0.1));
     const int64_t prec = tag_int(tags, "prec", 0);
     p->sizes.push_back({"prec", prec});
+    p->sizes.push_back({"score_buffer", tag_int(tags, "score_buffer", 0)});
     if (has(tags, "meta")) {
       // The plan as the binding would make it, for these lengths and heads (or stale ones).
       StemIndexerMetadataArgs m;
@@ -325,9 +328,16 @@ class StemIndexerDriver final : public Driver {
     if (p.op == "stem_indexer_metadata")
       return stem_indexer_metadata(meta_args(p, in), out[0], ctx);
     const int64_t prec = size_of(p, "prec");
+    // score_buffer=1: the CUDA implementation's output-row score buffer (ignored elsewhere).
+    Context c = ctx;
+    TuneConfig forced;
+    if (size_of(p, "score_buffer") != 0 && ctx.tune_config == nullptr) {
+      forced.set("score_buffer", 1);
+      c.tune_config = &forced;
+    }
     RECOPS_RETURN_IF_ERROR(
-        stem_indexer(args(p, in, prec == 0 ? 1 : static_cast<int>(prec)), out[0], out[1], ctx));
-    if (prec == 0) return stem_indexer(args(p, in, 2), out[2], out[3], ctx);
+        stem_indexer(args(p, in, prec == 0 ? 1 : static_cast<int>(prec)), out[0], out[1], c));
+    if (prec == 0) return stem_indexer(args(p, in, 2), out[2], out[3], c);
     return Status::Ok();
   }
 

@@ -21,16 +21,24 @@
 // and the first candidates equal to τ (ties to the lower id), the window blocks, then -1 up to
 // Kmax, and sparse_seq_len. The result is deterministic (no atomics reach the output).
 //
-// Limits: the score buffer holds 16·Kmax keys, so Kmax ≤ (shared memory per block − 8 KiB)/64
-// (3488 key blocks, 446K tokens, on sm_90; 2464 on sm_80); larger Kmax is refused with that
-// reason. Lengths are read on the device and clamped, so unvalidated values never address memory
-// outside the tensors.
+// Score buffer: shared memory ([16][Kmax] keys) when it fits, i.e. Kmax ≤ (shared memory per
+// block − 9 KiB)/64 (3488 key blocks, 446K tokens, on sm_90; 2464 on sm_80). Otherwise, or when
+// the tune parameter score_buffer = 1 forces it, the keys of row r live in r's own output row of
+// sparse_indices (Kmax int32 slots, exactly one key per slot): the selection then reads them back
+// from global memory (L1/L2) and overwrites the row in place. That is safe because the row is
+// written in ascending slot order and slot p never receives an id before its key has been read:
+// sink ids go to slots [0, I) (no candidate keys there); a candidate id j lands in slot ≤ j, and
+// every lane of a 32-wide chunk reads its key before the chunk's ballot decides any write; window
+// ids and the -1 tail come after the candidate loop. So every size runs (the 512K and 1M shapes),
+// with no workspace. Lengths are read on the device and clamped, so unvalidated values never
+// address memory outside the tensors.
 #include <cuda_bf16.h>
 
 #include <cstdint>
 #include <string>
 
 #include "core/cuda/launch.h"
+#include "core/tuning.h"
 #include "ops/stem_indexer/impls.h"
 #include "ops/stem_indexer/stem_rules.h"
 
@@ -58,7 +66,8 @@ struct Args {
   int64_t B, Nq, Nk, G, Qmax, Kmax, Df, tiles_per_section, num_tiles;
   float inv_r2;
   int precision;
-  bool vec;  // 16-byte loads are aligned (Df % 8 == 0, strides and bases aligned)
+  bool vec;          // 16-byte loads are aligned (Df % 8 == 0, strides and bases aligned)
+  bool keys_global;  // score keys in the rows of sparse_indices instead of shared memory
   stem::StemRules rules;
 };
 
@@ -90,7 +99,7 @@ __device__ __forceinline__ void mma_bf16(float (&c)[4], uint32_t a0, uint32_t a1
 __global__ void __launch_bounds__(kThreads) stem_indexer_kernel(Args a) {
   extern __shared__ __align__(16) unsigned char smem[];
   uint32_t* hist_all = reinterpret_cast<uint32_t*>(smem);
-  uint32_t* keys = reinterpret_cast<uint32_t*>(smem + kHistBytes);  // [kRows][Kmax]
+  uint32_t* keys_smem = reinterpret_cast<uint32_t*>(smem + kHistBytes);  // [kRows][Kmax]
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int gid = lane >> 2, tig = lane & 3;
   const unsigned lt_mask = (1u << lane) - 1u;
@@ -127,6 +136,15 @@ __global__ void __launch_bounds__(kThreads) stem_indexer_kernel(Args a) {
     }
     const uint16_t* kbase = a.kflat + b * a.ks0 + hk * a.ks1;
     const float* vb = a.vbias + b * a.vs0 + hk * a.vs1;
+    // The key row of tile row rr (nullptr past the section's rows in the global buffer).
+    auto key_row = [&](int rr) -> uint32_t* {
+      if (!a.keys_global) return keys_smem + rr * a.Kmax;
+      const int64_t lin = t * kRows + rr;
+      if (lin >= rows_total) return nullptr;
+      const int64_t i = lin / a.G, hq = hk * a.G + lin % a.G;
+      return reinterpret_cast<uint32_t*>(a.indices + ((b * a.Nq + hq) * a.Qmax + i) * a.Kmax);
+    };
+    uint32_t* const my_keys[2] = {key_row(gid), key_row(gid + 8)};
     for (int64_t j0 = int64_t{warp} * 32; j0 < vmax; j0 += kWarps * 32) {
       float acc[kNTiles][4];
       const uint16_t* krow[kNTiles];
@@ -154,11 +172,11 @@ __global__ void __launch_bounds__(kThreads) stem_indexer_kernel(Args a) {
       for (int n = 0; n < kNTiles; ++n)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          const int row = gid + 8 * (e / 2);
           const int64_t j = j0 + n * 8 + 2 * tig + (e % 2);
-          if (j < vmax) {
+          uint32_t* kr = my_keys[e / 2];
+          if (j < vmax && kr != nullptr) {
             const float s = __fadd_rn(__fmul_rn(acc[n][e], a.inv_r2), vb[j * a.vs2]);
-            keys[row * a.Kmax + j] = stem::rank_key(s, a.precision);
+            kr[j] = stem::rank_key(s, a.precision);
           }
         }
     }
@@ -177,7 +195,7 @@ __global__ void __launch_bounds__(kThreads) stem_indexer_kernel(Args a) {
         const stem::Forced f = stem::forced_set(r, V);
         const int64_t nc = f.w_begin - f.s_end;
         const int64_t K = stem::budget_k(r, Lq, Lk, Lp, i, nc);
-        const uint32_t* key = keys + rr * a.Kmax;
+        const uint32_t* key = key_row(rr);  // for the global buffer: this very output row
         uint32_t tau = 0;
         int64_t need_eq = INT64_MAX;  // K̂ == |C|: every candidate (all keys are > 0)
         if (K == 0) {
@@ -262,26 +280,32 @@ bool aligned16(const void* p) {
 
 }  // namespace
 
-// The score buffer's limit on Kmax for device `device_index` ("" when it fits).
-std::string stem_indexer_cuda_reason(const StemIndexerParams& p) {
+// The largest Kmax whose [16][Kmax] score buffer fits in shared memory on device `device_index`.
+Status smem_kmax_limit(int device_index, int64_t* limit) {
   const cudaDeviceProp* props = nullptr;
-  if (!core::cuda::device_properties(p.device_index, &props).ok() || props == nullptr)
-    return "cannot read the CUDA device properties";
-  const int64_t limit = (static_cast<int64_t>(props->sharedMemPerBlockOptin) -
-                         static_cast<int64_t>(kHistBytes) - 1024) /
-                        (kRows * 4);
-  if (p.Kmax > limit)
-    return "recops.stem_indexer: Kmax=" + std::to_string(p.Kmax) +
-           " key blocks exceed the CUDA kernel's per-tile score buffer (Kmax <= " +
-           std::to_string(limit) + " on this device)";
+  RECOPS_RETURN_IF_ERROR(core::cuda::device_properties(device_index, &props));
+  if (props == nullptr)
+    return Status(StatusCode::internal, "cannot read the CUDA device properties");
+  *limit = (static_cast<int64_t>(props->sharedMemPerBlockOptin) - static_cast<int64_t>(kHistBytes) -
+            1024) /
+           (kRows * 4);
+  return Status::Ok();
+}
+
+// Every problem runs (the score buffer falls back to the output rows for large Kmax).
+std::string stem_indexer_cuda_reason(const StemIndexerParams&) {
   return {};
+}
+
+// Tune parameter score_buffer: 0 = shared memory when Kmax fits (else the output rows), 1 = the
+// output rows always (the large-Kmax path, selectable at any size for tests and timing).
+std::vector<TuneConfig> stem_indexer_cuda_candidates() {
+  return core::config_grid({{"score_buffer", {0, 1}}});
 }
 
 Status stem_indexer_cuda(const StemIndexerParams& p, const Context& ctx) {
   core::cuda::ScopedDevice guard(p.device_index);
   RECOPS_RETURN_IF_ERROR(guard.status());
-  const std::string why = stem_indexer_cuda_reason(p);
-  if (!why.empty()) return Status(StatusCode::not_implemented, why);
   Args a{};
   a.qflat = p.qflat;
   a.kflat = p.kflat;
@@ -318,7 +342,23 @@ Status stem_indexer_cuda(const StemIndexerParams& p, const Context& ctx) {
   a.tiles_per_section = (p.G * p.Qmax + kRows - 1) / kRows;
   a.num_tiles = p.B * p.Nk * a.tiles_per_section;
   if (a.num_tiles == 0) return Status::Ok();
-  const size_t smem = kHistBytes + static_cast<size_t>(kRows * p.Kmax) * sizeof(uint32_t);
+  int64_t limit = 0;
+  RECOPS_RETURN_IF_ERROR(smem_kmax_limit(p.device_index, &limit));
+  static const std::vector<TuneConfig> candidates = stem_indexer_cuda_candidates();
+  core::TuneQuery q;
+  q.op = kOp;
+  q.impl = "cuda_sm80";
+  q.backend = DeviceType::cuda;
+  q.device_index = p.device_index;
+  q.dtype = DType::bf16;
+  q.bucket = "Kmax=" + core::pow2_bucket(p.Kmax);
+  q.candidates = &candidates;
+  q.fallback.set("score_buffer", 0);
+  TuneConfig cfg;
+  RECOPS_RETURN_IF_ERROR(core::resolve_config(q, ctx, &cfg));
+  a.keys_global = cfg.get("score_buffer", 0) != 0 || p.Kmax > limit;
+  const size_t smem =
+      kHistBytes + (a.keys_global ? 0 : static_cast<size_t>(kRows * p.Kmax) * sizeof(uint32_t));
   auto* kernel = &stem_indexer_kernel;
   unsigned grid = 1;
   RECOPS_RETURN_IF_ERROR(core::cuda::persistent_grid(reinterpret_cast<const void*>(kernel),
