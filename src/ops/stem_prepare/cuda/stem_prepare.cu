@@ -1,15 +1,20 @@
-// stem_prepare, CUDA (spec §6, §8): three kernels on the call's stream.
+// stem_prepare, CUDA (spec §6, §8): kernels on the call's stream.
 //
-// - group_sum_kernel (q and k): one thread per output element (b, h, block, group, d), d fastest
-//   (a warp reads 32 consecutive elements of one token row); the R tokens of a group are summed
-//   in fp32 in ascending r with the CPU's rounding (scale·x, then the add, each one fp32
-//   rounding: __fmul_rn / __fadd_rn, no contraction) and rounded once to bf16. Keys are stored
-//   in mirrored group order. Padding blocks get zeros.
-// - vbias_kernel: one CTA per (b, KV head). Pass 1: a warp per group of Ts tokens takes the max
-//   of ‖v_scale·v[s]‖₂ (fp32 squares summed in lanes, then across the warp), ℓ = logf(m + 1e-6),
-//   and the CTA reduces Σℓ and Σℓ² in fp64 into μ and the sample σ. The ℓ values are kept in
-//   shared memory when they fit (Kmax·R ≤ kEllCache) and recomputed otherwise. Pass 2 writes
-//   vbias[j] = (1/R)·Σ_r λ·max(0, (ℓ − μ)/(σ + 1e-6)) in the CPU's fp32 order.
+// - group_sum_kernel (q and k): one thread per 8 consecutive output elements (b, h, block, group,
+//   d..d+7) when the rows allow 16-byte loads (D % 8 == 0, aligned bases and strides; 8-byte
+//   loads for fp8), else one thread per element; d fastest, so a warp reads consecutive parts of
+//   one token row. The R tokens of a group are summed per element in fp32 in ascending r with the
+//   CPU's rounding (scale·x, then the add, each one fp32 rounding: __fmul_rn / __fadd_rn, no
+//   contraction) and rounded once to bf16. Keys are stored in mirrored group order. Padding
+//   blocks get zeros.
+// - vbias, in two steps when kflat can hold the ℓ values as scratch (R·Kmax fp32 per (b, KV
+//   head) fit in its Kmax·Df bf16, i.e. Df·2 >= R·4; kflat is written only afterwards):
+//   ell_kernel, a warp per group of Ts tokens over the whole grid, takes the max of
+//   ‖v_scale·v[s]‖₂ (fp32 squares summed in lanes, then across the warp) and stores
+//   ℓ = logf(m + 1e-6); vbias_kernel, one CTA per (b, KV head), reduces Σℓ and Σℓ² in fp64 in a
+//   fixed order into μ and the sample σ and writes vbias[j] = (1/R)·Σ_r λ·max(0, (ℓ − μ)/(σ +
+//   1e-6)) in the CPU's fp32 order. Otherwise (tiny Df) vbias_kernel computes ℓ itself (the first
+//   version: ℓ cached in shared memory when Kmax·R ≤ kEllCache, else recomputed).
 // Lengths, offsets and page ids are read on the device and clamped into the tensors' extents, so
 // unvalidated values never address memory outside them.
 #include <cuda_bf16.h>
@@ -17,6 +22,7 @@
 #include <cuda_fp8.h>
 
 #include <cstdint>
+#include <initializer_list>
 
 #include "core/cuda/launch.h"
 #include "ops/stem_prepare/impls.h"
@@ -156,6 +162,77 @@ __global__ void __launch_bounds__(kThreads) group_sum_kernel(Args a) {
   }
 }
 
+// Elements [off, off + 8) as fp32 (16-byte load for bf16/fp16, 8-byte for fp8; off aligned).
+__device__ __forceinline__ void load8_elem(const void* base, int64_t off, Elem e, float (&x)[8]) {
+  if (e == Elem::fp8) {
+    const uint2 u = __ldg(reinterpret_cast<const uint2*>(static_cast<const uint8_t*>(base) + off));
+    const uint32_t w[2] = {u.x, u.y};
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+      const auto b8 = static_cast<__nv_fp8_storage_t>((w[k / 4] >> (8 * (k % 4))) & 0xffu);
+      x[k] = __half2float(__half(__nv_cvt_fp8_to_halfraw(b8, __NV_E4M3)));
+    }
+    return;
+  }
+  const uint4 u = __ldg(reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(base) + off));
+  const uint32_t w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+  for (int k = 0; k < 8; ++k) {
+    const uint32_t h = (w[k / 2] >> (16 * (k % 2))) & 0xffffu;
+    x[k] = e == Elem::bf16 ? __uint_as_float(h << 16)
+                           : __half2float(__ushort_as_half(static_cast<unsigned short>(h)));
+  }
+}
+
+// group_sum_kernel with 8 consecutive d per thread (same per-element arithmetic and order).
+template <bool kKeys>
+__global__ void __launch_bounds__(kThreads) group_sum8_kernel(Args a) {
+  const int64_t H = kKeys ? a.Nk : a.Nq, NB = kKeys ? a.Kmax : a.Qmax;
+  const int64_t D8 = a.D / 8, Df = a.Ts * a.D, total = a.B * H * NB * a.Ts * D8;
+  for (int64_t idx = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; idx < total;
+       idx += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t d = idx % D8 * 8, slot = idx / D8 % a.Ts, blk = idx / (D8 * a.Ts) % NB;
+    const int64_t h = idx / (D8 * a.Ts * NB) % H, b = idx / (D8 * a.Ts * NB * H);
+    const int64_t g = kKeys ? a.Ts - 1 - slot : slot;
+    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int64_t n = 0, first = 0, kv0 = 0;
+    if (!kKeys) {
+      int64_t q0, Lq;
+      q_range(a, b, &q0, &Lq);
+      first = q0;
+      n = Lq;
+    } else {
+      n = kv_len(a, b, &kv0);
+    }
+    for (int64_t r = 0; r < a.R; ++r) {
+      const int64_t t = blk * a.Bs + g + r * a.Ts;
+      if (t >= n) break;
+      float x[8];
+      float sc = 1.0f;
+      if (!kKeys) {
+        const int64_t tok = first + t;
+        if (a.q_scale != nullptr)
+          sc = a.q_scale_per_token ? a.q_scale[tok * a.Nq + h] : a.q_scale[0];
+        load8_elem(a.q, tok * a.q_tok_stride + h * a.q_head_stride + d, a.elem, x);
+      } else {
+        const int64_t tok = kv_token(a, b, kv0, t);
+        if (a.k_scale != nullptr)
+          sc = a.k_scale_per_token ? a.k_scale[tok * a.Nk + h] : a.k_scale[0];
+        load8_elem(a.k, k_off(a, tok, h) + d, a.elem, x);
+      }
+#pragma unroll
+      for (int k = 0; k < 8; ++k) acc[k] = __fadd_rn(acc[k], __fmul_rn(sc, x[k]));
+    }
+    uint32_t w[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k)
+      w[k] = static_cast<uint32_t>(to_bf16_bits(acc[2 * k])) |
+             (static_cast<uint32_t>(to_bf16_bits(acc[2 * k + 1])) << 16);
+    uint16_t* dst = (kKeys ? a.kflat : a.qflat) + ((b * H + h) * NB + blk) * Df + slot * a.D + d;
+    *reinterpret_cast<uint4*>(dst) = make_uint4(w[0], w[1], w[2], w[3]);
+  }
+}
+
 // ℓ of group t of batch b, head h (all lanes of the warp get it).
 __device__ float group_ell(const Args& a, int64_t b, int64_t h, int64_t kv0, int64_t Lk, int64_t t,
                            float vs) {
@@ -174,7 +251,31 @@ __device__ float group_ell(const Args& a, int64_t b, int64_t h, int64_t kv0, int
   return logf(__fadd_rn(m, 1e-6f));
 }
 
-__global__ void __launch_bounds__(kVbiasThreads) vbias_kernel(Args a, bool cache) {
+// ℓ of every group (b, KV head, t < R·Kb), a warp per group over the whole grid, into the
+// scratch `ell` ([B·Nk] rows of `ell_stride` floats).
+__global__ void __launch_bounds__(kVbiasThreads)
+    ell_kernel(Args a, float* ell, int64_t ell_stride) {
+  const int lane = threadIdx.x & 31;
+  const int64_t warps = int64_t{gridDim.x} * (blockDim.x / 32);
+  const int64_t per_task = a.R * a.Kmax, total = a.B * a.Nk * per_task;
+  for (int64_t w = blockIdx.x * int64_t{blockDim.x / 32} + threadIdx.x / 32; w < total;
+       w += warps) {
+    const int64_t task = w / per_task, t = w % per_task;
+    const int64_t b = task / a.Nk, h = task % a.Nk;
+    int64_t kv0;
+    const int64_t Lk = kv_len(a, b, &kv0);
+    if (t >= a.R * ((Lk + a.Bs - 1) / a.Bs)) continue;  // uniform across the warp
+    const float vs =
+        fabsf(a.v_scale == nullptr ? 1.0f : (a.v_scale_per_head ? a.v_scale[h] : a.v_scale[0]));
+    const float e = group_ell(a, b, h, kv0, Lk, t, vs);
+    if (lane == 0) ell[task * ell_stride + t] = e;
+  }
+}
+
+// mode 0: ℓ recomputed; 1: ℓ cached in shared memory; 2: ℓ read from the scratch of ell_kernel.
+__global__ void __launch_bounds__(kVbiasThreads)
+    vbias_kernel(Args a, int mode, const float* ell, int64_t ell_stride) {
+  const bool cache = mode == 1;
   extern __shared__ float ell_cache[];
   __shared__ double red_sum[kVbiasThreads / 32], red_sq[kVbiasThreads / 32];
   __shared__ float stats[2];
@@ -187,8 +288,9 @@ __global__ void __launch_bounds__(kVbiasThreads) vbias_kernel(Args a, bool cache
     const float vs =
         fabsf(a.v_scale == nullptr ? 1.0f : (a.v_scale_per_head ? a.v_scale[h] : a.v_scale[0]));
     double sum = 0, sq = 0;
+    const float* ell_row = mode == 2 ? ell + task * ell_stride : nullptr;
     for (int64_t t = warp; t < n; t += nw) {
-      const float e = group_ell(a, b, h, kv0, Lk, t, vs);
+      const float e = mode == 2 ? ell_row[t] : group_ell(a, b, h, kv0, Lk, t, vs);
       if (lane == 0) {
         sum += e;
         sq += static_cast<double>(e) * e;
@@ -219,12 +321,13 @@ __global__ void __launch_bounds__(kVbiasThreads) vbias_kernel(Args a, bool cache
     const float muf = stats[0], inv = stats[1];
     const float inv_r = 1.0f / static_cast<float>(a.R);
     float* out = a.vbias + task * a.Kmax;
-    if (cache) {
+    if (mode != 0) {
+      const float* src = mode == 2 ? ell_row : ell_cache;
       for (int64_t j = threadIdx.x; j < a.Kmax; j += blockDim.x) {
         float acc = 0.0f;
         if (j < Kb)
           for (int64_t r = 0; r < a.R; ++r) {
-            const float z = __fmul_rn(__fsub_rn(ell_cache[j * a.R + r], muf), inv);
+            const float z = __fmul_rn(__fsub_rn(src[j * a.R + r], muf), inv);
             acc = __fadd_rn(acc, __fmul_rn(a.lambda, fmaxf(0.0f, z)));
           }
         out[j] = __fmul_rn(acc, inv_r);
@@ -300,31 +403,58 @@ Status stem_prepare_cuda(const StemPrepareParams& p, const Context& ctx) {
   if (a.paged && a.num_pages == 0) a.max_pages = 0;
 
   const int64_t Df = p.Ts * p.D;
-  if (p.B * p.Nq * p.Qmax * Df > 0) {
-    auto* kq = &group_sum_kernel<false>;
-    unsigned grid = 1;
-    RECOPS_RETURN_IF_ERROR(core::cuda::persistent_grid(reinterpret_cast<const void*>(kq), kThreads,
-                                                       0, p.B * p.Nq * p.Qmax * Df, &grid));
-    RECOPS_RETURN_IF_ERROR(
-        RECOPS_LAUNCH_KERNEL(kOp, kq, dim3(grid), dim3(kThreads), 0, ctx.stream, a));
-  }
-  if (p.B * p.Nk * p.Kmax * Df > 0) {
-    auto* kk = &group_sum_kernel<true>;
-    unsigned grid = 1;
-    RECOPS_RETURN_IF_ERROR(core::cuda::persistent_grid(reinterpret_cast<const void*>(kk), kThreads,
-                                                       0, p.B * p.Nk * p.Kmax * Df, &grid));
-    RECOPS_RETURN_IF_ERROR(
-        RECOPS_LAUNCH_KERNEL(kOp, kk, dim3(grid), dim3(kThreads), 0, ctx.stream, a));
-  }
+  // vbias first: in the scratch mode its ℓ values live in kflat until the key sums overwrite it.
   if (p.B * p.Nk * p.Kmax > 0) {
-    const bool cache = p.Kmax * p.R <= kEllCache;
-    const size_t smem = cache ? static_cast<size_t>(p.Kmax * p.R) * sizeof(float) : 0;
+    const bool scratch =
+        Df >= 2 * p.R && (p.Kmax * Df) % 2 == 0 && (reinterpret_cast<uintptr_t>(p.kflat) & 3u) == 0;
+    const int64_t ell_stride = p.Kmax * Df / 2;  // floats per (b, KV head) row of kflat
+    float* ell = scratch ? reinterpret_cast<float*>(p.kflat) : nullptr;
+    if (scratch) {
+      auto* ke = &ell_kernel;
+      unsigned grid = 1;
+      RECOPS_RETURN_IF_ERROR(core::cuda::persistent_grid(
+          reinterpret_cast<const void*>(ke), kVbiasThreads, 0,
+          (p.B * p.Nk * p.R * p.Kmax + kVbiasThreads / 32 - 1) / (kVbiasThreads / 32), &grid));
+      RECOPS_RETURN_IF_ERROR(RECOPS_LAUNCH_KERNEL(kOp, ke, dim3(grid), dim3(kVbiasThreads), 0,
+                                                  ctx.stream, a, ell, ell_stride));
+    }
+    const int mode = scratch ? 2 : (p.Kmax * p.R <= kEllCache ? 1 : 0);
+    const size_t smem = mode == 1 ? static_cast<size_t>(p.Kmax * p.R) * sizeof(float) : 0;
     auto* kv = &vbias_kernel;
     unsigned grid = 1;
     RECOPS_RETURN_IF_ERROR(core::cuda::persistent_grid(reinterpret_cast<const void*>(kv),
                                                        kVbiasThreads, smem, p.B * p.Nk, &grid));
+    RECOPS_RETURN_IF_ERROR(RECOPS_LAUNCH_KERNEL(kOp, kv, dim3(grid), dim3(kVbiasThreads), smem,
+                                                ctx.stream, a, mode, static_cast<const float*>(ell),
+                                                ell_stride));
+  }
+  // 8 elements per thread when every row start is 16-byte aligned (8-byte for fp8).
+  const int64_t esz = p.dtype == DType::fp8_e4m3 ? 1 : 2;
+  auto aligned = [&](const void* ptr, std::initializer_list<int64_t> strides) {
+    bool ok = (reinterpret_cast<uintptr_t>(ptr) & static_cast<uintptr_t>(8 * esz - 1)) == 0;
+    for (int64_t st : strides) ok = ok && st % 8 == 0;
+    return ok;
+  };
+  const bool vec8 = p.D % 8 == 0 && (reinterpret_cast<uintptr_t>(p.qflat) & 15u) == 0 &&
+                    (reinterpret_cast<uintptr_t>(p.kflat) & 15u) == 0 &&
+                    aligned(p.q, {p.q_tok_stride, p.q_head_stride}) &&
+                    aligned(p.k, {p.k_tok_stride, p.k_head_stride, p.k_page_stride});
+  const int64_t per = vec8 ? 8 : 1;
+  if (p.B * p.Nq * p.Qmax * Df > 0) {
+    auto* kq = vec8 ? &group_sum8_kernel<false> : &group_sum_kernel<false>;
+    unsigned grid = 1;
+    RECOPS_RETURN_IF_ERROR(core::cuda::persistent_grid(reinterpret_cast<const void*>(kq), kThreads,
+                                                       0, p.B * p.Nq * p.Qmax * Df / per, &grid));
     RECOPS_RETURN_IF_ERROR(
-        RECOPS_LAUNCH_KERNEL(kOp, kv, dim3(grid), dim3(kVbiasThreads), smem, ctx.stream, a, cache));
+        RECOPS_LAUNCH_KERNEL(kOp, kq, dim3(grid), dim3(kThreads), 0, ctx.stream, a));
+  }
+  if (p.B * p.Nk * p.Kmax * Df > 0) {
+    auto* kk = vec8 ? &group_sum8_kernel<true> : &group_sum_kernel<true>;
+    unsigned grid = 1;
+    RECOPS_RETURN_IF_ERROR(core::cuda::persistent_grid(reinterpret_cast<const void*>(kk), kThreads,
+                                                       0, p.B * p.Nk * p.Kmax * Df / per, &grid));
+    RECOPS_RETURN_IF_ERROR(
+        RECOPS_LAUNCH_KERNEL(kOp, kk, dim3(grid), dim3(kThreads), 0, ctx.stream, a));
   }
   return Status::Ok();
 }
