@@ -1,19 +1,21 @@
 """Stem sparse prefill on the GPU (stem_indexer.md §13), one process, same run:
 
 * ceilings: the bf16 8192^3 matmul rate and the device copy rate (bytes read + written);
-* the indexer at B=8, Nq=64, Nk=8, 128K tokens (Df=2048, metadata supplied, both precisions)
-  against its floor = causal scoring FLOPs at the measured matmul rate + output bytes at the
-  measured copy rate;
+* the indexer against its floor = causal scoring FLOPs at the measured matmul rate + output bytes
+  at the measured copy rate, at B=8, Nq=64, Nk=8, 128K tokens (Df=2048, metadata supplied, both
+  precisions) and at B=1 for the lengths of --indexer-lengths (default 32K, 128K, 512K);
 * prepare -> metadata -> indexer -> block_sparse_attention against dense causal SDPA (the faster
   of the flash and cuDNN backends, K/V expanded to Nq heads outside the timing) on the same
-  inputs, B=1, Nq=64, Nk=8, D=128, at the lengths given (default 32K and 128K; scaled down from
-  the issue's B=8 so that the run fits in about a minute).
+  inputs, B=1, Nq=64, Nk=8, D=128, at --lengths (default 32K and 128K), with each stage also
+  timed alone and the attention's throughput over the block pairs the indexer kept.
 
-CUDA events, warm-up, median of --reps (20 for the ceilings and the indexer). JSON in
-performance.md's format: {"device", "commit", "ceilings", "results": [...]}.
+CUDA events, warm-up, median of --reps. JSON: a list of performance.md records (op, impl,
+backend, device, shape, dtype, phase, time_ms, tflops, gbps, frac_*_ceiling, ceilings, peer,
+peer_time_ms, speedup_vs_peer, max_err_vs_peer, commit, date) plus this script's extra fields.
 """
 
 import argparse
+import datetime
 import json
 import os
 
@@ -31,16 +33,27 @@ def timed(fn, reps, warm=2):
     return median_ms(fn, "cuda", reps, warm)
 
 
-def ceilings():
-    c = measure_ceilings("cuda")
-    return c["bf16_matmul_tflops"], c["copy_gbps"]
-
-
 def causal_pairs(Qb, Kb):
     return sum(max(0, min(Kb, Kb - Qb + i + 1)) for i in range(Qb))
 
 
-def bench_indexer(B, Nq, Nk, L, Df, tflops, gbs, reps):
+def record(op, impl, shape, ms, ceil, **extra):
+    r = {"op": op, "impl": impl, "backend": "cuda", "device": torch.cuda.get_device_name(0),
+         "shape": shape, "dtype": "bf16", "phase": "fwd", "time_ms": ms, "tflops": None,
+         "gbps": None, "frac_flops_ceiling": None, "frac_bw_ceiling": None,
+         "ceilings": {"bf16_matmul_tflops": ceil[0], "copy_gbps": ceil[1]}, "peer": None,
+         "peer_time_ms": None, "speedup_vs_peer": None, "max_err_vs_peer": None,
+         "commit": os.environ.get("RECOPS_COMMIT", "unknown"),
+         "date": datetime.date.today().isoformat()}
+    r.update(extra)
+    if r["tflops"] is not None:
+        r["frac_flops_ceiling"] = r["tflops"] / ceil[0]
+    if r["gbps"] is not None:
+        r["frac_bw_ceiling"] = r["gbps"] / ceil[1]
+    return r
+
+
+def bench_indexer(B, Nq, Nk, L, Df, ceil, reps, precs):
     Bs = 128
     nb = L // Bs
     g = torch.Generator(device="cuda").manual_seed(0)
@@ -51,20 +64,23 @@ def bench_indexer(B, Nq, Nk, L, Df, tflops, gbs, reps):
     meta = stem.stem_indexer_metadata(lens, lens, Nq, Nk, dim_qkflat=Df)
     flops = 2 * Df * B * Nq * causal_pairs(nb, nb)
     out_bytes = B * Nq * nb * nb * 4 + B * Nq * nb * 4
-    floor_ms = flops / (tflops * 1e9) + out_bytes / (gbs * 1e6)
+    in_bytes = qf.numel() * 2 + kf.numel() * 2 + vb.numel() * 4
+    floor_ms = flops / (ceil[0] * 1e9) + out_bytes / (ceil[1] * 1e6)
     rows = []
-    for prec in (1, 2):
+    for prec in precs:
         fn = lambda: stem.stem_indexer(qf, kf, vb, lens, lens, metadata=meta,
                                        topk_score_precision=prec)
         ms = timed(fn, reps)
-        rows.append({"name": f"stem_indexer_B{B}_Nq{Nq}_Nk{Nk}_L{L}_prec{prec}", "ms": ms,
-                     "floor_ms": floor_ms, "x_floor": ms / floor_ms, "flops": flops,
-                     "out_bytes": out_bytes, "tflops": flops / ms / 1e9})
+        rows.append(record(
+            "stem_indexer", "cuda_sm80",
+            {"B": B, "Nq": Nq, "Nk": Nk, "L": L, "Df": Df, "prec": prec, "meta": 1}, ms, ceil,
+            tflops=flops / ms / 1e9, gbps=(in_bytes + out_bytes) / ms / 1e6, floor_ms=floor_ms,
+            x_floor=ms / floor_ms, flops=flops, out_bytes=out_bytes))
     del qf, kf, vb
     return rows
 
 
-def bench_pipeline(Nq, Nk, L, reps):
+def bench_pipeline(Nq, Nk, L, reps, ceil):
     D, Bs = 128, 128
     g = torch.Generator(device="cuda").manual_seed(1)
     q = torch.randn(L, Nq, D, device="cuda", dtype=torch.bfloat16, generator=g)
@@ -72,42 +88,80 @@ def bench_pipeline(Nq, Nk, L, reps):
     v = torch.randn(L, Nk, D, device="cuda", dtype=torch.bfloat16, generator=g)
     cu = torch.tensor([0, L], dtype=torch.int32, device="cuda")
     lens = torch.tensor([L], dtype=torch.int32, device="cuda")
-    nb = L // Bs
-    meta_box = {}
+    nb = (L + Bs - 1) // Bs
+
+    def prepare():
+        return stem.stem_prepare(q, k, v, cu, lens, cu_seqlens_kv=cu, max_q_blocks=nb,
+                                 max_kv_blocks=nb)
+
+    def metadata(Df):
+        return stem.stem_indexer_metadata(lens, lens, Nq, Nk, dim_qkflat=Df)
 
     def sparse():
-        qf, kf, vb = stem.stem_prepare(q, k, v, cu, lens, cu_seqlens_kv=cu, max_q_blocks=nb,
-                                       max_kv_blocks=nb)
-        meta = stem.stem_indexer_metadata(lens, lens, Nq, Nk, dim_qkflat=qf.shape[-1])
+        qf, kf, vb = prepare()
+        meta = metadata(qf.shape[-1])
         idx, sl = stem.stem_indexer(qf, kf, vb, lens, lens, metadata=meta)
-        out, lse = stem.block_sparse_attention(q, k, v, idx, sl, cu_seqlens_q=cu,
-                                               kv_seq_lens=lens, cu_seqlens_kv=cu)
-        meta_box["sl"] = sl
+        out, _ = stem.block_sparse_attention(q, k, v, idx, sl, cu_seqlens_q=cu, kv_seq_lens=lens,
+                                             cu_seqlens_kv=cu)
         return out
 
     t_sparse = timed(sparse, reps, 1)
-    kept = int(meta_box["sl"].sum().item())
+    # Each stage alone, on the same inputs.
+    qf, kf, vb = prepare()
+    meta = metadata(qf.shape[-1])
+    idx, sl = stem.stem_indexer(qf, kf, vb, lens, lens, metadata=meta)
+    t_prep = timed(prepare, reps, 1)
+    t_meta = timed(lambda: metadata(qf.shape[-1]), reps, 1)
+    t_idx = timed(lambda: stem.stem_indexer(qf, kf, vb, lens, lens, metadata=meta), reps, 1)
+    attn = lambda: stem.block_sparse_attention(q, k, v, idx, sl, cu_seqlens_q=cu,
+                                               kv_seq_lens=lens, cu_seqlens_kv=cu)
+    t_attn = timed(attn, reps, 1)
+    out_sparse = attn()[0]
+    del qf, kf, vb
+    kept = int(sl.sum().item())
     total = Nq * causal_pairs(nb, nb)
+    # Attention FLOPs over the kept block pairs: 4·D per (query, key) pair, a diagonal block
+    # counted half (the causal mask inside it), the rest full.
+    diag_pairs = Nq * nb
+    attn_flops = 4 * D * Bs * Bs * (kept - diag_pairs + diag_pairs / 2)
+    dense_flops = 4 * D * Nq * L * (L + 1) / 2
+    del idx, sl
     qd = q.transpose(0, 1).unsqueeze(0)
     kd = k.transpose(0, 1).unsqueeze(0).repeat_interleave(Nq // Nk, dim=1)
     vd = v.transpose(0, 1).unsqueeze(0).repeat_interleave(Nq // Nk, dim=1)
     from torch.nn.attention import SDPBackend, sdpa_kernel
-    t_dense, best = None, None
+    t_dense, best, out_dense = None, None, None
     for backend in (SDPBackend.FLASH_ATTENTION, SDPBackend.CUDNN_ATTENTION):
         try:
             with sdpa_kernel(backend):
-                t = timed(lambda: F.scaled_dot_product_attention(qd, kd, vd, is_causal=True),
-                          reps, 1)
+                fn = lambda: F.scaled_dot_product_attention(qd, kd, vd, is_causal=True)
+                t = timed(fn, reps, 1)
+                if out_dense is None:
+                    out_dense = fn()
         except RuntimeError as e:  # backend unavailable for this shape
-            print(f"SDPA {backend}: {e}")
+            print(f"SDPA {backend}: {str(e)[:200]}")
             continue
         if t_dense is None or t < t_dense:
             t_dense, best = t, str(backend)
-    return {"name": f"pipeline_B1_Nq{Nq}_Nk{Nk}_D{D}_L{L}", "ms_sparse": t_sparse,
-            "ms_dense": t_dense, "dense_backend": best,
-            "speedup": (t_dense / t_sparse) if t_dense else None,
-            "kept_block_pairs": kept, "causal_block_pairs": total,
-            "kept_fraction": kept / total}
+    err = None
+    if out_dense is not None:
+        od = out_dense[0].transpose(0, 1).float()
+        err = float((out_sparse.float() - od).norm() / od.norm())
+    del qd, kd, vd, out_dense
+    shape = {"B": 1, "Nq": Nq, "Nk": Nk, "D": D, "L": L, "bs": Bs}
+    rows = [record(
+        "stem_pipeline", "stem_prepare+stem_indexer_metadata+stem_indexer+block_sparse_attention",
+        shape, t_sparse, ceil, peer=f"torch SDPA causal ({best})", peer_time_ms=t_dense,
+        speedup_vs_peer=(t_dense / t_sparse) if t_dense else None, max_err_vs_peer=err,
+        max_err_note="relative L2 of the sparse output against dense attention (the selection "
+        "approximates dense)", stage_ms={"stem_prepare": t_prep, "stem_indexer_metadata": t_meta,
+                                         "stem_indexer": t_idx, "block_sparse_attention": t_attn},
+        kept_block_pairs=kept, causal_block_pairs=total, kept_fraction=kept / total,
+        dense_tflops=(dense_flops / t_dense / 1e9) if t_dense else None)]
+    rows.append(record(
+        "block_sparse_attention", "cuda_sm80_fa", dict(shape, selection="stem_indexer"), t_attn,
+        ceil, tflops=attn_flops / t_attn / 1e9, flops=attn_flops, kept_fraction=kept / total))
+    return rows
 
 
 def main():
@@ -117,28 +171,48 @@ def main():
     ap.add_argument("--pipeline-reps", type=int, default=5)
     ap.add_argument("--lengths", default="32768,131072")
     ap.add_argument("--indexer-batch", type=int, default=8)
+    ap.add_argument("--indexer-lengths", default="32768,131072,524288")
     args = ap.parse_args()
-    tflops, gbs = ceilings()
-    print(f"ceilings: bf16 matmul {tflops:.0f} TFLOP/s, copy {gbs:.0f} GB/s")
+    c = measure_ceilings("cuda")
+    ceil = (c["bf16_matmul_tflops"], c["copy_gbps"])
+    print(f"ceilings: bf16 matmul {ceil[0]:.0f} TFLOP/s, copy {ceil[1]:.0f} GB/s", flush=True)
     results = []
-    for r in bench_indexer(args.indexer_batch, 64, 8, 131072, 2048, tflops, gbs, args.reps):
-        print(f"{r['name']}: {r['ms']:.3f} ms, floor {r['floor_ms']:.3f} ms "
-              f"({r['x_floor']:.2f}x), {r['tflops']:.0f} TFLOP/s")
-        results.append(r)
-    torch.cuda.empty_cache()
-    for L in [int(x) for x in args.lengths.split(",") if x]:
-        r = bench_pipeline(64, 8, L, args.pipeline_reps)
-        print(f"{r['name']}: sparse {r['ms_sparse']:.2f} ms, dense {r['ms_dense']} ms "
-              f"({r['dense_backend']}), speedup {r['speedup']}, kept {r['kept_fraction']:.3f}")
-        results.append(r)
+
+    def show_idx(r):
+        s = r["shape"]
+        print(f"stem_indexer B={s['B']} L={s['L']} prec={s['prec']}: {r['time_ms']:.3f} ms, "
+              f"floor {r['floor_ms']:.3f} ms ({r['x_floor']:.2f}x), {r['tflops']:.0f} TFLOP/s",
+              flush=True)
+
+    def save():
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(results, f, indent=1)
+
+    if args.indexer_batch > 0:
+        for r in bench_indexer(args.indexer_batch, 64, 8, 131072, 2048, ceil, args.reps, (1, 2)):
+            show_idx(r)
+            results.append(r)
         torch.cuda.empty_cache()
-    doc = {"device": torch.cuda.get_device_name(0),
-           "commit": os.environ.get("RECOPS_COMMIT", "unknown"),
-           "ceilings": {"bf16_matmul_tflops": tflops, "copy_gbs": gbs},
-           "results": results}
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(doc, f, indent=1)
+        save()
+    for L in [int(x) for x in args.indexer_lengths.split(",") if x]:
+        for r in bench_indexer(1, 64, 8, L, 2048, ceil, max(5, args.reps // 2), (1,)):
+            show_idx(r)
+            results.append(r)
+        torch.cuda.empty_cache()
+        save()
+    for L in [int(x) for x in args.lengths.split(",") if x]:
+        rows = bench_pipeline(64, 8, L, args.pipeline_reps, ceil)
+        r = rows[0]
+        st = " ".join(f"{k}={v:.2f}" for k, v in r["stage_ms"].items())
+        print(f"pipeline L={L}: sparse {r['time_ms']:.2f} ms ({st}), dense {r['peer_time_ms']} ms "
+              f"({r['peer']}), speedup {r['speedup_vs_peer']}, kept {r['kept_fraction']:.3f}, "
+              f"rel err vs dense {r['max_err_vs_peer']}, attention {rows[1]['tflops']:.0f} TFLOP/s",
+              flush=True)
+        results.extend(rows)
+        torch.cuda.empty_cache()
+        save()
+    save()
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 # The Stem sparse-prefill ops on the GPU (issue 5), run by scripts/device.sh's `extra` step with
 # ROOT, BUILD, RECOPS and OUT exported (or by hand with those set):
 #   recops check --op stem_prepare --op stem_indexer --op block_sparse_attention --backend cuda
-#     -> $OUT/check_stem_cuda.json (the first non-passing rows, with their details, on stdout)
+#     -> $OUT/check_stem_cuda.json (the first non-passing rows, with their details, on stdout);
+#     then block_sparse_attention once more with --impl cuda_sm80 (the first kernel)
 #   pytest tests/python/test_stem_cuda.py (when the torch binding is importable)
 #   recops bench --op <the three> --backend cuda -> $OUT/bench_stem_cuda.json
 #   python3 bench/stem_pipeline.py              -> $OUT/stem_pipeline.json
@@ -32,6 +33,15 @@ for r in bad[:8]:
     print(json.dumps(r)[:1500])
 PY
   fi
+fi
+if [[ "$skip" != *" check "* ]]; then
+  # block_sparse_attention's first kernel (cuda_sm80) serves D = 256 and other block sizes;
+  # check it on every case it takes too (cuda_sm80_fa runs by default where it applies).
+  echo "--- recops check --op block_sparse_attention --backend cuda --impl cuda_sm80"
+  timeout "${STEM_CHECK_S:-100}" "$RECOPS" check --op block_sparse_attention --backend cuda \
+    --impl cuda_sm80 >"$OUT/check_stem_cuda_bsa_sm80.log" 2>&1 || rc=1
+  tail -n 1 "$OUT/check_stem_cuda_bsa_sm80.log"
+  grep -v " PASS" "$OUT/check_stem_cuda_bsa_sm80.log" | grep -v "^---\|^op " | head -n 10
 fi
 if [[ "$skip" != *" pytest "* ]] && python3 -c "import recops, torch; torch.ops.recops.stem_indexer" 2>/dev/null; then
   echo "--- pytest tests/python/test_stem_cuda.py"
