@@ -122,6 +122,15 @@ def meta_import(meta_dir, configs):
     """Imports Meta's triton_hstu_mha from meta_dir; restricts its autotuners when configs is
     'small'. Returns (mha, description of the configurations)."""
     sys.path.insert(0, meta_dir)
+    import triton.language as tl
+
+    # Triton >= 3.4 dropped the experimental TMA names that Meta's kernel references in its
+    # enable_tma branches (never taken here: enable_tma=False); its JIT still resolves every
+    # name it references, so they get stand-ins that are never called.
+    shims = [n for n in ("_experimental_descriptor_load", "_experimental_descriptor_store")
+             if not hasattr(tl, n)]
+    for n in shims:
+        setattr(tl, n, tl.load if n.endswith("load") else tl.store)
     from generative_recommenders.ops.triton import triton_hstu_attention as m
 
     desc = "meta autotune: full list"
@@ -139,7 +148,23 @@ def meta_import(meta_dir, configs):
         nf = keep(m._hstu_attn_fwd, META_SMALL_FWD)
         nb = keep(m._hstu_attn_bwd, META_SMALL_BWD)
         desc = f"meta autotune restricted: fwd {nf} configs {META_SMALL_FWD}, bwd {nb} {META_SMALL_BWD}"
+    if shims:
+        desc += f"; unused-name shims for Triton {triton_version()}: {shims}"
     return m.triton_hstu_mha, desc
+
+
+def triton_version():
+    import triton
+
+    return triton.__version__
+
+
+def _why(e):
+    """The exception and its cause, first lines (Triton's compile errors put the reason last)."""
+    parts = [f"{type(e).__name__}: {str(e)[-300:]}"]
+    if e.__cause__ is not None:
+        parts.append(f"cause {type(e.__cause__).__name__}: {str(e.__cause__)[:300]}")
+    return " | ".join(parts)
 
 
 def meta_worker(meta_dir, configs):
@@ -147,9 +172,8 @@ def meta_worker(meta_dir, configs):
     forward+backward, saving Meta's outputs next to the case file."""
     try:
         mha, desc = meta_import(meta_dir, configs)
-    except Exception:
-        print("RESULT " + json.dumps({"phase": "import", "error": traceback.format_exc()[-600:]}),
-              flush=True)
+    except Exception as e:
+        print("RESULT " + json.dumps({"phase": "import", "error": _why(e)}), flush=True)
         return 1
     print("RESULT " + json.dumps({"phase": "ready", "configs": desc}), flush=True)
     for line in sys.stdin:
@@ -168,9 +192,8 @@ def meta_worker(meta_dir, configs):
             t_f = timeit(fwd)
             torch.save({"out": out.cpu()}, path + ".fwd.pt")
             print("RESULT " + json.dumps({"phase": "fwd", "ms": t_f}), flush=True)
-        except Exception:
-            print("RESULT " + json.dumps({"phase": "fwd", "error": traceback.format_exc()[-600:]}),
-                  flush=True)
+        except Exception as e:
+            print("RESULT " + json.dumps({"phase": "fwd", "error": _why(e)}), flush=True)
             continue
         try:
             qg, kg, vg = (x.detach().clone().requires_grad_(True) for x in (q, k, v))
@@ -184,9 +207,8 @@ def meta_worker(meta_dir, configs):
             t_fb = timeit(fb)
             torch.save({"dq": grads[0], "dk": grads[1], "dv": grads[2]}, path + ".bwd.pt")
             print("RESULT " + json.dumps({"phase": "fwd_bwd", "ms": t_fb}), flush=True)
-        except Exception:
-            print("RESULT " + json.dumps({"phase": "fwd_bwd",
-                                          "error": traceback.format_exc()[-600:]}), flush=True)
+        except Exception as e:
+            print("RESULT " + json.dumps({"phase": "fwd_bwd", "error": _why(e)}), flush=True)
     return 0
 
 
