@@ -1,4 +1,4 @@
-# hstu_attn on CUDA tensors (the cuda_sm80 kernels): forward and autograd against the CPU op on
+# hstu_attn on CUDA tensors (cuda_sm80_fa, cuda_sm80): forward and autograd against the CPU op on
 # the same inputs, every mask family, rab with drab (per head and head-broadcast), GQA and dv != d,
 # torch.compile(fullgraph=True), and a captured CUDA graph. Skipped without a GPU.
 import pytest
@@ -75,6 +75,30 @@ def test_cuda_rab_drab(heads):
     want = run(q, k, v, off, S, fam, "cpu", rab=rab)
     for name, a, b in zip(["out", "dq", "dk", "dv", "drab"], got, want):
         assert close(a, b, 1e-5), f"{name}: {(a - b).abs().max()}"
+
+
+@pytest.mark.parametrize("heads", [1, 4])
+def test_cuda_rab_drab_bf16(heads):
+    # Per-head rab: cuda_sm80_fa's backward writes drab; a broadcast rab's drab is cuda_sm80's.
+    q, k, v, off, S = make(torch.bfloat16)
+    g = torch.Generator().manual_seed(3)
+    rab = (torch.rand(4, heads, S, S, generator=g) - 0.5).to(torch.bfloat16)
+    fam = FAMILIES["contexts_targets"]
+    got = run(q, k, v, off, S, fam, "cuda", rab=rab)
+    want = run(q.float(), k.float(), v.float(), off, S, fam, "cpu", rab=rab.float())
+    for name, a, b in zip(["out", "dq", "dk", "dv", "drab"], got, want):
+        assert close(a, b, 3e-2), f"{name}: {(a.double() - b.double()).abs().max()}"
+
+
+@pytest.mark.parametrize("d,dv", [(64, 64), (128, 128), (128, 40)])
+def test_cuda_multi_tile_heads(d, dv):
+    # Several 64-row / 64-key tiles, GQA and the head sizes of cuda_sm80_fa (bf16).
+    q, k, v, off, S = make(torch.bfloat16, lengths=(300, 0, 129, 64), Hq=4, Hk=2, d=d, dv=dv)
+    fam = {"num_targets": [20, 0, 7, 64], "num_contexts": [5, 0, 0, 3]}
+    got = run(q, k, v, off, S, fam, "cuda")
+    want = run(q.float(), k.float(), v.float(), off, S, fam, "cpu")
+    for name, a, b in zip(["out", "dq", "dk", "dv"], got, want):
+        assert close(a, b, 3e-2), f"{name}: {(a.double() - b.double()).abs().max()}"
 
 
 def test_cuda_deterministic_backward():

@@ -1,7 +1,8 @@
 // hstu_attn/cuda/bwd_fa.cuh: the register-resident backward (cuda_sm80_fa): bf16 and fp16, d and
 // dv multiples of 8 up to 128, 16-byte aligned rows, interval masks (causal / anti-causal / none,
-// window, contexts, targets with group size, delta-q), rab without drab, GQA, attn_scale. The
-// rest (fp32, larger heads, custom mask, func, drab, unaligned rows) runs on the general kernel
+// window, contexts, targets with group size, delta-q), rab with a per-head drab, GQA, attn_scale.
+// The rest (fp32, larger heads, custom mask, func, a head-broadcast rab's drab, unaligned rows)
+// runs on the general kernel
 // (bwd.cuh). Deterministic: no atomics, every output element has one owner summing in a fixed
 // order. One instantiation per element type and file (inst/bwd_fa_*.cu).
 //
@@ -19,7 +20,8 @@
 //    dV += (s P)ᵀ dO and dK += Gᵀ Q (dO and Q fragments by ldmatrix.trans).
 // 2. Query kernel (dQ): a block owns 64 query rows of one (sequence, query head), 16 per warp,
 //    Q and dO in shared memory; 64-key tiles of K and V stream through the pipeline; per tile
-//    S = Q Kᵀ, dP = dO Vᵀ, G in registers, dQ += G K (K fragments by ldmatrix.trans).
+//    S = Q Kᵀ, dP = dO Vᵀ, G in registers, dQ += G K (K fragments by ldmatrix.trans); a per-head
+//    drab = alpha G is written from the same registers (zero filled first by a small kernel).
 // Tile skipping as in the forward: key / query tiles no row sees are skipped (a block-level test
 // per tile, plus a direct lower bound for the causal-like masks in the key kernel), warps whose
 // rows cover a whole tile skip the per-element mask, warps that see none of it skip the products.
@@ -422,6 +424,8 @@ __global__ void __launch_bounds__(kFaThreads, 2) hstu_bwd_fa_q_kernel(const P p,
   const bool has_rab = p.rab != nullptr;
   const T* rab = static_cast<const T*>(p.rab);
   const int64_t rab_base = b * p.rab_s[0] + hq * p.rab_s[1];
+  T* drab = static_cast<T*>(p.drab);  // per-head drab (fa_bwd_refusal refuses a broadcast one)
+  const int64_t drab_base = b * p.drab_s[0] + hq * p.drab_s[1];
   const int a_row = (lane & 7) + ((lane >> 3) & 1) * 8, a_col = (lane >> 4) * 8;
   const int b_row = (lane & 7) + (lane >> 4) * 8, b_col = ((lane >> 3) & 1) * 8;
   const int bt_row = (lane & 7) + ((lane >> 3) & 1) * 8, bt_col = (lane >> 4) * 8;
@@ -492,6 +496,18 @@ __global__ void __launch_bounds__(kFaThreads, 2) hstu_bwd_fa_q_kernel(const P p,
                 rab[rab_base + irow[e >> 1] * p.rab_s[2] + static_cast<int64_t>(c) * p.rab_s[3]]);
           gv[e] = ok ? dsilu(alpha * x) * (dp[j][e] * rs[e >> 1]) : 0.f;
         }
+        if (drab) {  // drab = alpha G of this head (0 where masked); keys < Lk, rows < Lq
+#pragma unroll
+          for (int u = 0; u < 2; ++u) {
+            const int c = cur + 8 * j + 2 * t;
+            if (irow[u] < s.Lq && c < Lk) {
+              T* dst =
+                  drab + drab_base + irow[u] * p.drab_s[2] + static_cast<int64_t>(c) * p.drab_s[3];
+              dst[0] = Elem<T>::from_f(alpha * gv[2 * u]);
+              if (c + 1 < Lk) dst[p.drab_s[3]] = Elem<T>::from_f(alpha * gv[2 * u + 1]);
+            }
+          }
+        }
         pg[j >> 1][2 * (j & 1)] = pack2<T>(gv[0], gv[1]);
         pg[j >> 1][2 * (j & 1) + 1] = pack2<T>(gv[2], gv[3]);
       }
@@ -536,6 +552,19 @@ __global__ void __launch_bounds__(kFaThreads, 2) hstu_bwd_fa_q_kernel(const P p,
   }
 }
 
+// drab = 0 over its whole [B, H, Sq, Sk] extent (strided): padding, masked entries and the key
+// tiles the query kernel skips; the query kernel then writes the tiles it visits.
+template <class T>
+__global__ void __launch_bounds__(256) hstu_fa_drab_zero_kernel(const P p, int64_t n) {
+  const int64_t H = p.rab_heads, Sq = p.Sq, Sk = p.Sk;
+  for (int64_t idx = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; idx < n;
+       idx += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t c = idx % Sk, i = idx / Sk % Sq, h = idx / (Sk * Sq) % H, b = idx / (Sk * Sq * H);
+    static_cast<T*>(p.drab)[b * p.drab_s[0] + h * p.drab_s[1] + i * p.drab_s[2] + c * p.drab_s[3]] =
+        Elem<T>::from_f(0.f);
+  }
+}
+
 // Why the register-resident backward cannot run this problem (empty: it can).
 inline std::string fa_bwd_refusal(const P& p) {
   if (p.dtype != DType::bf16 && p.dtype != DType::fp16)
@@ -543,7 +572,9 @@ inline std::string fa_bwd_refusal(const P& p) {
   if (p.mask || p.func)
     return "cuda_sm80_fa takes interval masks only (no custom mask tensor, no func); cuda_sm80 "
            "runs those";
-  if (p.drab) return "cuda_sm80_fa computes no drab (rab gradient); cuda_sm80 does";
+  if (p.drab && p.rab_heads != p.Hq)
+    return "cuda_sm80_fa computes drab per query head only (a head-broadcast rab's drab sums over "
+           "heads); cuda_sm80 does that";
   if (p.kv_cache) return "cuda_sm80_fa has no paged-KV backward";
   if (p.d > kFaD || p.dv > kFaD || p.d % 8 != 0 || p.dv % 8 != 0)
     return detail::cat("cuda_sm80_fa needs d and dv multiples of 8 up to ", kFaD, " (got d=", p.d,
@@ -586,6 +617,14 @@ Status run_bwd_fa(const P& p, const Context& ctx) {
                   detail::cat(kOp, ": cuda_sm80_fa grid too large (", gq, " blocks)"));
   const size_t tile = static_cast<size_t>(kBwT) * kFaLd * sizeof(T);
   const size_t kv_bytes = 6 * tile + 2 * kBwT * (sizeof(RowIv) + sizeof(float));
+  if (p.drab) {
+    const int64_t n = p.B * p.rab_heads * p.Sq * p.Sk;
+    if (n > 0)
+      RECOPS_RETURN_IF_ERROR(RECOPS_LAUNCH_KERNEL(
+          kOp, hstu_fa_drab_zero_kernel<T>,
+          dim3(static_cast<unsigned>((n + 255) / 256 < 8192 ? (n + 255) / 256 : 8192)), dim3(256),
+          0, ctx.stream, p, n));
+  }
   if (gk > 0)
     RECOPS_RETURN_IF_ERROR(RECOPS_LAUNCH_KERNEL(kOp, hstu_bwd_fa_kv_kernel<T>,
                                                 dim3(static_cast<unsigned>(gk)), dim3(kFaThreads),
