@@ -13,8 +13,9 @@
 //   prec=1|2|3         one precision only (default: the indexer runs both, 4 outputs)
 //   alpha=X initial=N window=N rate_medium=X bias_medium=N rate_large=X bias_large=N
 //   meta               pass the plan from stem_indexer_metadata
-//   score_buffer=1     indexer: run cuda_sm80 with its score keys in the output rows (the path
-//                      that large Kmax takes), forced through Context::tune_config
+//   path=0|1|2         indexer: force cuda_sm80's path (0 fused, keys in shared memory; 1 fused,
+//                      keys in the output rows, as large Kmax runs; 2 scoring GEMM + selection)
+//                      through Context::tune_config (the CPU implementations ignore it)
 //   scores=zero|vbias_j|vbias_negj|near_tie|inf_nan   special score patterns (default random)
 //   kslice             kflat is every other batch of a [2B, ...] tensor (non-contiguous)
 //   bs=N, ts=N         stem_block_size / stem_stride (sparse_block_size for attention)
@@ -245,7 +246,7 @@ class StemIndexerDriver final : public Driver {
     put_real(p, "rate_large", tag_double(tags, "rate_large", 0.1));
     const int64_t prec = tag_int(tags, "prec", 0);
     p->sizes.push_back({"prec", prec});
-    p->sizes.push_back({"score_buffer", tag_int(tags, "score_buffer", 0)});
+    p->sizes.push_back({"path", tag_int(tags, "path", -1)});
     if (has(tags, "meta")) {
       // The plan as the binding would make it, for these lengths and heads (or stale ones).
       StemIndexerMetadataArgs m;
@@ -328,11 +329,11 @@ class StemIndexerDriver final : public Driver {
     if (p.op == "stem_indexer_metadata")
       return stem_indexer_metadata(meta_args(p, in), out[0], ctx);
     const int64_t prec = size_of(p, "prec");
-    // score_buffer=1: the CUDA implementation's output-row score buffer (ignored elsewhere).
+    // path=N: cuda_sm80's path, forced (the CPU implementations ignore it).
     Context c = ctx;
     TuneConfig forced;
-    if (size_of(p, "score_buffer") != 0 && ctx.tune_config == nullptr) {
-      forced.set("score_buffer", 1);
+    if (size_of(p, "path", -1) >= 0 && ctx.tune_config == nullptr) {
+      forced.set("path", size_of(p, "path", -1));
       c.tune_config = &forced;
     }
     RECOPS_RETURN_IF_ERROR(

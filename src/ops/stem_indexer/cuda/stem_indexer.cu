@@ -1,4 +1,7 @@
-// stem_indexer, CUDA (spec §3.2, §8): one fused kernel, scoring and selection per tile.
+// stem_indexer, CUDA (spec §3.2, §8). Default (tune path 2, 16-byte aligned rows): a scoring
+// GEMM (score_gemm_kernel, below: 128 x 64 tiles staged in shared memory) writes each row's rank
+// keys into the row's own sparse_indices slots, then the selection part of the fused kernel runs
+// alone. Paths 0 and 1: one fused kernel, scoring and selection per tile, described first.
 //
 // A tile is 16 rows of one (batch, KV head): rows lin = 16·t .. 16·t+15 of the G·Qmax rows
 // (query block i = lin / G, head hq = hk·G + lin % G), so its rows share the key blocks and have
@@ -23,7 +26,7 @@
 //
 // Score buffer: shared memory ([16][Kmax] keys) when it fits, i.e. Kmax ≤ (shared memory per
 // block − 9 KiB)/64 (3488 key blocks, 446K tokens, on sm_90; 2464 on sm_80). Otherwise, or when
-// the tune parameter score_buffer = 1 forces it, the keys of row r live in r's own output row of
+// the tune parameter path = 1 forces it, the keys of row r live in r's own output row of
 // sparse_indices (Kmax int32 slots, exactly one key per slot): the selection then reads them back
 // from global memory (L1/L2) and overwrites the row in place. That is safe because the row is
 // written in ascending slot order and slot p never receives an id before its key has been read:
@@ -68,6 +71,7 @@ struct Args {
   int precision;
   bool vec;          // 16-byte loads are aligned (Df % 8 == 0, strides and bases aligned)
   bool keys_global;  // score keys in the rows of sparse_indices instead of shared memory
+  bool score;        // false: the keys are already in the rows (score_gemm_kernel ran first)
   stem::StemRules rules;
 };
 
@@ -123,7 +127,7 @@ __global__ void __launch_bounds__(kThreads) stem_indexer_kernel(Args a) {
         vmax = v > vmax ? v : vmax;
       }
     }
-    // ---- scoring --------------------------------------------------------------------------
+    // ---- scoring (skipped when score_gemm_kernel wrote the keys) ---------------------------
     const uint16_t* qrow[2];
     for (int h = 0; h < 2; ++h) {
       const int64_t lin = t * kRows + gid + 8 * h;
@@ -145,7 +149,7 @@ __global__ void __launch_bounds__(kThreads) stem_indexer_kernel(Args a) {
       return reinterpret_cast<uint32_t*>(a.indices + ((b * a.Nq + hq) * a.Qmax + i) * a.Kmax);
     };
     uint32_t* const my_keys[2] = {key_row(gid), key_row(gid + 8)};
-    for (int64_t j0 = int64_t{warp} * 32; j0 < vmax; j0 += kWarps * 32) {
+    for (int64_t j0 = int64_t{warp} * 32; a.score && j0 < vmax; j0 += kWarps * 32) {
       float acc[kNTiles][4];
       const uint16_t* krow[kNTiles];
       for (int n = 0; n < kNTiles; ++n) {
@@ -274,6 +278,157 @@ __global__ void __launch_bounds__(kThreads) stem_indexer_kernel(Args a) {
   }
 }
 
+// ---- the scoring GEMM of the two-kernel path (tune path = 2) ------------------------------------
+// A CTA computes a 128 x 64 tile of one section's scores: rows lin = 128·mt .. +127 of the G·Qmax
+// rows of (b, KV head) (query block lin / G, head hk·G + lin % G), key blocks j0 .. j0 + 63 with
+// j0 below the tile's largest V (causal tiles beyond it exit at once). K = Df in chunks of 64,
+// staged by cp.async into two shared-memory buffers (zero-filled past Df and for rows that do
+// not exist); 8 warps as 4 (M, 32 rows) x 2 (N, 32 key blocks); fragments by ldmatrix,
+// mma.sync m16n8k16 bf16 with fp32 accumulation. The epilogue forms the same
+// S = fl32(fl32(dot · 1/R²) + vbias) and rank key as the fused kernel and stores it into the
+// row's own sparse_indices slots; the select-only pass of stem_indexer_kernel follows.
+constexpr int kGm = 128, kGn = 64, kGk = 64, kGld = kGk + 8;
+constexpr size_t kGemmSmem = static_cast<size_t>(2 * (kGm + kGn) * kGld) * sizeof(uint16_t);
+
+__device__ __forceinline__ uint32_t smem_u32(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void cp16(uint32_t dst, const void* src, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+               "r"(valid ? 16 : 0));
+}
+__device__ __forceinline__ void ldsm4(uint32_t addr, uint32_t (&r)[4]) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
+__global__ void __launch_bounds__(kThreads)
+    score_gemm_kernel(Args a, int64_t m_tiles, int64_t n_tiles, int64_t total) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  uint16_t* sQ = reinterpret_cast<uint16_t*>(smem);  // [2][kGm][kGld]
+  uint16_t* sK = sQ + 2 * kGm * kGld;                // [2][kGn][kGld]
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int gid = lane >> 2, tig = lane & 3, wm = warp >> 1, wn = warp & 1;
+  const stem::StemRules& r = a.rules;
+  const int64_t rows_total = a.G * a.Qmax;
+  const int ch = tid % 8, rsub = tid / 8;  // 16-byte column and first row of this thread's copies
+
+  for (int64_t w = blockIdx.x; w < total; w += gridDim.x) {
+    const int64_t nt = w % n_tiles, mt = w / n_tiles % m_tiles, sec = w / (n_tiles * m_tiles);
+    const int64_t b = sec / a.Nk, hk = sec % a.Nk;
+    const int64_t Lq = clamp64(a.q_lens[b * a.q_lens_stride], 0, a.Qmax * r.Bs);
+    const int64_t Lk = clamp64(a.kv_lens[b * a.kv_lens_stride], 0, a.Kmax * r.Bs);
+    const int64_t Lp = a.prompt_lens == nullptr
+                           ? Lk
+                           : clamp64(a.prompt_lens[b * a.prompt_lens_stride], 0, INT32_MAX);
+    const int64_t lin0 = mt * kGm;
+    const int64_t lin1 = (lin0 + kGm < rows_total ? lin0 + kGm : rows_total) - 1;
+    // V is non-decreasing in the query block (constant when non-causal or decode).
+    const int64_t v0 = stem::visible_blocks(r, Lq, Lk, Lp, lin0 / a.G);
+    const int64_t v1 = stem::visible_blocks(r, Lq, Lk, Lp, lin1 / a.G);
+    const int64_t vmax = v0 > v1 ? v0 : v1;
+    const int64_t j0 = nt * kGn;
+    if (j0 >= vmax) continue;  // uniform across the CTA
+
+    __syncthreads();  // the previous tile's readers of shared memory are done
+    // This thread's copy sources: Q rows rsub + 32·k (k < 4), K rows rsub + 32·k (k < 2).
+    const uint16_t* qsrc[4];
+    const uint16_t* ksrc[2];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const int64_t lin = lin0 + rsub + 32 * k;
+      qsrc[k] = nullptr;
+      if (lin < rows_total) {
+        const int64_t i = lin / a.G, hq = hk * a.G + lin % a.G;
+        if (i * r.Bs < Lq) qsrc[k] = a.qflat + b * a.qs0 + hq * a.qs1 + i * a.qs2 + ch * 8;
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < 2; ++k) {
+      const int64_t j = j0 + rsub + 32 * k;
+      ksrc[k] = j < vmax ? a.kflat + b * a.ks0 + hk * a.ks1 + j * a.ks2 + ch * 8 : nullptr;
+    }
+    auto load = [&](int64_t kc, int buf) {
+      const bool kin = kc * kGk + ch * 8 < a.Df;
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        const bool ok = kin && qsrc[k] != nullptr;
+        cp16(smem_u32(sQ + (buf * kGm + rsub + 32 * k) * kGld + ch * 8),
+             ok ? qsrc[k] + kc * kGk : a.qflat, ok);
+      }
+#pragma unroll
+      for (int k = 0; k < 2; ++k) {
+        const bool ok = kin && ksrc[k] != nullptr;
+        cp16(smem_u32(sK + (buf * kGn + rsub + 32 * k) * kGld + ch * 8),
+             ok ? ksrc[k] + kc * kGk : a.kflat, ok);
+      }
+    };
+    float acc[2][4][4];
+#pragma unroll
+    for (int mi = 0; mi < 2; ++mi)
+#pragma unroll
+      for (int ni = 0; ni < 4; ++ni)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[mi][ni][e] = 0.0f;
+    const int64_t kchunks = (a.Df + kGk - 1) / kGk;
+    // ldmatrix lane offsets (elements): A rows lane%16, column (lane/16)·8; B rows
+    // lane%8 + (lane/16)·8, column ((lane/8)%2)·8.
+    const int a_off = (wm * 32 + (lane & 15)) * kGld + (lane >> 4) * 8;
+    const int b_off = (wn * 32 + (lane & 7) + (lane >> 4) * 8) * kGld + ((lane >> 3) & 1) * 8;
+    load(0, 0);
+    asm volatile("cp.async.commit_group;\n" ::);
+    for (int64_t kc = 0; kc < kchunks; ++kc) {
+      const int buf = static_cast<int>(kc & 1);
+      if (kc + 1 < kchunks) load(kc + 1, buf ^ 1);
+      asm volatile("cp.async.commit_group;\n" ::);
+      asm volatile("cp.async.wait_group 1;\n" ::);
+      __syncthreads();
+      const uint32_t qa = smem_u32(sQ + buf * kGm * kGld + a_off);
+      const uint32_t kb = smem_u32(sK + buf * kGn * kGld + b_off);
+#pragma unroll
+      for (int kk = 0; kk < kGk / 16; ++kk) {
+        uint32_t af[2][4], bfr[2][4];
+#pragma unroll
+        for (int mi = 0; mi < 2; ++mi) ldsm4(qa + (mi * 16 * kGld + kk * 16) * 2, af[mi]);
+#pragma unroll
+        for (int np = 0; np < 2; ++np) ldsm4(kb + (np * 16 * kGld + kk * 16) * 2, bfr[np]);
+#pragma unroll
+        for (int mi = 0; mi < 2; ++mi)
+#pragma unroll
+          for (int ni = 0; ni < 4; ++ni)
+            mma_bf16(acc[mi][ni], af[mi][0], af[mi][1], af[mi][2], af[mi][3],
+                     bfr[ni / 2][2 * (ni % 2)], bfr[ni / 2][2 * (ni % 2) + 1]);
+      }
+      __syncthreads();  // this buffer is free for the chunk after next
+    }
+    asm volatile("cp.async.wait_group 0;\n" ::);
+    // Epilogue: keys into the rows' own output slots.
+    const float* vb = a.vbias + b * a.vs0 + hk * a.vs1;
+#pragma unroll
+    for (int mi = 0; mi < 2; ++mi)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int64_t lin = lin0 + wm * 32 + mi * 16 + gid + 8 * h;
+        if (lin >= rows_total) continue;
+        const int64_t i = lin / a.G, hq = hk * a.G + lin % a.G;
+        uint32_t* out =
+            reinterpret_cast<uint32_t*>(a.indices + ((b * a.Nq + hq) * a.Qmax + i) * a.Kmax);
+#pragma unroll
+        for (int ni = 0; ni < 4; ++ni)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const int64_t j = j0 + wn * 32 + ni * 8 + 2 * tig + e;
+            if (j < vmax) {
+              const float sc =
+                  __fadd_rn(__fmul_rn(acc[mi][ni][2 * h + e], a.inv_r2), vb[j * a.vs2]);
+              out[j] = stem::rank_key(sc, a.precision);
+            }
+          }
+      }
+  }
+}
+
 bool aligned16(const void* p) {
   return (reinterpret_cast<uintptr_t>(p) & 15u) == 0;
 }
@@ -297,10 +452,12 @@ std::string stem_indexer_cuda_reason(const StemIndexerParams&) {
   return {};
 }
 
-// Tune parameter score_buffer: 0 = shared memory when Kmax fits (else the output rows), 1 = the
-// output rows always (the large-Kmax path, selectable at any size for tests and timing).
+// Tune parameter path: 0 = the fused kernel with its keys in shared memory when Kmax fits (else
+// in the output rows); 1 = the fused kernel with its keys in the output rows; 2 = the scoring GEMM
+// (score_gemm_kernel) then the fused kernel's selection alone, keys in the output rows (needs
+// 16-byte aligned qflat/kflat rows; path 0 otherwise). Default: 2 where it applies.
 std::vector<TuneConfig> stem_indexer_cuda_candidates() {
-  return core::config_grid({{"score_buffer", {0, 1}}});
+  return core::config_grid({{"path", {0, 1, 2}}});
 }
 
 Status stem_indexer_cuda(const StemIndexerParams& p, const Context& ctx) {
@@ -353,10 +510,23 @@ Status stem_indexer_cuda(const StemIndexerParams& p, const Context& ctx) {
   q.dtype = DType::bf16;
   q.bucket = "Kmax=" + core::pow2_bucket(p.Kmax);
   q.candidates = &candidates;
-  q.fallback.set("score_buffer", 0);
+  q.fallback.set("path", a.vec ? 2 : 0);
   TuneConfig cfg;
   RECOPS_RETURN_IF_ERROR(core::resolve_config(q, ctx, &cfg));
-  a.keys_global = cfg.get("score_buffer", 0) != 0 || p.Kmax > limit;
+  int64_t path = cfg.get("path", 0);
+  if (path == 2 && !a.vec) path = 0;
+  a.keys_global = path != 0 || p.Kmax > limit;
+  a.score = path != 2;
+  if (path == 2) {
+    const int64_t m_tiles = (p.G * p.Qmax + kGm - 1) / kGm, n_tiles = (p.Kmax + kGn - 1) / kGn;
+    const int64_t total = p.B * p.Nk * m_tiles * n_tiles;
+    if (total > 0) {
+      const unsigned g = static_cast<unsigned>(total < 0x7fffffff ? total : 0x7fffffff);
+      RECOPS_RETURN_IF_ERROR(RECOPS_LAUNCH_KERNEL(kOp, score_gemm_kernel, dim3(g), dim3(kThreads),
+                                                  kGemmSmem, ctx.stream, a, m_tiles, n_tiles,
+                                                  total));
+    }
+  }
   const size_t smem =
       kHistBytes + (a.keys_global ? 0 : static_cast<size_t>(kRows * p.Kmax) * sizeof(uint32_t));
   auto* kernel = &stem_indexer_kernel;
