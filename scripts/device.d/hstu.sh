@@ -3,12 +3,13 @@
 # RECOPS, OUT and STEP_LIMIT_S exported:
 #   recops check --op hstu_attn --backend cuda, each CUDA implementation forced in turn
 #     -> $OUT/check_hstu_cuda_<impl>.json and .log (non-passing rows streamed to stdout);
-#     cuda_sm80_fa (forward only) is checked on its dtypes (bf16, fp16); HSTU_IMPLS picks impls
+#     cuda_sm80_fa is checked on its dtypes (bf16, fp16); HSTU_IMPLS picks impls
+#   python3 bench/hstu_cuda.py -> $OUT/bench_hstu_cuda.json (ours, plain PyTorch and, when
+#     .peers/generative-recommenders is carried, Meta's Triton kernel)
 #   recops check --repeat 5 on a few backward cases (determinism)
 #   pytest tests/python/test_hstu_attn_cuda.py
-#   python3 bench/hstu_cuda.py -> $OUT/bench_hstu_cuda.json
-# HSTU_BENCH_ARGS (e.g. --quick) is passed to the bench; HSTU_SKIP (words: check det pytest
-# bench) skips parts.
+# HSTU_BENCH_ARGS (e.g. --quick) is passed to the bench, HSTU_BENCH_S is its time limit;
+# HSTU_SKIP (words: check det pytest bench) skips parts.
 set -uo pipefail
 cd "$ROOT"
 rc=0
@@ -24,6 +25,11 @@ if [[ "$skip" != *" check "* ]]; then
     [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
   done
 fi
+if [[ "$skip" != *" bench "* ]]; then
+  echo "--- bench/hstu_cuda.py"
+  timeout "${HSTU_BENCH_S:-200}" python3 bench/hstu_cuda.py --json "$OUT/bench_hstu_cuda.json" ${HSTU_BENCH_ARGS:-} ||
+    rc=1
+fi
 if [[ "$skip" != *" det "* ]]; then
   echo "--- determinism (--repeat 5)"
   timeout 40 "$RECOPS" check --op hstu_attn --backend cuda --repeat 5 \
@@ -34,10 +40,5 @@ if [[ "$skip" != *" pytest "* ]]; then
   echo "--- pytest tests/python/test_hstu_attn_cuda.py"
   timeout 90 python3 -m pytest tests/python/test_hstu_attn_cuda.py -q -x -p no:cacheprovider 2>&1 |
     tail -n 30
-fi
-if [[ "$skip" != *" bench "* ]]; then
-  echo "--- bench/hstu_cuda.py"
-  timeout 200 python3 bench/hstu_cuda.py --json "$OUT/bench_hstu_cuda.json" ${HSTU_BENCH_ARGS:-} ||
-    rc=1
 fi
 exit $rc
