@@ -73,12 +73,16 @@ def fraction(r):
     return None, None
 
 
+MULTI_BACKEND = False  # set by main(): label the backend when the records mix backends
+
+
 def label(r):
-    return f"{r['shape_id']} {r['dtype']}" + ("" if r.get("phase", "fwd") == "fwd" else f" {r['phase']}")
+    s = f"{r['shape_id']} {r['dtype']}" + ("" if r.get("phase", "fwd") == "fwd" else f" {r['phase']}")
+    return s + (f" [{r.get('backend', '?')}]" if MULTI_BACKEND else "")
 
 
 def sort_key(r):
-    return (r["op"], r.get("phase", "fwd"), r["shape_id"], r["dtype"])
+    return (r["op"], r.get("phase", "fwd"), r["shape_id"], r["dtype"], str(r.get("backend")))
 
 
 def bar_chart(path, title, ylabel, labels, series, hline=None, hline_label=None, log=False):
@@ -141,6 +145,8 @@ def main(argv=None):
     if not records:
         raise SystemExit("no records with a time in " + ", ".join(args.results))
     records.sort(key=sort_key)
+    global MULTI_BACKEND
+    MULTI_BACKEND = len({r.get("backend") for r in records}) > 1
     devices = sorted({str(r.get("device")) for r in records})
     where = ", ".join(devices)
     plots = []
