@@ -31,7 +31,7 @@ const std::vector<core::Impl<P>>& impls() {
   static const std::vector<core::Impl<P>> list = {
 #ifdef RECOPS_WITH_CUDA
       {"cuda_sm80_fa", DeviceType::cuda, core::cuda::any_device_reason, cuda_fa_can_implement,
-       block_sparse_attention_cuda_fa},
+       block_sparse_attention_cuda_fa, block_sparse_attention_cuda_fa_candidates},
       {"cuda_sm80", DeviceType::cuda, core::cuda::any_device_reason, cuda_can_implement,
        block_sparse_attention_cuda},
 #endif

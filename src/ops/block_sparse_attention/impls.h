@@ -3,10 +3,12 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "ops/block_sparse_attention/params.h"
 #include "recops/context.h"
 #include "recops/status.h"
+#include "recops/tuning.h"
 
 namespace recops::ops {
 
@@ -18,6 +20,8 @@ Status block_sparse_attention_cpu(const BlockSparseAttentionParams& p, const Con
 Status block_sparse_attention_cuda_fa(const BlockSparseAttentionParams& p, const Context& ctx);
 // "" when the pipelined kernel (cuda_sm80_fa) takes this problem, else the reason.
 std::string block_sparse_attention_cuda_fa_reason(const BlockSparseAttentionParams& p);
+// cuda_sm80_fa's tune candidates (rows_per_warp 16 or 32, D = 128).
+std::vector<TuneConfig> block_sparse_attention_cuda_fa_candidates();
 Status block_sparse_attention_cuda(const BlockSparseAttentionParams& p, const Context& ctx);
 // "" when the CUDA kernel takes this problem (D, sparse_block_size), else the reason.
 std::string block_sparse_attention_cuda_reason(const BlockSparseAttentionParams& p);

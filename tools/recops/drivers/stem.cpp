@@ -23,6 +23,7 @@
 //   qscale=tensor|token kscale=tensor|token vscale=tensor|head lambda=X   (prepare)
 //   sel=all|rand|empty (attention: full visible selection permuted, random subsets, nothing)
 //   softmax_scale=X    (attention)
+//   fa_rows=16|32      attention: cuda_sm80_fa's query rows per warp at D = 128 (tune_config)
 //   bad=WHAT           one deliberate spec §10 violation (see make_*).
 //
 // Judging: stem_indexer by spec §11 rules 2-5 (exact sparse_seq_len, -1 padding, valid prefixes,
@@ -802,6 +803,7 @@ class BlockSparseAttentionDriver final : public Driver {
     p->inputs.push_back(int_input("sparse_seq_len", DType::int32, lens, {B, Nq, Qmax}));
     p->sizes = {{"B", B}, {"Nq", Nq}, {"Nk", Nk}, {"D", D}, {"bs", Bs}, {"causal", causal}};
     p->sizes.push_back({"page_size", tag_int(tags, "paged", 0)});
+    p->sizes.push_back({"fa_rows", tag_int(tags, "fa_rows", 0)});
     if (has(tags, "softmax_scale"))
       put_real(p, "softmax_scale", tag_double(tags, "softmax_scale", 1));
     Shape so, sl;
@@ -831,7 +833,14 @@ class BlockSparseAttentionDriver final : public Driver {
 
   Status run(const Problem& p, const std::vector<TensorView>& in,
              const std::vector<TensorView>& out, const Context& ctx) const override {
-    return block_sparse_attention(args(p, in), out[0], out[1], ctx);
+    // fa_rows=16|32: cuda_sm80_fa's rows per warp (D = 128), forced (others ignore it).
+    Context c = ctx;
+    TuneConfig forced;
+    if (size_of(p, "fa_rows") > 0 && ctx.tune_config == nullptr) {
+      forced.set("rows_per_warp", size_of(p, "fa_rows"));
+      c.tune_config = &forced;
+    }
+    return block_sparse_attention(args(p, in), out[0], out[1], c);
   }
   Status baseline(const Problem& p, std::vector<Tensor>* out) const override {
     *out = alloc_outputs(p, Device::cpu());

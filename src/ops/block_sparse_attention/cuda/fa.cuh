@@ -92,8 +92,11 @@ __device__ __forceinline__ bool next_stage(StageCursor& c, const int32_t* ids, i
 // Largest token count (q rows, keys) the kernel takes: s + 2·kFaKTile never overflows int32.
 constexpr int64_t kFaTokenLimit = 0x7fffff00;
 
-template <class T, int kD>
-__global__ void __launch_bounds__(kFaThreads, 2) bsa_fa_kernel(Args a) {
+// kMt: m16 tiles per warp (1: 8 warps x 16 rows; 2: 4 warps x 32 rows, each K/V fragment feeding
+// two MMAs: half the shared-memory fragment traffic per FLOP, twice the registers).
+template <class T, int kD, int kMt>
+__global__ void __launch_bounds__(kFaThreads / kMt, 2) bsa_fa_kernel(Args a) {
+  constexpr int kThreadsT = kFaThreads / kMt;
   constexpr int kLd = kD + 8;        // padded shared row (elements)
   constexpr int kCh = kD / 8;        // 16-byte chunks per row
   constexpr int kDn = kD / 8;        // n-tiles of the output
@@ -108,7 +111,7 @@ __global__ void __launch_bounds__(kFaThreads, 2) bsa_fa_kernel(Args a) {
   const float scale_log2 = a.scale * 1.4426950408889634f;
   // This thread's 16-byte column of every staged row, and its first row.
   const int ch = tid % kCh, row0 = tid / kCh;
-  constexpr int kRowStep = kFaThreads / kCh;
+  constexpr int kRowStep = kThreadsT / kCh;
 
   for (int64_t tile = blockIdx.x; tile < a.num_tiles; tile += gridDim.x) {
     const int64_t bh = tile % (a.B * a.Nq);
@@ -181,18 +184,27 @@ __global__ void __launch_bounds__(kFaThreads, 2) bsa_fa_kernel(Args a) {
       }
     };
 
-    float o[kDn][4];
+    float o[kMt][kDn][4];
+    float m[kMt][2], l[kMt][2];
+    int tok[kMt][2];
 #pragma unroll
-    for (int n = 0; n < kDn; ++n)
+    for (int mt = 0; mt < kMt; ++mt) {
 #pragma unroll
-      for (int e = 0; e < 4; ++e) o[n][e] = 0.0f;
-    float m[2] = {ninf, ninf}, l[2] = {0.0f, 0.0f};
-    const int tok[2] = {t0 + 16 * warp + gid, t0 + 16 * warp + gid + 8};
+      for (int n = 0; n < kDn; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) o[mt][n][e] = 0.0f;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        m[mt][h] = ninf;
+        l[mt][h] = 0.0f;
+        tok[mt][h] = t0 + 16 * (kMt * warp + mt) + gid + 8 * h;
+      }
+    }
 
-    // ldmatrix lane addresses (bytes): Q rows 16w + lane%16, column (lane/16)·8; K rows
+    // ldmatrix lane addresses (bytes): Q rows 16·(kMt·w + mt) + lane%16, column (lane/16)·8; K rows
     // lane%8 + (lane/16)·8, column ((lane/8)%2)·8; V rows lane%8 + ((lane/8)%2)·8, column
     // (lane/16)·8.
-    const uint32_t q_addr = smem_addr(sQ + (16 * warp + (lane & 15)) * kLd + (lane >> 4) * 8);
+    const uint32_t q_addr = smem_addr(sQ + (16 * kMt * warp + (lane & 15)) * kLd + (lane >> 4) * 8);
     const uint32_t k_off =
         static_cast<uint32_t>(((lane & 7) + (lane >> 4) * 8) * kLd + ((lane >> 3) & 1) * 8) * 2;
     const uint32_t v_off =
@@ -213,88 +225,107 @@ __global__ void __launch_bounds__(kFaThreads, 2) bsa_fa_kernel(Args a) {
 
       const uint32_t kb_addr = smem_addr(sK + buf * kFaKTile * kLd) + k_off;
       const uint32_t vb_addr = smem_addr(sV + buf * kFaKTile * kLd) + v_off;
-      float s[kSn][4];
+      float s[kMt][kSn][4];
 #pragma unroll
-      for (int n = 0; n < kSn; ++n)
+      for (int mt = 0; mt < kMt; ++mt)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) s[n][e] = 0.0f;
+        for (int n = 0; n < kSn; ++n)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) s[mt][n][e] = 0.0f;
 #pragma unroll
       for (int kk = 0; kk < kD / 16; ++kk) {
-        uint32_t af[4];
-        ldsm_x4(q_addr + kk * 32, af);
+        uint32_t af[kMt][4];
+#pragma unroll
+        for (int mt = 0; mt < kMt; ++mt) ldsm_x4(q_addr + (mt * 16 * kLd + kk * 16) * 2, af[mt]);
 #pragma unroll
         for (int np = 0; np < kSn / 2; ++np) {
           uint32_t bf[4];
           ldsm_x4(kb_addr + (np * 16 * kLd + kk * 16) * 2, bf);
-          Ops<T>::mma(s[2 * np], af, bf[0], bf[1]);
-          Ops<T>::mma(s[2 * np + 1], af, bf[2], bf[3]);
+#pragma unroll
+          for (int mt = 0; mt < kMt; ++mt) {
+            Ops<T>::mma(s[mt][2 * np], af[mt], bf[0], bf[1]);
+            Ops<T>::mma(s[mt][2 * np + 1], af[mt], bf[2], bf[3]);
+          }
         }
       }
       // Scores in log2 units (scale·log2 e folded in first, so any sign of the scale works);
       // token-level masks only where the stage reaches past Lk, the block or the diagonal.
 #pragma unroll
-      for (int n = 0; n < kSn; ++n)
+      for (int mt = 0; mt < kMt; ++mt)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) s[n][e] *= scale_log2;
+        for (int n = 0; n < kSn; ++n)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) s[mt][n][e] *= scale_log2;
       const bool need_mask =
           cur.s0 + kFaKTile > cur.kend || (a.causal && cur.s0 + kFaKTile - 1 > diag + t0);
       if (need_mask) {
 #pragma unroll
+        for (int mt = 0; mt < kMt; ++mt)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int lim = a.causal ? diag + tok[mt][h] : INT32_MAX;
+            const int end = cur.kend - 1 < lim ? cur.kend - 1 : lim;  // last allowed key
+#pragma unroll
+            for (int n = 0; n < kSn; ++n)
+#pragma unroll
+              for (int e = 0; e < 2; ++e)
+                if (cur.s0 + n * 8 + 2 * tig + e > end) s[mt][n][2 * h + e] = ninf;
+          }
+      }
+      // Online softmax (rows gid and gid + 8 of the warp; a quad shares a row).
+#pragma unroll
+      for (int mt = 0; mt < kMt; ++mt) {
+        float corr[2];
+#pragma unroll
         for (int h = 0; h < 2; ++h) {
-          const int lim = a.causal ? diag + tok[h] : INT32_MAX;
-          const int end = cur.kend - 1 < lim ? cur.kend - 1 : lim;  // last allowed key
+          float mx = ninf;
+#pragma unroll
+          for (int n = 0; n < kSn; ++n) mx = fmaxf(mx, fmaxf(s[mt][n][2 * h], s[mt][n][2 * h + 1]));
+          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+          const float mn = fmaxf(m[mt][h], mx);
+          const float base = mn == ninf ? 0.0f : mn;
+          corr[h] = exp2f(m[mt][h] - base);  // 0 when m was -inf
+          float sum = 0.0f;
 #pragma unroll
           for (int n = 0; n < kSn; ++n)
 #pragma unroll
-            for (int e = 0; e < 2; ++e)
-              if (cur.s0 + n * 8 + 2 * tig + e > end) s[n][2 * h + e] = ninf;
+            for (int e = 0; e < 2; ++e) {
+              const float pr = exp2f(s[mt][n][2 * h + e] - base);
+              s[mt][n][2 * h + e] = pr;
+              sum += pr;
+            }
+          l[mt][h] = l[mt][h] * corr[h] + sum;
+          m[mt][h] = mn;
         }
-      }
-      // Online softmax (rows gid and gid + 8 of the warp; a quad shares a row).
-      float corr[2];
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        float mx = ninf;
-#pragma unroll
-        for (int n = 0; n < kSn; ++n) mx = fmaxf(mx, fmaxf(s[n][2 * h], s[n][2 * h + 1]));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-        const float mn = fmaxf(m[h], mx);
-        const float base = mn == ninf ? 0.0f : mn;
-        corr[h] = exp2f(m[h] - base);  // 0 when m was -inf
-        float sum = 0.0f;
-#pragma unroll
-        for (int n = 0; n < kSn; ++n)
-#pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            const float pr = exp2f(s[n][2 * h + e] - base);
-            s[n][2 * h + e] = pr;
-            sum += pr;
-          }
-        l[h] = l[h] * corr[h] + sum;
-        m[h] = mn;
-      }
-#pragma unroll
-      for (int n = 0; n < kDn; ++n) {
-        o[n][0] *= corr[0];
-        o[n][1] *= corr[0];
-        o[n][2] *= corr[1];
-        o[n][3] *= corr[1];
+        for (int n = 0; n < kDn; ++n) {
+          o[mt][n][0] *= corr[0];
+          o[mt][n][1] *= corr[0];
+          o[mt][n][2] *= corr[1];
+          o[mt][n][3] *= corr[1];
+        }
       }
       // O += P V: P's fragments are the S accumulators; V's come transposed by ldmatrix.
 #pragma unroll
       for (int kc = 0; kc < kFaKTile / 16; ++kc) {
-        uint32_t pf[4];
-        pf[0] = Ops<T>::pack(s[2 * kc][0], s[2 * kc][1]);
-        pf[1] = Ops<T>::pack(s[2 * kc][2], s[2 * kc][3]);
-        pf[2] = Ops<T>::pack(s[2 * kc + 1][0], s[2 * kc + 1][1]);
-        pf[3] = Ops<T>::pack(s[2 * kc + 1][2], s[2 * kc + 1][3]);
+        uint32_t pf[kMt][4];
+#pragma unroll
+        for (int mt = 0; mt < kMt; ++mt) {
+          pf[mt][0] = Ops<T>::pack(s[mt][2 * kc][0], s[mt][2 * kc][1]);
+          pf[mt][1] = Ops<T>::pack(s[mt][2 * kc][2], s[mt][2 * kc][3]);
+          pf[mt][2] = Ops<T>::pack(s[mt][2 * kc + 1][0], s[mt][2 * kc + 1][1]);
+          pf[mt][3] = Ops<T>::pack(s[mt][2 * kc + 1][2], s[mt][2 * kc + 1][3]);
+        }
 #pragma unroll
         for (int dp = 0; dp < kDn / 2; ++dp) {
           uint32_t vf[4];
           ldsm_x4_t(vb_addr + (kc * 16 * kLd + dp * 16) * 2, vf);
-          Ops<T>::mma(o[2 * dp], pf, vf[0], vf[1]);
-          Ops<T>::mma(o[2 * dp + 1], pf, vf[2], vf[3]);
+#pragma unroll
+          for (int mt = 0; mt < kMt; ++mt) {
+            Ops<T>::mma(o[mt][2 * dp], pf[mt], vf[0], vf[1]);
+            Ops<T>::mma(o[mt][2 * dp + 1], pf[mt], vf[2], vf[3]);
+          }
         }
       }
       __syncthreads();  // this stage's buffer is free for the stage after next
@@ -305,23 +336,24 @@ __global__ void __launch_bounds__(kFaThreads, 2) bsa_fa_kernel(Args a) {
     cp_async_wait<0>();  // nothing of this tile stays in flight (Q when no stage ran)
                          // Epilogue: the row sums are spread over the quad.
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      l[h] += __shfl_xor_sync(0xffffffffu, l[h], 1);
-      l[h] += __shfl_xor_sync(0xffffffffu, l[h], 2);
-    }
+    for (int mt = 0; mt < kMt; ++mt)
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      if (tok[h] - t0 >= nt) continue;
-      const int64_t row = q0 + tok[h];  // int64: the address arithmetic below
-      const bool any = l[h] > 0.0f;
-      const float inv = any ? 1.0f / l[h] : 0.0f;
-      uint16_t* dst = a.out + (row * a.Nq + hq) * kD + 2 * tig;
+      for (int h = 0; h < 2; ++h) {
+        float lt = l[mt][h];
+        lt += __shfl_xor_sync(0xffffffffu, lt, 1);
+        lt += __shfl_xor_sync(0xffffffffu, lt, 2);
+        if (tok[mt][h] - t0 >= nt) continue;
+        const int64_t row = q0 + tok[mt][h];  // int64: the address arithmetic below
+        const bool any = lt > 0.0f;
+        const float inv = any ? 1.0f / lt : 0.0f;
+        uint16_t* dst = a.out + (row * a.Nq + hq) * kD + 2 * tig;
 #pragma unroll
-      for (int n = 0; n < kDn; ++n)
-        *reinterpret_cast<uint32_t*>(dst + n * 8) =
-            Ops<T>::pack(o[n][2 * h] * inv, o[n][2 * h + 1] * inv);
-      if (tig == 0) a.lse[hq * a.Tq + row] = any ? m[h] * 0.6931471805599453f + logf(l[h]) : ninf;
-    }
+        for (int n = 0; n < kDn; ++n)
+          *reinterpret_cast<uint32_t*>(dst + n * 8) =
+              Ops<T>::pack(o[mt][n][2 * h] * inv, o[mt][n][2 * h + 1] * inv);
+        if (tig == 0)
+          a.lse[hq * a.Tq + row] = any ? m[mt][h] * 0.6931471805599453f + logf(lt) : ninf;
+      }
   }
 }
 
@@ -329,20 +361,22 @@ inline size_t fa_smem_bytes(int D) {
   return static_cast<size_t>(kFaQTile + 4 * kFaKTile) * (D + 8) * sizeof(uint16_t);
 }
 
-template <class T, int kD>
+template <class T, int kD, int kMt>
 Status launch_fa(const Args& a, const Context& ctx) {
   const size_t smem = fa_smem_bytes(kD);
-  auto* kernel = &bsa_fa_kernel<T, kD>;
+  auto* kernel = &bsa_fa_kernel<T, kD, kMt>;
   // One tile per CTA (the hardware hands out CTAs heaviest tile first); the loop in the kernel
   // covers grids past the launch limit.
   const int64_t g = a.num_tiles < 0x7fffffff ? a.num_tiles : 0x7fffffff;
   return RECOPS_LAUNCH_KERNEL("block_sparse_attention", kernel, dim3(static_cast<unsigned>(g)),
-                              dim3(kFaThreads), smem, ctx.stream, a);
+                              dim3(kFaThreads / kMt), smem, ctx.stream, a);
 }
 
-extern template Status launch_fa<__nv_bfloat16, 64>(const Args&, const Context&);
-extern template Status launch_fa<__nv_bfloat16, 128>(const Args&, const Context&);
-extern template Status launch_fa<__half, 64>(const Args&, const Context&);
-extern template Status launch_fa<__half, 128>(const Args&, const Context&);
+extern template Status launch_fa<__nv_bfloat16, 64, 1>(const Args&, const Context&);
+extern template Status launch_fa<__nv_bfloat16, 128, 1>(const Args&, const Context&);
+extern template Status launch_fa<__nv_bfloat16, 128, 2>(const Args&, const Context&);
+extern template Status launch_fa<__half, 64, 1>(const Args&, const Context&);
+extern template Status launch_fa<__half, 128, 1>(const Args&, const Context&);
+extern template Status launch_fa<__half, 128, 2>(const Args&, const Context&);
 
 }  // namespace recops::ops::bsa_cuda

@@ -4,7 +4,9 @@
 // (dtype, D) instantiation, and the tail kernel for q rows that belong to no batch.
 #include <cstdint>
 #include <string>
+#include <vector>
 
+#include "core/tuning.h"
 #include "ops/block_sparse_attention/cuda/fa.cuh"
 #include "ops/block_sparse_attention/cuda/launch.h"
 #include "ops/block_sparse_attention/impls.h"
@@ -123,6 +125,12 @@ std::string block_sparse_attention_cuda_fa_reason(const BlockSparseAttentionPara
   return {};
 }
 
+// Tune parameter rows_per_warp (D = 128 only; D = 64 always runs 16): 16 = 8 warps x 16 query
+// rows, 32 = 4 warps x 32 rows (each K/V fragment feeds two MMAs).
+std::vector<TuneConfig> block_sparse_attention_cuda_fa_candidates() {
+  return core::config_grid({{"rows_per_warp", {16, 32}}});
+}
+
 Status block_sparse_attention_cuda_fa(const BlockSparseAttentionParams& p, const Context& ctx) {
   core::cuda::ScopedDevice guard(p.device_index);
   RECOPS_RETURN_IF_ERROR(guard.status());
@@ -135,10 +143,26 @@ Status block_sparse_attention_cuda_fa(const BlockSparseAttentionParams& p, const
   if (a.num_tiles == 0) return Status::Ok();
   const bool bf = p.dtype == DType::bf16;
   if (p.D == 64)
-    return bf ? bsa_cuda::launch_fa<__nv_bfloat16, 64>(a, ctx)
-              : bsa_cuda::launch_fa<__half, 64>(a, ctx);
-  return bf ? bsa_cuda::launch_fa<__nv_bfloat16, 128>(a, ctx)
-            : bsa_cuda::launch_fa<__half, 128>(a, ctx);
+    return bf ? bsa_cuda::launch_fa<__nv_bfloat16, 64, 1>(a, ctx)
+              : bsa_cuda::launch_fa<__half, 64, 1>(a, ctx);
+  // D = 128: 16 or 32 query rows per warp (tune parameter rows_per_warp; default 32).
+  static const std::vector<TuneConfig> candidates = block_sparse_attention_cuda_fa_candidates();
+  core::TuneQuery q;
+  q.op = "block_sparse_attention";
+  q.impl = "cuda_sm80_fa";
+  q.backend = DeviceType::cuda;
+  q.device_index = p.device_index;
+  q.dtype = p.dtype;
+  q.bucket = "D=" + std::to_string(p.D);
+  q.candidates = &candidates;
+  q.fallback.set("rows_per_warp", 32);
+  TuneConfig cfg;
+  RECOPS_RETURN_IF_ERROR(core::resolve_config(q, ctx, &cfg));
+  if (cfg.get("rows_per_warp", 32) == 32)
+    return bf ? bsa_cuda::launch_fa<__nv_bfloat16, 128, 2>(a, ctx)
+              : bsa_cuda::launch_fa<__half, 128, 2>(a, ctx);
+  return bf ? bsa_cuda::launch_fa<__nv_bfloat16, 128, 1>(a, ctx)
+            : bsa_cuda::launch_fa<__half, 128, 1>(a, ctx);
 }
 
 Status block_sparse_attention_cuda(const BlockSparseAttentionParams& p, const Context& ctx) {

@@ -2,5 +2,5 @@
 #include "ops/block_sparse_attention/cuda/fa.cuh"
 
 namespace recops::ops::bsa_cuda {
-template Status launch_fa<__nv_bfloat16, 64>(const Args& a, const Context& ctx);
+template Status launch_fa<__nv_bfloat16, 64, 1>(const Args& a, const Context& ctx);
 }  // namespace recops::ops::bsa_cuda
