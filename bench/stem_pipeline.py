@@ -4,6 +4,7 @@
 * the indexer against its floor = causal scoring FLOPs at the measured matmul rate + output bytes
   at the measured copy rate, at B=8, Nq=64, Nk=8, 128K tokens (Df=2048, metadata supplied, both
   precisions) and at B=1 for the lengths of --indexer-lengths (default 32K, 128K, 512K);
+* stem_prepare alone at B=8, 128K tokens, Nq=64, Nk=8, D=128 (bytes against the copy rate);
 * prepare -> metadata -> indexer -> block_sparse_attention against dense causal SDPA (the faster
   of the flash and cuDNN backends, K/V expanded to Nq heads outside the timing) on the same
   inputs, B=1, Nq=64, Nk=8, D=128, at --lengths (default 32K and 128K), with each stage also
@@ -78,6 +79,26 @@ def bench_indexer(B, Nq, Nk, L, Df, ceil, reps, precs):
             x_floor=ms / floor_ms, flops=flops, out_bytes=out_bytes))
     del qf, kf, vb
     return rows
+
+
+def bench_prepare(B, Nq, Nk, L, reps, ceil):
+    """stem_prepare alone at B sequences of L tokens (packed), bytes = inputs + outputs."""
+    D, Bs = 128, 128
+    g = torch.Generator(device="cuda").manual_seed(2)
+    q = torch.randn(B * L, Nq, D, device="cuda", dtype=torch.bfloat16, generator=g)
+    k = torch.randn(B * L, Nk, D, device="cuda", dtype=torch.bfloat16, generator=g)
+    v = torch.randn(B * L, Nk, D, device="cuda", dtype=torch.bfloat16, generator=g)
+    cu = torch.arange(0, B + 1, dtype=torch.int32, device="cuda") * L
+    lens = torch.full((B,), L, dtype=torch.int32, device="cuda")
+    nb = (L + Bs - 1) // Bs
+    fn = lambda: stem.stem_prepare(q, k, v, cu, lens, cu_seqlens_kv=cu, max_q_blocks=nb,
+                                   max_kv_blocks=nb)
+    ms = timed(fn, reps, 1)
+    nbytes = (q.numel() + k.numel() + v.numel()) * 2 + (B * Nq * nb + B * Nk * nb) * 16 * D * 2 \
+        + B * Nk * nb * 4
+    del q, k, v
+    return record("stem_prepare", "cuda_sm80", {"B": B, "Nq": Nq, "Nk": Nk, "D": D, "L": L},
+                  ms, ceil, gbps=nbytes / ms / 1e6, bytes=nbytes)
 
 
 def bench_pipeline(Nq, Nk, L, reps, ceil):
@@ -172,6 +193,7 @@ def main():
     ap.add_argument("--lengths", default="32768,131072")
     ap.add_argument("--indexer-batch", type=int, default=8)
     ap.add_argument("--indexer-lengths", default="32768,131072,524288")
+    ap.add_argument("--prepare-batch", type=int, default=8)
     args = ap.parse_args()
     c = measure_ceilings("cuda")
     ceil = (c["bf16_matmul_tflops"], c["copy_gbps"])
@@ -193,6 +215,13 @@ def main():
         for r in bench_indexer(args.indexer_batch, 64, 8, 131072, 2048, ceil, args.reps, (1, 2)):
             show_idx(r)
             results.append(r)
+        torch.cuda.empty_cache()
+        save()
+    if args.prepare_batch > 0:
+        r = bench_prepare(args.prepare_batch, 64, 8, 131072, max(5, args.reps // 2), ceil)
+        print(f"stem_prepare B={args.prepare_batch} L=131072: {r['time_ms']:.3f} ms, "
+              f"{r['gbps']:.0f} GB/s ({r['frac_bw_ceiling']:.2f} of copy)", flush=True)
+        results.append(r)
         torch.cuda.empty_cache()
         save()
     for L in [int(x) for x in args.indexer_lengths.split(",") if x]:
