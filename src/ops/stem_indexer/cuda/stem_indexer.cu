@@ -19,11 +19,10 @@
 //
 // Selection: a warp per row. K̂ comes from stem_rules.h (the same fp32 code as the reference).
 // When 0 < K̂ < |C| a radix select with 8-bit digits (4 passes, a 256-bin histogram per warp in
-// shared memory, warp-aggregated adds through __match_any_sync) finds the threshold τ and how many
-// candidates equal to τ to take; then the row is written in ascending id order with ballots: the
-// sink blocks, every candidate above τ and the first candidates equal to τ (ties to the lower id),
-// the window blocks, then -1 up to Kmax, and sparse_seq_len. The result is deterministic (no
-// atomics reach the output).
+// shared memory) finds the threshold τ and how many candidates equal to τ to take; then the
+// row is written in ascending id order with ballots: the sink blocks, every candidate above τ
+// and the first candidates equal to τ (ties to the lower id), the window blocks, then -1 up to
+// Kmax, and sparse_seq_len. The result is deterministic (no atomics reach the output).
 //
 // Score buffer: shared memory ([16][Kmax] keys) when it fits, i.e. Kmax ≤ (shared memory per
 // block − 9 KiB)/64 (3488 key blocks, 446K tokens, on sm_90; 2464 on sm_80). Otherwise, or when
@@ -212,16 +211,9 @@ __global__ void __launch_bounds__(kThreads) stem_indexer_kernel(Args a) {
           for (int shift = 24; shift >= 0; shift -= 8) {
             for (int x = lane; x < 256; x += 32) hist[x] = 0;
             __syncwarp();
-            // Lanes that hit one bin add once (warp-aggregated): keys of similar magnitude share
-            // their top digits, and plain atomics to one bin would serialise 32-way.
-            for (int64_t base = f.s_end; base < f.w_begin; base += 32) {
-              const int64_t j = base + lane;
-              const bool in = j < f.w_begin;
-              const uint32_t k = in ? key[j] : 0u;
-              const bool q = in && (k & mask) == prefix;
-              const uint32_t bin = q ? (k >> shift) & 255u : 256u;
-              const unsigned peers = __match_any_sync(0xffffffffu, bin);
-              if (q && __ffs(peers) - 1 == lane) atomicAdd(&hist[bin], __popc(peers));
+            for (int64_t j = f.s_end + lane; j < f.w_begin; j += 32) {
+              const uint32_t k = key[j];
+              if ((k & mask) == prefix) atomicAdd(&hist[(k >> shift) & 255u], 1u);
             }
             __syncwarp();
             // Lane l owns digits 255 - 8l down to 248 - 8l (descending).
