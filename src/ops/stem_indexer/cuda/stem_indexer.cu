@@ -456,8 +456,11 @@ std::string stem_indexer_cuda_reason(const StemIndexerParams&) {
 // in the output rows); 1 = the fused kernel with its keys in the output rows; 2 = the scoring GEMM
 // (score_gemm_kernel) then the fused kernel's selection alone, keys in the output rows (needs
 // 16-byte aligned qflat/kflat rows; path 0 otherwise). Default: 2 where it applies.
+// The runtime default (path 2, the scoring GEMM) first: `recops tune` times every candidate
+// against candidates[0] as "the default" (the registry's contract). Until 2bcecd1f0923 path 0 came
+// first, so that commit's H200 tune run compared path 2 with path 0, not with the runtime default.
 std::vector<TuneConfig> stem_indexer_cuda_candidates() {
-  return core::config_grid({{"path", {0, 1, 2}}});
+  return core::config_grid({{"path", {2, 0, 1}}});
 }
 
 Status stem_indexer_cuda(const StemIndexerParams& p, const Context& ctx) {
