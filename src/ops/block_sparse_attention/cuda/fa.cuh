@@ -23,6 +23,7 @@
 #include <cstdint>
 
 #include "core/cuda/launch.h"
+#include "core/cuda/mma.cuh"
 #include "ops/block_sparse_attention/cuda/kernels.cuh"
 #include "recops/context.h"
 #include "recops/status.h"
@@ -34,31 +35,12 @@ constexpr int kFaThreads = kFaWarps * 32;
 constexpr int kFaQTile = 128;  // query tokens per CTA
 constexpr int kFaKTile = 64;   // keys per stage
 
-__device__ __forceinline__ uint32_t smem_addr(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-// 16 bytes global -> shared; zero-filled when !valid (src is then not read).
-__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, bool valid) {
-  const int n = valid ? 16 : 0;
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(n));
-}
-__device__ __forceinline__ void cp_async_commit() {
-  asm volatile("cp.async.commit_group;\n" ::);
-}
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
-}
-__device__ __forceinline__ void ldsm_x4(uint32_t addr, uint32_t (&r)[4]) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
-__device__ __forceinline__ void ldsm_x4_t(uint32_t addr, uint32_t (&r)[4]) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
+using core::cuda::cp_async16;
+using core::cuda::cp_async_commit;
+using core::cuda::cp_async_wait;
+using core::cuda::ldsm_x4;
+using core::cuda::ldsm_x4_t;
+using core::cuda::smem_u32;
 
 // The walk over a row's stages: (sel, key block j, first key s0, end of the block's keys kend) of
 // the stage to run. Token quantities fit int32: the entry caps the lengths (fa_token_limit).
@@ -156,13 +138,13 @@ __global__ void __launch_bounds__(kFaThreads / kMt, 2) bsa_fa_kernel(Args a) {
       const bool ok = r < nt;
       const uint16_t* src =
           a.q + (ok ? (q0 + t0 + r) * a.q_tok_stride + hq * a.q_head_stride : 0) + ch * 8;
-      cp_async16(smem_addr(sQ + r * kLd + ch * 8), src, ok);
+      cp_async16(smem_u32(sQ + r * kLd + ch * 8), src, ok);
     }
     cp_async_commit();
 
     auto load_stage = [&](const StageCursor& c, int buf) {
-      const uint32_t dk = smem_addr(sK + buf * kFaKTile * kLd + ch * 8);
-      const uint32_t dv = smem_addr(sV + buf * kFaKTile * kLd + ch * 8);
+      const uint32_t dk = smem_u32(sK + buf * kFaKTile * kLd + ch * 8);
+      const uint32_t dv = smem_u32(sV + buf * kFaKTile * kLd + ch * 8);
 #pragma unroll
       for (int r = row0; r < kFaKTile; r += kRowStep) {
         const int s = c.s0 + r;
@@ -204,7 +186,7 @@ __global__ void __launch_bounds__(kFaThreads / kMt, 2) bsa_fa_kernel(Args a) {
     // ldmatrix lane addresses (bytes): Q rows 16·(kMt·w + mt) + lane%16, column (lane/16)·8; K rows
     // lane%8 + (lane/16)·8, column ((lane/8)%2)·8; V rows lane%8 + ((lane/8)%2)·8, column
     // (lane/16)·8.
-    const uint32_t q_addr = smem_addr(sQ + (16 * kMt * warp + (lane & 15)) * kLd + (lane >> 4) * 8);
+    const uint32_t q_addr = smem_u32(sQ + (16 * kMt * warp + (lane & 15)) * kLd + (lane >> 4) * 8);
     const uint32_t k_off =
         static_cast<uint32_t>(((lane & 7) + (lane >> 4) * 8) * kLd + ((lane >> 3) & 1) * 8) * 2;
     const uint32_t v_off =
@@ -223,8 +205,8 @@ __global__ void __launch_bounds__(kFaThreads / kMt, 2) bsa_fa_kernel(Args a) {
       cp_async_wait<1>();  // everything but the newest group (the next stage) has landed
       __syncthreads();
 
-      const uint32_t kb_addr = smem_addr(sK + buf * kFaKTile * kLd) + k_off;
-      const uint32_t vb_addr = smem_addr(sV + buf * kFaKTile * kLd) + v_off;
+      const uint32_t kb_addr = smem_u32(sK + buf * kFaKTile * kLd) + k_off;
+      const uint32_t vb_addr = smem_u32(sV + buf * kFaKTile * kLd) + v_off;
       float s[kMt][kSn][4];
 #pragma unroll
       for (int mt = 0; mt < kMt; ++mt)

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "core/cuda/mma.cuh"
 #include "ops/hstu_attn/params.h"
 
 namespace recops::ops::hstu_cuda {
@@ -332,23 +333,7 @@ __device__ __forceinline__ uint32_t ld_pair(const void* p) {
   return *static_cast<const uint32_t*>(p);
 }
 
-template <class T>
-__device__ __forceinline__ void mma_16816(float c[4], const uint32_t a[4], uint32_t b0,
-                                          uint32_t b1) {
-  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-        "{%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  } else {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-        "{%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  }
-}
+using core::cuda::mma_16816;
 
 // acc[j] (j < nt <= 8) += A[16 x K] B[K x 8 nt]: A at row 0 of the strip (row stride lda), B
 // stored transposed from its column 0 (Bt[n][k], row stride ldb); K a multiple of 16; lda, ldb

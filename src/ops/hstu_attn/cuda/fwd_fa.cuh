@@ -27,6 +27,7 @@
 #include <string>
 
 #include "core/cuda/launch.h"
+#include "core/cuda/mma.cuh"
 #include "ops/hstu_attn/cuda/common.cuh"
 #include "recops/context.h"
 
@@ -44,31 +45,12 @@ struct FaCfg {
   int dch_pad, dvch_pad;  // chunks written per row (zero filled past d, dv)
 };
 
-__device__ __forceinline__ uint32_t smem_u32(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-// 16 bytes global -> shared; zero fill when !valid (src is then not read).
-__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-               "r"(valid ? 16 : 0));
-}
-__device__ __forceinline__ void cp_async_commit() {
-  asm volatile("cp.async.commit_group;\n" ::);
-}
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
-}
-__device__ __forceinline__ void ldsm_x4(uint32_t addr, uint32_t (&r)[4]) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
-__device__ __forceinline__ void ldsm_x4_t(uint32_t addr, uint32_t (&r)[4]) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
+using core::cuda::cp_async16;
+using core::cuda::cp_async_commit;
+using core::cuda::cp_async_wait;
+using core::cuda::ldsm_x4;
+using core::cuda::ldsm_x4_t;
+using core::cuda::smem_u32;
 
 template <class T>
 __device__ __forceinline__ uint32_t pack2(float lo, float hi) {
