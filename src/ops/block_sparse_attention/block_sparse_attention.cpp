@@ -198,16 +198,7 @@ Status make_params(const BlockSparseAttentionArgs& a, const TensorView& out, con
   p.scale = a.softmax_scale ? *a.softmax_scale : 1.0 / std::sqrt(static_cast<double>(p.D));
   p.causal = a.causal;
   p.device_index = a.q.device.index;
-  p.d_cu_q = static_cast<const int32_t*>(a.cu_seqlens_q.data);
-  p.d_cu_q_stride = a.cu_seqlens_q.strides[0];
-  p.d_lk = static_cast<const int32_t*>(a.kv_seq_lens.data);
-  p.d_lk_stride = a.kv_seq_lens.strides[0];
-  if (paged) {
-    p.d_table = static_cast<const int32_t*>(a.block_table->data);
-  } else {
-    p.d_cu_kv = static_cast<const int32_t*>(a.cu_seqlens_kv->data);
-    p.d_cu_kv_stride = a.cu_seqlens_kv->strides[0];
-  }
+  set_device_index_tensors(a, paged, &p);
   p.Tk = a.k.sizes[0];
 
   if (value_checks_on(a.q, ctx)) {

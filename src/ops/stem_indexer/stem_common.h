@@ -65,4 +65,21 @@ inline Status read_int32(const TensorView& t, std::vector<int64_t>* out, const C
   return Status::Ok();
 }
 
+// The index tensors as the CUDA kernels read them (device pointers and element strides), for
+// the ops that take q with cu_seqlens_q and packed (cu_seqlens_kv) or paged (block_table) k/v:
+// stem_prepare and block_sparse_attention (their args and params share these names).
+template <class Args, class Params>
+void set_device_index_tensors(const Args& a, bool paged, Params* p) {
+  p->d_cu_q = static_cast<const int32_t*>(a.cu_seqlens_q.data);
+  p->d_cu_q_stride = a.cu_seqlens_q.strides[0];
+  p->d_lk = static_cast<const int32_t*>(a.kv_seq_lens.data);
+  p->d_lk_stride = a.kv_seq_lens.strides[0];
+  if (paged) {
+    p->d_table = static_cast<const int32_t*>(a.block_table->data);
+  } else {
+    p->d_cu_kv = static_cast<const int32_t*>(a.cu_seqlens_kv->data);
+    p->d_cu_kv_stride = a.cu_seqlens_kv->strides[0];
+  }
+}
+
 }  // namespace recops::ops::stem
