@@ -54,11 +54,16 @@ void clear_uncovered(const BlockSparseAttentionParams& p) {
 }  // namespace
 
 Status block_sparse_attention_reference(const BlockSparseAttentionParams& p, const Context&) {
-  std::vector<double> x, acc(static_cast<size_t>(p.D));
-  for (int64_t b = 0; b < p.B; ++b) {
-    const int64_t Lq = p.cu_q[b + 1] - p.cu_q[b];
-    for (int64_t hq = 0; hq < p.Nq; ++hq) {
-      const int64_t hk = hq / p.G;
+  // Threads take whole (b, hq) pairs: every output element and lse is written by one thread with
+  // the same sequential arithmetic, so the golden is bit-identical for any thread count.
+  const int64_t pairs = p.B * p.Nq;
+#pragma omp parallel
+  {
+    std::vector<double> x, acc(static_cast<size_t>(p.D));
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t bh = 0; bh < pairs; ++bh) {
+      const int64_t b = bh / p.Nq, hq = bh % p.Nq, hk = hq / p.G;
+      const int64_t Lq = p.cu_q[b + 1] - p.cu_q[b];
       for (int64_t t = 0; t < Lq; ++t) {
         const int64_t tok = p.cu_q[b] + t;
         const std::vector<int64_t> keys = allowed_keys(p, b, hq, t);
@@ -97,12 +102,16 @@ Status block_sparse_attention_reference(const BlockSparseAttentionParams& p, con
 Status block_sparse_attention_plain_impl(const BlockSparseAttentionParams& p) {
   // A framework composition in the dtype: S = round(round(QKᵀ)·scale), P = round(softmax(S))
   // with an fp32 softmax, O = round(P·V) accumulated in fp32; lse from the rounded scores.
-  std::vector<float> s;
-  std::vector<float> acc(static_cast<size_t>(p.D));
-  for (int64_t b = 0; b < p.B; ++b) {
-    const int64_t Lq = p.cu_q[b + 1] - p.cu_q[b];
-    for (int64_t hq = 0; hq < p.Nq; ++hq) {
-      const int64_t hk = hq / p.G;
+  // Threads take whole (b, hq) pairs, as in the reference (bit-identical for any thread count).
+  const int64_t pairs = p.B * p.Nq;
+#pragma omp parallel
+  {
+    std::vector<float> s;
+    std::vector<float> acc(static_cast<size_t>(p.D));
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t bh = 0; bh < pairs; ++bh) {
+      const int64_t b = bh / p.Nq, hq = bh % p.Nq, hk = hq / p.G;
+      const int64_t Lq = p.cu_q[b + 1] - p.cu_q[b];
       for (int64_t t = 0; t < Lq; ++t) {
         const int64_t tok = p.cu_q[b] + t;
         const std::vector<int64_t> keys = allowed_keys(p, b, hq, t);

@@ -145,8 +145,7 @@ Status block_sparse_attention_cuda_fa(const BlockSparseAttentionParams& p, const
   if (p.D == 64)
     return bf ? bsa_cuda::launch_fa<__nv_bfloat16, 64, 1>(a, ctx)
               : bsa_cuda::launch_fa<__half, 64, 1>(a, ctx);
-  // D = 128: 16 or 32 query rows per warp (tune parameter rows_per_warp; default 16, the variant
-  // timed on the H200; 32 passes its cases there (2bcecd1f0923) but has not been timed).
+  // D = 128: 16 or 32 query rows per warp (tune parameter rows_per_warp; default 16).
   static const std::vector<TuneConfig> candidates = block_sparse_attention_cuda_fa_candidates();
   core::TuneQuery q;
   q.op = "block_sparse_attention";
@@ -154,7 +153,9 @@ Status block_sparse_attention_cuda_fa(const BlockSparseAttentionParams& p, const
   q.backend = DeviceType::cuda;
   q.device_index = p.device_index;
   q.dtype = p.dtype;
-  q.bucket = "D=" + std::to_string(p.D);
+  // The tile count's power-of-4 class: fewer, fuller CTAs (32) against more CTAs (16) depends on
+  // how many waves the grid makes, so a configuration tuned on one size does not carry to another.
+  q.bucket = "D=" + std::to_string(p.D) + ",tiles=" + core::pow2_bucket(a.num_tiles, 2);
   q.candidates = &candidates;
   q.fallback.set("rows_per_warp", 16);
   TuneConfig cfg;
