@@ -13,9 +13,11 @@
 //   prec=1|2|3         one precision only (default: the indexer runs both, 4 outputs)
 //   alpha=X initial=N window=N rate_medium=X bias_medium=N rate_large=X bias_large=N
 //   meta               pass the plan from stem_indexer_metadata
-//   path=0|1|2         indexer: force cuda_sm80's path (0 fused, keys in shared memory; 1 fused,
-//                      keys in the output rows, as large Kmax runs; 2 scoring GEMM + selection)
-//                      through Context::tune_config (the CPU implementations ignore it)
+//   path=0|1|2|3       indexer: force cuda_sm80's path (0 fused, keys in shared memory; 1 fused,
+//                      keys in the output rows, as large Kmax runs; 2 our scoring GEMM +
+//                      selection; 3 cuBLAS scoring GEMM + selection) through Context::tune_config
+//                      (the CPU implementations ignore it); gemm_rows=128|512 with path=3: the
+//                      query blocks per cuBLAS GEMM
 //   scores=zero|vbias_j|vbias_negj|near_tie|inf_nan   special score patterns (default random)
 //   kslice             kflat is every other batch of a [2B, ...] tensor (non-contiguous)
 //   bs=N, ts=N         stem_block_size / stem_stride (sparse_block_size for attention)
@@ -248,6 +250,7 @@ class StemIndexerDriver final : public Driver {
     const int64_t prec = tag_int(tags, "prec", 0);
     p->sizes.push_back({"prec", prec});
     p->sizes.push_back({"path", tag_int(tags, "path", -1)});
+    p->sizes.push_back({"gemm_rows", tag_int(tags, "gemm_rows", 0)});
     if (has(tags, "meta")) {
       // The plan as the binding would make it, for these lengths and heads (or stale ones).
       StemIndexerMetadataArgs m;
@@ -335,6 +338,7 @@ class StemIndexerDriver final : public Driver {
     TuneConfig forced;
     if (size_of(p, "path", -1) >= 0 && ctx.tune_config == nullptr) {
       forced.set("path", size_of(p, "path", -1));
+      if (size_of(p, "gemm_rows") > 0) forced.set("gemm_rows", size_of(p, "gemm_rows"));
       c.tune_config = &forced;
     }
     RECOPS_RETURN_IF_ERROR(

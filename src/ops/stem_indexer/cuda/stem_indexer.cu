@@ -37,9 +37,12 @@
 // address memory outside the tensors.
 #include <cuda_bf16.h>
 
+#include <algorithm>
+#include <climits>
 #include <cstdint>
 #include <string>
 
+#include "core/cuda/cublas.h"
 #include "core/cuda/launch.h"
 #include "core/tuning.h"
 #include "ops/stem_indexer/impls.h"
@@ -71,7 +74,8 @@ struct Args {
   int precision;
   bool vec;          // 16-byte loads are aligned (Df % 8 == 0, strides and bases aligned)
   bool keys_global;  // score keys in the rows of sparse_indices instead of shared memory
-  bool score;        // false: the keys are already in the rows (score_gemm_kernel ran first)
+  bool score;        // false: the keys are already in the rows (a scoring GEMM ran first)
+  bool raw;          // the rows hold fl32(dot · 1/R²) as fp32 (cuBLAS, path 3), not rank keys
   stem::StemRules rules;
 };
 
@@ -200,6 +204,12 @@ __global__ void __launch_bounds__(kThreads) stem_indexer_kernel(Args a) {
         const int64_t nc = f.w_begin - f.s_end;
         const int64_t K = stem::budget_k(r, Lq, Lk, Lp, i, nc);
         const uint32_t* key = key_row(rr);  // for the global buffer: this very output row
+        // Key j: as stored, or formed here from path 3's raw scores (S = fl32(raw + vbias)).
+        auto key_at = [&](int64_t j) -> uint32_t {
+          const uint32_t x = key[j];
+          return a.raw ? stem::rank_key(__fadd_rn(__uint_as_float(x), vb[j * a.vs2]), a.precision)
+                       : x;
+        };
         uint32_t tau = 0;
         int64_t need_eq = INT64_MAX;  // K̂ == |C|: every candidate (all keys are > 0)
         if (K == 0) {
@@ -212,7 +222,7 @@ __global__ void __launch_bounds__(kThreads) stem_indexer_kernel(Args a) {
             for (int x = lane; x < 256; x += 32) hist[x] = 0;
             __syncwarp();
             for (int64_t j = f.s_end + lane; j < f.w_begin; j += 32) {
-              const uint32_t k = key[j];
+              const uint32_t k = key_at(j);
               if ((k & mask) == prefix) atomicAdd(&hist[(k >> shift) & 255u], 1u);
             }
             __syncwarp();
@@ -257,7 +267,7 @@ __global__ void __launch_bounds__(kThreads) stem_indexer_kernel(Args a) {
         for (int64_t base = f.s_end; base < f.w_begin; base += 32) {
           const int64_t j = base + lane;
           const bool in = j < f.w_begin;
-          const uint32_t k = in ? key[j] : 0u;
+          const uint32_t k = in ? key_at(j) : 0u;
           const bool eq = in && k == tau;
           const unsigned eq_mask = __ballot_sync(0xffffffffu, eq);
           const bool take =
@@ -429,6 +439,110 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// ---- selection with the row's keys in registers (paths 2 and 3, Kmax <= 32·kKpl) -----------------
+// A warp per row (rows in output order). Lane l holds slots j = 32·c + l (c < kKpl) of the row:
+// the candidates' keys (formed from raw scores for path 3), 0 elsewhere (every candidate key is
+// > 0, so 0 never counts). The K̂-th largest key τ comes from a bitwise search with no shared
+// memory and no atomics: from the highest bit where the candidates' smallest and largest keys
+// differ down to bit 0, keep a bit when at least K̂ keys are >= the prefix with it (one compare per
+// key and one __reduce_add_sync per bit). Then the row is written as by the fused kernel: the
+// sink ids, ballot-ordered candidates (> τ, then the first K̂ − #(> τ) equal to τ: ties to the lower
+// id), the window ids, -1 up to Kmax, and the length. Every key is read from memory once, before
+// any write to the row.
+constexpr int kKpl = 32;
+constexpr int kSelWarps = 8;
+
+__global__ void __launch_bounds__(kSelWarps * 32) select_regs_kernel(Args a, int64_t rows) {
+  const int lane = threadIdx.x & 31;
+  const unsigned lt_mask = (1u << lane) - 1u;
+  const stem::StemRules& r = a.rules;
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * kSelWarps + (threadIdx.x >> 5);
+  if (row >= rows) return;
+  const int64_t i = row % a.Qmax, hq = row / a.Qmax % a.Nq, b = row / (a.Qmax * a.Nq);
+  const int64_t hk = hq / a.G;
+  const int64_t Lq = clamp64(a.q_lens[b * a.q_lens_stride], 0, a.Qmax * r.Bs);
+  const int64_t Lk = clamp64(a.kv_lens[b * a.kv_lens_stride], 0, a.Kmax * r.Bs);
+  const int64_t Lp = a.prompt_lens == nullptr
+                         ? Lk
+                         : clamp64(a.prompt_lens[b * a.prompt_lens_stride], 0, INT32_MAX);
+  int32_t* out = a.indices + row * a.Kmax;
+  const int64_t V = stem::visible_blocks(r, Lq, Lk, Lp, i);
+  int64_t pos = 0;
+  if (V > 0) {
+    const stem::Forced f = stem::forced_set(r, V);
+    const int64_t nc = f.w_begin - f.s_end;
+    const int64_t K = stem::budget_k(r, Lq, Lk, Lp, i, nc);
+    const float* vb = a.vbias + b * a.vs0 + hk * a.vs1;
+    const uint32_t* src = reinterpret_cast<const uint32_t*>(out);
+    uint32_t key[kKpl];
+    uint32_t kmin = 0xffffffffu, kmax = 0u;
+#pragma unroll
+    for (int c = 0; c < kKpl; ++c) {
+      key[c] = 0u;
+      const int64_t j = int64_t{c} * 32 + lane;
+      if (c * 32 < f.w_begin && j >= f.s_end && j < f.w_begin) {
+        const uint32_t x = src[j];
+        key[c] = a.raw ? stem::rank_key(__fadd_rn(__uint_as_float(x), vb[j * a.vs2]), a.precision)
+                       : x;
+        kmin = key[c] < kmin ? key[c] : kmin;
+        kmax = key[c] > kmax ? key[c] : kmax;
+      }
+    }
+    uint32_t tau = 0;
+    int64_t need_eq = INT64_MAX;  // K̂ == |C|: every candidate
+    if (K == 0) {
+      tau = 0xffffffffu;
+      need_eq = 0;
+    } else if (K < nc) {
+      kmin = __reduce_min_sync(0xffffffffu, kmin);
+      kmax = __reduce_max_sync(0xffffffffu, kmax);
+      uint32_t t = kmin;
+      if (kmin != kmax) {
+        const int top = 31 - __clz(kmin ^ kmax);
+        t = top == 31 ? 0u : kmin & ~((2u << top) - 1u);  // the common prefix, zeros below it
+        for (int bit = top; bit >= 0; --bit) {
+          const uint32_t cand = t | (1u << bit);
+          unsigned cnt = 0;
+#pragma unroll
+          for (int c = 0; c < kKpl; ++c)
+            if (c * 32 < f.w_begin) cnt += key[c] >= cand ? 1u : 0u;
+          if (__reduce_add_sync(0xffffffffu, cnt) >= static_cast<unsigned>(K)) t = cand;
+        }
+      }
+      tau = t;
+      unsigned above = 0;
+#pragma unroll
+      for (int c = 0; c < kKpl; ++c)
+        if (c * 32 < f.w_begin) above += key[c] > tau ? 1u : 0u;
+      need_eq = K - static_cast<int64_t>(__reduce_add_sync(0xffffffffu, above));
+    }
+    __syncwarp();  // every lane's keys are read before the row is overwritten
+    for (int64_t j = lane; j < f.s_end; j += 32) out[j] = static_cast<int32_t>(j);
+    pos = f.s_end;
+    int64_t eq_seen = 0;
+#pragma unroll
+    for (int c = 0; c < kKpl; ++c) {
+      if (c * 32 >= f.w_begin) break;
+      if (c * 32 + 32 <= f.s_end) continue;
+      const int64_t j = int64_t{c} * 32 + lane;
+      const bool in = j >= f.s_end && j < f.w_begin;
+      const uint32_t k = key[c];
+      const bool eq = in && k == tau;
+      const unsigned eq_mask = __ballot_sync(0xffffffffu, eq);
+      const bool take = (in && k > tau) || (eq && eq_seen + __popc(eq_mask & lt_mask) < need_eq);
+      const unsigned take_mask = __ballot_sync(0xffffffffu, take);
+      if (take) out[pos + __popc(take_mask & lt_mask)] = static_cast<int32_t>(j);
+      pos += __popc(take_mask);
+      eq_seen += __popc(eq_mask);
+    }
+    for (int64_t j = f.w_begin + lane; j < V; j += 32)
+      out[pos + (j - f.w_begin)] = static_cast<int32_t>(j);
+    pos += V - f.w_begin;
+  }
+  for (int64_t x = pos + lane; x < a.Kmax; x += 32) out[x] = -1;
+  if (lane == 0) a.seq_len[row] = static_cast<int32_t>(pos);
+}
+
 bool aligned16(const void* p) {
   return (reinterpret_cast<uintptr_t>(p) & 15u) == 0;
 }
@@ -452,16 +566,88 @@ std::string stem_indexer_cuda_reason(const StemIndexerParams&) {
   return {};
 }
 
-// Tune parameter path: 0 = the fused kernel with its keys in shared memory when Kmax fits (else
-// in the output rows); 1 = the fused kernel with its keys in the output rows; 2 = the scoring GEMM
-// (score_gemm_kernel) then the fused kernel's selection alone, keys in the output rows (needs
-// 16-byte aligned qflat/kflat rows; path 0 otherwise). Default: 2 where it applies.
-// The runtime default (path 2, the scoring GEMM) first: `recops tune` times every candidate
-// against candidates[0] as "the default" (the registry's contract). Until 2bcecd1f0923 path 0 came
-// first, so that commit's H200 tune run compared path 2 with path 0, not with the runtime default.
+// Tune parameter path: 3 (the default) = the scoring GEMM by cuBLAS (score_gemm_cublas, raw
+// fl32(dot · 1/R²) into the output rows; `gemm_rows` query blocks per GEMM, default 256), then the
+// selection; 2 = our mma.sync scoring GEMM (score_gemm_kernel, rank keys into the output rows;
+// needs 16-byte aligned qflat/kflat rows, else path 0), then the selection; 0 = the fused kernel
+// with its keys in shared memory when Kmax fits (else in the output rows); 1 = the fused kernel
+// with its keys in the output rows. The selection after a GEMM is select_regs_kernel for
+// Kmax <= 1024, else the fused kernel's selection alone. candidates[0] is the runtime default
+// (`recops tune` times every candidate against it).
 std::vector<TuneConfig> stem_indexer_cuda_candidates() {
-  return core::config_grid({{"path", {2, 0, 1}}});
+  std::vector<TuneConfig> c;
+  auto add = [&](int64_t path, int64_t rows) {
+    TuneConfig t;
+    t.set("path", path);
+    if (rows > 0) t.set("gemm_rows", rows);
+    c.push_back(t);
+  };
+  add(3, 0);
+  add(3, 128);
+  add(3, 512);
+  add(3, 1 << 20);  // one GEMM per head group over every query block (no causal skipping)
+  add(2, 0);
+  add(0, 0);
+  add(1, 0);
+  return c;
 }
+
+namespace {
+
+// Path 3's scoring: for each head g of the group and each chunk of `chunk` query blocks, a
+// strided-batched cuBLAS GEMM over the (b, KV head) sections writes, for query block i and key
+// block j below the chunk's largest visible count, fl32(⟨qflat[b, hk·G+g, i], kflat[b, hk, j]⟩ ·
+// 1/R²) (fp32 accumulation) into slot j of row (b, hk·G+g, i) of sparse_indices as fp32. In
+// column-major terms C (keys x query blocks, ldc = Kmax) = Kᵀ-view (OP_T) x Q-view (OP_N). The
+// chunk's key count comes from the host lengths when the value checks read them (causal tiles
+// beyond every batch's bound are skipped), else Kmax. Sections are one batch of the GEMM when
+// their strides are uniform (ks0 = Nk·ks1 and qs0 = Nq·qs1, or B = 1), else one call per batch.
+Status score_gemm_cublas(const StemIndexerParams& p, int64_t chunk, const Context& ctx) {
+  cublasHandle_t h = nullptr;
+  RECOPS_RETURN_IF_ERROR(core::cuda::cublas_handle(static_cast<cudaStream_t>(ctx.stream), &h));
+  const bool host_lens = static_cast<int64_t>(p.Lq.size()) == p.B &&
+                         static_cast<int64_t>(p.Lk.size()) == p.B;
+  int64_t qb_max = p.Qmax;
+  if (host_lens) {
+    qb_max = 0;
+    for (int64_t b = 0; b < p.B; ++b)
+      qb_max = std::max(qb_max, stem::ceil_div(p.Lq[b], p.rules.Bs));
+  }
+  const bool uniform = p.B == 1 || (p.k_stride[0] == p.Nk * p.k_stride[1] &&
+                                    p.q_stride[0] == p.Nq * p.q_stride[1]);
+  const int64_t calls_b = uniform ? 1 : p.B, batch = uniform ? p.B * p.Nk : p.Nk;
+  const float alpha = 1.0f / static_cast<float>(p.R * p.R), beta = 0.0f;
+  for (int64_t c0 = 0; c0 < qb_max; c0 += chunk) {
+    const int64_t c1 = std::min(qb_max, c0 + chunk);
+    int64_t n = p.Kmax;
+    if (host_lens) {
+      n = 0;
+      for (int64_t b = 0; b < p.B; ++b) {
+        const int64_t lp = p.Lp.empty() ? p.Lk[b] : p.Lp[b];
+        n = std::max(n, stem::visible_blocks(p.rules, p.Lq[b], p.Lk[b], lp, c1 - 1));
+      }
+    }
+    if (n == 0) continue;
+    for (int64_t bb = 0; bb < calls_b; ++bb)
+      for (int64_t g = 0; g < p.G; ++g) {
+        const uint16_t* A = p.kflat + bb * p.k_stride[0];
+        const uint16_t* Bq = p.qflat + bb * p.q_stride[0] + g * p.q_stride[1] + c0 * p.q_stride[2];
+        float* C = reinterpret_cast<float*>(p.indices) +
+                   ((bb * p.Nq + g) * p.Qmax + c0) * p.Kmax;
+        RECOPS_CUBLAS_RETURN_IF_ERROR(cublasGemmStridedBatchedEx(
+            h, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(c1 - c0),
+            static_cast<int>(p.Df), &alpha, A, CUDA_R_16BF, static_cast<int>(p.k_stride[2]),
+            static_cast<long long>(p.k_stride[1]), Bq, CUDA_R_16BF,
+            static_cast<int>(p.q_stride[2]), static_cast<long long>(p.G * p.q_stride[1]), &beta,
+            C, CUDA_R_32F, static_cast<int>(p.Kmax),
+            static_cast<long long>(p.G * p.Qmax * p.Kmax), static_cast<int>(batch),
+            CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+      }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
 
 Status stem_indexer_cuda(const StemIndexerParams& p, const Context& ctx) {
   core::cuda::ScopedDevice guard(p.device_index);
@@ -513,14 +699,21 @@ Status stem_indexer_cuda(const StemIndexerParams& p, const Context& ctx) {
   q.dtype = DType::bf16;
   q.bucket = "Kmax=" + core::pow2_bucket(p.Kmax);
   q.candidates = &candidates;
-  q.fallback.set("path", a.vec ? 2 : 0);
+  q.fallback.set("path", 3);
   TuneConfig cfg;
   RECOPS_RETURN_IF_ERROR(core::resolve_config(q, ctx, &cfg));
-  int64_t path = cfg.get("path", 0);
+  int64_t path = cfg.get("path", 3);
+  // cuBLAS takes int leading dimensions no smaller than Df (rows that do not overlap), and Df > 0.
+  const bool gemm_ok = p.Df > 0 && p.q_stride[2] >= p.Df && p.k_stride[2] >= p.Df &&
+                       p.q_stride[2] <= INT_MAX && p.k_stride[2] <= INT_MAX && p.Kmax <= INT_MAX;
+  if (path == 3 && !gemm_ok) path = a.vec ? 2 : 0;
   if (path == 2 && !a.vec) path = 0;
   a.keys_global = path != 0 || p.Kmax > limit;
-  a.score = path != 2;
-  if (path == 2) {
+  a.score = path < 2;
+  a.raw = path == 3;
+  if (path == 3) {
+    RECOPS_RETURN_IF_ERROR(score_gemm_cublas(p, std::max<int64_t>(1, cfg.get("gemm_rows", 256)), ctx));
+  } else if (path == 2) {
     const int64_t m_tiles = (p.G * p.Qmax + kGm - 1) / kGm, n_tiles = (p.Kmax + kGn - 1) / kGn;
     const int64_t total = p.B * p.Nk * m_tiles * n_tiles;
     if (total > 0) {
@@ -529,6 +722,15 @@ Status stem_indexer_cuda(const StemIndexerParams& p, const Context& ctx) {
                                                   kGemmSmem, ctx.stream, a, m_tiles, n_tiles,
                                                   total));
     }
+  }
+  if (path >= 2 && p.Kmax <= 32 * kKpl) {
+    const int64_t rows = p.B * p.Nq * p.Qmax;
+    const int64_t blocks = (rows + kSelWarps - 1) / kSelWarps;
+    if (blocks > 0x7fffffff)
+      return Status(StatusCode::invalid_argument,
+                    "recops.stem_indexer: too many rows for one CUDA grid");
+    return RECOPS_LAUNCH_KERNEL(kOp, select_regs_kernel, dim3(static_cast<unsigned>(blocks)),
+                                dim3(kSelWarps * 32), 0, ctx.stream, a, rows);
   }
   const size_t smem =
       kHistBytes + (a.keys_global ? 0 : static_cast<size_t>(kRows * p.Kmax) * sizeof(uint32_t));
