@@ -6,12 +6,18 @@ doing the same scoring work as batched bf16 GEMMs in the same run:
 * `causal_chunks`: query blocks in chunks of `--chunk`, each chunk against the key blocks its last
   row can see (what a causal GEMM through cuBLAS would cost; bf16 output).
 
-Usage: python3 bench/stem_indexer_split.py [--B 8] [--L 131072] [--json OUT.json]
+--config "path=3,gemm_rows=128" runs cuda_sm80 with that tune configuration (a tuning file written
+to a temporary folder and named by RECOPS_TUNING_FILE before the first call; --no-cublas skips the
+cuBLAS comparison).
+
+Usage: python3 bench/stem_indexer_split.py [--B 8] [--L 131072] [--config C] [--json OUT.json]
 """
 
 import argparse
 import json
+import math
 import os
+import tempfile
 
 import torch
 from torch.profiler import ProfilerActivity, profile
@@ -32,8 +38,20 @@ def main():
     ap.add_argument("--chunk", type=int, default=128)
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--config", default=None)
+    ap.add_argument("--no-cublas", action="store_true")
     a = ap.parse_args()
     B, Nq, Nk, Df, nb = a.B, a.Nq, a.Nk, a.Df, a.L // 128
+    if a.config:
+        cfg = {k: int(v) for k, v in (kv.split("=") for kv in a.config.split(","))}
+        entry = {"op": "stem_indexer", "impl": "cuda_sm80", "dtype": "bf16",
+                 "bucket": "Kmax=2^%d" % math.ceil(math.log2(nb)), "config": cfg}
+        tf = os.path.join(tempfile.mkdtemp(), "forced.json")
+        with open(tf, "w") as f:
+            json.dump({"schema": "recops-tuning", "version": 1,
+                       "device": torch.cuda.get_device_name(0), "backend": "cuda",
+                       "entries": [entry]}, f)
+        os.environ["RECOPS_TUNING_FILE"] = tf
     G = Nq // Nk
     g = torch.Generator(device="cuda").manual_seed(0)
     qf = torch.randn(B, Nq, nb, Df, device="cuda", dtype=torch.bfloat16, generator=g)
@@ -44,7 +62,7 @@ def main():
     call = lambda: stem.stem_indexer(qf, kf, vb, lens, lens, metadata=meta)
     out = {"shape": {"B": B, "Nq": Nq, "Nk": Nk, "L": a.L, "Df": Df},
            "commit": os.environ.get("RECOPS_COMMIT", "unknown"),
-           "device": torch.cuda.get_device_name(0)}
+           "device": torch.cuda.get_device_name(0), "config": a.config or "default"}
     out["call_ms"] = median_ms(call, "cuda", a.reps, 2)
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         for _ in range(a.reps):
@@ -56,6 +74,12 @@ def main():
         if t > 0:
             kernels[e.key] = {"ms_per_call": t / 1e3 / a.reps, "count": e.count}
     out["kernels"] = kernels
+    if a.no_cublas:
+        print(json.dumps(out, indent=1))
+        if a.json:
+            with open(a.json, "w") as f:
+                json.dump(out, f, indent=1)
+        return
     # cuBLAS through torch on the same data.
     qv = qf.view(B * Nk, G * nb, Df)
     kv = kf.view(B * Nk, nb, Df)

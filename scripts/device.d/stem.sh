@@ -7,7 +7,9 @@
 #   pytest tests/python/test_stem_cuda.py (when the torch binding is importable)
 #   recops bench --op <the three> --backend cuda -> $OUT/bench_stem_cuda.json
 #   python3 bench/stem_pipeline.py              -> $OUT/stem_pipeline.json
-# STEM_SKIP (words: check pytest bench pipeline) skips parts; STEM_PIPELINE_ARGS is passed on.
+#   python3 bench/stem_indexer_split.py, once per configuration of STEM_SPLIT_CONFIGS (";"-separated,
+#     "default" for the library's own choice)  -> $OUT/stem_indexer_split_<n>.json
+# STEM_SKIP (words: check pytest bench pipeline split) skips parts; STEM_PIPELINE_ARGS is passed on.
 set -uo pipefail
 cd "$ROOT"
 export RECOPS_SOURCE_DIR=${RECOPS_SOURCE_DIR:-$ROOT}
@@ -58,5 +60,19 @@ if [[ "$skip" != *" pipeline "* ]] && python3 -c "import recops, torch; torch.op
   echo "--- bench/stem_pipeline.py"
   timeout "${STEM_PIPELINE_S:-90}" python3 bench/stem_pipeline.py --json "$OUT/stem_pipeline.json" \
     ${STEM_PIPELINE_ARGS:-} || rc=1
+fi
+if [[ "$skip" != *" split "* ]] && python3 -c "import recops, torch; torch.ops.recops.stem_indexer" 2>/dev/null; then
+  n=0
+  IFS=';' read -r -a cfgs <<<"${STEM_SPLIT_CONFIGS:-default}"
+  for c in "${cfgs[@]}"; do
+    n=$((n + 1))
+    echo "--- bench/stem_indexer_split.py ($c)"
+    extra=()
+    [ "$c" = default ] || extra=(--config "$c")
+    [ "$n" = 1 ] || extra+=(--no-cublas)
+    (cd bench && timeout "${STEM_SPLIT_S:-60}" python3 stem_indexer_split.py "${extra[@]}" \
+      --json "$OUT/stem_indexer_split_$n.json" >"$OUT/stem_indexer_split_$n.log" 2>&1) || rc=1
+    python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(d['config'], round(d['call_ms'],3), {k.split('(')[0].split('::')[-1]: round(v['ms_per_call'],3) for k,v in d['kernels'].items()}, {k: round(v,3) for k,v in d.items() if k.startswith('cublas')})" "$OUT/stem_indexer_split_$n.json" 2>/dev/null || tail -n 5 "$OUT/stem_indexer_split_$n.log"
+  done
 fi
 exit $rc

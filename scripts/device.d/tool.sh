@@ -11,7 +11,8 @@
 #   recops compare $OUT/record_cuda --backend cpu            -> $OUT/compare_cuda_vs_cpu.json
 # TOOL_TUNE_OPS, TOOL_TUNE_SHAPES, TOOL_TUNE_DTYPES (the first group), TOOL_TUNE_GROUPS (all
 # groups, space-separated "ops|shapes|dtypes"), TOOL_RECORD_OPS and TOOL_RECORD_CASES
-# override the selections; TOOL_SKIP (words: tune check record) skips parts. Files left in $OUT:
+# override the selections; TOOL_SKIP (words: tune check record) skips parts; TOOL_TUNE_S and
+# TOOL_CHECK_S limit each group's tune and check. Files left in $OUT:
 # tuning/<slug>.json, tune_check_cuda.json, record_cuda.tar, compare_cuda_vs_cpu.json.
 set -uo pipefail
 cd "$ROOT"
@@ -65,7 +66,7 @@ if [[ "$skip" != *" check "* ]]; then
     n=$((n + 1))
     suffix=$([ "$n" = 1 ] && echo "" || echo "_$n")
     echo "--- recops tune --check (default vs tuned): $gops $gshapes $gdtypes"
-    RECOPS_TUNING_FILE=$OUT/tuning timeout 60 "$RECOPS" tune --check --backend cuda --op "$gops" \
+    RECOPS_TUNING_FILE=$OUT/tuning timeout "${TOOL_CHECK_S:-60}" "$RECOPS" tune --check --backend cuda --op "$gops" \
       --shape "$gshapes" --dtype "$gdtypes" --rounds 10 --json "$OUT/tune_check_cuda$suffix.json" \
       --quiet || rc=1
   done
