@@ -17,7 +17,8 @@
 # sanitizer pytest extra) and DEVICE_TARGETS (build targets, default all) let a short run build and run only
 # what it needs. Each area may add scripts/device.d/<name>.sh (run as the step "extra:<name>", with
 # ROOT, BUILD, RECOPS, OUT exported and the time left in STEP_LIMIT_S); they write under $OUT.
-# DEVICE_EXTRAS (default all) names the extras to run, e.g. DEVICE_EXTRAS="hstu stem".
+# DEVICE_EXTRAS (default all) names the extras to run, e.g. DEVICE_EXTRAS="hstu stem"; each runs
+# for at most DEVICE_EXTRA_S seconds (default 240).
 #
 # Every step runs under a time limit taken from one overall budget (DEVICE_BUDGET_S, default 560 s,
 # inside the tool's 600 s); a step's failure is shown and remembered, later steps still run, and
@@ -157,7 +158,7 @@ if wants extra; then
     name=$(basename "$extra" .sh)
     if [ -n "${DEVICE_EXTRAS:-}" ] && [[ " $DEVICE_EXTRAS " != *" $name "* ]]; then continue; fi
     export STEP_LIMIT_S=$((BUDGET - SECONDS - 20))
-    step "extra:$name" 240 "$OUT/extra_$name.log" bash "$extra"
+    step "extra:$name" "${DEVICE_EXTRA_S:-240}" "$OUT/extra_$name.log" bash "$extra"
   done
 fi
 

@@ -16,7 +16,7 @@
 //   path=0|1|2|3       indexer: force cuda_sm80's path (0 fused, keys in shared memory; 1 fused,
 //                      keys in the output rows, as large Kmax runs; 2 our scoring GEMM +
 //                      selection; 3 cuBLAS scoring GEMM + selection) through Context::tune_config
-//                      (the CPU implementations ignore it); gemm_rows=128|512 with path=3: the
+//                      (the CPU implementations ignore it); gemm_rows=256|512 with path=3: the
 //                      query blocks per cuBLAS GEMM
 //   scores=zero|vbias_j|vbias_negj|near_tie|inf_nan   special score patterns (default random)
 //   kslice             kflat is every other batch of a [2B, ...] tensor (non-contiguous)

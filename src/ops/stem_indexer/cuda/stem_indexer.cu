@@ -76,6 +76,7 @@ struct Args {
   bool keys_global;  // score keys in the rows of sparse_indices instead of shared memory
   bool score;        // false: the keys are already in the rows (a scoring GEMM ran first)
   bool raw;          // the rows hold fl32(dot · 1/R²) as fp32 (cuBLAS, path 3), not rank keys
+  bool vec_out;      // sparse_indices rows start 16-byte aligned (base aligned, Kmax % 4 == 0)
   stem::StemRules rules;
 };
 
@@ -334,10 +335,11 @@ __global__ void __launch_bounds__(kThreads)
                            : clamp64(a.prompt_lens[b * a.prompt_lens_stride], 0, INT32_MAX);
     const int64_t lin0 = mt * kGm;
     const int64_t lin1 = (lin0 + kGm < rows_total ? lin0 + kGm : rows_total) - 1;
-    // V is non-decreasing in the query block (constant when non-causal or decode).
-    const int64_t v0 = stem::visible_blocks(r, Lq, Lk, Lp, lin0 / a.G);
-    const int64_t v1 = stem::visible_blocks(r, Lq, Lk, Lp, lin1 / a.G);
-    const int64_t vmax = v0 > v1 ? v0 : v1;
+    // V is non-decreasing in the query block below Qb (constant when non-causal or decode) and 0
+    // from Qb on, so the tile's largest V is that of its last row below Qb.
+    const int64_t qb = stem::ceil_div(Lq, r.Bs);
+    const int64_t i_last = lin1 / a.G < qb - 1 ? lin1 / a.G : qb - 1;
+    const int64_t vmax = i_last >= lin0 / a.G ? stem::visible_blocks(r, Lq, Lk, Lp, i_last) : 0;
     const int64_t j0 = nt * kGn;
     if (j0 >= vmax) continue;  // uniform across the CTA
 
@@ -445,10 +447,12 @@ __global__ void __launch_bounds__(kThreads)
 // > 0, so 0 never counts). The K̂-th largest key τ comes from a bitwise search with no shared
 // memory and no atomics: from the highest bit where the candidates' smallest and largest keys
 // differ down to bit 0, keep a bit when at least K̂ keys are >= the prefix with it (one compare per
-// key and one __reduce_add_sync per bit). Then the row is written as by the fused kernel: the
-// sink ids, ballot-ordered candidates (> τ, then the first K̂ − #(> τ) equal to τ: ties to the lower
-// id), the window ids, -1 up to Kmax, and the length. Every key is read from memory once, before
-// any write to the row.
+// key and one __reduce_add_sync per bit). The search stops as soon as exactly K̂ keys are >= the
+// prefix t: those are the selection, τ = their smallest key and every key equal to τ is taken.
+// Otherwise τ = t and the first K̂ − #(> τ) keys equal to τ are taken (ties to the lower id).
+// Then the row is written as by the fused kernel: the sink ids, the ballot-ordered candidates, the
+// window ids, -1 up to Kmax (16-byte stores where aligned), and the length. Every key is read from
+// memory once, before any write to the row.
 constexpr int kKpl = 32;
 constexpr int kSelWarps = 8;
 
@@ -467,11 +471,13 @@ __global__ void __launch_bounds__(kSelWarps * 32) select_regs_kernel(Args a, int
                          : clamp64(a.prompt_lens[b * a.prompt_lens_stride], 0, INT32_MAX);
   int32_t* out = a.indices + row * a.Kmax;
   const int64_t V = stem::visible_blocks(r, Lq, Lk, Lp, i);
-  int64_t pos = 0;
+  int pos = 0;  // Kmax <= 32·kKpl here, so slots and ids fit an int
   if (V > 0) {
     const stem::Forced f = stem::forced_set(r, V);
-    const int64_t nc = f.w_begin - f.s_end;
-    const int64_t K = stem::budget_k(r, Lq, Lk, Lp, i, nc);
+    const int s_end = static_cast<int>(f.s_end), w_begin = static_cast<int>(f.w_begin);
+    const int nc = w_begin - s_end;
+    const int K = static_cast<int>(stem::budget_k(r, Lq, Lk, Lp, i, nc));
+    const int nch = (w_begin + 31) / 32;  // chunks holding candidates
     const float* vb = a.vbias + b * a.vs0 + hk * a.vs1;
     const uint32_t* src = reinterpret_cast<const uint32_t*>(out);
     uint32_t key[kKpl];
@@ -479,8 +485,8 @@ __global__ void __launch_bounds__(kSelWarps * 32) select_regs_kernel(Args a, int
 #pragma unroll
     for (int c = 0; c < kKpl; ++c) {
       key[c] = 0u;
-      const int64_t j = int64_t{c} * 32 + lane;
-      if (c * 32 < f.w_begin && j >= f.s_end && j < f.w_begin) {
+      const int j = c * 32 + lane;
+      if (c < nch && j >= s_end && j < w_begin) {
         const uint32_t x = src[j];
         key[c] = a.raw ? stem::rank_key(__fadd_rn(__uint_as_float(x), vb[j * a.vs2]), a.precision)
                        : x;
@@ -488,8 +494,16 @@ __global__ void __launch_bounds__(kSelWarps * 32) select_regs_kernel(Args a, int
         kmax = key[c] > kmax ? key[c] : kmax;
       }
     }
+    // Keys >= v over the warp (non-candidates hold 0 and v >= 1 is never 0).
+    auto count_ge = [&](uint32_t v) {
+      unsigned cnt = 0;
+#pragma unroll
+      for (int c = 0; c < kKpl; ++c)
+        if (c < nch) cnt += key[c] >= v ? 1u : 0u;
+      return static_cast<int>(__reduce_add_sync(0xffffffffu, cnt));
+    };
     uint32_t tau = 0;
-    int64_t need_eq = INT64_MAX;  // K̂ == |C|: every candidate
+    int need_eq = INT_MAX;  // K̂ == |C|: every candidate
     if (K == 0) {
       tau = 0xffffffffu;
       need_eq = 0;
@@ -497,50 +511,63 @@ __global__ void __launch_bounds__(kSelWarps * 32) select_regs_kernel(Args a, int
       kmin = __reduce_min_sync(0xffffffffu, kmin);
       kmax = __reduce_max_sync(0xffffffffu, kmax);
       uint32_t t = kmin;
+      bool exact = false;  // exactly K̂ keys are >= t
       if (kmin != kmax) {
         const int top = 31 - __clz(kmin ^ kmax);
-        t = top == 31 ? 0u : kmin & ~((2u << top) - 1u);  // the common prefix, zeros below it
-        for (int bit = top; bit >= 0; --bit) {
+        t = kmin & ~static_cast<uint32_t>((uint64_t{2} << top) - 1u);  // common prefix, zeros below
+        for (int bit = top; bit >= 0 && !exact; --bit) {
           const uint32_t cand = t | (1u << bit);
-          unsigned cnt = 0;
-#pragma unroll
-          for (int c = 0; c < kKpl; ++c)
-            if (c * 32 < f.w_begin) cnt += key[c] >= cand ? 1u : 0u;
-          if (__reduce_add_sync(0xffffffffu, cnt) >= static_cast<unsigned>(K)) t = cand;
+          const int cnt = count_ge(cand);
+          if (cnt >= K) {
+            t = cand;
+            exact = cnt == K;
+          }
         }
       }
-      tau = t;
-      unsigned above = 0;
+      if (exact) {
+        uint32_t m = 0xffffffffu;
 #pragma unroll
-      for (int c = 0; c < kKpl; ++c)
-        if (c * 32 < f.w_begin) above += key[c] > tau ? 1u : 0u;
-      need_eq = K - static_cast<int64_t>(__reduce_add_sync(0xffffffffu, above));
+        for (int c = 0; c < kKpl; ++c)
+          if (c < nch && key[c] >= t && key[c] < m) m = key[c];
+        tau = __reduce_min_sync(0xffffffffu, m);
+      } else {
+        tau = t;  // <= the largest key <= 0xff800000 (rank_key of +inf), so tau + 1 does not wrap
+        need_eq = K - count_ge(tau + 1u);
+      }
     }
     __syncwarp();  // every lane's keys are read before the row is overwritten
-    for (int64_t j = lane; j < f.s_end; j += 32) out[j] = static_cast<int32_t>(j);
-    pos = f.s_end;
-    int64_t eq_seen = 0;
+    for (int j = lane; j < s_end; j += 32) out[j] = j;
+    pos = s_end;
+    int eq_seen = 0;
 #pragma unroll
     for (int c = 0; c < kKpl; ++c) {
-      if (c * 32 >= f.w_begin) break;
-      if (c * 32 + 32 <= f.s_end) continue;
-      const int64_t j = int64_t{c} * 32 + lane;
-      const bool in = j >= f.s_end && j < f.w_begin;
+      if (c >= nch) break;
+      if (c * 32 + 32 <= s_end) continue;
+      const int j = c * 32 + lane;
+      const bool in = j >= s_end && j < w_begin;
       const uint32_t k = key[c];
       const bool eq = in && k == tau;
       const unsigned eq_mask = __ballot_sync(0xffffffffu, eq);
       const bool take = (in && k > tau) || (eq && eq_seen + __popc(eq_mask & lt_mask) < need_eq);
       const unsigned take_mask = __ballot_sync(0xffffffffu, take);
-      if (take) out[pos + __popc(take_mask & lt_mask)] = static_cast<int32_t>(j);
+      if (take) out[pos + __popc(take_mask & lt_mask)] = j;
       pos += __popc(take_mask);
       eq_seen += __popc(eq_mask);
     }
-    for (int64_t j = f.w_begin + lane; j < V; j += 32)
-      out[pos + (j - f.w_begin)] = static_cast<int32_t>(j);
-    pos += V - f.w_begin;
+    const int Vi = static_cast<int>(V);
+    for (int j = w_begin + lane; j < Vi; j += 32) out[pos + (j - w_begin)] = j;
+    pos += Vi - w_begin;
   }
-  for (int64_t x = pos + lane; x < a.Kmax; x += 32) out[x] = -1;
-  if (lane == 0) a.seq_len[row] = static_cast<int32_t>(pos);
+  const int kmax_i = static_cast<int>(a.Kmax);
+  if (a.vec_out) {  // row start 16-byte aligned (Kmax % 4 == 0)
+    const int head = (pos + 3) & ~3;
+    if (pos + lane < head && pos + lane < kmax_i) out[pos + lane] = -1;
+    int4* o4 = reinterpret_cast<int4*>(out);
+    for (int q = head / 4 + lane; q < kmax_i / 4; q += 32) o4[q] = make_int4(-1, -1, -1, -1);
+  } else {
+    for (int x = pos + lane; x < kmax_i; x += 32) out[x] = -1;
+  }
+  if (lane == 0) a.seq_len[row] = pos;
 }
 
 bool aligned16(const void* p) {
@@ -567,7 +594,9 @@ std::string stem_indexer_cuda_reason(const StemIndexerParams&) {
 }
 
 // Tune parameter path: 3 (the default) = the scoring GEMM by cuBLAS (score_gemm_cublas, raw
-// fl32(dot · 1/R²) into the output rows; `gemm_rows` query blocks per GEMM, default 256), then the
+// fl32(dot · 1/R²) into the output rows; `gemm_rows` query blocks per GEMM, 0 = all: on the H200 at
+// B=8, 128K one GEMM per head over every block (3.07 ms) beat chunks of 512 / 256 / 128 that skip
+// causal work (3.17 / 3.65 / 5.80 ms; 7c6f0ed), as cuBLAS loses efficiency on short M), then the
 // selection; 2 = our mma.sync scoring GEMM (score_gemm_kernel, rank keys into the output rows;
 // needs 16-byte aligned qflat/kflat rows, else path 0), then the selection; 0 = the fused kernel
 // with its keys in shared memory when Kmax fits (else in the output rows); 1 = the fused kernel
@@ -579,14 +608,13 @@ std::vector<TuneConfig> stem_indexer_cuda_candidates() {
   auto add = [&](int64_t path, int64_t rows) {
     TuneConfig t;
     t.set("path", path);
-    if (rows > 0) t.set("gemm_rows", rows);
+    t.set("gemm_rows", rows);
     c.push_back(t);
   };
-  add(3, 0);
-  add(3, 128);
+  add(3, 0);  // one GEMM per head of the group over every query block (the runtime default)
   add(3, 512);
-  add(3, 1 << 20);  // one GEMM per head group over every query block (no causal skipping)
-  add(2, 0);
+  add(3, 256);
+  add(2, 0);  // gemm_rows is path 3's alone; the other paths carry the default value
   add(0, 0);
   add(1, 0);
   return c;
@@ -622,9 +650,12 @@ Status score_gemm_cublas(const StemIndexerParams& p, int64_t chunk, const Contex
     int64_t n = p.Kmax;
     if (host_lens) {
       n = 0;
+      // V is non-decreasing below Qb and 0 from Qb on: each batch's bound is its last row in the
+      // chunk below Qb.
       for (int64_t b = 0; b < p.B; ++b) {
         const int64_t lp = p.Lp.empty() ? p.Lk[b] : p.Lp[b];
-        n = std::max(n, stem::visible_blocks(p.rules, p.Lq[b], p.Lk[b], lp, c1 - 1));
+        const int64_t last = std::min(c1, stem::ceil_div(p.Lq[b], p.rules.Bs)) - 1;
+        if (last >= c0) n = std::max(n, stem::visible_blocks(p.rules, p.Lq[b], p.Lk[b], lp, last));
       }
     }
     if (n == 0) continue;
@@ -684,6 +715,7 @@ Status stem_indexer_cuda(const StemIndexerParams& p, const Context& ctx) {
   a.precision = p.precision;
   a.rules = p.rules;
   a.vec = p.Df % 8 == 0 && aligned16(p.qflat) && aligned16(p.kflat);
+  a.vec_out = p.Kmax % 4 == 0 && aligned16(p.indices);
   for (int d = 0; d < 3; ++d) a.vec = a.vec && p.q_stride[d] % 8 == 0 && p.k_stride[d] % 8 == 0;
   a.tiles_per_section = (p.G * p.Qmax + kRows - 1) / kRows;
   a.num_tiles = p.B * p.Nk * a.tiles_per_section;
@@ -700,6 +732,7 @@ Status stem_indexer_cuda(const StemIndexerParams& p, const Context& ctx) {
   q.bucket = "Kmax=" + core::pow2_bucket(p.Kmax);
   q.candidates = &candidates;
   q.fallback.set("path", 3);
+  q.fallback.set("gemm_rows", 0);
   TuneConfig cfg;
   RECOPS_RETURN_IF_ERROR(core::resolve_config(q, ctx, &cfg));
   int64_t path = cfg.get("path", 3);
@@ -712,7 +745,8 @@ Status stem_indexer_cuda(const StemIndexerParams& p, const Context& ctx) {
   a.score = path < 2;
   a.raw = path == 3;
   if (path == 3) {
-    RECOPS_RETURN_IF_ERROR(score_gemm_cublas(p, std::max<int64_t>(1, cfg.get("gemm_rows", 256)), ctx));
+    const int64_t rows = cfg.get("gemm_rows", 0);
+    RECOPS_RETURN_IF_ERROR(score_gemm_cublas(p, rows > 0 ? rows : std::max<int64_t>(1, p.Qmax), ctx));
   } else if (path == 2) {
     const int64_t m_tiles = (p.G * p.Qmax + kGm - 1) / kGm, n_tiles = (p.Kmax + kGn - 1) / kGn;
     const int64_t total = p.B * p.Nk * m_tiles * n_tiles;
