@@ -456,6 +456,15 @@ __global__ void __launch_bounds__(kThreads)
 constexpr int kKpl = 32;
 constexpr int kSelWarps = 8;
 
+// How many of key[0 .. N) are >= v (this lane).
+template <int N>
+__device__ __forceinline__ unsigned count_chunks(const uint32_t (&key)[kKpl], uint32_t v) {
+  unsigned cnt = 0;
+#pragma unroll
+  for (int c = 0; c < N; ++c) cnt += key[c] >= v ? 1u : 0u;
+  return cnt;
+}
+
 __global__ void __launch_bounds__(kSelWarps * 32) select_regs_kernel(Args a, int64_t rows) {
   const int lane = threadIdx.x & 31;
   const unsigned lt_mask = (1u << lane) - 1u;
@@ -494,12 +503,17 @@ __global__ void __launch_bounds__(kSelWarps * 32) select_regs_kernel(Args a, int
         kmax = key[c] > kmax ? key[c] : kmax;
       }
     }
-    // Keys >= v over the warp (non-candidates hold 0 and v >= 1 is never 0).
+    // Keys >= v over the warp (non-candidates hold 0 and v >= 1 is never 0). The chunk count is
+    // rounded up to 8, 16 or 32 (warp-uniform), so short rows compare fewer registers.
     auto count_ge = [&](uint32_t v) {
       unsigned cnt = 0;
-#pragma unroll
-      for (int c = 0; c < kKpl; ++c)
-        if (c < nch) cnt += key[c] >= v ? 1u : 0u;
+      if (nch <= 8) {
+        cnt = count_chunks<8>(key, v);
+      } else if (nch <= 16) {
+        cnt = count_chunks<16>(key, v);
+      } else {
+        cnt = count_chunks<kKpl>(key, v);
+      }
       return static_cast<int>(__reduce_add_sync(0xffffffffu, cnt));
     };
     uint32_t tau = 0;
@@ -630,6 +644,7 @@ namespace {
 // chunk's key count comes from the host lengths when the value checks read them (causal tiles
 // beyond every batch's bound are skipped), else Kmax. Sections are one batch of the GEMM when
 // their strides are uniform (ks0 = Nk·ks1 and qs0 = Nq·qs1, or B = 1), else one call per batch.
+// A single chunk over contiguous heads (qs1 = Qmax·qs2) is one GEMM of G·Qmax rows per batch.
 Status score_gemm_cublas(const StemIndexerParams& p, int64_t chunk, const Context& ctx) {
   cublasHandle_t h = nullptr;
   RECOPS_RETURN_IF_ERROR(core::cuda::cublas_handle(static_cast<cudaStream_t>(ctx.stream), &h));
@@ -659,14 +674,20 @@ Status score_gemm_cublas(const StemIndexerParams& p, int64_t chunk, const Contex
       }
     }
     if (n == 0) continue;
+    // One chunk over every query block with the G heads' rows contiguous (qs1 = Qmax·qs2): the
+    // G·Qmax rows of a section are one matrix, so one GEMM per section batch instead of G.
+    const bool merged = c0 == 0 && c1 == qb_max && p.q_stride[1] == p.Qmax * p.q_stride[2] &&
+                        p.G * p.Qmax <= INT_MAX;
+    const int64_t heads = merged ? 1 : p.G;
+    const int64_t m_rows = merged ? p.G * p.Qmax : c1 - c0;
     for (int64_t bb = 0; bb < calls_b; ++bb)
-      for (int64_t g = 0; g < p.G; ++g) {
+      for (int64_t g = 0; g < heads; ++g) {
         const uint16_t* A = p.kflat + bb * p.k_stride[0];
         const uint16_t* Bq = p.qflat + bb * p.q_stride[0] + g * p.q_stride[1] + c0 * p.q_stride[2];
         float* C = reinterpret_cast<float*>(p.indices) +
                    ((bb * p.Nq + g) * p.Qmax + c0) * p.Kmax;
         RECOPS_CUBLAS_RETURN_IF_ERROR(cublasGemmStridedBatchedEx(
-            h, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(c1 - c0),
+            h, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m_rows),
             static_cast<int>(p.Df), &alpha, A, CUDA_R_16BF, static_cast<int>(p.k_stride[2]),
             static_cast<long long>(p.k_stride[1]), Bq, CUDA_R_16BF,
             static_cast<int>(p.q_stride[2]), static_cast<long long>(p.G * p.q_stride[1]), &beta,
