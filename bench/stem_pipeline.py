@@ -10,6 +10,10 @@
   inputs, B=1, Nq=64, Nk=8, D=128, at --lengths (default 32K and 128K), with each stage also
   timed alone and the attention's throughput over the block pairs the indexer kept.
 
+--bsa-rows-per-warp 16|32 runs block_sparse_attention (cuda_sm80_fa, D = 128) with that tune
+configuration at every size (a tuning file in a temporary folder, named by RECOPS_TUNING_FILE
+before the first call, holding the committed entries of the other ops); the records say so.
+
 CUDA events, warm-up, median of --reps. JSON: a list of performance.md records (op, impl,
 backend, device, shape, dtype, phase, time_ms, tflops, gbps, frac_*_ceiling, ceilings, peer,
 peer_time_ms, speedup_vs_peer, max_err_vs_peer, commit, date) plus this script's extra fields.
@@ -17,8 +21,10 @@ peer_time_ms, speedup_vs_peer, max_err_vs_peer, commit, date) plus this script's
 
 import argparse
 import datetime
+import glob
 import json
 import os
+import tempfile
 
 import torch
 import torch.nn.functional as F
@@ -101,6 +107,31 @@ def bench_prepare(B, Nq, Nk, L, reps, ceil):
                   ms, ceil, gbps=nbytes / ms / 1e6, bytes=nbytes)
 
 
+BSA_IMPL = "cuda_sm80_fa"
+
+
+def force_bsa_rows_per_warp(n):
+    """A tuning file with the committed entries of the other ops and rows_per_warp=n for
+    block_sparse_attention at D=128 in every tile-count bucket; RECOPS_TUNING_FILE names it."""
+    global BSA_IMPL
+    here = os.path.dirname(os.path.abspath(__file__))
+    entries, device = [], torch.cuda.get_device_name(0)
+    for f in glob.glob(os.path.join(here, "..", "tuning", "*.json")):
+        doc = json.load(open(f))
+        if doc.get("device") == device:
+            entries += [e for e in doc["entries"] if e["op"] != "block_sparse_attention"]
+    for k in range(0, 32, 2):
+        for dt in ("bf16", "fp16"):
+            entries.append({"op": "block_sparse_attention", "impl": "cuda_sm80_fa", "dtype": dt,
+                            "bucket": "D=128,tiles=2^%d" % k, "config": {"rows_per_warp": n}})
+    path = os.path.join(tempfile.mkdtemp(), "forced.json")
+    with open(path, "w") as f:
+        json.dump({"schema": "recops-tuning", "version": 1, "device": device, "backend": "cuda",
+                   "entries": entries}, f)
+    os.environ["RECOPS_TUNING_FILE"] = path
+    BSA_IMPL = "cuda_sm80_fa(rows_per_warp=%d)" % n
+
+
 def bench_pipeline(Nq, Nk, L, reps, ceil):
     D, Bs = 128, 128
     g = torch.Generator(device="cuda").manual_seed(1)
@@ -171,7 +202,8 @@ def bench_pipeline(Nq, Nk, L, reps, ceil):
     del qd, kd, vd, out_dense
     shape = {"B": 1, "Nq": Nq, "Nk": Nk, "D": D, "L": L, "bs": Bs}
     rows = [record(
-        "stem_pipeline", "stem_prepare+stem_indexer_metadata+stem_indexer+block_sparse_attention",
+        "stem_pipeline", "stem_prepare+stem_indexer_metadata+stem_indexer+block_sparse_attention" + (
+            "" if BSA_IMPL == "cuda_sm80_fa" else " " + BSA_IMPL),
         shape, t_sparse, ceil, peer=f"torch SDPA causal ({best})", peer_time_ms=t_dense,
         speedup_vs_peer=(t_dense / t_sparse) if t_dense else None, max_err_vs_peer=err,
         max_err_note="relative L2 of the sparse output against dense attention (the selection "
@@ -180,7 +212,7 @@ def bench_pipeline(Nq, Nk, L, reps, ceil):
         kept_block_pairs=kept, causal_block_pairs=total, kept_fraction=kept / total,
         dense_tflops=(dense_flops / t_dense / 1e9) if t_dense else None)]
     rows.append(record(
-        "block_sparse_attention", "cuda_sm80_fa", dict(shape, selection="stem_indexer"), t_attn,
+        "block_sparse_attention", BSA_IMPL, dict(shape, selection="stem_indexer"), t_attn,
         ceil, tflops=attn_flops / t_attn / 1e9, flops=attn_flops, kept_fraction=kept / total))
     return rows
 
@@ -194,7 +226,10 @@ def main():
     ap.add_argument("--indexer-batch", type=int, default=8)
     ap.add_argument("--indexer-lengths", default="32768,131072,524288")
     ap.add_argument("--prepare-batch", type=int, default=8)
+    ap.add_argument("--bsa-rows-per-warp", type=int, default=0)
     args = ap.parse_args()
+    if args.bsa_rows_per_warp:
+        force_bsa_rows_per_warp(args.bsa_rows_per_warp)
     c = measure_ceilings("cuda")
     ceil = (c["bf16_matmul_tflops"], c["copy_gbps"])
     print(f"ceilings: bf16 matmul {ceil[0]:.0f} TFLOP/s, copy {ceil[1]:.0f} GB/s", flush=True)
