@@ -444,13 +444,11 @@ __global__ void __launch_bounds__(kThreads)
 // ---- selection with the row's keys in registers (paths 2 and 3, Kmax <= 32·kKpl) -----------------
 // A warp per row (rows in output order). Lane l holds slots j = 32·c + l (c < kKpl) of the row:
 // the candidates' keys (formed from raw scores for path 3), 0 elsewhere (every candidate key is
-// > 0, so 0 never counts). The K̂-th largest key τ comes from a bitwise search with no atomics:
-// from the highest bit where the candidates' smallest and largest keys differ down to bit 0, keep
-// a bit when at least K̂ keys are >= the prefix with it (one compare per key and one
-// __reduce_add_sync per bit; once at most 32 keys share the undecided range they move to one per
-// lane through 128 bytes of shared memory, and a bit costs one compare). The search stops as soon
-// as exactly K̂ keys are >= the prefix t: those are the selection, τ = their smallest key and
-// every key equal to τ is taken.
+// > 0, so 0 never counts). The K̂-th largest key τ comes from a bitwise search with no shared
+// memory and no atomics: from the highest bit where the candidates' smallest and largest keys
+// differ down to bit 0, keep a bit when at least K̂ keys are >= the prefix with it (one compare per
+// key and one __reduce_add_sync per bit). The search stops as soon as exactly K̂ keys are >= the
+// prefix t: those are the selection, τ = their smallest key and every key equal to τ is taken.
 // Otherwise τ = t and the first K̂ − #(> τ) keys equal to τ are taken (ties to the lower id).
 // Then the row is written as by the fused kernel: the sink ids, the ballot-ordered candidates, the
 // window ids, -1 up to Kmax (16-byte stores where aligned), and the length. Every key is read from
@@ -467,8 +465,7 @@ __device__ __forceinline__ unsigned count_chunks(const uint32_t (&key)[kKpl], ui
   return cnt;
 }
 
-__global__ void __launch_bounds__(kSelWarps * 32, 4) select_regs_kernel(Args a, int64_t rows) {
-  __shared__ uint32_t sel_buf[kSelWarps][32];  // a warp's compacted keys
+__global__ void __launch_bounds__(kSelWarps * 32) select_regs_kernel(Args a, int64_t rows) {
   const int lane = threadIdx.x & 31;
   const unsigned lt_mask = (1u << lane) - 1u;
   const stem::StemRules& r = a.rules;
@@ -527,61 +524,29 @@ __global__ void __launch_bounds__(kSelWarps * 32, 4) select_regs_kernel(Args a, 
     } else if (K < nc) {
       kmin = __reduce_min_sync(0xffffffffu, kmin);
       kmax = __reduce_max_sync(0xffffffffu, kmax);
-      // The interval [t, t + 2^(bit+1)) still to be split holds c_t − c_hi keys: c_t keys are >= t
-      // and c_hi >= its upper end. Once at most 32 keys are in it, they are compacted to one per
-      // lane (`mine`) and each later bit costs one compare and one reduction.
       uint32_t t = kmin;
       bool exact = false;  // exactly K̂ keys are >= t
-      bool compacted = false;
-      uint32_t mine = 0u;  // after compaction: this lane's key in the interval, 0 for none
-      int c_hi = 0;
       if (kmin != kmax) {
         const int top = 31 - __clz(kmin ^ kmax);
         t = kmin & ~static_cast<uint32_t>((uint64_t{2} << top) - 1u);  // common prefix, zeros below
-        int c_t = nc;
         for (int bit = top; bit >= 0 && !exact; --bit) {
-          if (!compacted && c_t - c_hi <= 32) {
-            const uint32_t hi = t | static_cast<uint32_t>((uint64_t{2} << bit) - 1u);
-            uint32_t* buf = sel_buf[threadIdx.x >> 5];
-            int base = 0;
-#pragma unroll
-            for (int c = 0; c < kKpl; ++c) {
-              if (c >= nch) break;
-              const bool ip = key[c] != 0u && key[c] >= t && key[c] <= hi;
-              const unsigned m = __ballot_sync(0xffffffffu, ip);
-              if (ip) buf[base + __popc(m & lt_mask)] = key[c];
-              base += __popc(m);
-            }
-            __syncwarp();
-            mine = lane < base ? buf[lane] : 0u;
-            compacted = true;
-          }
           const uint32_t cand = t | (1u << bit);
-          const int cnt = compacted ? c_hi + static_cast<int>(__reduce_add_sync(
-                                                 0xffffffffu, mine >= cand ? 1u : 0u))
-                                    : count_ge(cand);
+          const int cnt = count_ge(cand);
           if (cnt >= K) {
             t = cand;
-            c_t = cnt;
             exact = cnt == K;
-          } else {
-            c_hi = cnt;
           }
         }
       }
-      if (exact) {  // τ = the smallest key >= t (some key of the last interval: c_hi < K)
+      if (exact) {
         uint32_t m = 0xffffffffu;
-        if (compacted) {
-          m = mine >= t ? mine : m;
-        } else {
 #pragma unroll
-          for (int c = 0; c < kKpl; ++c)
-            if (c < nch && key[c] >= t && key[c] < m) m = key[c];
-        }
+        for (int c = 0; c < kKpl; ++c)
+          if (c < nch && key[c] >= t && key[c] < m) m = key[c];
         tau = __reduce_min_sync(0xffffffffu, m);
       } else {
-        tau = t;  // the interval is {t}: c_hi keys are > τ
-        need_eq = K - c_hi;
+        tau = t;  // <= the largest key <= 0xff800000 (rank_key of +inf), so tau + 1 does not wrap
+        need_eq = K - count_ge(tau + 1u);
       }
     }
     __syncwarp();  // every lane's keys are read before the row is overwritten
