@@ -13,8 +13,8 @@ Status cublas_handle(cudaStream_t stream, cublasHandle_t* out) {
   int device = 0;
   RECOPS_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
   if (device < 0 || device >= kMaxDevices)
-    return Status(StatusCode::cuda_error, "cuBLAS handles: device index " +
-                                              std::to_string(device) + " is out of range");
+    return Status(StatusCode::cuda_error,
+                  "cuBLAS handles: device index " + std::to_string(device) + " is out of range");
   cublasHandle_t& h = handles[device];
   if (h == nullptr) RECOPS_CUBLAS_RETURN_IF_ERROR(cublasCreate(&h));
   RECOPS_CUBLAS_RETURN_IF_ERROR(cublasSetStream(h, stream));

@@ -20,8 +20,8 @@ Status cublas_handle(cudaStream_t stream, cublasHandle_t* out);
 inline Status cublas_status(cublasStatus_t s, const char* what, const char* file, int line) {
   if (s == CUBLAS_STATUS_SUCCESS) return Status::Ok();
   return Status(StatusCode::cuda_error, std::string(what) + " failed: " + cublasGetStatusName(s) +
-                                            " (" + cublasGetStatusString(s) + ") at " + file +
-                                            ":" + std::to_string(line));
+                                            " (" + cublasGetStatusString(s) + ") at " + file + ":" +
+                                            std::to_string(line));
 }
 
 }  // namespace recops::core::cuda

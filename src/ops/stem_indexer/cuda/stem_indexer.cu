@@ -441,13 +441,13 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// ---- selection with the row's keys in registers (paths 2 and 3, Kmax <= 32·kKpl) -----------------
+// ---- selection with the row's keys in registers (paths 2 and 3, Kmax <= 1024) ----------------
 // A warp per row (rows in output order). Lane l holds slots j = 32·c + l (c < kKpl) of the row:
 // the candidates' keys (formed from raw scores for path 3), 0 elsewhere (every candidate key is
 // > 0, so 0 never counts). The K̂-th largest key τ comes from a bitwise search with no shared
 // memory and no atomics: from the highest bit where the candidates' smallest and largest keys
-// differ down to bit 0, keep a bit when at least K̂ keys are >= the prefix with it (one compare per
-// key and one __reduce_add_sync per bit). The search stops as soon as exactly K̂ keys are >= the
+// differ down to bit 0, keep a bit when at least K̂ keys are >= the prefix with it (one compare
+// per key and one __reduce_add_sync per bit). The search stops as soon as exactly K̂ keys are >= the
 // prefix t: those are the selection, τ = their smallest key and every key equal to τ is taken.
 // Otherwise τ = t and the first K̂ − #(> τ) keys equal to τ are taken (ties to the lower id).
 // Then the row is written as by the fused kernel: the sink ids, the ballot-ordered candidates, the
@@ -497,8 +497,8 @@ __global__ void __launch_bounds__(kSelWarps * 32) select_regs_kernel(Args a, int
       const int j = c * 32 + lane;
       if (c < nch && j >= s_end && j < w_begin) {
         const uint32_t x = src[j];
-        key[c] = a.raw ? stem::rank_key(__fadd_rn(__uint_as_float(x), vb[j * a.vs2]), a.precision)
-                       : x;
+        key[c] =
+            a.raw ? stem::rank_key(__fadd_rn(__uint_as_float(x), vb[j * a.vs2]), a.precision) : x;
         kmin = key[c] < kmin ? key[c] : kmin;
         kmax = key[c] > kmax ? key[c] : kmax;
       }
@@ -648,16 +648,16 @@ namespace {
 Status score_gemm_cublas(const StemIndexerParams& p, int64_t chunk, const Context& ctx) {
   cublasHandle_t h = nullptr;
   RECOPS_RETURN_IF_ERROR(core::cuda::cublas_handle(static_cast<cudaStream_t>(ctx.stream), &h));
-  const bool host_lens = static_cast<int64_t>(p.Lq.size()) == p.B &&
-                         static_cast<int64_t>(p.Lk.size()) == p.B;
+  const bool host_lens =
+      static_cast<int64_t>(p.Lq.size()) == p.B && static_cast<int64_t>(p.Lk.size()) == p.B;
   int64_t qb_max = p.Qmax;
   if (host_lens) {
     qb_max = 0;
     for (int64_t b = 0; b < p.B; ++b)
       qb_max = std::max(qb_max, stem::ceil_div(p.Lq[b], p.rules.Bs));
   }
-  const bool uniform = p.B == 1 || (p.k_stride[0] == p.Nk * p.k_stride[1] &&
-                                    p.q_stride[0] == p.Nq * p.q_stride[1]);
+  const bool uniform =
+      p.B == 1 || (p.k_stride[0] == p.Nk * p.k_stride[1] && p.q_stride[0] == p.Nq * p.q_stride[1]);
   const int64_t calls_b = uniform ? 1 : p.B, batch = uniform ? p.B * p.Nk : p.Nk;
   const float alpha = 1.0f / static_cast<float>(p.R * p.R), beta = 0.0f;
   for (int64_t c0 = 0; c0 < qb_max; c0 += chunk) {
@@ -684,16 +684,14 @@ Status score_gemm_cublas(const StemIndexerParams& p, int64_t chunk, const Contex
       for (int64_t g = 0; g < heads; ++g) {
         const uint16_t* A = p.kflat + bb * p.k_stride[0];
         const uint16_t* Bq = p.qflat + bb * p.q_stride[0] + g * p.q_stride[1] + c0 * p.q_stride[2];
-        float* C = reinterpret_cast<float*>(p.indices) +
-                   ((bb * p.Nq + g) * p.Qmax + c0) * p.Kmax;
+        float* C = reinterpret_cast<float*>(p.indices) + ((bb * p.Nq + g) * p.Qmax + c0) * p.Kmax;
         RECOPS_CUBLAS_RETURN_IF_ERROR(cublasGemmStridedBatchedEx(
             h, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m_rows),
             static_cast<int>(p.Df), &alpha, A, CUDA_R_16BF, static_cast<int>(p.k_stride[2]),
-            static_cast<long long>(p.k_stride[1]), Bq, CUDA_R_16BF,
-            static_cast<int>(p.q_stride[2]), static_cast<long long>(p.G * p.q_stride[1]), &beta,
-            C, CUDA_R_32F, static_cast<int>(p.Kmax),
-            static_cast<long long>(p.G * p.Qmax * p.Kmax), static_cast<int>(batch),
-            CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+            static_cast<long long>(p.k_stride[1]), Bq, CUDA_R_16BF, static_cast<int>(p.q_stride[2]),
+            static_cast<long long>(p.G * p.q_stride[1]), &beta, C, CUDA_R_32F,
+            static_cast<int>(p.Kmax), static_cast<long long>(p.G * p.Qmax * p.Kmax),
+            static_cast<int>(batch), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
       }
   }
   return Status::Ok();
@@ -767,7 +765,8 @@ Status stem_indexer_cuda(const StemIndexerParams& p, const Context& ctx) {
   a.raw = path == 3;
   if (path == 3) {
     const int64_t rows = cfg.get("gemm_rows", 0);
-    RECOPS_RETURN_IF_ERROR(score_gemm_cublas(p, rows > 0 ? rows : std::max<int64_t>(1, p.Qmax), ctx));
+    RECOPS_RETURN_IF_ERROR(
+        score_gemm_cublas(p, rows > 0 ? rows : std::max<int64_t>(1, p.Qmax), ctx));
   } else if (path == 2) {
     const int64_t m_tiles = (p.G * p.Qmax + kGm - 1) / kGm, n_tiles = (p.Kmax + kGn - 1) / kGn;
     const int64_t total = p.B * p.Nk * m_tiles * n_tiles;
