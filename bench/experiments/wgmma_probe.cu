@@ -1,0 +1,288 @@
+// bench/experiments/wgmma_probe.cu: does our reading of Hopper's wgmma hold? (issues 4 and 5)
+//
+// The HSTU and block-sparse attention goals need WGMMA kernels (sm_90a). Before writing them, this
+// probe checks the pieces they rest on, each against a host product on exact small values (k/8,
+// so every product and sum is exact in fp32 and a right layout gives an error of exactly 0):
+//   0  SS: A (64 x 64) and B (128 x 64) both K-major in shared memory with the 128-byte swizzle,
+//      C = A·Bᵀ (the QKᵀ of attention); k-steps advance the descriptors' start by 32 bytes.
+//   1  SS: B stored [K][N] (N contiguous, MN-major: the V of P·V), transposed by the instruction
+//      (tnspB = 1), atoms of 64 columns 8 KiB apart; LBO = atom stride, SBO = 8-row group stride.
+//   2  as 1 with LBO and SBO swapped (one of 1 and 2 is the right reading).
+//   3  RS: A from registers in the mma.sync m16n8k16 A-fragment layout, B as in 0 (P·V with P in
+//      registers needs this with B as in 1 or 2).
+//   4  RS with B MN-major as in 1.
+// then times variant 0's instruction stream (no loads) on every SM: the wgmma ceiling.
+//
+// Not built by CMake. On the GPU machine (one `run` call):
+//   nvcc -std=c++17 -O2 -gencode arch=compute_90a,code=sm_90a -o /tmp/wgmma_probe \
+//     bench/experiments/wgmma_probe.cu && /tmp/wgmma_probe
+// Written 2026-11-29 (session 4) and compiled here for sm_90a; not yet run on a GPU.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+namespace {
+
+constexpr int kM = 64, kN = 128, kK = 64;
+
+void check(cudaError_t e, const char* what, int line) {
+  if (e != cudaSuccess) {
+    std::fprintf(stderr, "%s failed at line %d: %s\n", what, line, cudaGetErrorString(e));
+    std::exit(1);
+  }
+}
+#define CK(x) check((x), #x, __LINE__)
+
+// Byte offset of element (r, c) of a tile whose rows are 64 bf16 (128 bytes), stored with the
+// 128-byte swizzle: 8-row groups of 1024 bytes; the 16-byte chunk c / 8 of row r sits at chunk
+// (c / 8) ^ (r % 8) of the row.
+__host__ __device__ uint32_t sw128(int r, int c) {
+  return static_cast<uint32_t>((r / 8) * 1024 + (r % 8) * 128 + (((c / 8) ^ (r % 8)) & 7) * 16 +
+                               (c % 8) * 2);
+}
+
+// A shared-memory matrix descriptor: start address, leading and stride byte offsets (16-byte
+// units), base offset 0 (tiles 1024-byte aligned), 128-byte swizzle (mode 1 in bits 62-63).
+__device__ uint64_t make_desc(uint32_t saddr, uint32_t lbo, uint32_t sbo) {
+  uint64_t d = 0;
+  d |= static_cast<uint64_t>((saddr & 0x3FFFF) >> 4);
+  d |= static_cast<uint64_t>((lbo >> 4) & 0x3FFF) << 16;
+  d |= static_cast<uint64_t>((sbo >> 4) & 0x3FFF) << 32;
+  d |= uint64_t{1} << 62;
+  return d;
+}
+
+__device__ __forceinline__ void wg_fence() {
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void wg_commit() {
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void wg_wait0() {
+  asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+}
+__device__ __forceinline__ void fence_proxy_async() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+// D (64 x 128, fp32) += A (64 x 16, shared memory, descriptor da) * B (descriptor db): the SS form.
+template <int kTnspB>
+__device__ __forceinline__ void wgmma_ss(float (&d)[64], uint64_t da, uint64_t db, int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, "
+      "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, "
+      "%38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, "
+      "%56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, %67;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
+        "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
+        "+f"(d[63])
+      : "l"(da), "l"(db), "r"(scale_d), "n"(kTnspB));
+}
+
+// The RS form: A from registers (a[4]: the mma.sync m16n8k16 A fragment of this warp's 16 rows).
+template <int kTnspB>
+__device__ __forceinline__ void wgmma_rs(float (&d)[64], const uint32_t (&a)[4], uint64_t db,
+                                         int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, "
+      "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, "
+      "%38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, "
+      "%56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1, %70;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
+        "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
+        "+f"(d[63])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d), "n"(kTnspB));
+}
+
+__device__ __forceinline__ uint32_t pack2(__nv_bfloat16 lo, __nv_bfloat16 hi) {
+  return static_cast<uint32_t>(__bfloat16_as_ushort(lo)) |
+         (static_cast<uint32_t>(__bfloat16_as_ushort(hi)) << 16);
+}
+
+// One warpgroup computes the 64 x 128 tile C of `variant` (see the top of the file).
+__global__ void __launch_bounds__(128) probe_kernel(const __nv_bfloat16* A,   // [64][64]
+                                                    const __nv_bfloat16* Bt,  // [128][64]
+                                                    const __nv_bfloat16* B2,  // [64][128]
+                                                    float* C, int variant) {
+  extern __shared__ unsigned char smem_raw[];
+  const uint32_t raw = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));
+  const uint32_t base = (raw + 1023u) & ~1023u;
+  unsigned char* sm = smem_raw + (base - raw);
+  unsigned char* sA = sm;         // 8 KiB
+  unsigned char* sB = sm + 8192;  // 16 KiB
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, q = lane % 4;
+  for (int i = tid; i < kM * kK; i += 128)
+    *reinterpret_cast<__nv_bfloat16*>(sA + sw128(i / kK, i % kK)) = A[i];
+  const bool mn_major = variant == 1 || variant == 2 || variant == 4;
+  if (!mn_major) {
+    for (int i = tid; i < kN * kK; i += 128)
+      *reinterpret_cast<__nv_bfloat16*>(sB + sw128(i / kK, i % kK)) = Bt[i];
+  } else {
+    for (int i = tid; i < kK * kN; i += 128) {
+      const int k = i / kN, n = i % kN;
+      *reinterpret_cast<__nv_bfloat16*>(sB + (n / 64) * 8192 + sw128(k, n % 64)) = B2[i];
+    }
+  }
+  fence_proxy_async();
+  __syncthreads();
+  const uint32_t a_addr = base, b_addr = base + 8192;
+  float d[64];
+  for (int i = 0; i < 64; ++i) d[i] = 0.0f;
+  uint32_t af[4][4];
+  if (variant >= 3)
+    for (int s = 0; s < 4; ++s) {
+      const int r0 = 16 * warp + g, c0 = 16 * s + 2 * q;
+      af[s][0] = pack2(A[r0 * kK + c0], A[r0 * kK + c0 + 1]);
+      af[s][1] = pack2(A[(r0 + 8) * kK + c0], A[(r0 + 8) * kK + c0 + 1]);
+      af[s][2] = pack2(A[r0 * kK + c0 + 8], A[r0 * kK + c0 + 9]);
+      af[s][3] = pack2(A[(r0 + 8) * kK + c0 + 8], A[(r0 + 8) * kK + c0 + 9]);
+    }
+  wg_fence();
+  for (int s = 0; s < 4; ++s) {
+    const uint64_t da = make_desc(a_addr + 32 * s, 16, 1024);
+    const uint64_t db_k = make_desc(b_addr + 32 * s, 16, 1024);
+    const uint64_t db_mn1 = make_desc(b_addr + 2048 * s, 8192, 1024);
+    const uint64_t db_mn2 = make_desc(b_addr + 2048 * s, 1024, 8192);
+    const int sc = s > 0 ? 1 : 0;
+    switch (variant) {
+      case 0: wgmma_ss<0>(d, da, db_k, sc); break;
+      case 1: wgmma_ss<1>(d, da, db_mn1, sc); break;
+      case 2: wgmma_ss<1>(d, da, db_mn2, sc); break;
+      case 3: wgmma_rs<0>(d, af[s], db_k, sc); break;
+      default: wgmma_rs<1>(d, af[s], db_mn1, sc); break;
+    }
+  }
+  wg_commit();
+  wg_wait0();
+  // Accumulator layout: warp w rows 16w + g (+ 8), columns 8i + 2q (+ 1).
+  for (int i = 0; i < 16; ++i)
+    for (int h = 0; h < 2; ++h)
+      for (int e = 0; e < 2; ++e)
+        C[(16 * warp + g + 8 * h) * kN + 8 * i + 2 * q + e] = d[4 * i + 2 * h + e];
+}
+
+// Variant 0's instruction stream `reps` times from shared memory already filled (contents do not
+// matter for timing): the wgmma rate with no loads. One warpgroup per CTA, 2 CTAs per SM.
+__global__ void __launch_bounds__(128) rate_kernel(float* sink, int reps) {
+  extern __shared__ unsigned char smem_raw[];
+  const uint32_t raw = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));
+  const uint32_t base = (raw + 1023u) & ~1023u;
+  for (int i = threadIdx.x; i < 24576 / 4; i += 128)
+    reinterpret_cast<uint32_t*>(smem_raw + (base - raw))[i] = 0x3c003c00u ^ i;
+  fence_proxy_async();
+  __syncthreads();
+  float d[64];
+  for (int i = 0; i < 64; ++i) d[i] = 0.0f;
+  wg_fence();
+  for (int r = 0; r < reps; ++r) {
+    for (int s = 0; s < 4; ++s)
+      wgmma_ss<0>(d, make_desc(base + 32 * s, 16, 1024), make_desc(base + 8192 + 32 * s, 16, 1024),
+                  1);
+    wg_commit();
+    asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+  }
+  wg_wait0();
+  float s = 0;
+  for (int i = 0; i < 64; ++i) s += d[i];
+  if (s == 12345.0f) sink[threadIdx.x] = s;
+}
+
+}  // namespace
+
+int main() {
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> v(-8, 8);
+  std::vector<__nv_bfloat16> A(kM * kK), Bt(kN * kK), B2(kK * kN);
+  std::vector<float> a(kM * kK), bt(kN * kK);
+  for (int i = 0; i < kM * kK; ++i) {
+    a[i] = v(rng) / 8.0f;
+    A[i] = __float2bfloat16(a[i]);
+  }
+  for (int i = 0; i < kN * kK; ++i) {
+    bt[i] = v(rng) / 8.0f;
+    Bt[i] = __float2bfloat16(bt[i]);
+  }
+  for (int k = 0; k < kK; ++k)  // B2 = Btᵀ, so every variant has the same expected C = A·Btᵀ
+    for (int n = 0; n < kN; ++n) B2[k * kN + n] = Bt[n * kK + k];
+  std::vector<double> ref(kM * kN, 0.0);
+  for (int m = 0; m < kM; ++m)
+    for (int n = 0; n < kN; ++n)
+      for (int k = 0; k < kK; ++k) ref[m * kN + n] += double(a[m * kK + k]) * bt[n * kK + k];
+  __nv_bfloat16 *dA, *dBt, *dB2;
+  float* dC;
+  CK(cudaMalloc(&dA, A.size() * 2));
+  CK(cudaMalloc(&dBt, Bt.size() * 2));
+  CK(cudaMalloc(&dB2, B2.size() * 2));
+  CK(cudaMalloc(&dC, kM * kN * 4));
+  CK(cudaMemcpy(dA, A.data(), A.size() * 2, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(dBt, Bt.data(), Bt.size() * 2, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(dB2, B2.data(), B2.size() * 2, cudaMemcpyHostToDevice));
+  const int smem = 24576 + 1024;
+  CK(cudaFuncSetAttribute(probe_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  CK(cudaFuncSetAttribute(rate_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  const char* names[] = {"SS, B K-major", "SS, B MN-major, LBO = atom stride",
+                         "SS, B MN-major, SBO = atom stride", "RS, B K-major",
+                         "RS, B MN-major, LBO = atom stride"};
+  int fails = 0;
+  std::vector<float> C(kM * kN);
+  for (int variant = 0; variant < 5; ++variant) {
+    CK(cudaMemset(dC, 0xff, kM * kN * 4));  // poison: NaN
+    probe_kernel<<<1, 128, smem>>>(dA, dBt, dB2, dC, variant);
+    CK(cudaGetLastError());
+    CK(cudaDeviceSynchronize());
+    CK(cudaMemcpy(C.data(), dC, C.size() * 4, cudaMemcpyDeviceToHost));
+    double err = 0;
+    for (int i = 0; i < kM * kN; ++i) {
+      const double e = std::fabs(C[i] - ref[i]);
+      err = std::isnan(e) ? INFINITY : std::max(err, e);
+    }
+    std::printf("variant %d (%s): max |err| = %g -> %s\n", variant, names[variant], err,
+                err == 0 ? "PASS" : "FAIL");
+    fails += err != 0;
+  }
+  int sms = 0;
+  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  float* sink;
+  CK(cudaMalloc(&sink, 128 * 4));
+  const int reps = 20000, grid = 2 * sms;
+  rate_kernel<<<grid, 128, smem>>>(sink, 10);
+  CK(cudaGetLastError());
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  CK(cudaEventRecord(e0));
+  rate_kernel<<<grid, 128, smem>>>(sink, reps);
+  CK(cudaEventRecord(e1));
+  CK(cudaEventSynchronize(e1));
+  float ms = 0;
+  CK(cudaEventElapsedTime(&ms, e0, e1));
+  const double flops = 2.0 * kM * kN * kK * double(reps) * grid;
+  std::printf("wgmma m64n128k16 SS from shared memory, %d CTAs x %d reps: %.3f ms, %.0f TFLOP/s\n",
+              grid, reps, ms, flops / ms / 1e9);
+  return fails == 0 ? 0 : 1;
+}
