@@ -461,6 +461,10 @@ def main():
         dict(base, d=64, dv=64, targets=256),
         dict(base, d=256, dv=256, targets=256),
         dict(base, B=128, S=1024, targets=64),
+        # Skewed jagged batch like the one on which Meta's forward+backward crashed in the issue's
+        # measurement (B=128, lengths 128-2048), with and without targets.
+        dict(base, B=128, S=1024, lengths="skewed", targets=64),
+        dict(base, B=128, S=1024, lengths="skewed"),
         dict(base, B=16, S=8192, targets=256),
         dict(base, B=8, S=16384, targets=256),
         dict(base, targets=256, contexts=32),
