@@ -84,6 +84,20 @@ __device__ __forceinline__ int64_t clamp64(int64_t x, int64_t lo, int64_t hi) {
   return x < lo ? lo : (x > hi ? hi : x);
 }
 
+// Batch b's lengths in tokens, read on the device and clamped to the tensors' extents (so
+// unvalidated values never address memory outside them): Lq, Lk and Lp (Lk when no prompt lengths).
+struct Lengths {
+  int64_t q, k, p;
+};
+__device__ __forceinline__ Lengths batch_lengths(const Args& a, int64_t b) {
+  Lengths l;
+  l.q = clamp64(a.q_lens[b * a.q_lens_stride], 0, a.Qmax * a.rules.Bs);
+  l.k = clamp64(a.kv_lens[b * a.kv_lens_stride], 0, a.Kmax * a.rules.Bs);
+  l.p = a.prompt_lens == nullptr ? l.k
+                                 : clamp64(a.prompt_lens[b * a.prompt_lens_stride], 0, INT32_MAX);
+  return l;
+}
+
 // Elements [k, k + 8) of a bf16 row of length Df as four bf16 pairs (zeros past Df or for a null
 // row).
 __device__ __forceinline__ uint4 load8(const uint16_t* row, int64_t k, int64_t Df, bool vec) {
@@ -118,11 +132,8 @@ __global__ void __launch_bounds__(kThreads) stem_indexer_kernel(Args a) {
   for (int64_t tile = blockIdx.x; tile < a.num_tiles; tile += gridDim.x) {
     const int64_t sec = tile % sections, t = a.tiles_per_section - 1 - tile / sections;
     const int64_t b = sec / a.Nk, hk = sec % a.Nk;
-    const int64_t Lq = clamp64(a.q_lens[b * a.q_lens_stride], 0, a.Qmax * r.Bs);
-    const int64_t Lk = clamp64(a.kv_lens[b * a.kv_lens_stride], 0, a.Kmax * r.Bs);
-    const int64_t Lp = a.prompt_lens == nullptr
-                           ? Lk
-                           : clamp64(a.prompt_lens[b * a.prompt_lens_stride], 0, INT32_MAX);
+    const Lengths len = batch_lengths(a, b);
+    const int64_t Lq = len.q, Lk = len.k, Lp = len.p;
     // Visible counts of the tile's rows (every thread computes them; 16 small calls).
     int64_t vmax = 0;
     for (int rr = 0; rr < kRows; ++rr) {
@@ -328,11 +339,8 @@ __global__ void __launch_bounds__(kThreads)
   for (int64_t w = blockIdx.x; w < total; w += gridDim.x) {
     const int64_t nt = w % n_tiles, mt = w / n_tiles % m_tiles, sec = w / (n_tiles * m_tiles);
     const int64_t b = sec / a.Nk, hk = sec % a.Nk;
-    const int64_t Lq = clamp64(a.q_lens[b * a.q_lens_stride], 0, a.Qmax * r.Bs);
-    const int64_t Lk = clamp64(a.kv_lens[b * a.kv_lens_stride], 0, a.Kmax * r.Bs);
-    const int64_t Lp = a.prompt_lens == nullptr
-                           ? Lk
-                           : clamp64(a.prompt_lens[b * a.prompt_lens_stride], 0, INT32_MAX);
+    const Lengths len = batch_lengths(a, b);
+    const int64_t Lq = len.q, Lk = len.k, Lp = len.p;
     const int64_t lin0 = mt * kGm;
     const int64_t lin1 = (lin0 + kGm < rows_total ? lin0 + kGm : rows_total) - 1;
     // V is non-decreasing in the query block below Qb (constant when non-causal or decode) and 0
@@ -473,11 +481,8 @@ __global__ void __launch_bounds__(kSelWarps * 32) select_regs_kernel(Args a, int
   if (row >= rows) return;
   const int64_t i = row % a.Qmax, hq = row / a.Qmax % a.Nq, b = row / (a.Qmax * a.Nq);
   const int64_t hk = hq / a.G;
-  const int64_t Lq = clamp64(a.q_lens[b * a.q_lens_stride], 0, a.Qmax * r.Bs);
-  const int64_t Lk = clamp64(a.kv_lens[b * a.kv_lens_stride], 0, a.Kmax * r.Bs);
-  const int64_t Lp = a.prompt_lens == nullptr
-                         ? Lk
-                         : clamp64(a.prompt_lens[b * a.prompt_lens_stride], 0, INT32_MAX);
+  const Lengths len = batch_lengths(a, b);
+  const int64_t Lq = len.q, Lk = len.k, Lp = len.p;
   int32_t* out = a.indices + row * a.Kmax;
   const int64_t V = stem::visible_blocks(r, Lq, Lk, Lp, i);
   int pos = 0;  // Kmax <= 32·kKpl here, so slots and ids fit an int
