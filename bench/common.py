@@ -1,8 +1,13 @@
 """Shared by the scripts in bench/ (and scripts/kernel_bench.py): the timing method of
 performance.md (warm-up, then the median of repeated runs; CUDA events on the GPU, wall time on the
-CPU) and the two ceilings re-measured in the same run as any figure reported."""
+CPU), the two ceilings re-measured in the same run as any figure reported, and forced tune
+configurations for timing one configuration by hand."""
 
+import glob
+import json
+import os
 import statistics
+import tempfile
 import time
 
 import torch
@@ -50,3 +55,24 @@ def ceilings(device="cuda"):
     """{"copy_gbps", "bf16_matmul_tflops"} measured now."""
     return {"copy_gbps": round(copy_gbps(device), 1),
             "bf16_matmul_tflops": round(matmul_tflops(device), 1)}
+
+
+def force_tuning(op, impl, entries):
+    """Points RECOPS_TUNING_FILE (read by the library on its first tuned call, so call this before
+    any op runs) at a temporary tuning file holding the committed entries of this device for every
+    other op plus `entries` for `op`/`impl`: dicts with "dtype", "bucket" and "config"."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    device = torch.cuda.get_device_name(0)
+    kept = []
+    for f in glob.glob(os.path.join(here, "..", "tuning", "*.json")):
+        with open(f) as fh:
+            doc = json.load(fh)
+        if doc.get("device") == device:
+            kept += [e for e in doc["entries"] if e["op"] != op]
+    kept += [dict(e, op=op, impl=impl) for e in entries]
+    path = os.path.join(tempfile.mkdtemp(), "forced.json")
+    with open(path, "w") as fh:
+        json.dump({"schema": "recops-tuning", "version": 1, "device": device, "backend": "cuda",
+                   "entries": kept}, fh)
+    os.environ["RECOPS_TUNING_FILE"] = path
+    return path

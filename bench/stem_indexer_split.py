@@ -17,7 +17,6 @@ import argparse
 import json
 import math
 import os
-import tempfile
 
 import torch
 from torch.profiler import ProfilerActivity, profile
@@ -25,7 +24,7 @@ from torch.profiler import ProfilerActivity, profile
 import recops  # noqa: F401
 from recops import stem
 
-from common import median_ms  # noqa: E402  (bench/common.py)
+from common import force_tuning, median_ms  # noqa: E402  (bench/common.py)
 
 
 def main():
@@ -44,15 +43,9 @@ def main():
     B, Nq, Nk, Df, nb = a.B, a.Nq, a.Nk, a.Df, a.L // 128
     if a.config:
         cfg = {k: int(v) for k, v in (kv.split("=") for kv in a.config.split(","))}
-        entry = {"op": "stem_indexer", "impl": "cuda_sm80", "dtype": "bf16",
-                 "bucket": "Kmax=2^%d" % math.ceil(math.log2(nb)), "config": cfg}
-        tf = os.path.join(tempfile.mkdtemp(), "forced.json")
-        with open(tf, "w") as f:
-            json.dump({"schema": "recops-tuning", "version": 1,
-                       "device": torch.cuda.get_device_name(0), "backend": "cuda",
-                       "entries": [entry]}, f)
-        os.environ["RECOPS_TUNING_FILE"] = tf
-    G = Nq // Nk
+        force_tuning("stem_indexer", "cuda_sm80",
+                     [{"dtype": "bf16", "bucket": "Kmax=2^%d" % math.ceil(math.log2(nb)),
+                       "config": cfg}])
     g = torch.Generator(device="cuda").manual_seed(0)
     qf = torch.randn(B, Nq, nb, Df, device="cuda", dtype=torch.bfloat16, generator=g)
     kf = torch.randn(B, Nk, nb, Df, device="cuda", dtype=torch.bfloat16, generator=g)
@@ -74,13 +67,17 @@ def main():
         if t > 0:
             kernels[e.key] = {"ms_per_call": t / 1e3 / a.reps, "count": e.count}
     out["kernels"] = kernels
-    if a.no_cublas:
-        print(json.dumps(out, indent=1))
-        if a.json:
-            with open(a.json, "w") as f:
-                json.dump(out, f, indent=1)
-        return
-    # cuBLAS through torch on the same data.
+    if not a.no_cublas:
+        cublas(out, qf, kf, B, Nq, Nk, Df, nb, a)
+    print(json.dumps(out, indent=1))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(out, f, indent=1)
+
+
+def cublas(out, qf, kf, B, Nq, Nk, Df, nb, a):
+    """cuBLAS through torch on the same data (adds to `out`)."""
+    G = Nq // Nk
     qv = qf.view(B * Nk, G * nb, Df)
     kv = kf.view(B * Nk, nb, Df)
     out["cublas_full_ms"] = median_ms(lambda: torch.bmm(qv, kv.transpose(1, 2)), "cuda", a.reps, 2)
@@ -97,10 +94,6 @@ def main():
     out["causal_flops"] = flops_causal
     for k in ("cublas_full_ms", "cublas_causal_chunks_bf16out_ms"):
         out[k.replace("_ms", "_tflops_causal")] = flops_causal / out[k] / 1e9
-    print(json.dumps(out, indent=1))
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump(out, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -21,10 +21,8 @@ peer_time_ms, speedup_vs_peer, max_err_vs_peer, commit, date) plus this script's
 
 import argparse
 import datetime
-import glob
 import json
 import os
-import tempfile
 
 import torch
 import torch.nn.functional as F
@@ -33,6 +31,7 @@ import recops  # noqa: F401  (loads torch.ops.recops)
 from recops import stem
 
 from common import ceilings as measure_ceilings  # noqa: E402  (bench/common.py)
+from common import force_tuning  # noqa: E402
 from common import median_ms  # noqa: E402
 
 
@@ -111,24 +110,11 @@ BSA_IMPL = "cuda_sm80_fa"
 
 
 def force_bsa_rows_per_warp(n):
-    """A tuning file with the committed entries of the other ops and rows_per_warp=n for
-    block_sparse_attention at D=128 in every tile-count bucket; RECOPS_TUNING_FILE names it."""
+    """rows_per_warp=n for block_sparse_attention at D=128 in every tile-count bucket."""
     global BSA_IMPL
-    here = os.path.dirname(os.path.abspath(__file__))
-    entries, device = [], torch.cuda.get_device_name(0)
-    for f in glob.glob(os.path.join(here, "..", "tuning", "*.json")):
-        doc = json.load(open(f))
-        if doc.get("device") == device:
-            entries += [e for e in doc["entries"] if e["op"] != "block_sparse_attention"]
-    for k in range(0, 32, 2):
-        for dt in ("bf16", "fp16"):
-            entries.append({"op": "block_sparse_attention", "impl": "cuda_sm80_fa", "dtype": dt,
-                            "bucket": "D=128,tiles=2^%d" % k, "config": {"rows_per_warp": n}})
-    path = os.path.join(tempfile.mkdtemp(), "forced.json")
-    with open(path, "w") as f:
-        json.dump({"schema": "recops-tuning", "version": 1, "device": device, "backend": "cuda",
-                   "entries": entries}, f)
-    os.environ["RECOPS_TUNING_FILE"] = path
+    force_tuning("block_sparse_attention", "cuda_sm80_fa",
+                 [{"dtype": dt, "bucket": "D=128,tiles=2^%d" % k, "config": {"rows_per_warp": n}}
+                  for k in range(0, 32, 2) for dt in ("bf16", "fp16")])
     BSA_IMPL = "cuda_sm80_fa(rows_per_warp=%d)" % n
 
 

@@ -78,6 +78,19 @@ def test_indexer_matches_cpu(L, Nq, Nk, prec):
     _check_sets(ic, lc, ig.cpu(), lg.cpu(), score)
 
 
+def _attention_cuda_matches_cpu(q, k, v, idx, sl, cu, lens):
+    """block_sparse_attention on the GPU and on the CPU from the same tensors (on either device):
+    outputs within bf16 tolerance, lse within 1e-3."""
+    def run(dev):
+        t = [x.to(dev) for x in (q, k, v, idx, sl, cu, lens)]
+        return stem.block_sparse_attention(*t[:5], cu_seqlens_q=t[5], kv_seq_lens=t[6],
+                                           cu_seqlens_kv=t[5])
+    og, lg = run("cuda")
+    oc, lc = run("cpu")
+    torch.testing.assert_close(og.cpu().float(), oc.float(), atol=2e-2, rtol=2e-2)
+    torch.testing.assert_close(lg.cpu(), lc, atol=1e-3, rtol=1e-4)
+
+
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 @pytest.mark.parametrize("D", [64, 128])
 def test_attention_matches_cpu(dtype, D):
@@ -86,13 +99,7 @@ def test_attention_matches_cpu(dtype, D):
     (qf, kf, vb), cu, lens = _prepare(q.bfloat16(), k.bfloat16(), v.bfloat16(), L, "cpu")
     idx, sl = stem.stem_indexer(qf, kf, vb, lens, lens, initial_blocks=1, window_size=1,
                                 num_prompt_tokens=torch.tensor([128 * 300], dtype=I32))
-    oc, lc = stem.block_sparse_attention(q, k, v, idx, sl, cu_seqlens_q=cu, kv_seq_lens=lens,
-                                         cu_seqlens_kv=cu)
-    og, lg = stem.block_sparse_attention(q.cuda(), k.cuda(), v.cuda(), idx.cuda(), sl.cuda(),
-                                         cu_seqlens_q=cu.cuda(), kv_seq_lens=lens.cuda(),
-                                         cu_seqlens_kv=cu.cuda())
-    torch.testing.assert_close(og.cpu().float(), oc.float(), atol=2e-2, rtol=2e-2)
-    torch.testing.assert_close(lg.cpu(), lc, atol=1e-3, rtol=1e-4)
+    _attention_cuda_matches_cpu(q, k, v, idx, sl, cu, lens)
 
 
 def test_empty_selection_gives_zero_and_minus_inf():
@@ -134,13 +141,7 @@ def test_pipeline_attention_matches_cpu():
     idx, sl = stem.stem_indexer(qf, kf, vb, lens, lens, initial_blocks=2, window_size=2,
                                 num_prompt_tokens=torch.tensor([128 * 400], dtype=I32,
                                                                device="cuda"))
-    og, lg = stem.block_sparse_attention(q, k, v, idx, sl, cu_seqlens_q=cu, kv_seq_lens=lens,
-                                         cu_seqlens_kv=cu)
-    oc, lc = stem.block_sparse_attention(q.cpu(), k.cpu(), v.cpu(), idx.cpu(), sl.cpu(),
-                                         cu_seqlens_q=cu.cpu(), kv_seq_lens=lens.cpu(),
-                                         cu_seqlens_kv=cu.cpu())
-    torch.testing.assert_close(og.cpu().float(), oc.float(), atol=2e-2, rtol=2e-2)
-    torch.testing.assert_close(lg.cpu(), lc, atol=1e-3, rtol=1e-4)
+    _attention_cuda_matches_cpu(q, k, v, idx, sl, cu, lens)
 
 
 def test_indexer_512k_matches_cpu():
