@@ -22,6 +22,8 @@ using P = HstuAttnParams;
 const std::vector<core::Impl<P>>& fwd_impls() {
   static const std::vector<core::Impl<P>> list = {
 #ifdef RECOPS_WITH_CUDA
+      {"cuda_sm90", DeviceType::cuda, core::cuda::any_device_reason, hstu_attn_fwd_sm90_accepts,
+       hstu_attn_fwd_cuda_sm90},
       {"cuda_sm80_fa", DeviceType::cuda, core::cuda::any_device_reason, hstu_attn_fwd_fa_accepts,
        hstu_attn_fwd_cuda_fa},
       {"cuda_sm80", DeviceType::cuda, core::cuda::any_device_reason, hstu_attn_cuda_accepts,

@@ -1,11 +1,12 @@
-// hstu_attn/cuda/launch.cu: what cuda_sm80 and cuda_sm80_fa accept, and the dtype switch to the
-// instantiations in inst/ (one element type per translation unit; head dims are runtime, padded to
-// 16).
+// hstu_attn/cuda/launch.cu: what cuda_sm90, cuda_sm80_fa and cuda_sm80 accept, and the dtype switch
+// to the instantiations in inst/ (one element type per translation unit; head dims are runtime,
+// padded to 16).
 #include <string>
 
 #include "core/cuda/launch.h"
 #include "core/cuda/runtime.h"
 #include "ops/hstu_attn/cuda/bwd_fa.cuh"
+#include "ops/hstu_attn/cuda/fwd_sm90.cuh"
 #include "ops/hstu_attn/impls.h"
 
 namespace recops::ops {
@@ -29,6 +30,26 @@ Status hstu_attn_fwd_cuda(const HstuAttnParams& p, const Context& ctx) {
     default: break;
   }
   return Status(StatusCode::internal, "hstu_attn_fwd: cuda_sm80 got an unsupported dtype");
+}
+
+std::string hstu_attn_fwd_sm90_accepts(const HstuAttnParams& p) {
+  if (std::string why = hstu_cuda::sm90_fwd_refusal(p); !why.empty()) return why;
+  if (core::cuda::compute_capability(p.device_index) != 90)
+    return "cuda_sm90 runs on compute capability 9.0 devices only (sm_90a code)";
+  if (hstu_cuda::hstu_fwd_sm90_binary_version(p.device_index) != 90)
+    return "this build has no sm_90a image of cuda_sm90 (RECOPS_CUDA_ARCHS lacks 90a)";
+  return {};
+}
+
+Status hstu_attn_fwd_cuda_sm90(const HstuAttnParams& p, const Context& ctx) {
+  core::cuda::ScopedDevice guard(p.device_index);
+  RECOPS_RETURN_IF_ERROR(guard.status());
+  switch (p.dtype) {
+    case DType::bf16: return hstu_attn_fwd_cuda_sm90_bf16(p, ctx);
+    case DType::fp16: return hstu_attn_fwd_cuda_sm90_fp16(p, ctx);
+    default: break;
+  }
+  return Status(StatusCode::internal, "hstu_attn_fwd: cuda_sm90 got an unsupported dtype");
 }
 
 std::string hstu_attn_fwd_fa_accepts(const HstuAttnParams& p) {

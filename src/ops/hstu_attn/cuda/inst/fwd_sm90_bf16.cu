@@ -1,0 +1,27 @@
+// hstu_attn/cuda/inst/fwd_sm90_bf16.cu: the Hopper forward (cuda_sm90) for bf16; one
+// instantiation.
+#include <cuda_runtime_api.h>
+
+#include "ops/hstu_attn/cuda/fwd_sm90.cuh"
+#include "ops/hstu_attn/impls.h"
+
+namespace recops::ops {
+
+namespace hstu_cuda {
+int hstu_fwd_sm90_binary_version(int device) {
+  core::cuda::ScopedDevice guard(device);
+  if (!guard.status().ok()) return 0;
+  cudaFuncAttributes a{};
+  if (cudaFuncGetAttributes(&a, hstu_fwd_sm90_kernel<__nv_bfloat16>) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return a.binaryVersion;
+}
+}  // namespace hstu_cuda
+
+Status hstu_attn_fwd_cuda_sm90_bf16(const HstuAttnParams& p, const Context& ctx) {
+  return hstu_cuda::run_fwd_sm90<__nv_bfloat16>(p, ctx);
+}
+
+}  // namespace recops::ops
