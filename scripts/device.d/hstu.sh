@@ -9,7 +9,8 @@
 #   recops check --repeat 5 on a few backward cases (determinism)
 #   pytest tests/python/test_hstu_attn_cuda.py
 # HSTU_BENCH_ARGS (e.g. --quick) is passed to the bench, HSTU_BENCH_S is its time limit;
-# HSTU_SKIP (words: check det pytest bench) skips parts.
+# HSTU_SKIP (words: check det pytest bench) skips parts; HSTU_CHECK_ARGS (e.g. "--case a,b")
+# narrows the checks.
 set -uo pipefail
 cd "$ROOT"
 rc=0
@@ -21,7 +22,7 @@ if [[ "$skip" != *" check "* ]]; then
     [ "$impl" = cuda_sm80_fa ] && extra=(--dtype bf16,fp16)
     echo "--- recops check --op hstu_attn --backend cuda --impl $impl ${extra[*]}"
     timeout "${HSTU_CHECK_S:-100}" "$RECOPS" check --op hstu_attn --backend cuda --impl "$impl" \
-      "${extra[@]}" --json "$OUT/check_hstu_cuda_$impl.json" 2>&1 | tee "$log" | grep --line-buffered -v " PASS"
+      "${extra[@]}" ${HSTU_CHECK_ARGS:-} --json "$OUT/check_hstu_cuda_$impl.json" 2>&1 | tee "$log" | grep --line-buffered -v " PASS"
     [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
   done
 fi

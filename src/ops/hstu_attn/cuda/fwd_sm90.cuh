@@ -27,6 +27,7 @@
 #pragma once
 
 #include <climits>
+#include <cstdlib>
 #include <string>
 
 #include "core/cuda/launch.h"
@@ -64,7 +65,7 @@ __device__ __forceinline__ float tanh_fast(float x) {
 template <class T>
 __global__ void __launch_bounds__(sm90f::kThreads, 1)
     hstu_fwd_sm90_kernel(const __grid_constant__ P p, const __grid_constant__ sm90f::Maps m,
-                         const int n_qtiles) {
+                         const int n_qtiles, const int pingpong) {
 #if RECOPS_SM90A
   using namespace sm90f;
   namespace wg = core::cuda::sm90;
@@ -164,6 +165,19 @@ __global__ void __launch_bounds__(sm90f::kThreads, 1)
     float sc[64];
     uint32_t pa[8][4], pb[8][4];
 
+    // Ping-pong (when `pingpong`): the two consumer warpgroups take turns issuing their wgmma
+    // batches (named barriers 1 and 2), so that one's SiLU runs under the other's products.
+    // Each warpgroup issues n_tiles + 1 batches; warpgroup 1 opens the first turn of warpgroup 0
+    // and does not hand over after its last batch (every arrival is matched).
+    int issues_left = n_tiles + 1;
+    auto turn_begin = [&] {
+      if (pingpong) wg::named_sync(1 + cw, 256);
+    };
+    auto turn_end = [&] {
+      --issues_left;
+      if (pingpong && (cw == 0 || issues_left > 0)) wg::named_arrive(2 - cw, 256);
+    };
+    if (pingpong && cw == 1) wg::named_arrive(1, 256);
     auto issue_qk = [&](int st) {
       wg::wg_fence();
 #pragma unroll
@@ -215,22 +229,28 @@ __global__ void __launch_bounds__(sm90f::kThreads, 1)
     auto step = [&](int n, uint32_t(&cur)[8][4], uint32_t(&nxt)[8][4]) {
       const int st = n % kStages, st1 = (n + 1) % kStages;
       wg::mbar_wait(full_bar(st1), ((n + 1) / kStages) & 1);
+      turn_begin();
       issue_qk(st1);
       issue_pv(st, cur);
+      turn_end();
       wg::wg_wait<1>();
       make_p(n + 1, nxt);
       wg::wg_wait<0>();
       release(st);
     };
     auto last = [&](int n, uint32_t(&cur)[8][4]) {
+      turn_begin();
       issue_pv(n % kStages, cur);
+      turn_end();
       wg::wg_wait<0>();
       release(n % kStages);
     };
 
     wg::mbar_wait(q_bar, 0);
     wg::mbar_wait(full_bar(0), 0);
+    turn_begin();
     issue_qk(0);
+    turn_end();
     wg::wg_wait<0>();
     make_p(0, pa);
     int n = 0;
@@ -311,6 +331,11 @@ Status run_fwd_sm90(const P& p, const Context& ctx) {
     return Status(StatusCode::not_implemented,
                   detail::cat(kOp, ": cuda_sm90 grid too large (", gx, " blocks)"));
   sm90f::Maps m{};
+  // Experiment switch while the schedule is measured (RECOPS_HSTU_SM90_PINGPONG=0/1).
+  static const int pingpong = [] {
+    const char* e = std::getenv("RECOPS_HSTU_SM90_PINGPONG");
+    return e && e[0] == '1' ? 1 : 0;
+  }();
   const int64_t rows_q = p.jagged ? p.total_q : p.B * p.Sq;
   const int64_t rows_k = p.jagged ? p.total_k : p.B * p.Sk;
   RECOPS_RETURN_IF_ERROR(core::cuda::make_tensor_map_3d_b16(
@@ -321,7 +346,7 @@ Status run_fwd_sm90(const P& p, const Context& ctx) {
       &m.v, p.v, p.dv, p.Hk, rows_k, 2 * p.v_head, 2 * p.v_row, sm90f::kBN, "hstu_attn_fwd: v"));
   return RECOPS_LAUNCH_KERNEL(kOp, (hstu_fwd_sm90_kernel<T>), dim3(static_cast<unsigned>(gx)),
                               dim3(sm90f::kThreads), static_cast<size_t>(sm90f::kSmemBytes),
-                              ctx.stream, p, m, static_cast<int>(n_qtiles));
+                              ctx.stream, p, m, static_cast<int>(n_qtiles), pingpong);
 }
 
 }  // namespace recops::ops::hstu_cuda
