@@ -204,28 +204,35 @@ __global__ void __launch_bounds__(sm90f::kThreads, 1)
         wg::wgmma_rs<T, 1>(o, pp[t], wg::make_desc(sV(st) + t * 2048, kAtom, 1024), 1);
       wg::wg_commit();
     };
-    // P of tile n from the S accumulators, as the A fragments of the 8 k-steps of P V.
+    // P of tile n from the S accumulators, as the A fragments of the 8 k-steps of P V. Three
+    // straight passes (SiLU on all 64 values, the mask only when the thread's rows do not cover
+    // the tile, then the packing), so that the MUFU latencies overlap: with a branch per group
+    // of four the compiler serialised each group's tanh -> FFMA -> pack chain (b29e1a5 SASS).
     auto make_p = [&](int n, uint32_t(&pp)[8][4]) {
       const int c0 = (t_lo + n) * kBN;
+#pragma unroll
+      for (int i = 0; i < 64; ++i) {
+        const float h = sc[i] * half_alpha;
+        sc[i] = fmaf(h, tanh_fast(h), h);
+      }
       const bool whole =
           c0 + kBN <= Lk && iv_covers(iv0, c0, c0 + kBN) && iv_covers(iv1, c0, c0 + kBN);
+      if (!whole) {
+        // Branch-free interval test: c in [lo, hi) <=> (unsigned)(c - lo) < (unsigned)(hi - lo).
+        auto in = [](int c, int lo, int hi) {
+          return static_cast<unsigned>(c - lo) < static_cast<unsigned>(max(hi - lo, 0));
+        };
+#pragma unroll
+        for (int i = 0; i < 64; ++i) {
+          const RowIv& v = (i % 4) < 2 ? iv0 : iv1;
+          const int c = c0 + 8 * (i / 4) + 2 * qd + (i % 2);
+          if (!(in(c, v.lo0, v.hi0) || in(c, v.lo1, v.hi1))) sc[i] = 0.f;
+        }
+      }
 #pragma unroll
       for (int i = 0; i < 16; ++i) {
-        float y[4];
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const float h = sc[4 * i + e] * half_alpha;
-          y[e] = fmaf(h, tanh_fast(h), h);
-        }
-        if (!whole) {
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int c = c0 + 8 * i + 2 * qd + (e & 1);
-            if (!iv_has(e < 2 ? iv0 : iv1, c)) y[e] = 0.f;
-          }
-        }
-        pp[i / 2][(i % 2) * 2 + 0] = pack2<T>(y[0], y[1]);
-        pp[i / 2][(i % 2) * 2 + 1] = pack2<T>(y[2], y[3]);
+        pp[i / 2][(i % 2) * 2 + 0] = pack2<T>(sc[4 * i + 0], sc[4 * i + 1]);
+        pp[i / 2][(i % 2) * 2 + 1] = pack2<T>(sc[4 * i + 2], sc[4 * i + 3]);
       }
     };
     // Key tile n (its P in cur) when a tile follows: the S of tile n + 1 and the P V of tile n
