@@ -28,7 +28,6 @@
 
 #include <algorithm>
 #include <climits>
-#include <cstdlib>
 #include <string>
 
 #include "core/cuda/launch.h"
@@ -66,7 +65,7 @@ __device__ __forceinline__ float tanh_fast(float x) {
 template <class T>
 __global__ void __launch_bounds__(sm90f::kThreads, 1)
     hstu_fwd_sm90_kernel(const __grid_constant__ P p, const __grid_constant__ sm90f::Maps m,
-                         const int n_qtiles, const int chunk, const int pingpong) {
+                         const int n_qtiles, const int chunk) {
 #if RECOPS_SM90A
   using namespace sm90f;
   namespace wg = core::cuda::sm90;
@@ -174,19 +173,18 @@ __global__ void __launch_bounds__(sm90f::kThreads, 1)
     float sc[64];
     uint32_t pa[8][4], pb[8][4];
 
-    // Ping-pong (when `pingpong`): the two consumer warpgroups take turns issuing their wgmma
-    // batches (named barriers 1 and 2), so that one's SiLU runs under the other's products.
+    // Ping-pong: the two consumer warpgroups take turns issuing their wgmma batches (named
+    // barriers 1 and 2), so that one's SiLU runs under the other's products (H200, B=32 S=4096
+    // H=4 with 256 targets: 1.289 ms against 1.458 ms without, same build, 38fa20f).
     // Each warpgroup issues n_tiles + 1 batches; warpgroup 1 opens the first turn of warpgroup 0
     // and does not hand over after its last batch (every arrival is matched).
     int issues_left = n_tiles + 1;
-    auto turn_begin = [&] {
-      if (pingpong) wg::named_sync(1 + cw, 256);
-    };
+    auto turn_begin = [&] { wg::named_sync(1 + cw, 256); };
     auto turn_end = [&] {
       --issues_left;
-      if (pingpong && (cw == 0 || issues_left > 0)) wg::named_arrive(2 - cw, 256);
+      if (cw == 0 || issues_left > 0) wg::named_arrive(2 - cw, 256);
     };
-    if (pingpong && cw == 1) wg::named_arrive(1, 256);
+    if (cw == 1) wg::named_arrive(1, 256);
     auto issue_qk = [&](int st) {
       wg::wg_fence();
 #pragma unroll
@@ -354,11 +352,6 @@ Status run_fwd_sm90(const P& p, const Context& ctx) {
   const int chunk =
       static_cast<int>(std::clamp<int64_t>(props->l2CacheSize / 3 / kv_pair_bytes, 1, p.B * p.Hq));
   sm90f::Maps m{};
-  // Experiment switch while the schedule is measured (RECOPS_HSTU_SM90_PINGPONG=0/1).
-  static const int pingpong = [] {
-    const char* e = std::getenv("RECOPS_HSTU_SM90_PINGPONG");
-    return e && e[0] == '1' ? 1 : 0;
-  }();
   const int64_t rows_q = p.jagged ? p.total_q : p.B * p.Sq;
   const int64_t rows_k = p.jagged ? p.total_k : p.B * p.Sk;
   RECOPS_RETURN_IF_ERROR(core::cuda::make_tensor_map_3d_b16(
@@ -369,7 +362,7 @@ Status run_fwd_sm90(const P& p, const Context& ctx) {
       &m.v, p.v, p.dv, p.Hk, rows_k, 2 * p.v_head, 2 * p.v_row, sm90f::kBN, "hstu_attn_fwd: v"));
   return RECOPS_LAUNCH_KERNEL(kOp, (hstu_fwd_sm90_kernel<T>), dim3(static_cast<unsigned>(gx)),
                               dim3(sm90f::kThreads), static_cast<size_t>(sm90f::kSmemBytes),
-                              ctx.stream, p, m, static_cast<int>(n_qtiles), chunk, pingpong);
+                              ctx.stream, p, m, static_cast<int>(n_qtiles), chunk);
 }
 
 }  // namespace recops::ops::hstu_cuda

@@ -34,7 +34,9 @@ Status hstu_attn_fwd_cuda(const HstuAttnParams& p, const Context& ctx) {
 
 std::string hstu_attn_fwd_sm90_accepts(const HstuAttnParams& p) {
   if (std::string why = hstu_cuda::sm90_fwd_refusal(p); !why.empty()) return why;
-  if (core::cuda::compute_capability(p.device_index) != 90)
+  const cudaDeviceProp* props = nullptr;
+  if (!core::cuda::device_properties(p.device_index, &props).ok() || props->major != 9 ||
+      props->minor != 0)
     return "cuda_sm90 runs on compute capability 9.0 devices only (sm_90a code)";
   if (hstu_cuda::hstu_fwd_sm90_binary_version(p.device_index) != 90)
     return "this build has no sm_90a image of cuda_sm90 (RECOPS_CUDA_ARCHS lacks 90a)";
