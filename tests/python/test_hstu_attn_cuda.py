@@ -1,4 +1,4 @@
-# hstu_attn on CUDA tensors (cuda_sm80_fa, cuda_sm80): forward and autograd against the CPU op on
+# hstu_attn on CUDA tensors (cuda_sm90, cuda_sm80_fa, cuda_sm80): forward and autograd against the CPU op on
 # the same inputs, every mask family, rab with drab (per head and head-broadcast), GQA and dv != d,
 # torch.compile(fullgraph=True), and a captured CUDA graph. Skipped without a GPU.
 import pytest
@@ -101,6 +101,19 @@ def test_cuda_multi_tile_heads(d, dv):
         assert close(a, b, 3e-2), f"{name}: {(a.double() - b.double()).abs().max()}"
 
 
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_cuda_d128_families(family, dtype):
+    # d = dv = 128: the forward of cuda_sm90 on an H100/H200 (cuda_sm80_fa elsewhere), several
+    # 128-row query tiles and 128-key tiles, tails and an empty sequence.
+    q, k, v, off, S = make(dtype, lengths=(300, 0, 129, 5), Hq=4, Hk=2, d=128, dv=128)
+    got = run(q, k, v, off, S, FAMILIES[family], "cuda")
+    want = run(q.float(), k.float(), v.float(), off, S, FAMILIES[family], "cpu")
+    for name, a, b in zip(["out", "dq", "dk", "dv"], got, want):
+        assert torch.isfinite(a.float()).all(), name
+        assert close(a, b, 3e-2), f"{name}: {(a.double() - b.double()).abs().max()}"
+
+
 def test_cuda_deterministic_backward():
     q, k, v, off, S = make(torch.bfloat16, lengths=(300, 129))
     a = run(q, k, v, off, S, FAMILIES["contexts_targets"] | {"num_contexts": [3, 1],
@@ -111,8 +124,9 @@ def test_cuda_deterministic_backward():
         assert torch.equal(x, y)
 
 
-def test_cuda_compile_fullgraph():
-    q, k, v, off, S = make(torch.bfloat16)
+@pytest.mark.parametrize("d", [32, 128])
+def test_cuda_compile_fullgraph(d):
+    q, k, v, off, S = make(torch.bfloat16, d=d, dv=48 if d == 32 else d)
     q, k, v = (t.cuda().requires_grad_(True) for t in (q, k, v))
     o = off.cuda()
     T = torch.tensor([2, 0, 4, 3], device="cuda")
@@ -133,8 +147,9 @@ def test_cuda_compile_fullgraph():
         assert torch.equal(a, b)
 
 
-def test_cuda_graph_capture():
-    q, k, v, off, S = make(torch.bfloat16)
+@pytest.mark.parametrize("d", [32, 128])
+def test_cuda_graph_capture(d):
+    q, k, v, off, S = make(torch.bfloat16, d=d, dv=48 if d == 32 else d)
     q, k, v, o = q.cuda(), k.cuda(), v.cuda(), off.cuda()
     T = torch.tensor([2, 0, 4, 3], device="cuda")
     f = lambda: recops.hstu_attn(q, k, v, o, o, S, S, num_targets=T)  # noqa: E731
