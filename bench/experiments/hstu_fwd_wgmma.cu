@@ -37,13 +37,21 @@
 #include <vector>
 
 #include "../../src/core/cuda/mma.cuh"  // cp.async wrappers
-#include "wgmma.cuh"
+#include "../../src/core/cuda/sm90.cuh"
 
 #ifndef HSTU_V_LBO_IS_ATOM
 #define HSTU_V_LBO_IS_ATOM 1
 #endif
 
 namespace {
+
+namespace wg = recops::core::cuda::sm90;
+
+// The bf16 pair of an RS wgmma A-fragment register (lo in the low half).
+__device__ __forceinline__ uint32_t pack2(__nv_bfloat16 lo, __nv_bfloat16 hi) {
+  return static_cast<uint32_t>(__bfloat16_as_ushort(lo)) |
+         (static_cast<uint32_t>(__bfloat16_as_ushort(hi)) << 16);
+}
 
 constexpr int kD = 128;                       // d = dv
 constexpr int kTile = 128;                    // query rows per CTA and keys per stage
@@ -118,11 +126,11 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
     for (int t = 0; t < 8; ++t) {
       const uint32_t off = (t / 4) * kAtomBytes + (t % 4) * 32;
-      wg::wgmma_ss<0>(s, wg::make_desc(q_wg + off, 16, 1024), wg::make_desc(sK[st] + off, 16, 1024),
-                      t > 0 ? 1 : 0);
+      wg::wgmma_ss<__nv_bfloat16, 0>(s, wg::make_desc(q_wg + off, 16, 1024),
+                                     wg::make_desc(sK[st] + off, 16, 1024), t > 0 ? 1 : 0);
     }
     wg::wg_commit();
-    wg::wg_wait0();
+    wg::wg_wait<0>();
     // P = silu(α S) / S_len in bf16, as the A fragments of the 8 k-steps of P V.
     uint32_t p[8][4];
     const int row_a = qt * kTile + wgi * 64 + warp * 16 + g;  // query position of regs 0, 1
@@ -139,8 +147,8 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
       // n8 block i: columns 8i .. 8i + 7 = half of k-step i / 2 (a0/a1 for even i, a2/a3 for odd).
       const int t = i / 2, hi = (i % 2) * 2;
-      p[t][hi + 0] = wg::pack2(__float2bfloat16(x[0]), __float2bfloat16(x[1]));
-      p[t][hi + 1] = wg::pack2(__float2bfloat16(x[2]), __float2bfloat16(x[3]));
+      p[t][hi + 0] = pack2(__float2bfloat16(x[0]), __float2bfloat16(x[1]));
+      p[t][hi + 1] = pack2(__float2bfloat16(x[2]), __float2bfloat16(x[3]));
     }
     // O += P V: V's keys are the k dimension (16 keys = 2048 bytes per k-step), dv the N dimension
     // in two 64-column atoms.
@@ -152,10 +160,10 @@ __global__ void __launch_bounds__(kThreads, 1)
 #else
       const uint64_t dv = wg::make_desc(sV[st] + t * 2048, 1024, kAtomBytes);
 #endif
-      wg::wgmma_rs<1>(o, p[t], dv, 1);
+      wg::wgmma_rs<__nv_bfloat16, 1>(o, p[t], dv, 1);
     }
     wg::wg_commit();
-    wg::wg_wait0();
+    wg::wg_wait<0>();
   }
   // Epilogue: rows wgi·64 + warp·16 + g (+ 8), columns 8i + 2qd (+ 1).
   const int64_t row0 = tok0 + qt * kTile + wgi * 64 + warp * 16 + g;

@@ -28,19 +28,35 @@
 #include <random>
 #include <vector>
 
-#include "wgmma.cuh"
+#include "../../src/core/cuda/sm90.cuh"
 
 namespace {
 
+namespace wg = recops::core::cuda::sm90;
 using wg::fence_proxy_async;
 using wg::make_desc;
-using wg::pack2;
 using wg::sw128;
 using wg::wg_commit;
 using wg::wg_fence;
-using wg::wg_wait0;
-using wg::wgmma_rs;
-using wg::wgmma_ss;
+
+// The bf16 pair of an RS wgmma A-fragment register (lo in the low half).
+__device__ __forceinline__ uint32_t pack2(__nv_bfloat16 lo, __nv_bfloat16 hi) {
+  return static_cast<uint32_t>(__bfloat16_as_ushort(lo)) |
+         (static_cast<uint32_t>(__bfloat16_as_ushort(hi)) << 16);
+}
+
+__device__ __forceinline__ void wg_wait0() {
+  wg::wg_wait<0>();
+}
+template <int kTnspB>
+__device__ __forceinline__ void wgmma_ss(float (&d)[64], uint64_t da, uint64_t db, int scale_d) {
+  wg::wgmma_ss<__nv_bfloat16, kTnspB>(d, da, db, scale_d);
+}
+template <int kTnspB>
+__device__ __forceinline__ void wgmma_rs(float (&d)[64], const uint32_t (&a)[4], uint64_t db,
+                                         int scale_d) {
+  wg::wgmma_rs<__nv_bfloat16, kTnspB>(d, a, db, scale_d);
+}
 
 constexpr int kM = 64, kN = 128, kK = 64;
 
