@@ -88,8 +88,8 @@ __device__ __forceinline__ void sm90_locate(const P& p, int64_t item, int n_qtil
   *hq = bh % p.Hq;
   *i0 = (n_qtiles - 1 - r / pairs) * sm90f::kBM;
 }
-static __device__ __noinline__ bool sm90_item(const P& p, int64_t item, int n_qtiles, int chunk,
-                                              Sm90Item* w) {
+__device__ __noinline__ bool sm90_item(const P& p, int64_t item, int n_qtiles, int chunk,
+                                       Sm90Item* w) {
   sm90_locate(p, item, n_qtiles, chunk, &w->b, &w->hq, &w->i0);
   w->kh = w->hq / (p.Hq / p.Hk);
   w->s = load_seq(p, w->b);
