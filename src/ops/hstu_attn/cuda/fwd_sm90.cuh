@@ -132,7 +132,8 @@ __global__ void __launch_bounds__(sm90f::kThreads, 1)
   namespace wg = core::cuda::sm90;
   extern __shared__ unsigned char smem_raw[];
   __shared__ __align__(8) uint64_t bars[2 * kStages + 2];  // full[s], empty[s], Q full, Q empty
-  __shared__ int s_span[2];  // the item's first key tile and tile count (producer -> consumers)
+  __shared__ int
+      s_span[2];  // the current item's first key tile and tile count (producer -> consumers)
   const uint32_t base = (core::cuda::smem_u32(smem_raw) + 1023u) & ~1023u;
   const uint32_t sQ = base;
   auto sK = [&](int st) { return base + kTileBytes * (1 + 2 * st); };
@@ -192,7 +193,6 @@ __global__ void __launch_bounds__(sm90f::kThreads, 1)
       }
       tile += w.n_tiles;
       ++q_round;
-      __syncwarp();  // lanes 1-31 (they only take part in the span's shuffles) wait for lane 0
     }
     return;
   }
