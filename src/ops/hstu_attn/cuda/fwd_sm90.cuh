@@ -28,7 +28,6 @@
 
 #include <algorithm>
 #include <climits>
-#include <cstdlib>
 #include <string>
 
 #include "core/cuda/launch.h"
@@ -63,304 +62,237 @@ __device__ __forceinline__ float tanh_fast(float x) {
 
 }  // namespace sm90f
 
-// One work item (a 128-row query tile of one (sequence, head)) and its key tiles.
-struct Sm90Item {
-  int64_t b, hq, kh, i0;
-  Seq s;
-  int t_lo, n_tiles;  // key tiles t_lo .. t_lo + n_tiles - 1
-};
-
-// Item `item` of the work order: (sequence, head) pairs in chunks of `chunk` pairs whose K and V
-// fit in a third of L2 together; inside a chunk, last query tiles first (longest causal rows
-// first), the chunk's pairs adjacent (heads of one sequence, so GQA groups, next to each other).
-// CTAs running together then read the same few pairs' K/V from L2 (in pair-major order with 132
-// different pairs at once, K/V came from DRAM: 4.6 GB for a 0.27 GB problem). Returns false for
-// an item past its sequence. The key span (the union of the 128 rows' intervals) is reduced over
-// the calling warp, so every warp that asks gets the same tiles.
-__device__ __forceinline__ void sm90_locate(const P& p, int64_t item, int n_qtiles, int chunk,
-                                            int64_t* b, int64_t* hq, int64_t* i0) {
-  const int64_t bhs = p.B * p.Hq;
-  const int64_t per_chunk = static_cast<int64_t>(chunk) * n_qtiles;
-  const int64_t c = item / per_chunk, r = item % per_chunk;
-  const int64_t pairs = min64(chunk, bhs - c * chunk);  // the last chunk may be partial
-  const int64_t bh = c * chunk + r % pairs;
-  *b = bh / p.Hq;
-  *hq = bh % p.Hq;
-  *i0 = (n_qtiles - 1 - r / pairs) * sm90f::kBM;
-}
-__device__ __noinline__ bool sm90_item(const P& p, int64_t item, int n_qtiles, int chunk,
-                                       Sm90Item* w) {
-  sm90_locate(p, item, n_qtiles, chunk, &w->b, &w->hq, &w->i0);
-  w->kh = w->hq / (p.Hq / p.Hk);
-  w->s = load_seq(p, w->b);
-  if (w->i0 >= w->s.Lq) return false;
-  int lo = INT_MAX, hi = 0;
-  const int lane = threadIdx.x % 32;
-#pragma unroll
-  for (int j = 0; j < sm90f::kBM / 32; ++j) {
-    const RowIv v = row_intervals(p, w->s, w->i0 + lane + 32 * j);
-    if (v.lo0 < v.hi0) {
-      lo = min(lo, v.lo0);
-      hi = max(hi, v.hi0);
-    }
-    if (v.lo1 < v.hi1) {
-      lo = min(lo, v.lo1);
-      hi = max(hi, v.hi1);
-    }
-  }
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) {
-    lo = min(lo, __shfl_xor_sync(0xffffffffu, lo, o));
-    hi = max(hi, __shfl_xor_sync(0xffffffffu, hi, o));
-  }
-  w->t_lo = lo < hi ? lo / sm90f::kBN : 0;
-  w->n_tiles = lo < hi ? (hi + sm90f::kBN - 1) / sm90f::kBN - w->t_lo : 0;
-  return true;
-}
-
-// Persistent: CTA x takes items x, x + gridDim.x, ... (gridDim.x = n_items gives one item per
-// CTA). The producer and the consumers walk the same items and count key tiles across them, so
-// the stage ring and its phases continue from item to item; the producer loads the next item's
-// Q once the consumers have released the Q buffer (q_empty) and its first K/V tiles while they
-// finish the previous item's last tiles and write its output.
 template <class T>
 __global__ void __launch_bounds__(sm90f::kThreads, 1)
     hstu_fwd_sm90_kernel(const __grid_constant__ P p, const __grid_constant__ sm90f::Maps m,
-                         const int n_qtiles, const int chunk, const int64_t n_items) {
+                         const int n_qtiles, const int chunk) {
 #if RECOPS_SM90A
   using namespace sm90f;
   namespace wg = core::cuda::sm90;
   extern __shared__ unsigned char smem_raw[];
-  __shared__ __align__(8) uint64_t bars[2 * kStages + 2];  // full[s], empty[s], Q full, Q empty
-  __shared__ int
-      s_span[2];  // the current item's first key tile and tile count (producer -> consumers)
+  __shared__ __align__(8) uint64_t bars[2 * kStages + 1];  // full[s], empty[s], Q
+  __shared__ int s_lo, s_hi;
   const uint32_t base = (core::cuda::smem_u32(smem_raw) + 1023u) & ~1023u;
   const uint32_t sQ = base;
   auto sK = [&](int st) { return base + kTileBytes * (1 + 2 * st); };
   auto sV = [&](int st) { return base + kTileBytes * (2 + 2 * st); };
   auto full_bar = [&](int st) { return core::cuda::smem_u32(&bars[st]); };
   auto empty_bar = [&](int st) { return core::cuda::smem_u32(&bars[kStages + st]); };
-  const uint32_t q_full = core::cuda::smem_u32(&bars[2 * kStages]);
-  const uint32_t q_empty = core::cuda::smem_u32(&bars[2 * kStages + 1]);
+  const uint32_t q_bar = core::cuda::smem_u32(&bars[2 * kStages]);
+
+  // Work order: the (sequence, head) pairs in chunks of `chunk` pairs whose K and V fit in a
+  // third of L2 together; inside a chunk, last query tiles first (longest causal rows first),
+  // the chunk's pairs adjacent (heads of one sequence, so GQA groups, next to each other). CTAs
+  // running together then read the same few pairs' K/V from L2 (in pair-major order with 132
+  // different pairs at once, K/V came from DRAM: 4.6 GB for a 0.27 GB problem).
+  const int64_t bhs = p.B * p.Hq;
+  const int64_t per_chunk = static_cast<int64_t>(chunk) * n_qtiles;
+  const int64_t c = static_cast<int64_t>(blockIdx.x) / per_chunk;
+  const int64_t r = static_cast<int64_t>(blockIdx.x) % per_chunk;
+  const int64_t pairs = min64(chunk, bhs - c * chunk);  // the last chunk may be partial
+  const int64_t qt = n_qtiles - 1 - r / pairs;
+  const int64_t bh = c * chunk + r % pairs;
+  const int64_t b = bh / p.Hq, hq = bh % p.Hq;
+  const Seq s = load_seq(p, b);
+  const int64_t i0 = qt * kBM;
+  if (i0 >= s.Lq) return;  // the whole CTA, before any barrier
+  const int64_t kh = hq / (p.Hq / p.Hk);
+  const int Lk = static_cast<int>(s.Lk);
 
   if (threadIdx.x == 0) {
+    s_lo = INT_MAX;
+    s_hi = 0;
     for (int st = 0; st < kStages; ++st) {
       wg::mbar_init(full_bar(st), 1);
       wg::mbar_init(empty_bar(st), kConsumerWarps);
     }
-    wg::mbar_init(q_full, 1);
-    wg::mbar_init(q_empty, kConsumerWarps);
+    wg::mbar_init(q_bar, 1);
     wg::mbar_fence_init();
   }
   __syncthreads();
-  const int wgi = threadIdx.x / 128, lane = threadIdx.x % 32;
+  if (threadIdx.x < kBM) {  // the CTA's key span: the union of its rows' intervals
+    const RowIv v = row_intervals(p, s, i0 + threadIdx.x);
+    int lo = INT_MAX, hi = 0;
+    if (v.lo0 < v.hi0) {
+      lo = v.lo0;
+      hi = v.hi0;
+    }
+    if (v.lo1 < v.hi1) {
+      lo = min(lo, v.lo1);
+      hi = max(hi, v.hi1);
+    }
+    if (lo < hi) {
+      atomicMin(&s_lo, lo);
+      atomicMax(&s_hi, hi);
+    }
+  }
+  __syncthreads();
+  const int t_lo = s_lo < s_hi ? s_lo / kBN : 0;
+  const int n_tiles = s_lo < s_hi ? (s_hi + kBN - 1) / kBN - t_lo : 0;
+  const int wgi = threadIdx.x / 128;
 
-  if (wgi == 0) {  // ---- producer: warp 0 walks the items, its lane 0 issues the loads ----
+  if (wgi == 0) {  // ---- producer ----
     wg::regs_dealloc<24>();
-    if (threadIdx.x >= 32) return;
-    if (lane == 0) {
+    if (threadIdx.x == 0 && n_tiles > 0) {
+      const int q_row0 = static_cast<int>(p.jagged ? s.q0 + i0 : b * p.Sq + i0);
+      const int k_row0 = static_cast<int>((p.jagged ? s.k0 : b * p.Sk) + t_lo * kBN);
       wg::tma_prefetch_desc(&m.q);
       wg::tma_prefetch_desc(&m.k);
       wg::tma_prefetch_desc(&m.v);
-    }
-    int tile = 0, q_round = 0;  // key tiles and items so far
-    for (int64_t item = blockIdx.x; item < n_items; item += gridDim.x) {
-      Sm90Item w;
-      if (!sm90_item(p, item, n_qtiles, chunk, &w)) continue;
-      if (lane == 0) {
-        // The Q buffer and the span slot are free once the consumers are done with the last
-        // item's Q (or have read its span, when it had no tiles).
-        wg::mbar_wait(q_empty, (q_round & 1) ^ 1);
-        s_span[0] = w.t_lo;
-        s_span[1] = w.n_tiles;
-        wg::mbar_arrive_expect_tx(q_full, w.n_tiles > 0 ? kTileBytes : 0);
-        if (w.n_tiles > 0) {
-          const int q_row0 = static_cast<int>(p.jagged ? w.s.q0 + w.i0 : w.b * p.Sq + w.i0);
-          const int k_row0 = static_cast<int>((p.jagged ? w.s.k0 : w.b * p.Sk) + w.t_lo * kBN);
-          wg::tma_load_3d(sQ, &m.q, q_full, 0, static_cast<int>(w.hq), q_row0);
-          wg::tma_load_3d(sQ + kAtom, &m.q, q_full, 64, static_cast<int>(w.hq), q_row0);
-          for (int n = 0; n < w.n_tiles; ++n) {
-            const int st = (tile + n) % kStages, round = (tile + n) / kStages;
-            wg::mbar_wait(empty_bar(st), (round & 1) ^ 1);
-            wg::mbar_arrive_expect_tx(full_bar(st), 2 * kTileBytes);
-            const int row = k_row0 + n * kBN, kh = static_cast<int>(w.kh);
-            wg::tma_load_3d(sK(st), &m.k, full_bar(st), 0, kh, row);
-            wg::tma_load_3d(sK(st) + kAtom, &m.k, full_bar(st), 64, kh, row);
-            wg::tma_load_3d(sV(st), &m.v, full_bar(st), 0, kh, row);
-            wg::tma_load_3d(sV(st) + kAtom, &m.v, full_bar(st), 64, kh, row);
-          }
-        }
+      wg::mbar_arrive_expect_tx(q_bar, kTileBytes);
+      wg::tma_load_3d(sQ, &m.q, q_bar, 0, static_cast<int>(hq), q_row0);
+      wg::tma_load_3d(sQ + kAtom, &m.q, q_bar, 64, static_cast<int>(hq), q_row0);
+      for (int n = 0; n < n_tiles; ++n) {
+        const int st = n % kStages;
+        wg::mbar_wait(empty_bar(st), ((n / kStages) & 1) ^ 1);
+        wg::mbar_arrive_expect_tx(full_bar(st), 2 * kTileBytes);
+        const int row = k_row0 + n * kBN;
+        wg::tma_load_3d(sK(st), &m.k, full_bar(st), 0, static_cast<int>(kh), row);
+        wg::tma_load_3d(sK(st) + kAtom, &m.k, full_bar(st), 64, static_cast<int>(kh), row);
+        wg::tma_load_3d(sV(st), &m.v, full_bar(st), 0, static_cast<int>(kh), row);
+        wg::tma_load_3d(sV(st) + kAtom, &m.v, full_bar(st), 64, static_cast<int>(kh), row);
       }
-      tile += w.n_tiles;
-      ++q_round;
     }
     return;
   }
 
   // ---- consumers ----
   wg::regs_alloc<240>();
-  const int cw = wgi - 1;  // rows cw * 64 .. cw * 64 + 63 of an item
-  const int warp = (threadIdx.x / 32) % 4, g = lane / 4, qd = lane % 4;
+  const int cw = wgi - 1;  // rows cw * 64 .. cw * 64 + 63 of the CTA
+  const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32, g = lane / 4, qd = lane % 4;
+  const int64_t ra = i0 + cw * 64 + warp * 16 + g;  // this thread's rows: ra and ra + 8
+  const RowIv iv0 = row_intervals(p, s, ra), iv1 = row_intervals(p, s, ra + 8);
   const float half_alpha = 0.5f * static_cast<float>(p.alpha);
-  const uint32_t q_wg = sQ + cw * 8192;  // 8 row groups of 1024 bytes into each atom
-  auto arrive = [&](uint32_t bar) {      // one arrival per consumer warp
-    __syncwarp();
-    if (lane == 0) wg::mbar_arrive(bar);
-  };
-  int tile = 0, q_round = 0;
 
-  for (int64_t item = blockIdx.x; item < n_items; item += gridDim.x) {
-    // What the key loop needs from the item: its span from the producer (after Q full), the
-    // key count and this thread's rows' intervals. The epilogue locates the item again.
-    int Lk, t_lo, n_tiles;
-    RowIv iv0, iv1;
-    {
-      int64_t b, hq, i0;
-      sm90_locate(p, item, n_qtiles, chunk, &b, &hq, &i0);
-      const Seq s = load_seq(p, b);
-      if (i0 >= s.Lq) continue;
-      Lk = static_cast<int>(s.Lk);
-      const int64_t ra = i0 + cw * 64 + warp * 16 + g;  // this thread's rows: ra and ra + 8
-      iv0 = row_intervals(p, s, ra);
-      iv1 = row_intervals(p, s, ra + 8);
-    }
-    wg::mbar_wait(q_full, q_round & 1);
-    t_lo = s_span[0];
-    n_tiles = s_span[1];
-    ++q_round;
-
-    float o[64];
+  float o[64];
 #pragma unroll
-    for (int i = 0; i < 64; ++i) o[i] = 0.f;
+  for (int i = 0; i < 64; ++i) o[i] = 0.f;
 
-    if (n_tiles > 0) {
-      float sc[64];
-      uint32_t pa[8][4], pb[8][4];
-      // Stage and phase of the item's key tile n in the ring (counted across items).
-      auto stage = [&](int n) { return (tile + n) % kStages; };
-      auto parity = [&](int n) { return static_cast<uint32_t>(((tile + n) / kStages) & 1); };
+  if (n_tiles > 0) {
+    const uint32_t q_wg = sQ + cw * 8192;  // 8 row groups of 1024 bytes into each atom
+    float sc[64];
+    uint32_t pa[8][4], pb[8][4];
 
-      // Ping-pong: the two consumer warpgroups take turns issuing their wgmma batches (named
-      // barriers 1 and 2), so that one's SiLU runs under the other's products (H200, B=32
-      // S=4096 H=4 with 256 targets: 1.289 ms against 1.458 ms without, same build, 38fa20f).
-      // Each warpgroup issues n_tiles + 1 batches per item; warpgroup 1 opens the first turn of
-      // warpgroup 0 and does not hand over after its last batch (every arrival is matched).
-      int issues_left = n_tiles + 1;
-      auto turn_begin = [&] { wg::named_sync(1 + cw, 256); };
-      auto turn_end = [&] {
-        --issues_left;
-        if (cw == 0 || issues_left > 0) wg::named_arrive(2 - cw, 256);
-      };
-      if (cw == 1) wg::named_arrive(1, 256);
-      auto issue_qk = [&](int st) {
-        wg::wg_fence();
+    // Ping-pong: the two consumer warpgroups take turns issuing their wgmma batches (named
+    // barriers 1 and 2), so that one's SiLU runs under the other's products (H200, B=32 S=4096
+    // H=4 with 256 targets: 1.289 ms against 1.458 ms without, same build, 38fa20f).
+    // Each warpgroup issues n_tiles + 1 batches; warpgroup 1 opens the first turn of warpgroup 0
+    // and does not hand over after its last batch (every arrival is matched).
+    int issues_left = n_tiles + 1;
+    auto turn_begin = [&] { wg::named_sync(1 + cw, 256); };
+    auto turn_end = [&] {
+      --issues_left;
+      if (cw == 0 || issues_left > 0) wg::named_arrive(2 - cw, 256);
+    };
+    if (cw == 1) wg::named_arrive(1, 256);
+    auto issue_qk = [&](int st) {
+      wg::wg_fence();
 #pragma unroll
-        for (int t = 0; t < 8; ++t) {
-          const uint32_t off = (t / 4) * kAtom + (t % 4) * 32;
-          wg::wgmma_ss<T, 0>(sc, wg::make_desc(q_wg + off, 16, 1024),
-                             wg::make_desc(sK(st) + off, 16, 1024), t > 0 ? 1 : 0);
-        }
-        wg::wg_commit();
-      };
-      auto issue_pv = [&](int st, const uint32_t(&pp)[8][4]) {
-        wg::wg_fence();
+      for (int t = 0; t < 8; ++t) {
+        const uint32_t off = (t / 4) * kAtom + (t % 4) * 32;
+        wg::wgmma_ss<T, 0>(sc, wg::make_desc(q_wg + off, 16, 1024),
+                           wg::make_desc(sK(st) + off, 16, 1024), t > 0 ? 1 : 0);
+      }
+      wg::wg_commit();
+    };
+    auto issue_pv = [&](int st, const uint32_t(&pp)[8][4]) {
+      wg::wg_fence();
 #pragma unroll
-        for (int t = 0; t < 8; ++t)
-          wg::wgmma_rs<T, 1>(o, pp[t], wg::make_desc(sV(st) + t * 2048, kAtom, 1024), 1);
-        wg::wg_commit();
-      };
-      // P of tile n from the S accumulators, as the A fragments of the 8 k-steps of P V. Three
-      // straight passes (SiLU on all 64 values, the mask only when the thread's rows do not
-      // cover the tile, then the packing), so that the MUFU latencies overlap: with a branch
-      // per group of four the compiler serialised each group's tanh -> FFMA -> pack chain.
-      auto make_p = [&](int n, uint32_t(&pp)[8][4]) {
-        const int c0 = (t_lo + n) * kBN;
+      for (int t = 0; t < 8; ++t)
+        wg::wgmma_rs<T, 1>(o, pp[t], wg::make_desc(sV(st) + t * 2048, kAtom, 1024), 1);
+      wg::wg_commit();
+    };
+    // P of tile n from the S accumulators, as the A fragments of the 8 k-steps of P V. Three
+    // straight passes (SiLU on all 64 values, the mask only when the thread's rows do not cover
+    // the tile, then the packing), so that the MUFU latencies overlap: with a branch per group
+    // of four the compiler serialised each group's tanh -> FFMA -> pack chain (b29e1a5 SASS).
+    auto make_p = [&](int n, uint32_t(&pp)[8][4]) {
+      const int c0 = (t_lo + n) * kBN;
+#pragma unroll
+      for (int i = 0; i < 64; ++i) {
+        const float h = sc[i] * half_alpha;
+        sc[i] = fmaf(h, tanh_fast(h), h);
+      }
+      const bool whole =
+          c0 + kBN <= Lk && iv_covers(iv0, c0, c0 + kBN) && iv_covers(iv1, c0, c0 + kBN);
+      if (!whole) {
+        // Branch-free interval test: c in [lo, hi) <=> (unsigned)(c - lo) < (unsigned)(hi - lo).
+        auto in = [](int c, int lo, int hi) {
+          return static_cast<unsigned>(c - lo) < static_cast<unsigned>(max(hi - lo, 0));
+        };
 #pragma unroll
         for (int i = 0; i < 64; ++i) {
-          const float h = sc[i] * half_alpha;
-          sc[i] = fmaf(h, tanh_fast(h), h);
+          const RowIv& v = (i % 4) < 2 ? iv0 : iv1;
+          const int c = c0 + 8 * (i / 4) + 2 * qd + (i % 2);
+          if (!(in(c, v.lo0, v.hi0) || in(c, v.lo1, v.hi1))) sc[i] = 0.f;
         }
-        const bool whole =
-            c0 + kBN <= Lk && iv_covers(iv0, c0, c0 + kBN) && iv_covers(iv1, c0, c0 + kBN);
-        if (!whole) {
-          // Branch-free: c in [lo, hi) <=> (unsigned)(c - lo) < (unsigned)(hi - lo).
-          auto in = [](int c, int lo, int hi) {
-            return static_cast<unsigned>(c - lo) < static_cast<unsigned>(max(hi - lo, 0));
-          };
+      }
 #pragma unroll
-          for (int i = 0; i < 64; ++i) {
-            const RowIv& v = (i % 4) < 2 ? iv0 : iv1;
-            const int c = c0 + 8 * (i / 4) + 2 * qd + (i % 2);
-            if (!(in(c, v.lo0, v.hi0) || in(c, v.lo1, v.hi1))) sc[i] = 0.f;
-          }
-        }
-#pragma unroll
-        for (int i = 0; i < 16; ++i) {
-          pp[i / 2][(i % 2) * 2 + 0] = pack2<T>(sc[4 * i + 0], sc[4 * i + 1]);
-          pp[i / 2][(i % 2) * 2 + 1] = pack2<T>(sc[4 * i + 2], sc[4 * i + 3]);
-        }
-      };
-      // Key tile n (its P in cur) when a tile follows: the S of tile n + 1 and the P V of tile
-      // n in flight together, then the P of tile n + 1 into nxt while the P V runs; the stage
-      // of tile n is released at the end. The last tile only has its P V; by then the item's
-      // last S has completed, so the Q buffer is released first.
-      auto step = [&](int n, uint32_t(&cur)[8][4], uint32_t(&nxt)[8][4]) {
-        wg::mbar_wait(full_bar(stage(n + 1)), parity(n + 1));
-        turn_begin();
-        issue_qk(stage(n + 1));
-        issue_pv(stage(n), cur);
-        turn_end();
-        wg::wg_wait<1>();
-        make_p(n + 1, nxt);
-        wg::wg_wait<0>();
-        arrive(empty_bar(stage(n)));
-      };
-      auto last = [&](int n, uint32_t(&cur)[8][4]) {
-        arrive(q_empty);
-        turn_begin();
-        issue_pv(stage(n), cur);
-        turn_end();
-        wg::wg_wait<0>();
-        arrive(empty_bar(stage(n)));
-      };
-
-      wg::mbar_wait(full_bar(stage(0)), parity(0));
+      for (int i = 0; i < 16; ++i) {
+        pp[i / 2][(i % 2) * 2 + 0] = pack2<T>(sc[4 * i + 0], sc[4 * i + 1]);
+        pp[i / 2][(i % 2) * 2 + 1] = pack2<T>(sc[4 * i + 2], sc[4 * i + 3]);
+      }
+    };
+    // Key tile n (its P in cur) when a tile follows: the S of tile n + 1 and the P V of tile n
+    // in flight together, then the P of tile n + 1 into nxt while the P V runs; the stage of
+    // tile n is released at the end. The last tile only has its P V.
+    auto release = [&](int st) {
+      __syncwarp();
+      if (lane == 0) wg::mbar_arrive(empty_bar(st));
+    };
+    auto step = [&](int n, uint32_t(&cur)[8][4], uint32_t(&nxt)[8][4]) {
+      const int st = n % kStages, st1 = (n + 1) % kStages;
+      wg::mbar_wait(full_bar(st1), ((n + 1) / kStages) & 1);
       turn_begin();
-      issue_qk(stage(0));
+      issue_qk(st1);
+      issue_pv(st, cur);
+      turn_end();
+      wg::wg_wait<1>();
+      make_p(n + 1, nxt);
+      wg::wg_wait<0>();
+      release(st);
+    };
+    auto last = [&](int n, uint32_t(&cur)[8][4]) {
+      turn_begin();
+      issue_pv(n % kStages, cur);
       turn_end();
       wg::wg_wait<0>();
-      make_p(0, pa);
-      int n = 0;
-      for (; n + 2 < n_tiles; n += 2) {
-        step(n, pa, pb);
-        step(n + 1, pb, pa);
-      }
-      if (n + 1 < n_tiles) {
-        step(n, pa, pb);
-        last(n + 1, pb);
-      } else {
-        last(n, pa);
-      }
-      tile += n_tiles;
-    }
+      release(n % kStages);
+    };
 
-    // Epilogue: row scale, then bf16x2 / half2 stores of this thread's columns 8i + 2qd (+1).
-    int64_t b, hq, i0;
-    sm90_locate(p, item, n_qtiles, chunk, &b, &hq, &i0);
-    const Seq s = load_seq(p, b);
-    const int64_t ra = i0 + cw * 64 + warp * 16 + g;
-    if (n_tiles == 0) arrive(q_empty);  // only the span was read
-#pragma unroll
-    for (int u = 0; u < 2; ++u) {
-      const int64_t i = ra + 8 * u;
-      if (i >= s.Lq) continue;
-      const float rs = row_scale(p, s, b, i);
-      T* orow = static_cast<T*>(p.out) + b * p.o_batch + (s.q0 + i) * p.o_row + hq * p.o_head;
-#pragma unroll
-      for (int j = 0; j < 16; ++j)
-        *reinterpret_cast<uint32_t*>(orow + 8 * j + 2 * qd) =
-            pack2<T>(o[4 * j + 2 * u] * rs, o[4 * j + 2 * u + 1] * rs);
+    wg::mbar_wait(q_bar, 0);
+    wg::mbar_wait(full_bar(0), 0);
+    turn_begin();
+    issue_qk(0);
+    turn_end();
+    wg::wg_wait<0>();
+    make_p(0, pa);
+    int n = 0;
+    for (; n + 2 < n_tiles; n += 2) {
+      step(n, pa, pb);
+      step(n + 1, pb, pa);
     }
+    if (n + 1 < n_tiles) {
+      step(n, pa, pb);
+      last(n + 1, pb);
+    } else {
+      last(n, pa);
+    }
+  }
+
+  // Epilogue: row scale, then bf16x2 / half2 stores of this thread's columns 8i + 2qd (+1).
+  float rs[2];
+#pragma unroll
+  for (int u = 0; u < 2; ++u) rs[u] = ra + 8 * u < s.Lq ? row_scale(p, s, b, ra + 8 * u) : 0.f;
+#pragma unroll
+  for (int u = 0; u < 2; ++u) {
+    const int64_t i = ra + 8 * u;
+    if (i >= s.Lq) continue;
+    T* orow = static_cast<T*>(p.out) + b * p.o_batch + (s.q0 + i) * p.o_row + hq * p.o_head;
+#pragma unroll
+    for (int j = 0; j < 16; ++j)
+      *reinterpret_cast<uint32_t*>(orow + 8 * j + 2 * qd) =
+          pack2<T>(o[4 * j + 2 * u] * rs[u], o[4 * j + 2 * u + 1] * rs[u]);
   }
 #endif
 }
@@ -428,20 +360,9 @@ Status run_fwd_sm90(const P& p, const Context& ctx) {
       &m.k, p.k, p.d, p.Hk, rows_k, 2 * p.k_head, 2 * p.k_row, sm90f::kBN, "hstu_attn_fwd: k"));
   RECOPS_RETURN_IF_ERROR(core::cuda::make_tensor_map_3d_b16(
       &m.v, p.v, p.dv, p.Hk, rows_k, 2 * p.v_head, 2 * p.v_row, sm90f::kBN, "hstu_attn_fwd: v"));
-  // Persistent grid (one CTA per SM); RECOPS_HSTU_SM90_PERSISTENT=0 launches one CTA per item
-  // (a measurement switch while the schedules are compared).
-  static const bool persistent = [] {
-    const char* e = std::getenv("RECOPS_HSTU_SM90_PERSISTENT");
-    return !(e && e[0] == '0');
-  }();
-  unsigned grid = static_cast<unsigned>(gx);
-  if (persistent)
-    RECOPS_RETURN_IF_ERROR(core::cuda::persistent_grid(
-        reinterpret_cast<const void*>(&hstu_fwd_sm90_kernel<T>), sm90f::kThreads,
-        static_cast<size_t>(sm90f::kSmemBytes), gx, &grid));
-  return RECOPS_LAUNCH_KERNEL(kOp, (hstu_fwd_sm90_kernel<T>), dim3(grid), dim3(sm90f::kThreads),
-                              static_cast<size_t>(sm90f::kSmemBytes), ctx.stream, p, m,
-                              static_cast<int>(n_qtiles), chunk, gx);
+  return RECOPS_LAUNCH_KERNEL(kOp, (hstu_fwd_sm90_kernel<T>), dim3(static_cast<unsigned>(gx)),
+                              dim3(sm90f::kThreads), static_cast<size_t>(sm90f::kSmemBytes),
+                              ctx.stream, p, m, static_cast<int>(n_qtiles), chunk);
 }
 
 }  // namespace recops::ops::hstu_cuda
