@@ -2,8 +2,9 @@
 # The wgmma experiments (issues 4 and 5), run by scripts/device.sh's `extra` step with ROOT and OUT
 # exported: bench/experiments/wgmma_probe.cu (which descriptor readings hold), then
 # bench/experiments/hstu_fwd_wgmma.cu built once per reading of the V descriptor (LBO = atom stride
-# or SBO = atom stride). Logs: $OUT/wgmma_probe.log, $OUT/hstu_fwd_wgmma_<0|1>.log. About a minute.
-# WGMMA_SKIP (words: probe hstu) skips parts.
+# or SBO = atom stride), then bench/experiments/hstu_bwd_wgmma.cu (the wgmma backward's two
+# kernels against fp64). Logs: $OUT/wgmma_probe.log, $OUT/hstu_fwd_wgmma_<0|1>.log,
+# $OUT/hstu_bwd_wgmma.log. About a minute. WGMMA_SKIP (words: probe hstu bwd) skips parts.
 set -uo pipefail
 cd "$ROOT"
 export PATH=/usr/local/cuda/bin:$PATH
@@ -32,5 +33,16 @@ if [[ "$skip" != *" hstu "* ]]; then
       rc=1
     fi
   done
+fi
+if [[ "$skip" != *" bwd "* ]]; then
+  echo "--- hstu_bwd_wgmma"
+  if nvcc "${flags[@]}" -o /tmp/hstu_bwd_wgmma bench/experiments/hstu_bwd_wgmma.cu \
+    2>/tmp/hstu_bwd_wgmma.build; then
+    timeout 120 /tmp/hstu_bwd_wgmma >"$OUT/hstu_bwd_wgmma.log" 2>&1 || rc=1
+    cat "$OUT/hstu_bwd_wgmma.log"
+  else
+    grep -v C7519 /tmp/hstu_bwd_wgmma.build | tail -n 20
+    rc=1
+  fi
 fi
 exit $rc

@@ -221,4 +221,40 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[64], const uint32_t (&a)[4],
 #endif
 }
 
+// ---- wgmma m64n64k16 (the backward's 64 x 64 score tiles), fp32 accumulators ----------------
+
+#define RECOPS_WG_ACC32_REGS                                                                   \
+  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, " \
+  "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+#define RECOPS_WG_ACC32_OPERANDS(d)                                                               \
+  "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
+      "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]),    \
+      "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]),  \
+      "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]),  \
+      "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+
+// D (64 x 64) (+)= A (64 x 16, descriptor da) * B (descriptor db), both K-major (SS form).
+template <class T>
+__device__ __forceinline__ void wgmma_ss_n64(float (&d)[32], uint64_t da, uint64_t db,
+                                             int scale_d) {
+  static_assert(std::is_same_v<T, __nv_bfloat16> || std::is_same_v<T, __half>);
+#if RECOPS_SM90A
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {" RECOPS_WG_ACC32_REGS
+        "}, %32, %33, p, 1, 1, 0, 0;\n}\n"
+        : RECOPS_WG_ACC32_OPERANDS(d)
+        : "l"(da), "l"(db), "r"(scale_d));
+  } else {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {" RECOPS_WG_ACC32_REGS
+        "}, %32, %33, p, 1, 1, 0, 0;\n}\n"
+        : RECOPS_WG_ACC32_OPERANDS(d)
+        : "l"(da), "l"(db), "r"(scale_d));
+  }
+#endif
+}
+
 }  // namespace recops::core::cuda::sm90
