@@ -51,6 +51,8 @@ Status make_tensor_map_3d_b16(TensorMap* map, const void* base, int64_t dim, int
                                 static_cast<cuuint64_t>(row_stride_bytes)};
   const cuuint32_t box[3] = {64, 1, static_cast<cuuint32_t>(box_rows)};
   const cuuint32_t elem_stride[3] = {1, 1, 1};
+  // The map's element type is bf16 for fp16 tensors too: TMA copies bits, and the type only
+  // sets the element size and the out-of-range fill (zeros either way).
   const CUresult r = fn(reinterpret_cast<CUtensorMap*>(map), CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3,
                         const_cast<void*>(base), size, stride, box, elem_stride,
                         CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
