@@ -3,7 +3,8 @@
 # RECOPS, OUT and STEP_LIMIT_S exported:
 #   recops check --op hstu_attn --backend cuda, each CUDA implementation forced in turn
 #     -> $OUT/check_hstu_cuda_<impl>.json and .log (non-passing rows streamed to stdout);
-#     cuda_sm80_fa is checked on its dtypes (bf16, fp16); HSTU_IMPLS picks impls
+#     cuda_sm80_fa is checked on its dtypes (bf16, fp16), cuda_sm90 on the d = 128 forward cases;
+#     HSTU_IMPLS picks impls
 #   python3 bench/hstu_cuda.py -> $OUT/bench_hstu_cuda.json (ours, plain PyTorch and, when
 #     .peers/generative-recommenders is carried, Meta's Triton kernel)
 #   recops check --repeat 5 on a few backward cases (determinism)
@@ -16,10 +17,15 @@ cd "$ROOT"
 rc=0
 skip=" ${HSTU_SKIP:-} "
 if [[ "$skip" != *" check "* ]]; then
-  for impl in ${HSTU_IMPLS:-cuda_sm80_fa cuda_sm80}; do
+  # cuda_sm90 serves d = dv = 128 forwards only: its rows are the d = 128 cases.
+  sm90_cases=causal_s199_d128,d128_jagged_tails,d128_gqa_contexts_targets,d128_targets_g1
+  sm90_cases+=,d128_window,d128_window_two_sided_targets,d128_anti_causal,d128_no_mask
+  sm90_cases+=,d128_delta_q,d128_dense,d128_scales,d128_long
+  for impl in ${HSTU_IMPLS:-cuda_sm90 cuda_sm80_fa cuda_sm80}; do
     log=$OUT/check_hstu_$impl.log
     extra=()
     [ "$impl" = cuda_sm80_fa ] && extra=(--dtype bf16,fp16)
+    [ "$impl" = cuda_sm90 ] && extra=(--op hstu_attn_fwd --dtype bf16,fp16 --case "$sm90_cases")
     echo "--- recops check --op hstu_attn --backend cuda --impl $impl ${extra[*]}"
     timeout "${HSTU_CHECK_S:-100}" "$RECOPS" check --op hstu_attn --backend cuda --impl "$impl" \
       "${extra[@]}" ${HSTU_CHECK_ARGS:-} --json "$OUT/check_hstu_cuda_$impl.json" 2>&1 | tee "$log" | grep --line-buffered -v " PASS"
