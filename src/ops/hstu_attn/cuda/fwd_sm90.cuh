@@ -327,9 +327,15 @@ inline std::string sm90_fwd_refusal(const P& p) {
       !fa_rows_aligned16(p.v, es, {p.v_row, p.v_head}) ||
       !fa_rows_aligned16(p.out, es, {p.o_batch, p.o_row, p.o_head}))
     return "cuda_sm90 needs 16-byte aligned rows of q, k, v, out";
-  if (p.q_row <= 0 || p.q_head <= 0 || p.k_row <= 0 || p.k_head <= 0 || p.v_row <= 0 ||
-      p.v_head <= 0)
-    return "cuda_sm90 needs positive row and head strides of q, k, v";
+  // TMA tensor maps nest their dimensions: a head holds its d elements, a token row its heads
+  // (the driver refuses other stride orders, e.g. a head-major view).
+  auto nested = [](int64_t dim, int64_t heads, int64_t head_stride, int64_t row_stride) {
+    return head_stride >= dim && row_stride >= head_stride * heads;
+  };
+  if (!nested(p.d, p.Hq, p.q_head, p.q_row) || !nested(p.d, p.Hk, p.k_head, p.k_row) ||
+      !nested(p.dv, p.Hk, p.v_head, p.v_row))
+    return "cuda_sm90 needs token-major q, k, v (a token row holds its heads, a head its d "
+           "contiguous elements)";
   return {};
 }
 
