@@ -20,8 +20,9 @@
 // is correctness and the products' rate; TMA and warp specialisation come after, as in the
 // forward. SiLU and its derivative use one MUFU op: σ = 0.5 + 0.5 tanh(x / 2).
 //
-// The host checks dq, dk, dv of a small problem (B=2, S=512, H=2) against fp64 and times the
-// issue's B=32, S=4096, H=4 (no targets), FLOPs by the convention 2.5 x the forward's.
+// The host checks dq, dk, dv against fp64 on one 128-token tile (B=1, H=1) and on B=2, S=512,
+// H=2 (printing the first mismatches when one fails), then times the issue's B=32, S=4096, H=4
+// (no targets), FLOPs by the convention 2.5 x the forward's.
 //
 //   nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a -o /tmp/hstu_bwd_wgmma \
 //     bench/experiments/hstu_bwd_wgmma.cu && /tmp/hstu_bwd_wgmma
@@ -345,14 +346,12 @@ float run(const Problem& p, std::vector<bf16>* dq, std::vector<bf16>* dk, std::v
   return ms;
 }
 
-}  // namespace
-
-int main() {
-  // Accuracy: every gradient of a small problem against fp64 (inputs as bf16).
-  const Problem sm = make(2, 512, 2, 1);
+// Checks dq, dk, dv of one problem against fp64; on a failure prints the first mismatches
+// (token, head, column) so that one device run says where a layout is wrong.
+bool check_against_fp64(int B, int S, int H) {
+  const Problem sm = make(B, S, H, 1);
   std::vector<bf16> gq, gk, gv;
   run(sm, &gq, &gk, &gv, 0);
-  const int S = sm.S, H = sm.H;
   const double alpha = 1.0 / std::sqrt(static_cast<double>(kD)), scale = 1.0 / S;
   const size_t count = sm.q.size();
   std::vector<double> rq(count, 0.0), rk(count, 0.0), rv(count, 0.0);
@@ -397,9 +396,28 @@ int main() {
     }
     const bool pass = max_err <= 2e-2 * max_ref;
     ok = ok && pass;
-    std::printf("%s: max |err| %.3g, max |ref| %.3g, rel L2 %.3g -> %s\n", name, max_err, max_ref,
-                std::sqrt(se / std::max(sr, 1e-300)), pass ? "PASS" : "FAIL");
+    std::printf("B=%d S=%d H=%d %s: max |err| %.3g, max |ref| %.3g, rel L2 %.3g -> %s\n", B, S, H,
+                name, max_err, max_ref, std::sqrt(se / std::max(sr, 1e-300)),
+                pass ? "PASS" : "FAIL");
+    for (size_t i = 0, shown = 0; !pass && i < count && shown < 8; ++i) {
+      const double x = f((*got)[i]);
+      if (!(std::fabs(x - (*ref)[i]) <= 2e-2 * max_ref)) {
+        const size_t col = i % kD, head = (i / kD) % H, tok = i / kD / H;
+        std::printf("  %s[token %zu, head %zu, col %zu] = %.5g, fp64 %.5g\n", name, tok, head, col,
+                    x, (*ref)[i]);
+        ++shown;
+      }
+    }
   }
+  return ok;
+}
+
+}  // namespace
+
+int main() {
+  // Accuracy first on one 128-token tile (diagonal masks only), then on several tiles.
+  bool ok = check_against_fp64(1, 128, 1);
+  ok = check_against_fp64(2, 512, 2) && ok;
   // Speed at the issue's shape without targets.
   const Problem big = make(32, 4096, 4, 2);
   const float ms = run(big, nullptr, nullptr, nullptr, 5);
