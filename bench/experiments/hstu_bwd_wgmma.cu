@@ -41,6 +41,7 @@
 
 #include "../../src/core/cuda/mma.cuh"  // cp.async wrappers
 #include "../../src/core/cuda/sm90.cuh"
+#include "timing.cuh"
 
 namespace {
 
@@ -58,14 +59,6 @@ constexpr int kSmall = 64;     // rows of the streamed tiles
 constexpr uint32_t kBigAtom = kBig * 128, kSmallAtom = kSmall * 128;  // bytes of one 64-col atom
 constexpr uint32_t kBigTile = 2 * kBigAtom, kSmallTile = 2 * kSmallAtom;
 constexpr int kSmem = 2 * kBigTile + 4 * kSmallTile + 1024;  // 2 resident + 2 x 2 streamed
-
-void check(cudaError_t e, const char* what, int line) {
-  if (e != cudaSuccess) {
-    std::fprintf(stderr, "%s failed at line %d: %s\n", what, line, cudaGetErrorString(e));
-    std::exit(1);
-  }
-}
-#define CK(x) check((x), #x, __LINE__)
 
 __device__ __forceinline__ uint32_t pack2(float lo, float hi) {
   const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
@@ -330,18 +323,7 @@ float run(const Problem& p, std::vector<bf16>* dq, std::vector<bf16>* dk, std::v
       CK(cudaMemcpy(h->data(), d, bytes, cudaMemcpyDeviceToHost));
     }
   }
-  float ms = 0;
-  if (reps > 0) {
-    cudaEvent_t e0, e1;
-    CK(cudaEventCreate(&e0));
-    CK(cudaEventCreate(&e1));
-    CK(cudaEventRecord(e0));
-    for (int r = 0; r < reps; ++r) launch();
-    CK(cudaEventRecord(e1));
-    CK(cudaEventSynchronize(e1));
-    CK(cudaEventElapsedTime(&ms, e0, e1));
-    ms /= static_cast<float>(reps);
-  }
+  const float ms = experiments::mean_ms(launch, reps);
   for (bf16* x : {q, k, v, dout, gq, gk, gv}) CK(cudaFree(x));
   return ms;
 }

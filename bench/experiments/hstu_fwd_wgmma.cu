@@ -38,6 +38,7 @@
 
 #include "../../src/core/cuda/mma.cuh"  // cp.async wrappers
 #include "../../src/core/cuda/sm90.cuh"
+#include "timing.cuh"
 
 #ifndef HSTU_V_LBO_IS_ATOM
 #define HSTU_V_LBO_IS_ATOM 1
@@ -59,14 +60,6 @@ constexpr int kThreads = 256;                 // two warpgroups
 constexpr int kTileBytes = 32768;             // 128 rows x 128 bf16
 constexpr int kAtomBytes = 16384;             // one 64-column atom of a tile: 128 rows x 128 bytes
 constexpr int kSmem = 5 * kTileBytes + 1024;  // Q, 2 x (K, V), alignment slack
-
-void check(cudaError_t e, const char* what, int line) {
-  if (e != cudaSuccess) {
-    std::fprintf(stderr, "%s failed at line %d: %s\n", what, line, cudaGetErrorString(e));
-    std::exit(1);
-  }
-}
-#define CK(x) check((x), #x, __LINE__)
 
 using recops::core::cuda::cp_async16;
 using recops::core::cuda::cp_async_commit;
@@ -220,18 +213,7 @@ float run(const Problem& p, std::vector<__nv_bfloat16>* out, int reps) {
     out->resize(count);
     CK(cudaMemcpy(out->data(), dout, count * 2, cudaMemcpyDeviceToHost));
   }
-  float ms = 0;
-  if (reps > 0) {
-    cudaEvent_t e0, e1;
-    CK(cudaEventCreate(&e0));
-    CK(cudaEventCreate(&e1));
-    CK(cudaEventRecord(e0));
-    for (int r = 0; r < reps; ++r) launch();
-    CK(cudaEventRecord(e1));
-    CK(cudaEventSynchronize(e1));
-    CK(cudaEventElapsedTime(&ms, e0, e1));
-    ms /= static_cast<float>(reps);
-  }
+  const float ms = experiments::mean_ms(launch, reps);
   CK(cudaFree(dq));
   CK(cudaFree(dk));
   CK(cudaFree(dv));

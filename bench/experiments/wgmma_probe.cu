@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "../../src/core/cuda/sm90.cuh"
+#include "timing.cuh"
 
 namespace {
 
@@ -59,14 +60,6 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[64], const uint32_t (&a)[4],
 }
 
 constexpr int kM = 64, kN = 128, kK = 64;
-
-void check(cudaError_t e, const char* what, int line) {
-  if (e != cudaSuccess) {
-    std::fprintf(stderr, "%s failed at line %d: %s\n", what, line, cudaGetErrorString(e));
-    std::exit(1);
-  }
-}
-#define CK(x) check((x), #x, __LINE__)
 
 // One warpgroup computes the 64 x 128 tile C of `variant` (see the top of the file).
 __global__ void __launch_bounds__(128) probe_kernel(const __nv_bfloat16* A,   // [64][64]
@@ -216,15 +209,7 @@ int main() {
   const int reps = 20000, grid = 2 * sms;
   rate_kernel<<<grid, 128, smem>>>(sink, 10);
   CK(cudaGetLastError());
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
-  CK(cudaEventRecord(e0));
-  rate_kernel<<<grid, 128, smem>>>(sink, reps);
-  CK(cudaEventRecord(e1));
-  CK(cudaEventSynchronize(e1));
-  float ms = 0;
-  CK(cudaEventElapsedTime(&ms, e0, e1));
+  const float ms = experiments::mean_ms([&] { rate_kernel<<<grid, 128, smem>>>(sink, reps); }, 1);
   const double flops = 2.0 * kM * kN * kK * double(reps) * grid;
   std::printf("wgmma m64n128k16 SS from shared memory, %d CTAs x %d reps: %.3f ms, %.0f TFLOP/s\n",
               grid, reps, ms, flops / ms / 1e9);
