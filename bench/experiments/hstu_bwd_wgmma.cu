@@ -324,6 +324,21 @@ float run(const Problem& p, std::vector<bf16>* dq, std::vector<bf16>* dk, std::v
     }
   }
   const float ms = experiments::mean_ms(launch, reps);
+  if (reps > 0) {
+    const float kv_ms = experiments::mean_ms(
+        [&] {
+          hstu_bwd_kv_kernel<<<bh*(p.S / kBig), kThreads, kSmem>>>(q, k, v, dout, gk, gv, p.B, p.S,
+                                                                   p.H, alpha, scale);
+        },
+        reps);
+    const float q_ms = experiments::mean_ms(
+        [&] {
+          hstu_bwd_q_kernel<<<bh*(p.S / kBig), kThreads, kSmem>>>(q, k, v, dout, gq, p.B, p.S, p.H,
+                                                                  alpha, scale);
+        },
+        reps);
+    std::printf("key kernel %.3f ms, query kernel %.3f ms\n", kv_ms, q_ms);
+  }
   for (bf16* x : {q, k, v, dout, gq, gk, gv}) CK(cudaFree(x));
   return ms;
 }

@@ -43,7 +43,7 @@ namespace sm90f {
 constexpr int kD = 128;                     // d = dv
 constexpr int kBM = 128;                    // query rows per CTA
 constexpr int kBN = 128;                    // keys per tile
-constexpr int kStages = 2;                  // K/V stages
+constexpr int kStages = 3;                  // K/V stages
 constexpr int kThreads = 384;               // producer + two consumer warpgroups
 constexpr uint32_t kAtom = kBN * 128;       // 16 KiB: 128 rows x 64 elements, swizzled
 constexpr uint32_t kTileBytes = 2 * kAtom;  // 128 rows x 128 elements
