@@ -44,6 +44,8 @@ const std::vector<core::Impl<P>>& fwd_impls() {
 const std::vector<core::Impl<P>>& bwd_impls() {
   static const std::vector<core::Impl<P>> list = {
 #ifdef RECOPS_WITH_CUDA
+      {"cuda_sm90", DeviceType::cuda, core::cuda::any_device_reason, hstu_attn_bwd_sm90_accepts,
+       hstu_attn_bwd_cuda_sm90},
       {"cuda_sm80_fa", DeviceType::cuda, core::cuda::any_device_reason, hstu_attn_bwd_fa_accepts,
        hstu_attn_bwd_cuda_fa},
       {"cuda_sm80", DeviceType::cuda, core::cuda::any_device_reason, hstu_attn_cuda_accepts,

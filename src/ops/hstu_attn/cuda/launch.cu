@@ -6,6 +6,7 @@
 #include "core/cuda/launch.h"
 #include "core/cuda/runtime.h"
 #include "ops/hstu_attn/cuda/bwd_fa.cuh"
+#include "ops/hstu_attn/cuda/bwd_sm90.cuh"
 #include "ops/hstu_attn/cuda/fwd_sm90.cuh"
 #include "ops/hstu_attn/impls.h"
 
@@ -32,15 +33,39 @@ Status hstu_attn_fwd_cuda(const HstuAttnParams& p, const Context& ctx) {
   return Status(StatusCode::internal, "hstu_attn_fwd: cuda_sm80 got an unsupported dtype");
 }
 
-std::string hstu_attn_fwd_sm90_accepts(const HstuAttnParams& p) {
-  if (std::string why = hstu_cuda::sm90_fwd_refusal(p); !why.empty()) return why;
+namespace {
+// Compute capability 9.0 and an sm_90a image in this build (the forward's bf16 kernel stands for
+// the build: every cuda_sm90 kernel is compiled with the same architectures).
+std::string sm90_device_reason(int device) {
   const cudaDeviceProp* props = nullptr;
-  if (!core::cuda::device_properties(p.device_index, &props).ok() || props->major != 9 ||
+  if (!core::cuda::device_properties(device, &props).ok() || props->major != 9 ||
       props->minor != 0)
     return "cuda_sm90 runs on compute capability 9.0 devices only (sm_90a code)";
-  if (hstu_cuda::hstu_fwd_sm90_binary_version(p.device_index) != 90)
+  if (hstu_cuda::hstu_fwd_sm90_binary_version(device) != 90)
     return "this build has no sm_90a image of cuda_sm90 (RECOPS_CUDA_ARCHS lacks 90a)";
   return {};
+}
+}  // namespace
+
+std::string hstu_attn_fwd_sm90_accepts(const HstuAttnParams& p) {
+  if (std::string why = hstu_cuda::sm90_fwd_refusal(p); !why.empty()) return why;
+  return sm90_device_reason(p.device_index);
+}
+
+std::string hstu_attn_bwd_sm90_accepts(const HstuAttnParams& p) {
+  if (std::string why = hstu_cuda::sm90_bwd_refusal(p); !why.empty()) return why;
+  return sm90_device_reason(p.device_index);
+}
+
+Status hstu_attn_bwd_cuda_sm90(const HstuAttnParams& p, const Context& ctx) {
+  core::cuda::ScopedDevice guard(p.device_index);
+  RECOPS_RETURN_IF_ERROR(guard.status());
+  switch (p.dtype) {
+    case DType::bf16: return hstu_attn_bwd_cuda_sm90_bf16(p, ctx);
+    case DType::fp16: return hstu_attn_bwd_cuda_sm90_fp16(p, ctx);
+    default: break;
+  }
+  return Status(StatusCode::internal, "hstu_attn_bwd: cuda_sm90 got an unsupported dtype");
 }
 
 Status hstu_attn_fwd_cuda_sm90(const HstuAttnParams& p, const Context& ctx) {
