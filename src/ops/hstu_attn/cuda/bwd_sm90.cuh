@@ -70,9 +70,9 @@ __device__ __forceinline__ void load_rows(uint32_t dst, const void* base, int64_
   }
 }
 
-// The two 64 x 64 products of a warpgroup: acc_a = A1 B1ᵀ and acc_b = A2 B2ᵀ over d = 128, A1 / A2
-// this warpgroup's 64 rows of a resident 128-row tile (byte offset a_row0 inside each atom), B1 /
-// B2 streamed 64-row tiles; all K-major.
+// Issues the two 64 x 64 products of a warpgroup: acc_a = A1 B1ᵀ and acc_b = A2 B2ᵀ over d = 128,
+// A1 / A2 this warpgroup's 64 rows of a resident 128-row tile (byte offset a_row0 inside each
+// atom), B1 / B2 streamed 64-row tiles; all K-major.
 template <class T>
 __device__ __forceinline__ void two_products(float (&acc_a)[32], float (&acc_b)[32], uint32_t a1,
                                              uint32_t b1, uint32_t a2, uint32_t b2,
@@ -93,8 +93,7 @@ __device__ __forceinline__ void two_products(float (&acc_a)[32], float (&acc_b)[
     wg::wgmma_ss_n64<T>(acc_b, wg::make_desc(a2 + oa, 16, 1024), wg::make_desc(b2 + ob, 16, 1024),
                         t > 0 ? 1 : 0);
   }
-  wg::wg_commit();
-  wg::wg_wait<0>();
+  wg::wg_commit();  // the caller waits (wg_wait<0>) before reading acc_a / acc_b
 }
 
 // The 32 accumulators of a 64 x 64 tile as the A fragments of the 4 k-steps of an RS wgmma.
@@ -185,9 +184,8 @@ __global__ void __launch_bounds__(sm90b::kThreads, 1)
     const int64_t i_min = c0 - p.window_right - (s.Lk - s.Lq);
     qt_first = static_cast<int>(clamp64(i_min, 0, s.Lq) / kSmall);
   }
-  // The first item >= u that some row of the tile sees; its rows' intervals go to stage st, and
-  // bit w of cov says whether every row of the tile sees all keys of warpgroup w.
-  auto next_item = [&](int u, int st, int& cov) {
+  // The first item >= u that some row of the tile sees; its rows' intervals go to stage st.
+  auto next_item = [&](int u, int st) {
     for (; u < n_items; ++u) {
       const int qt = static_cast<int>(u % nqt);
       if (qt < qt_first) {
@@ -195,18 +193,12 @@ __global__ void __launch_bounds__(sm90b::kThreads, 1)
         continue;
       }
       bool m = false;
-      RowIv v{0, 0, 0, 0};
       if (threadIdx.x < kSmall) {
-        v = row_intervals(p, s, static_cast<int64_t>(qt) * kSmall + threadIdx.x);
+        const RowIv v = row_intervals(p, s, static_cast<int64_t>(qt) * kSmall + threadIdx.x);
         s_iv[st][threadIdx.x] = v;
         m = iv_meets(v, c0, c0 + nk);
       }
-      if (__syncthreads_or(m)) {
-        const bool lo = threadIdx.x >= kSmall || iv_covers(v, c0, c0 + 64);
-        const bool hi = threadIdx.x >= kSmall || iv_covers(v, c0 + 64, c0 + 128);
-        cov = (__syncthreads_and(lo) != 0 ? 1 : 0) | (__syncthreads_and(hi) != 0 ? 2 : 0);
-        break;
-      }
+      if (__syncthreads_or(m)) break;
     }
     return u;
   };
@@ -229,8 +221,7 @@ __global__ void __launch_bounds__(sm90b::kThreads, 1)
   // Per-row output scales (attn_scale) are applied per element; a uniform silu_scale at the end.
   const bool row_scales = p.attn_scale != nullptr;
   const float uniform = row_scales ? 1.f : static_cast<float>(p.silu_scale);
-  int cov = 0, cov_next = 0;
-  int cur = next_item(0, 0, cov);
+  int cur = next_item(0, 0);
   if (cur < n_items) load_qdo(cur, 0);
   core::cuda::cp_async_commit();
 
@@ -243,12 +234,16 @@ __global__ void __launch_bounds__(sm90b::kThreads, 1)
     core::cuda::cp_async_wait<0>();
     wg::fence_proxy_async();
     __syncthreads();  // stage st is in place; everyone is done with the other one
-    const int nxt = next_item(cur + 1, st ^ 1, cov_next);
-    if (nxt < n_items) load_qdo(nxt, st ^ 1);
-    core::cuda::cp_async_commit();
-
+    // The products of this tile run while the next tile is found and its copies are issued.
     float s_t[32], dp_t[32];  // Sᵀ and dPᵀ: rows = keys, columns = query rows of the tile
     two_products<T>(s_t, dp_t, sK, sQ(st), sV, sdO(st), wgi * 8192);
+    const int nxt = next_item(cur + 1, st ^ 1);
+    if (nxt < n_items) load_qdo(nxt, st ^ 1);
+    core::cuda::cp_async_commit();
+    // Does every row of the tile see all of this warpgroup's keys? (each warp votes alone)
+    const bool whole = __all_sync(0xffffffffu, iv_covers(s_iv[st][lane], kw0, kw0 + 64) &&
+                                                   iv_covers(s_iv[st][lane + 32], kw0, kw0 + 64));
+    wg::wg_wait<0>();
     // P and G in straight passes (as in the forward): SiLU and SiLU' on all 32 pairs, the
     // per-row scales only with attn_scale (a uniform silu_scale is applied in the epilogue), the
     // mask only when some row of the tile does not see all of this warpgroup's keys.
@@ -266,7 +261,7 @@ __global__ void __launch_bounds__(sm90b::kThreads, 1)
         dp_t[i] *= sc;
       }
     }
-    if (!(cov >> wgi & 1)) {
+    if (!whole) {
       // Column by column (query row 8 i + 2 qd + c): one interval load serves both keys.
 #pragma unroll
       for (int i = 0; i < 8; ++i)
@@ -291,7 +286,6 @@ __global__ void __launch_bounds__(sm90b::kThreads, 1)
     wg::wg_wait<0>();
     cur = nxt;
     st ^= 1;
-    cov = cov_next;
   }
   core::cuda::cp_async_wait<0>();
 
@@ -408,13 +402,14 @@ __global__ void __launch_bounds__(sm90b::kThreads, 1)
       float s_a[32], dp_a[32];  // S and dP: rows = this warpgroup's query rows, columns = keys
       two_products<T>(s_a, dp_a, sQ, sK(st), sdO, sV(st), wgi * 8192);
       const int c0 = (t_lo + n) * kSmall;
+      const bool whole = c0 + kSmall <= Lk && iv_covers(iv[0], c0, c0 + kSmall) &&
+                         iv_covers(iv[1], c0, c0 + kSmall);
+      wg::wg_wait<0>();
 #pragma unroll
       for (int i = 0; i < 32; ++i) {
         const float x = alpha * s_a[i], sg = sigmoid_tanh(x);
         dp_a[i] *= sg * fmaf(x, 1.f - sg, 1.f) * rs[(i % 4) / 2];
       }
-      const bool whole = c0 + kSmall <= Lk && iv_covers(iv[0], c0, c0 + kSmall) &&
-                         iv_covers(iv[1], c0, c0 + kSmall);
       if (!whole) {
 #pragma unroll
         for (int i = 0; i < 32; ++i)
