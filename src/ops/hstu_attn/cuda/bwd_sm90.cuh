@@ -12,9 +12,9 @@
 // σ = 0.5 + 0.5 tanh(x / 2): one MUFU op for SiLU and its derivative.
 // Two kernels of two warpgroups (256 threads) each, on the caller's stream:
 // 1. Key kernel (dK, dV): a CTA owns 128 keys of one (sequence, key head), 64 per warpgroup, K and
-//    V resident in shared memory. It walks the query heads of the GQA group and the 64-row query
-//    tiles that see its keys (a block-level test per tile, and a lower bound for the causal-like
-//    masks). Per tile and warpgroup:
+//    V resident in shared memory. It walks the query heads of the GQA group and their 64-row
+//    query tiles between the bounds the window sets (both sides); a warpgroup whose keys no row of
+//    a tile sees skips that tile's products. Per tile and warpgroup:
 //      Sᵀ = K Qᵀ, dPᵀ = V dOᵀ   8 + 8 SS wgmma m64n64k16 (all operands K-major)
 //      (s P)ᵀ, Gᵀ in registers   (the accumulator layout is the A fragment of an RS wgmma)
 //      dV += (s P)ᵀ dO, dK += Gᵀ Q   4 + 4 RS wgmma m64n128k16 (dO and Q MN-major)
@@ -175,36 +175,27 @@ __global__ void __launch_bounds__(sm90b::kThreads, 1)
                       kh * p.v_head,
                   p.v_row, nk, p.v);
 
-  // Work items u = (query head of the group, 64-row query tile). Without context rows, query
-  // row i sees key c only if c <= r + right (r = i + Lk - Lq): a first tile.
+  // Work items u = (query head of the group, 64-row query tile qt_first + u % n_range). Without
+  // context rows, query row i sees key c only if r - left <= c <= r + right (r = i + Lk - Lq):
+  // the tiles of one head are bounded on both sides. Tiles inside the bounds that no row of them
+  // sees still run (a warpgroup skips its products when none of its keys is seen); no block-wide
+  // test per tile.
   const int nqt = (Lq + kSmall - 1) / kSmall;
-  const int n_items = group * nqt;  // below 2^31 (sm90_bwd_refusal)
-  int qt_first = 0;
+  int qt_first = 0, qt_last = nqt - 1;
   if (s.C == 0 && p.window_right >= 0) {
     const int64_t i_min = c0 - p.window_right - (s.Lk - s.Lq);
     qt_first = static_cast<int>(clamp64(i_min, 0, s.Lq) / kSmall);
   }
-  // The first item >= u that some row of the tile sees; its rows' intervals go to stage st.
-  auto next_item = [&](int u, int st) {
-    for (; u < n_items; ++u) {
-      const int qt = static_cast<int>(u % nqt);
-      if (qt < qt_first) {
-        u += qt_first - qt - 1;  // jump to the bound (the loop adds 1)
-        continue;
-      }
-      bool m = false;
-      if (threadIdx.x < kSmall) {
-        const RowIv v = row_intervals(p, s, static_cast<int64_t>(qt) * kSmall + threadIdx.x);
-        s_iv[st][threadIdx.x] = v;
-        m = iv_meets(v, c0, c0 + nk);
-      }
-      if (__syncthreads_or(m)) break;
-    }
-    return u;
-  };
-  auto load_qdo = [&](int u, int st) {
-    const int64_t hq = static_cast<int64_t>(kh) * group + u / nqt;
-    const int i0 = static_cast<int>(u % nqt) * kSmall;
+  if (s.C == 0 && p.window_left >= 0) {
+    const int64_t i_max = c0 + nk - 1 + p.window_left - (s.Lk - s.Lq);
+    qt_last = i_max < 0 ? -1 : static_cast<int>(min64(i_max, s.Lq - 1) / kSmall);
+  }
+  const int n_range = max(qt_last - qt_first + 1, 0);
+  const int n_items = group * n_range;  // below 2^31 (sm90_bwd_refusal)
+  // Item u's Q and dO rows into stage st, its rows' intervals and scales beside them.
+  auto load_item = [&](int u, int st) {
+    const int64_t hq = static_cast<int64_t>(kh) * group + u / n_range;
+    const int i0 = (qt_first + u % n_range) * kSmall;
     const int nq = min(kSmall, Lq - i0);
     load_rows<kSmall>(sQ(st),
                       static_cast<const T*>(p.q) + b * p.q_batch + (s.q0 + i0) * p.q_row +
@@ -214,35 +205,40 @@ __global__ void __launch_bounds__(sm90b::kThreads, 1)
                       static_cast<const T*>(p.dout) + b * p.do_batch + (s.q0 + i0) * p.do_row +
                           hq * p.do_head,
                       p.do_row, nq, p.dout);
-    if (threadIdx.x < kSmall)
+    if (threadIdx.x < kSmall) {
+      s_iv[st][threadIdx.x] = row_intervals(p, s, i0 + threadIdx.x);
       s_sc[st][threadIdx.x] = threadIdx.x < nq ? row_scale(p, s, b, i0 + threadIdx.x) : 0.f;
+    }
   };
 
   // Per-row output scales (attn_scale) are applied per element; a uniform silu_scale at the end.
   const bool row_scales = p.attn_scale != nullptr;
   const float uniform = row_scales ? 1.f : static_cast<float>(p.silu_scale);
-  int cur = next_item(0, 0);
-  if (cur < n_items) load_qdo(cur, 0);
+  if (n_items > 0) load_item(0, 0);
   core::cuda::cp_async_commit();
 
   float acc_k[64], acc_v[64];
 #pragma unroll
   for (int i = 0; i < 64; ++i) acc_k[i] = acc_v[i] = 0.f;
   const int key_a = kw0 + warp * 16 + g;  // this thread's keys: key_a, key_a + 8
-  int st = 0;
-  while (cur < n_items) {
+  const int kw1 = min(kw0 + 64, Lk);       // this warpgroup's keys inside the sequence: [kw0, kw1)
+  for (int u = 0, st = 0; u < n_items; ++u, st ^= 1) {
     core::cuda::cp_async_wait<0>();
     wg::fence_proxy_async();
     __syncthreads();  // stage st is in place; everyone is done with the other one
-    // The products of this tile run while the next tile is found and its copies are issued.
+    if (u + 1 < n_items) load_item(u + 1, st ^ 1);
+    core::cuda::cp_async_commit();
+    // Does some row of the tile see this warpgroup's keys, does every row see all of them? Each
+    // warp votes alone over the 64 rows; the answer is the same in the four warps of a
+    // warpgroup, so skipping its (warpgroup-wide) products is uniform.
+    const RowIv va = s_iv[st][lane], vb = s_iv[st][lane + 32];
+    const bool meets =
+        __any_sync(0xffffffffu, kw0 < kw1 && (iv_meets(va, kw0, kw1) || iv_meets(vb, kw0, kw1)));
+    if (!meets) continue;
+    const bool whole = __all_sync(0xffffffffu, kw0 + 64 <= Lk && iv_covers(va, kw0, kw0 + 64) &&
+                                                   iv_covers(vb, kw0, kw0 + 64));
     float s_t[32], dp_t[32];  // Sᵀ and dPᵀ: rows = keys, columns = query rows of the tile
     two_products<T>(s_t, dp_t, sK, sQ(st), sV, sdO(st), wgi * 8192);
-    const int nxt = next_item(cur + 1, st ^ 1);
-    if (nxt < n_items) load_qdo(nxt, st ^ 1);
-    core::cuda::cp_async_commit();
-    // Does every row of the tile see all of this warpgroup's keys? (each warp votes alone)
-    const bool whole = __all_sync(0xffffffffu, iv_covers(s_iv[st][lane], kw0, kw0 + 64) &&
-                                                   iv_covers(s_iv[st][lane + 32], kw0, kw0 + 64));
     wg::wg_wait<0>();
     // P and G in straight passes (as in the forward): SiLU and SiLU' on all 32 pairs, the
     // per-row scales only with attn_scale (a uniform silu_scale is applied in the epilogue), the
@@ -269,10 +265,10 @@ __global__ void __launch_bounds__(sm90b::kThreads, 1)
         for (int c = 0; c < 2; ++c) {
           const RowIv v = s_iv[st][8 * i + 2 * qd + c];
 #pragma unroll
-          for (int u = 0; u < 2; ++u)
-            if (!iv_has(v, key_a + 8 * u)) {
-              s_t[4 * i + 2 * u + c] = 0.f;
-              dp_t[4 * i + 2 * u + c] = 0.f;
+          for (int h = 0; h < 2; ++h)
+            if (!iv_has(v, key_a + 8 * h)) {
+              s_t[4 * i + 2 * h + c] = 0.f;
+              dp_t[4 * i + 2 * h + c] = 0.f;
             }
         }
     }
@@ -284,8 +280,6 @@ __global__ void __launch_bounds__(sm90b::kThreads, 1)
     rs_product<T>(acc_k, gf, sQ(st));   // dK += Gᵀ Q (α at the end)
     wg::wg_commit();
     wg::wg_wait<0>();
-    cur = nxt;
-    st ^= 1;
   }
   core::cuda::cp_async_wait<0>();
 
