@@ -199,6 +199,7 @@ def meta_worker(meta_dir, configs):
             qg, kg, vg = (x.detach().clone().requires_grad_(True) for x in (q, k, v))
 
             def fb():
+                qg.grad = kg.grad = vg.grad = None  # as zero_grad(set_to_none=True): no accumulation
                 mha(q=qg, k=kg, v=vg, **args).backward(dout)
 
             fb()
@@ -394,6 +395,9 @@ def bench_shape(sh, gen, ceil, meta, with_plain, peer_arg=None):
     dout = torch.randn_like(out)
 
     def fb():
+        # Gradients set to None first (zero_grad(set_to_none=True), as a training step does): the
+        # time is the op's, without three gradient-accumulation adds (Meta's fb does the same).
+        qg.grad = kg.grad = vg.grad = None
         o = recops.hstu_attn(qg, kg, vg, off, off, max_len, max_len, **kw)
         o.backward(dout)
 

@@ -1,7 +1,8 @@
 """Per-kernel times of one recops HSTU forward+backward through autograd (torch.profiler, CUPTI),
 at the issue's shape: B=32, S=4096, H=4, d=dv=128, bf16, causal, full-length jagged batch.
 Separates the kernels' own time from the autograd and gradient-accumulation work that
-bench/hstu_cuda.py's fwd+bwd time includes.  python3 bench/experiments/hstu_bwd_profile.py"""
+bench/hstu_cuda.py's fwd+bwd time included (before it set the gradients to None per step), then
+times the backward op alone in a loop (the conditions of bench/experiments/hstu_bwd_wgmma.cu).  python3 bench/experiments/hstu_bwd_profile.py"""
 import torch
 
 import recops
@@ -27,3 +28,13 @@ with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) a
         fb()
     torch.cuda.synchronize()
 print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=10, max_name_column_width=70))
+
+bwd = lambda: torch.ops.recops.hstu_attn_bwd(dout, q.detach(), k.detach(), v.detach(), off, off, S, S)  # noqa: E731
+for _ in range(3):
+    bwd()
+torch.cuda.synchronize()
+with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+    for _ in range(5):
+        bwd()
+    torch.cuda.synchronize()
+print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=4, max_name_column_width=70))
