@@ -8,10 +8,13 @@
 #include <cstdint>
 #include <set>
 constexpr uint32_t sw128(int r, int c) {
-  return static_cast<uint32_t>((r / 8) * 1024 + (r % 8) * 128 + (((c / 8) ^ (r % 8)) & 7) * 16 + (c % 8) * 2);
+  return static_cast<uint32_t>((r / 8) * 1024 + (r % 8) * 128 + (((c / 8) ^ (r % 8)) & 7) * 16 +
+                               (c % 8) * 2);
 }
-template <int kRows> bool check() {
-  std::set<std::pair<int,int>> seen; bool ok = true;
+template <int kRows>
+bool check() {
+  std::set<std::pair<int, int>> seen;
+  bool ok = true;
   for (int t = 0; t < 256; ++t) {
     const int r0 = t / 16, c = t % 16;
     const uint32_t d0 = (c / 8) * (kRows * 128) + sw128(r0, (c % 8) * 8);
@@ -24,4 +27,8 @@ template <int kRows> bool check() {
   }
   return ok && seen.size() == size_t(kRows) * 16;
 }
-int main() { std::printf("64: %d, 128: %d\n", check<64>(), check<128>()); }
+int main() {
+  const bool a = check<64>(), b = check<128>();
+  std::printf("64: %d, 128: %d\n", a, b);
+  return a && b ? 0 : 1;
+}

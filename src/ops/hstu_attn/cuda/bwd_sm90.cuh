@@ -166,14 +166,12 @@ __global__ void __launch_bounds__(sm90b::kThreads, 1)
   const int g = lane / 4, qd = lane % 4;
   const int kw0 = c0 + wgi * 64;  // this warpgroup's first key
 
-  load_rows<kBig>(sK,
-                  static_cast<const T*>(p.k) + b * p.k_batch + (s.k0 + c0) * p.k_row +
-                      kh * p.k_head,
-                  p.k_row, nk, p.k);
-  load_rows<kBig>(sV,
-                  static_cast<const T*>(p.v) + b * p.v_batch + (s.k0 + c0) * p.v_row +
-                      kh * p.v_head,
-                  p.v_row, nk, p.v);
+  load_rows<kBig>(
+      sK, static_cast<const T*>(p.k) + b * p.k_batch + (s.k0 + c0) * p.k_row + kh * p.k_head,
+      p.k_row, nk, p.k);
+  load_rows<kBig>(
+      sV, static_cast<const T*>(p.v) + b * p.v_batch + (s.k0 + c0) * p.v_row + kh * p.v_head,
+      p.v_row, nk, p.v);
 
   // Work items u = (query head of the group, 64-row query tile qt_first + u % n_range). Without
   // context rows, query row i sees key c only if r - left <= c <= r + right (r = i + Lk - Lq):
@@ -197,14 +195,13 @@ __global__ void __launch_bounds__(sm90b::kThreads, 1)
     const int64_t hq = static_cast<int64_t>(kh) * group + u / n_range;
     const int i0 = (qt_first + u % n_range) * kSmall;
     const int nq = min(kSmall, Lq - i0);
-    load_rows<kSmall>(sQ(st),
-                      static_cast<const T*>(p.q) + b * p.q_batch + (s.q0 + i0) * p.q_row +
-                          hq * p.q_head,
-                      p.q_row, nq, p.q);
-    load_rows<kSmall>(sdO(st),
-                      static_cast<const T*>(p.dout) + b * p.do_batch + (s.q0 + i0) * p.do_row +
-                          hq * p.do_head,
-                      p.do_row, nq, p.dout);
+    load_rows<kSmall>(
+        sQ(st), static_cast<const T*>(p.q) + b * p.q_batch + (s.q0 + i0) * p.q_row + hq * p.q_head,
+        p.q_row, nq, p.q);
+    load_rows<kSmall>(
+        sdO(st),
+        static_cast<const T*>(p.dout) + b * p.do_batch + (s.q0 + i0) * p.do_row + hq * p.do_head,
+        p.do_row, nq, p.dout);
     if (threadIdx.x < kSmall) {
       s_iv[st][threadIdx.x] = row_intervals(p, s, i0 + threadIdx.x);
       s_sc[st][threadIdx.x] = threadIdx.x < nq ? row_scale(p, s, b, i0 + threadIdx.x) : 0.f;
@@ -221,7 +218,7 @@ __global__ void __launch_bounds__(sm90b::kThreads, 1)
 #pragma unroll
   for (int i = 0; i < 64; ++i) acc_k[i] = acc_v[i] = 0.f;
   const int key_a = kw0 + warp * 16 + g;  // this thread's keys: key_a, key_a + 8
-  const int kw1 = min(kw0 + 64, Lk);       // this warpgroup's keys inside the sequence: [kw0, kw1)
+  const int kw1 = min(kw0 + 64, Lk);      // this warpgroup's keys inside the sequence: [kw0, kw1)
   for (int u = 0, st = 0; u < n_items; ++u, st ^= 1) {
     core::cuda::cp_async_wait<0>();
     wg::fence_proxy_async();
@@ -291,8 +288,7 @@ __global__ void __launch_bounds__(sm90b::kThreads, 1)
     const int key = key_a + 8 * u;
     if (key >= Lk) continue;
     T* dkr = static_cast<T*>(p.dk) + b * p.dk_batch + (s.k0 + key) * p.dk_row + kh * p.dk_head;
-    T* dvr =
-        static_cast<T*>(p.dv_out) + b * p.dv_batch + (s.k0 + key) * p.dv_row + kh * p.dv_head;
+    T* dvr = static_cast<T*>(p.dv_out) + b * p.dv_batch + (s.k0 + key) * p.dv_row + kh * p.dv_head;
 #pragma unroll
     for (int j = 0; j < 16; ++j) {
       *reinterpret_cast<uint32_t*>(dkr + 8 * j + 2 * qd) =
@@ -371,14 +367,13 @@ __global__ void __launch_bounds__(sm90b::kThreads, 1)
   for (int i = 0; i < 64; ++i) acc_q[i] = 0.f;
   const int ra = i0 + wgi * 64 + warp * 16 + g;  // this thread's rows: ra and ra + 8
   if (n_tiles > 0) {
-    load_rows<kBig>(sQ,
-                    static_cast<const T*>(p.q) + b * p.q_batch + (s.q0 + i0) * p.q_row +
-                        hq * p.q_head,
-                    p.q_row, nq, p.q);
-    load_rows<kBig>(sdO,
-                    static_cast<const T*>(p.dout) + b * p.do_batch + (s.q0 + i0) * p.do_row +
-                        hq * p.do_head,
-                    p.do_row, nq, p.dout);
+    load_rows<kBig>(
+        sQ, static_cast<const T*>(p.q) + b * p.q_batch + (s.q0 + i0) * p.q_row + hq * p.q_head,
+        p.q_row, nq, p.q);
+    load_rows<kBig>(
+        sdO,
+        static_cast<const T*>(p.dout) + b * p.do_batch + (s.q0 + i0) * p.do_row + hq * p.do_head,
+        p.do_row, nq, p.dout);
     load_kv(0, 0);
     core::cuda::cp_async_commit();
     const RowIv iv[2] = {row_intervals(p, s, ra), row_intervals(p, s, ra + 8)};
@@ -470,14 +465,12 @@ Status run_bwd_sm90(const P& p, const Context& ctx) {
                   detail::cat(kOp, ": cuda_sm90 grid too large (", gq, " blocks)"));
   if (gk > 0)
     RECOPS_RETURN_IF_ERROR(RECOPS_LAUNCH_KERNEL(
-        kOp, (hstu_bwd_sm90_kv_kernel<T>), dim3(static_cast<unsigned>(gk)),
-        dim3(sm90b::kThreads), static_cast<size_t>(sm90b::kSmemBytes), ctx.stream, p,
-        static_cast<int>(n_ktiles)));
+        kOp, (hstu_bwd_sm90_kv_kernel<T>), dim3(static_cast<unsigned>(gk)), dim3(sm90b::kThreads),
+        static_cast<size_t>(sm90b::kSmemBytes), ctx.stream, p, static_cast<int>(n_ktiles)));
   if (gq > 0)
     RECOPS_RETURN_IF_ERROR(RECOPS_LAUNCH_KERNEL(
-        kOp, (hstu_bwd_sm90_q_kernel<T>), dim3(static_cast<unsigned>(gq)),
-        dim3(sm90b::kThreads), static_cast<size_t>(sm90b::kSmemBytes), ctx.stream, p,
-        static_cast<int>(n_qtiles)));
+        kOp, (hstu_bwd_sm90_q_kernel<T>), dim3(static_cast<unsigned>(gq)), dim3(sm90b::kThreads),
+        static_cast<size_t>(sm90b::kSmemBytes), ctx.stream, p, static_cast<int>(n_qtiles)));
   return Status::Ok();
 }
 

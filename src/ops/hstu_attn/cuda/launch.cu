@@ -38,8 +38,7 @@ namespace {
 // the build: every cuda_sm90 kernel is compiled with the same architectures).
 std::string sm90_device_reason(int device) {
   const cudaDeviceProp* props = nullptr;
-  if (!core::cuda::device_properties(device, &props).ok() || props->major != 9 ||
-      props->minor != 0)
+  if (!core::cuda::device_properties(device, &props).ok() || props->major != 9 || props->minor != 0)
     return "cuda_sm90 runs on compute capability 9.0 devices only (sm_90a code)";
   if (hstu_cuda::hstu_fwd_sm90_binary_version(device) != 90)
     return "this build has no sm_90a image of cuda_sm90 (RECOPS_CUDA_ARCHS lacks 90a)";
