@@ -20,21 +20,22 @@ def fb():
     recops.hstu_attn(q, k, v, off, off, S, S).backward(dout)
 
 
-for _ in range(3):
-    fb()
-torch.cuda.synchronize()
-with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-    for _ in range(5):
-        fb()
-    torch.cuda.synchronize()
-print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=10, max_name_column_width=70))
+def bwd():
+    torch.ops.recops.hstu_attn_bwd(dout, q.detach(), k.detach(), v.detach(), off, off, S, S)
 
-bwd = lambda: torch.ops.recops.hstu_attn_bwd(dout, q.detach(), k.detach(), v.detach(), off, off, S, S)  # noqa: E731
-for _ in range(3):
-    bwd()
-torch.cuda.synchronize()
-with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-    for _ in range(5):
-        bwd()
+
+def profile(fn, rows):
+    """Three warm-up calls, then the CUDA kernels of five calls, largest total first."""
+    for _ in range(3):
+        fn()
     torch.cuda.synchronize()
-print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=4, max_name_column_width=70))
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        for _ in range(5):
+            fn()
+        torch.cuda.synchronize()
+    print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=rows,
+                                    max_name_column_width=70))
+
+
+profile(fb, 10)
+profile(bwd, 4)

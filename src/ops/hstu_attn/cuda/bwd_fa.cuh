@@ -565,6 +565,19 @@ __global__ void __launch_bounds__(256) hstu_fa_drab_zero_kernel(const P p, int64
   }
 }
 
+// Whether every row of q, k, v, dout, dq, dk, dv starts 16-byte aligned (2-byte elements): the
+// backward kernels' 16-byte copies and stores need it.
+inline bool bwd_rows_aligned16(const P& p) {
+  const size_t es = 2;
+  return fa_rows_aligned16(p.q, es, {p.q_batch, p.q_row, p.q_head}) &&
+         fa_rows_aligned16(p.k, es, {p.k_batch, p.k_row, p.k_head}) &&
+         fa_rows_aligned16(p.v, es, {p.v_batch, p.v_row, p.v_head}) &&
+         fa_rows_aligned16(p.dout, es, {p.do_batch, p.do_row, p.do_head}) &&
+         fa_rows_aligned16(p.dq, es, {p.dq_batch, p.dq_row, p.dq_head}) &&
+         fa_rows_aligned16(p.dk, es, {p.dk_batch, p.dk_row, p.dk_head}) &&
+         fa_rows_aligned16(p.dv_out, es, {p.dv_batch, p.dv_row, p.dv_head});
+}
+
 // Why the register-resident backward cannot run this problem (empty: it can).
 inline std::string fa_bwd_refusal(const P& p) {
   if (p.dtype != DType::bf16 && p.dtype != DType::fp16)
@@ -581,15 +594,7 @@ inline std::string fa_bwd_refusal(const P& p) {
                        ", dv=", p.dv, "); cuda_sm80 runs the rest");
   if (p.Sq > (INT_MAX >> 1) || p.Sk > (INT_MAX >> 1))
     return "cuda_sm80_fa needs sequence lengths below 2^30";
-  const size_t es = 2;
-  const bool al = fa_rows_aligned16(p.q, es, {p.q_batch, p.q_row, p.q_head}) &&
-                  fa_rows_aligned16(p.k, es, {p.k_batch, p.k_row, p.k_head}) &&
-                  fa_rows_aligned16(p.v, es, {p.v_batch, p.v_row, p.v_head}) &&
-                  fa_rows_aligned16(p.dout, es, {p.do_batch, p.do_row, p.do_head}) &&
-                  fa_rows_aligned16(p.dq, es, {p.dq_batch, p.dq_row, p.dq_head}) &&
-                  fa_rows_aligned16(p.dk, es, {p.dk_batch, p.dk_row, p.dk_head}) &&
-                  fa_rows_aligned16(p.dv_out, es, {p.dv_batch, p.dv_row, p.dv_head});
-  if (!al)
+  if (!bwd_rows_aligned16(p))
     return "cuda_sm80_fa needs 16-byte aligned rows of q, k, v, dout, dq, dk, dv; cuda_sm80 runs "
            "the rest";
   return {};

@@ -38,6 +38,7 @@
 
 #include "core/cuda/launch.h"
 #include "core/cuda/sm90.cuh"
+#include "ops/hstu_attn/cuda/bwd_fa.cuh"  // bwd_rows_aligned16
 #include "ops/hstu_attn/cuda/fwd_sm90.cuh"
 #include "recops/context.h"
 
@@ -335,22 +336,8 @@ __global__ void __launch_bounds__(sm90b::kThreads, 1)
     s_hi = 0;
   }
   __syncthreads();
-  if (threadIdx.x < kBig) {  // the CTA's key span: the union of its rows' intervals
-    const RowIv v = row_intervals(p, s, i0 + threadIdx.x);
-    int lo = INT_MAX, hi = 0;
-    if (v.lo0 < v.hi0) {
-      lo = v.lo0;
-      hi = v.hi0;
-    }
-    if (v.lo1 < v.hi1) {
-      lo = min(lo, v.lo1);
-      hi = max(hi, v.hi1);
-    }
-    if (lo < hi) {
-      atomicMin(&s_lo, lo);
-      atomicMax(&s_hi, hi);
-    }
-  }
+  // The CTA's key span: the union of its rows' intervals.
+  if (threadIdx.x < kBig) span_add_row(p, s, i0 + threadIdx.x, &s_lo, &s_hi);
   __syncthreads();
   const int t_lo = s_lo < s_hi ? s_lo / kSmall : 0;
   const int n_tiles = s_lo < s_hi ? (s_hi + kSmall - 1) / kSmall - t_lo : 0;
@@ -440,15 +427,8 @@ inline std::string sm90_bwd_refusal(const P& p) {
     return "cuda_sm90 needs sequence lengths below 2^30";
   if ((p.Hq / std::max<int64_t>(p.Hk, 1)) * ((p.Sq + sm90b::kSmall - 1) / sm90b::kSmall) >= INT_MAX)
     return "cuda_sm90 needs (Hq / Hk) x (64-row query tiles) below 2^31";
-  const size_t es = 2;
-  const bool al = fa_rows_aligned16(p.q, es, {p.q_batch, p.q_row, p.q_head}) &&
-                  fa_rows_aligned16(p.k, es, {p.k_batch, p.k_row, p.k_head}) &&
-                  fa_rows_aligned16(p.v, es, {p.v_batch, p.v_row, p.v_head}) &&
-                  fa_rows_aligned16(p.dout, es, {p.do_batch, p.do_row, p.do_head}) &&
-                  fa_rows_aligned16(p.dq, es, {p.dq_batch, p.dq_row, p.dq_head}) &&
-                  fa_rows_aligned16(p.dk, es, {p.dk_batch, p.dk_row, p.dk_head}) &&
-                  fa_rows_aligned16(p.dv_out, es, {p.dv_batch, p.dv_row, p.dv_head});
-  if (!al) return "cuda_sm90 needs 16-byte aligned rows of q, k, v, dout, dq, dk, dv";
+  if (!bwd_rows_aligned16(p))
+    return "cuda_sm90 needs 16-byte aligned rows of q, k, v, dout, dq, dk, dv";
   return {};
 }
 

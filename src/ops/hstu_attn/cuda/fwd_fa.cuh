@@ -110,6 +110,25 @@ __device__ __forceinline__ bool iv_meets(const RowIv& v, int c0, int c1) {
 __device__ __forceinline__ bool iv_covers(const RowIv& v, int c0, int c1) {
   return (v.lo0 <= c0 && v.hi0 >= c1) || (v.lo1 <= c0 && v.hi1 >= c1);
 }
+// Adds query row i's valid keys to a CTA's key span [*lo, *hi) in shared memory (set to INT_MAX
+// and 0 first): the span is the union of the rows' intervals (the Hopper kernels' tile range).
+__device__ __forceinline__ void span_add_row(const P& p, const Seq& s, int64_t i, int* lo_s,
+                                             int* hi_s) {
+  const RowIv v = row_intervals(p, s, i);
+  int lo = INT_MAX, hi = 0;
+  if (v.lo0 < v.hi0) {
+    lo = v.lo0;
+    hi = v.hi0;
+  }
+  if (v.lo1 < v.hi1) {
+    lo = min(lo, v.lo1);
+    hi = max(hi, v.hi1);
+  }
+  if (lo < hi) {
+    atomicMin(lo_s, lo);
+    atomicMax(hi_s, hi);
+  }
+}
 
 // Copies 64 rows (r < nvalid from rowptr(r), chunks x < nch of 8 elements) into a [64][kFaLd]
 // tile with cp.async; chunks nch .. nch_pad-1 and rows past nvalid are zero filled. Thread

@@ -110,22 +110,8 @@ __global__ void __launch_bounds__(sm90f::kThreads, 1)
     wg::mbar_fence_init();
   }
   __syncthreads();
-  if (threadIdx.x < kBM) {  // the CTA's key span: the union of its rows' intervals
-    const RowIv v = row_intervals(p, s, i0 + threadIdx.x);
-    int lo = INT_MAX, hi = 0;
-    if (v.lo0 < v.hi0) {
-      lo = v.lo0;
-      hi = v.hi0;
-    }
-    if (v.lo1 < v.hi1) {
-      lo = min(lo, v.lo1);
-      hi = max(hi, v.hi1);
-    }
-    if (lo < hi) {
-      atomicMin(&s_lo, lo);
-      atomicMax(&s_hi, hi);
-    }
-  }
+  // The CTA's key span: the union of its rows' intervals.
+  if (threadIdx.x < kBM) span_add_row(p, s, i0 + threadIdx.x, &s_lo, &s_hi);
   __syncthreads();
   const int t_lo = s_lo < s_hi ? s_lo / kBN : 0;
   const int n_tiles = s_lo < s_hi ? (s_hi + kBN - 1) / kBN - t_lo : 0;
