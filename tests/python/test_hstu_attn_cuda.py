@@ -104,8 +104,8 @@ def test_cuda_multi_tile_heads(d, dv):
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_cuda_d128_families(family, dtype):
-    # d = dv = 128: the forward of cuda_sm90 on an H100/H200 (cuda_sm80_fa elsewhere), several
-    # 128-row query tiles and 128-key tiles, tails and an empty sequence.
+    # d = dv = 128: the forward and backward of cuda_sm90 on an H100/H200 (cuda_sm80_fa
+    # elsewhere), several 128-row query tiles and 128-key tiles, tails and an empty sequence.
     q, k, v, off, S = make(dtype, lengths=(300, 0, 129, 5), Hq=4, Hk=2, d=128, dv=128)
     got = run(q, k, v, off, S, FAMILIES[family], "cuda")
     want = run(q.float(), k.float(), v.float(), off, S, FAMILIES[family], "cpu")
@@ -114,8 +114,9 @@ def test_cuda_d128_families(family, dtype):
         assert close(a, b, 3e-2), f"{name}: {(a.double() - b.double()).abs().max()}"
 
 
-def test_cuda_deterministic_backward():
-    q, k, v, off, S = make(torch.bfloat16, lengths=(300, 129))
+@pytest.mark.parametrize("d", [32, 128])  # 128: cuda_sm90's backward on an H100/H200
+def test_cuda_deterministic_backward(d):
+    q, k, v, off, S = make(torch.bfloat16, lengths=(300, 129), d=d, dv=d)
     a = run(q, k, v, off, S, FAMILIES["contexts_targets"] | {"num_contexts": [3, 1],
                                                               "num_targets": [20, 7]}, "cuda")
     b = run(q, k, v, off, S, FAMILIES["contexts_targets"] | {"num_contexts": [3, 1],
