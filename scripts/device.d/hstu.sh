@@ -3,7 +3,7 @@
 # RECOPS, OUT and STEP_LIMIT_S exported:
 #   recops check --op hstu_attn --backend cuda, each CUDA implementation forced in turn
 #     -> $OUT/check_hstu_cuda_<impl>.json and .log (non-passing rows streamed to stdout);
-#     cuda_sm80_fa is checked on its dtypes (bf16, fp16), cuda_sm90 on the d = 128 forward cases;
+#     cuda_sm80_fa is checked on its dtypes (bf16, fp16), cuda_sm90 on the d = 128 cases;
 #     HSTU_IMPLS picks impls
 #   python3 bench/hstu_cuda.py -> $OUT/bench_hstu_cuda.json (ours, plain PyTorch and, when
 #     .peers/generative-recommenders is carried, Meta's Triton kernel)
@@ -17,7 +17,7 @@ cd "$ROOT"
 rc=0
 skip=" ${HSTU_SKIP:-} "
 if [[ "$skip" != *" check "* ]]; then
-  # cuda_sm90 serves d = dv = 128 forwards only: its rows are the d = 128 cases.
+  # cuda_sm90 serves d = dv = 128 only: its rows are the d = 128 cases (forward and backward).
   sm90_cases=causal_s199_d128,d128_jagged_tails,d128_gqa_contexts_targets,d128_targets_g1
   sm90_cases+=,d128_window,d128_window_two_sided_targets,d128_anti_causal,d128_no_mask
   sm90_cases+=,d128_delta_q,d128_dense,d128_scales,d128_long
@@ -25,7 +25,7 @@ if [[ "$skip" != *" check "* ]]; then
     log=$OUT/check_hstu_$impl.log
     extra=()
     [ "$impl" = cuda_sm80_fa ] && extra=(--dtype bf16,fp16)
-    [ "$impl" = cuda_sm90 ] && extra=(--op hstu_attn_fwd --dtype bf16,fp16 --case "$sm90_cases")
+    [ "$impl" = cuda_sm90 ] && extra=(--dtype bf16,fp16 --case "$sm90_cases")
     echo "--- recops check --op hstu_attn --backend cuda --impl $impl ${extra[*]}"
     timeout "${HSTU_CHECK_S:-100}" "$RECOPS" check --op hstu_attn --backend cuda --impl "$impl" \
       "${extra[@]}" ${HSTU_CHECK_ARGS:-} --json "$OUT/check_hstu_cuda_$impl.json" 2>&1 | tee "$log" | grep --line-buffered -v " PASS"
@@ -40,7 +40,7 @@ fi
 if [[ "$skip" != *" det "* ]]; then
   echo "--- determinism (--repeat 5)"
   timeout 40 "$RECOPS" check --op hstu_attn --backend cuda --repeat 5 \
-    --case worked_example,rab_bcast_gqa,gqa_4to1,all_features,b37_s199_d128 2>&1 |
+    --case worked_example,rab_bcast_gqa,gqa_4to1,all_features,b37_s199_d128,d128_gqa_contexts_targets 2>&1 |
     grep -v " PASS" | tail -n 20
 fi
 if [[ "$skip" != *" pytest "* ]]; then
