@@ -415,8 +415,10 @@ __global__ void __launch_bounds__(sm90b::kThreads, 1)
 
 // Why the Hopper backward cannot run this problem (empty: it can).
 inline std::string sm90_bwd_refusal(const P& p) {
-  if (p.dtype != DType::bf16 && p.dtype != DType::fp16)
-    return "cuda_sm90 runs bf16 and fp16 (fp32 runs on cuda_sm80)";
+  if (p.dtype == DType::fp16)
+    return "cuda_sm90's backward runs bf16 only for now (its key kernel rounds G to fp16 before "
+           "the output scale, which can overflow with a large dout); cuda_sm80_fa runs fp16";
+  if (p.dtype != DType::bf16) return "cuda_sm90's backward runs bf16 (fp32 runs on cuda_sm80)";
   if (p.d != sm90b::kD || p.dv != sm90b::kD)
     return detail::cat("cuda_sm90 needs d = dv = 128 (got d=", p.d, ", dv=", p.dv,
                        "); cuda_sm80_fa / cuda_sm80 run the rest");
