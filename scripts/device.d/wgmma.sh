@@ -3,8 +3,10 @@
 # exported: bench/experiments/wgmma_probe.cu (which descriptor readings hold), then
 # bench/experiments/hstu_fwd_wgmma.cu built once per reading of the V descriptor (LBO = atom stride
 # or SBO = atom stride), then bench/experiments/hstu_bwd_wgmma.cu (the wgmma backward's two
-# kernels against fp64). Logs: $OUT/wgmma_probe.log, $OUT/hstu_fwd_wgmma_<0|1>.log,
-# $OUT/hstu_bwd_wgmma.log. About a minute. WGMMA_SKIP (words: probe hstu bwd) skips parts.
+# kernels against fp64), then bench/experiments/bsa_wgmma.cu (a Hopper block-sparse attention
+# against fp64, timed at 32K and 128K). Logs: $OUT/wgmma_probe.log, $OUT/hstu_fwd_wgmma_<0|1>.log,
+# $OUT/hstu_bwd_wgmma.log, $OUT/bsa_wgmma.log. About two minutes. WGMMA_SKIP (words: probe hstu
+# bwd bsa) skips parts.
 set -uo pipefail
 cd "$ROOT"
 export PATH=/usr/local/cuda/bin:$PATH
@@ -42,6 +44,16 @@ if [[ "$skip" != *" bwd "* ]]; then
     cat "$OUT/hstu_bwd_wgmma.log"
   else
     grep -v C7519 /tmp/hstu_bwd_wgmma.build | tail -n 20
+    rc=1
+  fi
+fi
+if [[ "$skip" != *" bsa "* ]]; then
+  echo "--- bsa_wgmma"
+  if nvcc "${flags[@]}" -o /tmp/bsa_wgmma bench/experiments/bsa_wgmma.cu 2>/tmp/bsa_wgmma.build; then
+    timeout 150 /tmp/bsa_wgmma >"$OUT/bsa_wgmma.log" 2>&1 || rc=1
+    cat "$OUT/bsa_wgmma.log"
+  else
+    grep -v C7519 /tmp/bsa_wgmma.build | tail -n 20
     rc=1
   fi
 fi
