@@ -57,7 +57,7 @@ std::string hstu_attn_fwd_sm90_accepts(const HstuAttnParams& p);
 Status hstu_attn_fwd_cuda_sm90(const HstuAttnParams& p, const Context& ctx);
 Status hstu_attn_fwd_cuda_sm90_bf16(const HstuAttnParams& p, const Context& ctx);
 Status hstu_attn_fwd_cuda_sm90_fp16(const HstuAttnParams& p, const Context& ctx);
-// Hopper backward (cuda/bwd_sm90.cuh, cuda_sm90): sm_90a wgmma, deterministic; bf16/fp16,
+// Hopper backward (cuda/bwd_sm90.cuh, cuda_sm90): sm_90a wgmma, deterministic; bf16 (fp16 refused),
 // d = dv = 128, interval masks, GQA, delta-q; no rab, paged KV, custom mask or func.
 std::string hstu_attn_bwd_sm90_accepts(const HstuAttnParams& p);
 Status hstu_attn_bwd_cuda_sm90(const HstuAttnParams& p, const Context& ctx);

@@ -1,10 +1,10 @@
-// hstu_attn/cuda/bwd_sm90.cuh: the Hopper backward (cuda_sm90): sm_90a wgmma, bf16 and fp16,
-// d = dv = 128, the interval masks (causal / anti-causal / none, window, contexts, targets with
-// group size, delta-q), GQA, silu_scale / attn_scale, any 16-byte aligned row strides (jagged or
-// dense). It refuses the rest (rab, custom mask, func, paged KV, other head sizes) with a reason
-// and cuda_sm80_fa / cuda_sm80 take over. Deterministic: no atomics, every output element has one
-// owner summing in a fixed order. One instantiation per element type and file
-// (inst/bwd_sm90_*.cu).
+// hstu_attn/cuda/bwd_sm90.cuh: the Hopper backward (cuda_sm90): sm_90a wgmma, bf16 (fp16 is
+// refused for now: sm90_bwd_refusal says why; its instantiation stays built), d = dv = 128, the
+// interval masks (causal / anti-causal / none, window, contexts, targets with group size, delta-q),
+// GQA, silu_scale / attn_scale, any 16-byte aligned row strides (jagged or dense). It refuses the
+// rest (rab, custom mask, func, paged KV, other head sizes) with a reason and cuda_sm80_fa /
+// cuda_sm80 take over. Deterministic: no atomics, every output element has one owner summing in a
+// fixed order. One instantiation per element type and file (inst/bwd_sm90_*.cu).
 //
 // The math is the plain recompute of bwd_fa.cuh (HSTU keeps no row statistics):
 //   x = α S, S = Q Kᵀ;  P = M ⊙ SiLU(x);  G = M ⊙ SiLU'(x) ⊙ (dO Vᵀ) ⊙ s_i
