@@ -13,48 +13,26 @@ export PATH=/usr/local/cuda/bin:$PATH
 rc=0
 skip=" ${WGMMA_SKIP:-} "
 flags=(-std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a)
-if [[ "$skip" != *" probe "* ]]; then
-  echo "--- wgmma_probe"
-  if nvcc "${flags[@]}" -o /tmp/wgmma_probe bench/experiments/wgmma_probe.cu 2>/tmp/wgmma_probe.build; then
-    timeout 60 /tmp/wgmma_probe >"$OUT/wgmma_probe.log" 2>&1 || rc=1
-    cat "$OUT/wgmma_probe.log"
+# run NAME SOURCE LIMIT [NVCC ARGS...]: build bench/experiments/SOURCE into /tmp/NAME, run it
+# for at most LIMIT seconds with its log in $OUT/NAME.log (echoed), remember a failure.
+run() {
+  local name=$1 src=$2 limit=$3
+  shift 3
+  echo "--- $name"
+  if nvcc "${flags[@]}" "$@" -o "/tmp/$name" "bench/experiments/$src" 2>"/tmp/$name.build"; then
+    timeout "$limit" "/tmp/$name" >"$OUT/$name.log" 2>&1 || rc=1
+    cat "$OUT/$name.log"
   else
-    grep -v C7519 /tmp/wgmma_probe.build | tail -n 20
+    grep -v C7519 "/tmp/$name.build" | tail -n 20
     rc=1
   fi
-fi
+}
+[[ "$skip" == *" probe "* ]] || run wgmma_probe wgmma_probe.cu 60
 if [[ "$skip" != *" hstu "* ]]; then
   for lbo in 1 0; do
-    echo "--- hstu_fwd_wgmma (HSTU_V_LBO_IS_ATOM=$lbo)"
-    if nvcc "${flags[@]}" -DHSTU_V_LBO_IS_ATOM=$lbo -o /tmp/hstu_fwd_wgmma_$lbo \
-      bench/experiments/hstu_fwd_wgmma.cu 2>/tmp/hstu_fwd_wgmma.build; then
-      timeout 120 /tmp/hstu_fwd_wgmma_$lbo >"$OUT/hstu_fwd_wgmma_$lbo.log" 2>&1 || rc=1
-      cat "$OUT/hstu_fwd_wgmma_$lbo.log"
-    else
-      grep -v C7519 /tmp/hstu_fwd_wgmma.build | tail -n 20
-      rc=1
-    fi
+    run "hstu_fwd_wgmma_$lbo" hstu_fwd_wgmma.cu 120 -DHSTU_V_LBO_IS_ATOM=$lbo
   done
 fi
-if [[ "$skip" != *" bwd "* ]]; then
-  echo "--- hstu_bwd_wgmma"
-  if nvcc "${flags[@]}" -o /tmp/hstu_bwd_wgmma bench/experiments/hstu_bwd_wgmma.cu \
-    2>/tmp/hstu_bwd_wgmma.build; then
-    timeout 120 /tmp/hstu_bwd_wgmma >"$OUT/hstu_bwd_wgmma.log" 2>&1 || rc=1
-    cat "$OUT/hstu_bwd_wgmma.log"
-  else
-    grep -v C7519 /tmp/hstu_bwd_wgmma.build | tail -n 20
-    rc=1
-  fi
-fi
-if [[ "$skip" != *" bsa "* ]]; then
-  echo "--- bsa_wgmma"
-  if nvcc "${flags[@]}" -o /tmp/bsa_wgmma bench/experiments/bsa_wgmma.cu 2>/tmp/bsa_wgmma.build; then
-    timeout 150 /tmp/bsa_wgmma >"$OUT/bsa_wgmma.log" 2>&1 || rc=1
-    cat "$OUT/bsa_wgmma.log"
-  else
-    grep -v C7519 /tmp/bsa_wgmma.build | tail -n 20
-    rc=1
-  fi
-fi
+[[ "$skip" == *" bwd "* ]] || run hstu_bwd_wgmma hstu_bwd_wgmma.cu 120
+[[ "$skip" == *" bsa "* ]] || run bsa_wgmma bsa_wgmma.cu 150
 exit $rc
