@@ -8,7 +8,7 @@
 # $OUT/hstu_bwd_wgmma.log, $OUT/bsa_wgmma.log. About two minutes. WGMMA_SKIP (words: probe hstu
 # bwd bsa) skips parts.
 set -uo pipefail
-cd "$ROOT"
+cd "$ROOT" || exit 1
 export PATH=/usr/local/cuda/bin:$PATH
 rc=0
 skip=" ${WGMMA_SKIP:-} "
