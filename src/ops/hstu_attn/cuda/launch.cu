@@ -34,6 +34,21 @@ Status hstu_attn_fwd_cuda(const HstuAttnParams& p, const Context& ctx) {
 }
 
 namespace {
+using HalfKernel = Status (*)(const HstuAttnParams&, const Context&);
+// The bf16 / fp16 implementations: the device guard, then the instantiation of p.dtype; `what`
+// ("op: impl") names them in the error for any other dtype.
+Status run_half(const HstuAttnParams& p, const Context& ctx, HalfKernel bf16, HalfKernel fp16,
+                const char* what) {
+  core::cuda::ScopedDevice guard(p.device_index);
+  RECOPS_RETURN_IF_ERROR(guard.status());
+  switch (p.dtype) {
+    case DType::bf16: return bf16(p, ctx);
+    case DType::fp16: return fp16(p, ctx);
+    default: break;
+  }
+  return Status(StatusCode::internal, std::string(what) + " got an unsupported dtype");
+}
+
 // Compute capability 9.0 and an sm_90a image in this build (the forward's bf16 kernel stands for
 // the build: every cuda_sm90 kernel is compiled with the same architectures).
 std::string sm90_device_reason(int device) {
@@ -57,25 +72,13 @@ std::string hstu_attn_bwd_sm90_accepts(const HstuAttnParams& p) {
 }
 
 Status hstu_attn_bwd_cuda_sm90(const HstuAttnParams& p, const Context& ctx) {
-  core::cuda::ScopedDevice guard(p.device_index);
-  RECOPS_RETURN_IF_ERROR(guard.status());
-  switch (p.dtype) {
-    case DType::bf16: return hstu_attn_bwd_cuda_sm90_bf16(p, ctx);
-    case DType::fp16: return hstu_attn_bwd_cuda_sm90_fp16(p, ctx);
-    default: break;
-  }
-  return Status(StatusCode::internal, "hstu_attn_bwd: cuda_sm90 got an unsupported dtype");
+  return run_half(p, ctx, hstu_attn_bwd_cuda_sm90_bf16, hstu_attn_bwd_cuda_sm90_fp16,
+                  "hstu_attn_bwd: cuda_sm90");
 }
 
 Status hstu_attn_fwd_cuda_sm90(const HstuAttnParams& p, const Context& ctx) {
-  core::cuda::ScopedDevice guard(p.device_index);
-  RECOPS_RETURN_IF_ERROR(guard.status());
-  switch (p.dtype) {
-    case DType::bf16: return hstu_attn_fwd_cuda_sm90_bf16(p, ctx);
-    case DType::fp16: return hstu_attn_fwd_cuda_sm90_fp16(p, ctx);
-    default: break;
-  }
-  return Status(StatusCode::internal, "hstu_attn_fwd: cuda_sm90 got an unsupported dtype");
+  return run_half(p, ctx, hstu_attn_fwd_cuda_sm90_bf16, hstu_attn_fwd_cuda_sm90_fp16,
+                  "hstu_attn_fwd: cuda_sm90");
 }
 
 std::string hstu_attn_fwd_fa_accepts(const HstuAttnParams& p) {
@@ -84,14 +87,8 @@ std::string hstu_attn_fwd_fa_accepts(const HstuAttnParams& p) {
 }
 
 Status hstu_attn_fwd_cuda_fa(const HstuAttnParams& p, const Context& ctx) {
-  core::cuda::ScopedDevice guard(p.device_index);
-  RECOPS_RETURN_IF_ERROR(guard.status());
-  switch (p.dtype) {
-    case DType::bf16: return hstu_attn_fwd_cuda_fa_bf16(p, ctx);
-    case DType::fp16: return hstu_attn_fwd_cuda_fa_fp16(p, ctx);
-    default: break;
-  }
-  return Status(StatusCode::internal, "hstu_attn_fwd: cuda_sm80_fa got an unsupported dtype");
+  return run_half(p, ctx, hstu_attn_fwd_cuda_fa_bf16, hstu_attn_fwd_cuda_fa_fp16,
+                  "hstu_attn_fwd: cuda_sm80_fa");
 }
 
 Status hstu_attn_bwd_cuda(const HstuAttnParams& p, const Context& ctx) {
@@ -112,14 +109,8 @@ std::string hstu_attn_bwd_fa_accepts(const HstuAttnParams& p) {
 }
 
 Status hstu_attn_bwd_cuda_fa(const HstuAttnParams& p, const Context& ctx) {
-  core::cuda::ScopedDevice guard(p.device_index);
-  RECOPS_RETURN_IF_ERROR(guard.status());
-  switch (p.dtype) {
-    case DType::bf16: return hstu_attn_bwd_cuda_fa_bf16(p, ctx);
-    case DType::fp16: return hstu_attn_bwd_cuda_fa_fp16(p, ctx);
-    default: break;
-  }
-  return Status(StatusCode::internal, "hstu_attn_bwd: cuda_sm80_fa got an unsupported dtype");
+  return run_half(p, ctx, hstu_attn_bwd_cuda_fa_bf16, hstu_attn_bwd_cuda_fa_fp16,
+                  "hstu_attn_bwd: cuda_sm80_fa");
 }
 
 }  // namespace recops::ops
