@@ -21,23 +21,14 @@ if [[ "$skip" != *" check "* ]]; then
   sm90_cases=causal_s199_d128,d128_jagged_tails,d128_gqa_contexts_targets,d128_targets_g1
   sm90_cases+=,d128_window,d128_window_two_sided_targets,d128_anti_causal,d128_no_mask
   sm90_cases+=,d128_delta_q,d128_dense,d128_scales,d128_long
-  # cuda_sm90's backward runs bf16 only until bench/experiments/hstu_bwd_sm90_loads.patch is
-  # validated: its fp16 rows are the forward's (cuda_sm90_fp16).
-  for impl in ${HSTU_IMPLS:-cuda_sm90 cuda_sm90_fp16 cuda_sm80_fa cuda_sm80}; do
-    tag=$impl
-    op=hstu_attn
+  for impl in ${HSTU_IMPLS:-cuda_sm90 cuda_sm80_fa cuda_sm80}; do
     extra=()
     [ "$impl" = cuda_sm80_fa ] && extra=(--dtype bf16,fp16)
-    [ "$impl" = cuda_sm90 ] && extra=(--dtype bf16 --case "$sm90_cases")
-    if [ "$impl" = cuda_sm90_fp16 ]; then
-      impl=cuda_sm90
-      op=hstu_attn_fwd
-      extra=(--dtype fp16 --case "$sm90_cases")
-    fi
-    log=$OUT/check_hstu_$tag.log
-    echo "--- recops check --op $op --backend cuda --impl $impl ${extra[*]}"
-    timeout "${HSTU_CHECK_S:-100}" "$RECOPS" check --op "$op" --backend cuda --impl "$impl" \
-      "${extra[@]}" ${HSTU_CHECK_ARGS:-} --json "$OUT/check_hstu_cuda_$tag.json" 2>&1 | tee "$log" | grep --line-buffered -v " PASS"
+    [ "$impl" = cuda_sm90 ] && extra=(--dtype bf16,fp16 --case "$sm90_cases")
+    log=$OUT/check_hstu_$impl.log
+    echo "--- recops check --op hstu_attn --backend cuda --impl $impl ${extra[*]}"
+    timeout "${HSTU_CHECK_S:-100}" "$RECOPS" check --op hstu_attn --backend cuda --impl "$impl" \
+      "${extra[@]}" ${HSTU_CHECK_ARGS:-} --json "$OUT/check_hstu_cuda_$impl.json" 2>&1 | tee "$log" | grep --line-buffered -v " PASS"
     [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
   done
 fi

@@ -1,10 +1,9 @@
-// hstu_attn/cuda/bwd_sm90.cuh: the Hopper backward (cuda_sm90): sm_90a wgmma, bf16 (fp16 is
-// refused for now: sm90_bwd_refusal says why; its instantiation stays built), d = dv = 128, the
-// interval masks (causal / anti-causal / none, window, contexts, targets with group size, delta-q),
-// GQA, silu_scale / attn_scale, any 16-byte aligned row strides (jagged or dense). It refuses the
-// rest (rab, custom mask, func, paged KV, other head sizes) with a reason and cuda_sm80_fa /
-// cuda_sm80 take over. Deterministic: no atomics, every output element has one owner summing in a
-// fixed order. One instantiation per element type and file (inst/bwd_sm90_*.cu).
+// hstu_attn/cuda/bwd_sm90.cuh: the Hopper backward (cuda_sm90): sm_90a wgmma, bf16 and fp16,
+// d = dv = 128, the interval masks (causal / anti-causal / none, window, contexts, targets with
+// group size, delta-q), GQA, silu_scale / attn_scale, any 16-byte aligned row strides (jagged or
+// dense). It refuses the rest (rab, custom mask, func, paged KV, other head sizes) with a reason
+// and cuda_sm80_fa / cuda_sm80 take over. Deterministic: no atomics, every output element has one
+// owner summing in a fixed order. One instantiation per element type and file (inst/bwd_sm90_*.cu).
 //
 // The math is the plain recompute of bwd_fa.cuh (HSTU keeps no row statistics):
 //   x = α S, S = Q Kᵀ;  P = M ⊙ SiLU(x);  G = M ⊙ SiLU'(x) ⊙ (dO Vᵀ) ⊙ s_i
@@ -57,17 +56,24 @@ constexpr int kSmemBytes = 2 * kBigTile + 4 * kSmallTile + 1024;
 
 // kRows rows of a [rows, 128] matrix (row r at base + r * row_stride elements) into a swizzled
 // tile at `dst` (two atoms of kRows x 64 elements); rows r >= nvalid are zero filled (`fallback`
-// is any valid address, never read).
+// is any valid address, never read). Thread t copies the 16-byte chunk c = t % 16 (chunks 0-7 go
+// to atom 0, 8-15 to atom 1) of rows r0 + 16 k, r0 = t / 16: a fixed trip count, one source step
+// and a 2048-byte destination step (two 8-row swizzle groups) per k. (A strided loop over
+// t, t + 256, ... compiled to a branchy, address-heavy loop: the query kernel issued 647
+// instructions per tile before its first wgmma, against 132 now.)
 template <int kRows>
 __device__ __forceinline__ void load_rows(uint32_t dst, const void* base, int64_t row_stride,
                                           int nvalid, const void* fallback) {
-  const char* b = static_cast<const char*>(base);
-  for (int i = threadIdx.x; i < kRows * 16; i += kThreads) {
-    const int r = i / 16, c = i % 16;
-    const bool ok = r < nvalid;
-    const void* src = ok ? static_cast<const void*>(b + (r * row_stride + c * 8) * 2) : fallback;
-    core::cuda::cp_async16(dst + (c / 8) * (kRows * 128) + core::cuda::sm90::sw128(r, (c % 8) * 8),
-                           src, ok);
+  static_assert(kThreads == 256 && kRows % 16 == 0, "16 rows x 16 chunks per pass");
+  const int r0 = static_cast<int>(threadIdx.x) / 16, c = static_cast<int>(threadIdx.x) % 16;
+  const uint32_t d0 = dst + (c / 8) * (kRows * 128) + core::cuda::sm90::sw128(r0, (c % 8) * 8);
+  const char* src = static_cast<const char*>(base) + (r0 * row_stride + c * 8) * 2;
+  const int64_t step = 32 * row_stride;  // 16 rows, in bytes
+#pragma unroll
+  for (int k = 0; k < kRows / 16; ++k) {
+    const bool ok = r0 + 16 * k < nvalid;
+    core::cuda::cp_async16(d0 + k * 2048, ok ? static_cast<const void*>(src + k * step) : fallback,
+                           ok);
   }
 }
 
@@ -209,7 +215,9 @@ __global__ void __launch_bounds__(sm90b::kThreads, 1)
     }
   };
 
-  // Per-row output scales (attn_scale) are applied per element; a uniform silu_scale at the end.
+  // The output scale s is applied per element before P and G are rounded to the element type
+  // (per row with attn_scale): deferring a uniform silu_scale to the epilogue let fp16 G = SiLU'
+  // dP overflow for large dout (loss-scaled fp16 training) where s G fits.
   const bool row_scales = p.attn_scale != nullptr;
   const float uniform = row_scales ? 1.f : static_cast<float>(p.silu_scale);
   if (n_items > 0) load_item(0, 0);
@@ -238,14 +246,14 @@ __global__ void __launch_bounds__(sm90b::kThreads, 1)
     float s_t[32], dp_t[32];  // Sᵀ and dPᵀ: rows = keys, columns = query rows of the tile
     two_products<T>(s_t, dp_t, sK, sQ(st), sV, sdO(st), wgi * 8192);
     wg::wg_wait<0>();
-    // P and G in straight passes (as in the forward): SiLU and SiLU' on all 32 pairs, the
-    // per-row scales only with attn_scale (a uniform silu_scale is applied in the epilogue), the
-    // mask only when some row of the tile does not see all of this warpgroup's keys.
+    // P and G in straight passes (as in the forward): SiLU and SiLU' on all 32 pairs times the
+    // uniform scale, the per-row scales only with attn_scale, the mask only when some row of the
+    // tile does not see all of this warpgroup's keys.
 #pragma unroll
     for (int i = 0; i < 32; ++i) {
       const float x = alpha * s_t[i], sg = sigmoid_tanh(x);
-      s_t[i] = x * sg;
-      dp_t[i] *= sg * fmaf(x, 1.f - sg, 1.f);
+      s_t[i] = x * sg * uniform;
+      dp_t[i] *= sg * fmaf(x, 1.f - sg, 1.f) * uniform;
     }
     if (row_scales) {
 #pragma unroll
@@ -281,9 +289,8 @@ __global__ void __launch_bounds__(sm90b::kThreads, 1)
   }
   core::cuda::cp_async_wait<0>();
 
-  // dK = α s acc_k, dV = s acc_v (s: the uniform scale, 1 with attn_scale) for the CTA's keys
-  // inside the sequence.
-  const float ka = alpha * uniform;
+  // dK = α acc_k, dV = acc_v for the CTA's keys inside the sequence.
+  const float ka = alpha;
 #pragma unroll
   for (int u = 0; u < 2; ++u) {
     const int key = key_a + 8 * u;
@@ -295,7 +302,7 @@ __global__ void __launch_bounds__(sm90b::kThreads, 1)
       *reinterpret_cast<uint32_t*>(dkr + 8 * j + 2 * qd) =
           pack2<T>(ka * acc_k[4 * j + 2 * u], ka * acc_k[4 * j + 2 * u + 1]);
       *reinterpret_cast<uint32_t*>(dvr + 8 * j + 2 * qd) =
-          pack2<T>(uniform * acc_v[4 * j + 2 * u], uniform * acc_v[4 * j + 2 * u + 1]);
+          pack2<T>(acc_v[4 * j + 2 * u], acc_v[4 * j + 2 * u + 1]);
     }
   }
 #endif
@@ -415,10 +422,8 @@ __global__ void __launch_bounds__(sm90b::kThreads, 1)
 
 // Why the Hopper backward cannot run this problem (empty: it can).
 inline std::string sm90_bwd_refusal(const P& p) {
-  if (p.dtype == DType::fp16)
-    return "cuda_sm90's backward runs bf16 only for now (its key kernel rounds G to fp16 before "
-           "the output scale, which can overflow with a large dout); cuda_sm80_fa runs fp16";
-  if (p.dtype != DType::bf16) return "cuda_sm90's backward runs bf16 (fp32 runs on cuda_sm80)";
+  if (p.dtype != DType::bf16 && p.dtype != DType::fp16)
+    return "cuda_sm90 runs bf16 and fp16 (fp32 runs on cuda_sm80)";
   if (p.d != sm90b::kD || p.dv != sm90b::kD)
     return detail::cat("cuda_sm90 needs d = dv = 128 (got d=", p.d, ", dv=", p.dv,
                        "); cuda_sm80_fa / cuda_sm80 run the rest");
