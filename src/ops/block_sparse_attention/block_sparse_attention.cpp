@@ -21,6 +21,10 @@ std::string cuda_can_implement(const P& p) {
   std::string why = core::cuda_capability_at_least<80, P>(p);
   return why.empty() ? block_sparse_attention_cuda_reason(p) : why;
 }
+std::string cuda_sm90_can_implement(const P& p) {
+  std::string why = core::cuda_capability_at_least<90, P>(p);
+  return why.empty() ? block_sparse_attention_cuda_sm90_reason(p) : why;
+}
 std::string cuda_fa_can_implement(const P& p) {
   std::string why = core::cuda_capability_at_least<80, P>(p);
   return why.empty() ? block_sparse_attention_cuda_fa_reason(p) : why;
@@ -30,6 +34,8 @@ std::string cuda_fa_can_implement(const P& p) {
 const std::vector<core::Impl<P>>& impls() {
   static const std::vector<core::Impl<P>> list = {
 #ifdef RECOPS_WITH_CUDA
+      {"cuda_sm90", DeviceType::cuda, core::cuda::any_device_reason, cuda_sm90_can_implement,
+       block_sparse_attention_cuda_sm90},
       {"cuda_sm80_fa", DeviceType::cuda, core::cuda::any_device_reason, cuda_fa_can_implement,
        block_sparse_attention_cuda_fa, block_sparse_attention_cuda_fa_candidates},
       {"cuda_sm80", DeviceType::cuda, core::cuda::any_device_reason, cuda_can_implement,

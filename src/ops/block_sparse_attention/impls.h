@@ -17,6 +17,10 @@ Status block_sparse_attention_reference(const BlockSparseAttentionParams& p, con
 Status block_sparse_attention_plain_impl(const BlockSparseAttentionParams& p);
 Status block_sparse_attention_cpu(const BlockSparseAttentionParams& p, const Context& ctx);
 #ifdef RECOPS_WITH_CUDA
+// Hopper kernel (cuda/fa_sm90.cuh): sm_90a, D = 128, sparse_block_size 128, packed K/V.
+Status block_sparse_attention_cuda_sm90(const BlockSparseAttentionParams& p, const Context& ctx);
+// "" when cuda_sm90 takes this problem on its device, else the reason.
+std::string block_sparse_attention_cuda_sm90_reason(const BlockSparseAttentionParams& p);
 Status block_sparse_attention_cuda_fa(const BlockSparseAttentionParams& p, const Context& ctx);
 // "" when the pipelined kernel (cuda_sm80_fa) takes this problem, else the reason.
 std::string block_sparse_attention_cuda_fa_reason(const BlockSparseAttentionParams& p);

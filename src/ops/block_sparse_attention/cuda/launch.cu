@@ -8,6 +8,7 @@
 
 #include "core/tuning.h"
 #include "ops/block_sparse_attention/cuda/fa.cuh"
+#include "ops/block_sparse_attention/cuda/fa_sm90.cuh"
 #include "ops/block_sparse_attention/cuda/launch.h"
 #include "ops/block_sparse_attention/impls.h"
 
@@ -123,6 +124,49 @@ std::string block_sparse_attention_cuda_fa_reason(const BlockSparseAttentionPara
     return "recops.block_sparse_attention: cuda_sm80_fa needs 16-byte aligned q/k/v rows (base "
            "pointers and token/head/page strides multiples of 8 elements)";
   return {};
+}
+
+std::string block_sparse_attention_cuda_sm90_reason(const BlockSparseAttentionParams& p) {
+  const std::string pre = "recops.block_sparse_attention: cuda_sm90 ";
+  if (p.D != 128) return pre + "needs head dim D = 128, got D=" + std::to_string(p.D);
+  if (p.Bs != 128)
+    return pre + "needs sparse_block_size 128, got " + std::to_string(p.Bs) +
+           " (cuda_sm80_fa runs multiples of 128)";
+  if (p.paged) return pre + "has no paged KV (cuda_sm80_fa runs it)";
+  if (p.Tq >= bsa_cuda::sm90::kTokenLimit || p.Tk >= bsa_cuda::sm90::kTokenLimit)
+    return pre + "takes fewer than 2^31 - 256 q rows and key tokens";
+  if (!vec_ok(p))
+    return pre +
+           "needs 16-byte aligned q/k/v rows (base pointers and token/head strides "
+           "multiples of 8 elements)";
+  // TMA tensor maps nest their dimensions: a head holds its D elements, a token row its heads.
+  if (p.q_head_stride < p.D || p.q_tok_stride < p.q_head_stride * p.Nq || p.k_head_stride < p.D ||
+      p.k_tok_stride < p.k_head_stride * p.Nk || p.v_head_stride < p.D ||
+      p.v_tok_stride < p.v_head_stride * p.Nk)
+    return pre +
+           "needs token-major q, k, v (a token row holds its heads, a head its D "
+           "contiguous elements)";
+  const cudaDeviceProp* props = nullptr;
+  if (!core::cuda::device_properties(p.device_index, &props).ok() || props->major != 9 ||
+      props->minor != 0)
+    return pre + "runs on compute capability 9.0 devices only (sm_90a code)";
+  if (bsa_cuda::bsa_sm90_binary_version(p.device_index) != 90)
+    return pre + "is missing from this build (RECOPS_CUDA_ARCHS lacks 90a)";
+  return {};
+}
+
+Status block_sparse_attention_cuda_sm90(const BlockSparseAttentionParams& p, const Context& ctx) {
+  core::cuda::ScopedDevice guard(p.device_index);
+  RECOPS_RETURN_IF_ERROR(guard.status());
+  const std::string why = block_sparse_attention_cuda_sm90_reason(p);
+  if (!why.empty()) return Status(StatusCode::not_implemented, why);
+  bsa_cuda::Args a;
+  RECOPS_RETURN_IF_ERROR(fill_args(p, ctx, &a));
+  a.sub_per_block = 1;
+  a.num_tiles = p.B * p.Nq * p.Qmax;
+  if (a.num_tiles == 0) return Status::Ok();
+  return p.dtype == DType::bf16 ? bsa_cuda::launch_sm90<__nv_bfloat16>(a, ctx)
+                                : bsa_cuda::launch_sm90<__half>(a, ctx);
 }
 
 // Tune parameter rows_per_warp (D = 128 only; D = 64 always runs 16): 16 = 8 warps x 16 query
