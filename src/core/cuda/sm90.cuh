@@ -257,4 +257,29 @@ __device__ __forceinline__ void wgmma_ss_n64(float (&d)[32], uint64_t da, uint64
 #endif
 }
 
+// The RS form of m64n64k16 (the forward's P V at d = 64): A from registers as in wgmma_rs, B by
+// descriptor (kTnspB = 1: MN-major B).
+template <class T, int kTnspB>
+__device__ __forceinline__ void wgmma_rs_n64(float (&d)[32], const uint32_t (&a)[4], uint64_t db,
+                                             int scale_d) {
+  static_assert(std::is_same_v<T, __nv_bfloat16> || std::is_same_v<T, __half>);
+#if RECOPS_SM90A
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {" RECOPS_WG_ACC32_REGS
+        "}, {%32, %33, %34, %35}, %36, p, 1, 1, %38;\n}\n"
+        : RECOPS_WG_ACC32_OPERANDS(d)
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d), "n"(kTnspB));
+  } else {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {" RECOPS_WG_ACC32_REGS
+        "}, {%32, %33, %34, %35}, %36, p, 1, 1, %38;\n}\n"
+        : RECOPS_WG_ACC32_OPERANDS(d)
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d), "n"(kTnspB));
+  }
+#endif
+}
+
 }  // namespace recops::core::cuda::sm90

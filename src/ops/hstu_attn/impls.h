@@ -52,12 +52,17 @@ Status hstu_attn_fwd_cuda_fa(const HstuAttnParams& p, const Context& ctx);
 Status hstu_attn_fwd_cuda_fa_bf16(const HstuAttnParams& p, const Context& ctx);
 Status hstu_attn_fwd_cuda_fa_fp16(const HstuAttnParams& p, const Context& ctx);
 // Hopper forward (cuda/fwd_sm90.cuh, cuda_sm90): sm_90a, TMA + wgmma, warp-specialised;
-// bf16/fp16, d = dv = 128, interval masks, GQA, delta-q; no rab, paged KV, custom mask or func.
+// bf16/fp16, d = dv ∈ {64, 128, 256}, interval masks, GQA, delta-q; no rab, paged KV, custom mask
+// or func. One function per element type and head size (the unsuffixed ones: d = 128).
 std::string hstu_attn_fwd_sm90_accepts(const HstuAttnParams& p);
 Status hstu_attn_fwd_cuda_sm90(const HstuAttnParams& p, const Context& ctx);
 Status hstu_attn_fwd_cuda_sm90_bf16(const HstuAttnParams& p, const Context& ctx);
 Status hstu_attn_fwd_cuda_sm90_fp16(const HstuAttnParams& p, const Context& ctx);
-// Hopper backward (cuda/bwd_sm90.cuh, cuda_sm90): sm_90a wgmma, deterministic; bf16 (fp16 refused),
+Status hstu_attn_fwd_cuda_sm90_d64_bf16(const HstuAttnParams& p, const Context& ctx);
+Status hstu_attn_fwd_cuda_sm90_d64_fp16(const HstuAttnParams& p, const Context& ctx);
+Status hstu_attn_fwd_cuda_sm90_d256_bf16(const HstuAttnParams& p, const Context& ctx);
+Status hstu_attn_fwd_cuda_sm90_d256_fp16(const HstuAttnParams& p, const Context& ctx);
+// Hopper backward (cuda/bwd_sm90.cuh, cuda_sm90): sm_90a wgmma, deterministic; bf16/fp16,
 // d = dv = 128, interval masks, GQA, delta-q; no rab, paged KV, custom mask or func.
 std::string hstu_attn_bwd_sm90_accepts(const HstuAttnParams& p);
 Status hstu_attn_bwd_cuda_sm90(const HstuAttnParams& p, const Context& ctx);

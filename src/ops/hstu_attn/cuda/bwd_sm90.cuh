@@ -425,7 +425,7 @@ inline std::string sm90_bwd_refusal(const P& p) {
   if (p.dtype != DType::bf16 && p.dtype != DType::fp16)
     return "cuda_sm90 runs bf16 and fp16 (fp32 runs on cuda_sm80)";
   if (p.d != sm90b::kD || p.dv != sm90b::kD)
-    return detail::cat("cuda_sm90 needs d = dv = 128 (got d=", p.d, ", dv=", p.dv,
+    return detail::cat("cuda_sm90's backward needs d = dv = 128 (got d=", p.d, ", dv=", p.dv,
                        "); cuda_sm80_fa / cuda_sm80 run the rest");
   if (p.mask || p.func) return "cuda_sm90 takes interval masks only (no custom mask, no func)";
   if (p.rab) return "cuda_sm90 has no rab yet; cuda_sm80_fa runs it";

@@ -77,8 +77,17 @@ Status hstu_attn_bwd_cuda_sm90(const HstuAttnParams& p, const Context& ctx) {
 }
 
 Status hstu_attn_fwd_cuda_sm90(const HstuAttnParams& p, const Context& ctx) {
-  return run_half(p, ctx, hstu_attn_fwd_cuda_sm90_bf16, hstu_attn_fwd_cuda_sm90_fp16,
-                  "hstu_attn_fwd: cuda_sm90");
+  constexpr const char* kWhat = "hstu_attn_fwd: cuda_sm90";
+  switch (p.d) {  // d = dv (the accept test)
+    case 64:
+      return run_half(p, ctx, hstu_attn_fwd_cuda_sm90_d64_bf16, hstu_attn_fwd_cuda_sm90_d64_fp16,
+                      kWhat);
+    case 256:
+      return run_half(p, ctx, hstu_attn_fwd_cuda_sm90_d256_bf16, hstu_attn_fwd_cuda_sm90_d256_fp16,
+                      kWhat);
+    default:
+      return run_half(p, ctx, hstu_attn_fwd_cuda_sm90_bf16, hstu_attn_fwd_cuda_sm90_fp16, kWhat);
+  }
 }
 
 std::string hstu_attn_fwd_fa_accepts(const HstuAttnParams& p) {

@@ -1,5 +1,5 @@
-// hstu_attn/cuda/inst/fwd_sm90_bf16.cu: the Hopper forward (cuda_sm90) for bf16; one
-// instantiation.
+// hstu_attn/cuda/inst/fwd_sm90_bf16.cu: the Hopper forward (cuda_sm90) for bf16 at d = 128;
+// one instantiation.
 #include <cuda_runtime_api.h>
 
 #include <atomic>
@@ -19,7 +19,7 @@ int hstu_fwd_sm90_binary_version(int device) {
   core::cuda::ScopedDevice guard(device);
   if (!guard.status().ok()) return 0;
   cudaFuncAttributes a{};
-  if (cudaFuncGetAttributes(&a, hstu_fwd_sm90_kernel<__nv_bfloat16>) != cudaSuccess) {
+  if (cudaFuncGetAttributes(&a, hstu_fwd_sm90_kernel<__nv_bfloat16, 128>) != cudaSuccess) {
     (void)cudaGetLastError();
     return 0;
   }
@@ -29,7 +29,7 @@ int hstu_fwd_sm90_binary_version(int device) {
 }  // namespace hstu_cuda
 
 Status hstu_attn_fwd_cuda_sm90_bf16(const HstuAttnParams& p, const Context& ctx) {
-  return hstu_cuda::run_fwd_sm90<__nv_bfloat16>(p, ctx);
+  return hstu_cuda::run_fwd_sm90<__nv_bfloat16, 128>(p, ctx);
 }
 
 }  // namespace recops::ops
