@@ -356,11 +356,11 @@ def bench_shape(sh, gen, ceil, meta, with_plain, peer_arg=None):
 
     # The implementations the entry picks here (these shapes have no rab, mask tensor or paged
     # KV): on a 9.0 device cuda_sm90, forward for d = dv in {64, 128, 256}, backward for
-    # d = dv = 128; elsewhere cuda_sm80_fa for d, dv <= 128 and cuda_sm80 the rest.
+    # d = dv in {64, 128}; elsewhere cuda_sm80_fa for d, dv <= 128 and cuda_sm80 the rest.
     fa = "cuda_sm80_fa" if max(d, dv) <= 128 else "cuda_sm80"
     hopper = torch.cuda.get_device_capability() == (9, 0)
     fwd_impl = "cuda_sm90" if hopper and d == dv and d in (64, 128, 256) else fa
-    bwd_impl = "cuda_sm90" if hopper and d == dv == 128 else fa
+    bwd_impl = "cuda_sm90" if hopper and d == dv and d in (64, 128) else fa
     impls = {"fwd": fwd_impl, "bwd": bwd_impl,
              "fwd_bwd": fwd_impl if fwd_impl == bwd_impl else f"{fwd_impl}+{bwd_impl}"}
 

@@ -17,11 +17,12 @@ cd "$ROOT"
 rc=0
 skip=" ${HSTU_SKIP:-} "
 if [[ "$skip" != *" check "* ]]; then
-  # cuda_sm90 serves d = dv = 128 (forward and backward): its rows are the d = 128 cases ...
+  # cuda_sm90 serves d = dv = 128 and 64 (forward and backward) and 256 (forward): its rows are
+  # the d = 128 cases ...
   sm90_cases=causal_s199_d128,d128_jagged_tails,d128_gqa_contexts_targets,d128_targets_g1
   sm90_cases+=,d128_window,d128_window_two_sided_targets,d128_anti_causal,d128_no_mask
   sm90_cases+=,d128_delta_q,d128_dense,d128_scales,d128_long
-  # ... and its forward's d = 64 and d = 256 cases
+  # ... and the d = 64 and d = 256 cases
   sm90_cases+=,d64_gqa_contexts_targets,d64_window_delta_q,d64_dense_anti_causal
   sm90_cases+=,d256_jagged_targets,d256_gqa_window,d256_no_mask_scales,s760_d256
   for impl in ${HSTU_IMPLS:-cuda_sm90 cuda_sm80_fa cuda_sm80}; do

@@ -63,11 +63,13 @@ Status hstu_attn_fwd_cuda_sm90_d64_fp16(const HstuAttnParams& p, const Context& 
 Status hstu_attn_fwd_cuda_sm90_d256_bf16(const HstuAttnParams& p, const Context& ctx);
 Status hstu_attn_fwd_cuda_sm90_d256_fp16(const HstuAttnParams& p, const Context& ctx);
 // Hopper backward (cuda/bwd_sm90.cuh, cuda_sm90): sm_90a wgmma, deterministic; bf16/fp16,
-// d = dv = 128, interval masks, GQA, delta-q; no rab, paged KV, custom mask or func.
+// d = dv ∈ {64, 128}, interval masks, GQA, delta-q; no rab, paged KV, custom mask or func.
 std::string hstu_attn_bwd_sm90_accepts(const HstuAttnParams& p);
 Status hstu_attn_bwd_cuda_sm90(const HstuAttnParams& p, const Context& ctx);
 Status hstu_attn_bwd_cuda_sm90_bf16(const HstuAttnParams& p, const Context& ctx);
 Status hstu_attn_bwd_cuda_sm90_fp16(const HstuAttnParams& p, const Context& ctx);
+Status hstu_attn_bwd_cuda_sm90_d64_bf16(const HstuAttnParams& p, const Context& ctx);
+Status hstu_attn_bwd_cuda_sm90_d64_fp16(const HstuAttnParams& p, const Context& ctx);
 // Register-resident backward (cuda/bwd_fa.cuh, cuda_sm80_fa): the same cases without drab
 // (rab allowed), deterministic; a key kernel (dK, dV) and a query kernel (dQ).
 std::string hstu_attn_bwd_fa_accepts(const HstuAttnParams& p);

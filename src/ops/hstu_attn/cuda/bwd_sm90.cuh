@@ -1,9 +1,11 @@
 // hstu_attn/cuda/bwd_sm90.cuh: the Hopper backward (cuda_sm90): sm_90a wgmma, bf16 and fp16,
-// d = dv = 128, the interval masks (causal / anti-causal / none, window, contexts, targets with
-// group size, delta-q), GQA, silu_scale / attn_scale, any 16-byte aligned row strides (jagged or
-// dense). It refuses the rest (rab, custom mask, func, paged KV, other head sizes) with a reason
+// d = dv = 64 or 128, the interval masks (causal / anti-causal / none, window, contexts, targets
+// with group size, delta-q), GQA, silu_scale / attn_scale, any 16-byte aligned row strides (jagged
+// or dense). It refuses the rest (rab, custom mask, func, paged KV, other head sizes) with a reason
 // and cuda_sm80_fa / cuda_sm80 take over. Deterministic: no atomics, every output element has one
-// owner summing in a fixed order. One instantiation per element type and file (inst/bwd_sm90_*.cu).
+// owner summing in a fixed order. One instantiation per element type, head size and file
+// (inst/bwd_sm90_*.cu). Below, the products are those of d = 128; at d = 64 the SS products
+// take 4 k-steps and the RS ones are m64n64k16.
 //
 // The math is the plain recompute of bwd_fa.cuh (HSTU keeps no row statistics):
 //   x = α S, S = Q Kᵀ;  P = M ⊙ SiLU(x);  G = M ⊙ SiLU'(x) ⊙ (dO Vᵀ) ⊙ s_i
@@ -45,56 +47,64 @@ namespace recops::ops::hstu_cuda {
 
 namespace sm90b {
 
-constexpr int kD = 128;        // d = dv
 constexpr int kThreads = 256;  // two warpgroups
 constexpr int kBig = 128;      // rows of the resident tiles (keys / query rows of a CTA)
 constexpr int kSmall = 64;     // rows of the streamed tiles
 constexpr uint32_t kBigAtom = kBig * 128, kSmallAtom = kSmall * 128;  // bytes of a 64-col atom
-constexpr uint32_t kBigTile = 2 * kBigAtom, kSmallTile = 2 * kSmallAtom;
-// Two resident tiles, two stages of two streamed tiles, 1024-byte alignment slack.
-constexpr int kSmemBytes = 2 * kBigTile + 4 * kSmallTile + 1024;
 
-// kRows rows of a [rows, 128] matrix (row r at base + r * row_stride elements) into a swizzled
-// tile at `dst` (two atoms of kRows x 64 elements); rows r >= nvalid are zero filled (`fallback`
-// is any valid address, never read). Thread t copies the 16-byte chunk c = t % 16 (chunks 0-7 go
-// to atom 0, 8-15 to atom 1) of rows r0 + 16 k, r0 = t / 16: a fixed trip count, one source step
-// and a 2048-byte destination step (two 8-row swizzle groups) per k. (A strided loop over
+// The tile sizes of head size D (d = dv = D: 64 or 128).
+template <int D>
+struct Shape {
+  static_assert(D == 64 || D == 128, "d = dv = 64 or 128");
+  static constexpr uint32_t kBigTile = D / 64 * kBigAtom, kSmallTile = D / 64 * kSmallAtom;
+  // Two resident tiles, two stages of two streamed tiles, 1024-byte alignment slack.
+  static constexpr int kSmemBytes = static_cast<int>(2 * kBigTile + 4 * kSmallTile) + 1024;
+  static constexpr int kAcc = D / 2;  // accumulators per thread of a 64 x D product
+};
+
+// kRows rows of a [rows, D] matrix (row r at base + r * row_stride elements) into a swizzled
+// tile at `dst` (D / 64 atoms of kRows x 64 elements); rows r >= nvalid are zero filled
+// (`fallback` is any valid address, never read). With kCh = D / 8 chunks of 16 bytes per row,
+// thread t copies the chunk c = t % kCh (chunks 0-7 go to atom 0, 8-15 to atom 1) of rows
+// r0 + kRp k, r0 = t / kCh, kRp = 256 / kCh: a fixed trip count, one source step and a
+// kRp * 128-byte destination step (kRp / 8 swizzle groups) per k. (A strided loop over
 // t, t + 256, ... compiled to a branchy, address-heavy loop: the query kernel issued 647
 // instructions per tile before its first wgmma, against 132 now.)
-template <int kRows>
+template <int kRows, int D>
 __device__ __forceinline__ void load_rows(uint32_t dst, const void* base, int64_t row_stride,
                                           int nvalid, const void* fallback) {
-  static_assert(kThreads == 256 && kRows % 16 == 0, "16 rows x 16 chunks per pass");
-  const int r0 = static_cast<int>(threadIdx.x) / 16, c = static_cast<int>(threadIdx.x) % 16;
+  constexpr int kCh = D / 8, kRp = kThreads / kCh;
+  static_assert(kThreads == 256 && kRows % kRp == 0 && kRp % 8 == 0, "whole passes");
+  const int r0 = static_cast<int>(threadIdx.x) / kCh, c = static_cast<int>(threadIdx.x) % kCh;
   const uint32_t d0 = dst + (c / 8) * (kRows * 128) + core::cuda::sm90::sw128(r0, (c % 8) * 8);
   const char* src = static_cast<const char*>(base) + (r0 * row_stride + c * 8) * 2;
-  const int64_t step = 32 * row_stride;  // 16 rows, in bytes
+  const int64_t step = 2 * kRp * row_stride;  // kRp rows, in bytes
 #pragma unroll
-  for (int k = 0; k < kRows / 16; ++k) {
-    const bool ok = r0 + 16 * k < nvalid;
-    core::cuda::cp_async16(d0 + k * 2048, ok ? static_cast<const void*>(src + k * step) : fallback,
-                           ok);
+  for (int k = 0; k < kRows / kRp; ++k) {
+    const bool ok = r0 + kRp * k < nvalid;
+    core::cuda::cp_async16(d0 + k * kRp * 128,
+                           ok ? static_cast<const void*>(src + k * step) : fallback, ok);
   }
 }
 
-// Issues the two 64 x 64 products of a warpgroup: acc_a = A1 B1ᵀ and acc_b = A2 B2ᵀ over d = 128,
+// Issues the two 64 x 64 products of a warpgroup: acc_a = A1 B1ᵀ and acc_b = A2 B2ᵀ over d = D,
 // A1 / A2 this warpgroup's 64 rows of a resident 128-row tile (byte offset a_row0 inside each
 // atom), B1 / B2 streamed 64-row tiles; all K-major.
-template <class T>
+template <class T, int D>
 __device__ __forceinline__ void two_products(float (&acc_a)[32], float (&acc_b)[32], uint32_t a1,
                                              uint32_t b1, uint32_t a2, uint32_t b2,
                                              uint32_t a_row0) {
   namespace wg = core::cuda::sm90;
   wg::wg_fence();
 #pragma unroll
-  for (int t = 0; t < 8; ++t) {
+  for (int t = 0; t < D / 16; ++t) {
     const uint32_t oa = (t / 4) * kBigAtom + a_row0 + (t % 4) * 32;
     const uint32_t ob = (t / 4) * kSmallAtom + (t % 4) * 32;
     wg::wgmma_ss_n64<T>(acc_a, wg::make_desc(a1 + oa, 16, 1024), wg::make_desc(b1 + ob, 16, 1024),
                         t > 0 ? 1 : 0);
   }
 #pragma unroll
-  for (int t = 0; t < 8; ++t) {
+  for (int t = 0; t < D / 16; ++t) {
     const uint32_t oa = (t / 4) * kBigAtom + a_row0 + (t % 4) * 32;
     const uint32_t ob = (t / 4) * kSmallAtom + (t % 4) * 32;
     wg::wgmma_ss_n64<T>(acc_b, wg::make_desc(a2 + oa, 16, 1024), wg::make_desc(b2 + ob, 16, 1024),
@@ -113,15 +123,20 @@ __device__ __forceinline__ void to_frags(const float (&a)[32], uint32_t (&f)[4][
   }
 }
 
-// acc (64 x 128) += F (64 x 64, fragments) · X, X a streamed 64-row tile read MN-major (its rows
-// are the k dimension, its 128 columns the n dimension in two atoms).
-template <class T>
-__device__ __forceinline__ void rs_product(float (&acc)[64], const uint32_t (&f)[4][4],
+// acc (64 x D) += F (64 x 64, fragments) · X, X a streamed 64-row tile read MN-major (its rows
+// are the k dimension, its D columns the n dimension in D / 64 atoms).
+template <class T, int D>
+__device__ __forceinline__ void rs_product(float (&acc)[D / 2], const uint32_t (&f)[4][4],
                                            uint32_t tile) {
   namespace wg = core::cuda::sm90;
 #pragma unroll
-  for (int t = 0; t < 4; ++t)
-    wg::wgmma_rs<T, 1>(acc, f[t], wg::make_desc(tile + t * 2048, kSmallAtom, 1024), 1);
+  for (int t = 0; t < 4; ++t) {
+    const uint64_t db = wg::make_desc(tile + t * 2048, kSmallAtom, 1024);
+    if constexpr (D == 128)
+      wg::wgmma_rs<T, 1>(acc, f[t], db, 1);
+    else
+      wg::wgmma_rs_n64<T, 1>(acc, f[t], db, 1);
+  }
 }
 
 // σ(x) through tanh: 0.5 + 0.5 tanh(x / 2).
@@ -133,11 +148,13 @@ __device__ __forceinline__ float sigmoid_tanh(float x) {
 
 // ---- 1. key kernel (dK, dV) -------------------------------------------------------------------
 
-template <class T>
+template <class T, int D>
 __global__ void __launch_bounds__(sm90b::kThreads, 1)
     hstu_bwd_sm90_kv_kernel(const __grid_constant__ P p, const int n_ktiles) {
 #if RECOPS_SM90A
   using namespace sm90b;
+  constexpr uint32_t kBigTile = Shape<D>::kBigTile, kSmallTile = Shape<D>::kSmallTile;
+  constexpr int kAcc = Shape<D>::kAcc;
   namespace wg = core::cuda::sm90;
   extern __shared__ unsigned char smem_raw[];
   __shared__ RowIv s_iv[2][kSmall];  // the query rows' intervals, per stage
@@ -173,10 +190,10 @@ __global__ void __launch_bounds__(sm90b::kThreads, 1)
   const int g = lane / 4, qd = lane % 4;
   const int kw0 = c0 + wgi * 64;  // this warpgroup's first key
 
-  load_rows<kBig>(
+  load_rows<kBig, D>(
       sK, static_cast<const T*>(p.k) + b * p.k_batch + (s.k0 + c0) * p.k_row + kh * p.k_head,
       p.k_row, nk, p.k);
-  load_rows<kBig>(
+  load_rows<kBig, D>(
       sV, static_cast<const T*>(p.v) + b * p.v_batch + (s.k0 + c0) * p.v_row + kh * p.v_head,
       p.v_row, nk, p.v);
 
@@ -202,10 +219,10 @@ __global__ void __launch_bounds__(sm90b::kThreads, 1)
     const int64_t hq = static_cast<int64_t>(kh) * group + u / n_range;
     const int i0 = (qt_first + u % n_range) * kSmall;
     const int nq = min(kSmall, Lq - i0);
-    load_rows<kSmall>(
+    load_rows<kSmall, D>(
         sQ(st), static_cast<const T*>(p.q) + b * p.q_batch + (s.q0 + i0) * p.q_row + hq * p.q_head,
         p.q_row, nq, p.q);
-    load_rows<kSmall>(
+    load_rows<kSmall, D>(
         sdO(st),
         static_cast<const T*>(p.dout) + b * p.do_batch + (s.q0 + i0) * p.do_row + hq * p.do_head,
         p.do_row, nq, p.dout);
@@ -223,9 +240,9 @@ __global__ void __launch_bounds__(sm90b::kThreads, 1)
   if (n_items > 0) load_item(0, 0);
   core::cuda::cp_async_commit();
 
-  float acc_k[64], acc_v[64];
+  float acc_k[kAcc], acc_v[kAcc];
 #pragma unroll
-  for (int i = 0; i < 64; ++i) acc_k[i] = acc_v[i] = 0.f;
+  for (int i = 0; i < kAcc; ++i) acc_k[i] = acc_v[i] = 0.f;
   const int key_a = kw0 + warp * 16 + g;  // this thread's keys: key_a, key_a + 8
   const int kw1 = min(kw0 + 64, Lk);      // this warpgroup's keys inside the sequence: [kw0, kw1)
   for (int u = 0, st = 0; u < n_items; ++u, st ^= 1) {
@@ -244,7 +261,7 @@ __global__ void __launch_bounds__(sm90b::kThreads, 1)
     const bool whole = __all_sync(0xffffffffu, kw0 + 64 <= Lk && iv_covers(va, kw0, kw0 + 64) &&
                                                    iv_covers(vb, kw0, kw0 + 64));
     float s_t[32], dp_t[32];  // Sᵀ and dPᵀ: rows = keys, columns = query rows of the tile
-    two_products<T>(s_t, dp_t, sK, sQ(st), sV, sdO(st), wgi * 8192);
+    two_products<T, D>(s_t, dp_t, sK, sQ(st), sV, sdO(st), wgi * 8192);
     wg::wg_wait<0>();
     // P and G in straight passes (as in the forward): SiLU and SiLU' on all 32 pairs times the
     // uniform scale, the per-row scales only with attn_scale, the mask only when some row of the
@@ -282,8 +299,8 @@ __global__ void __launch_bounds__(sm90b::kThreads, 1)
     to_frags<T>(s_t, pf);
     to_frags<T>(dp_t, gf);
     wg::wg_fence();
-    rs_product<T>(acc_v, pf, sdO(st));  // dV += (s P)ᵀ dO
-    rs_product<T>(acc_k, gf, sQ(st));   // dK += Gᵀ Q (α at the end)
+    rs_product<T, D>(acc_v, pf, sdO(st));  // dV += (s P)ᵀ dO
+    rs_product<T, D>(acc_k, gf, sQ(st));   // dK += Gᵀ Q (α at the end)
     wg::wg_commit();
     wg::wg_wait<0>();
   }
@@ -298,7 +315,7 @@ __global__ void __launch_bounds__(sm90b::kThreads, 1)
     T* dkr = static_cast<T*>(p.dk) + b * p.dk_batch + (s.k0 + key) * p.dk_row + kh * p.dk_head;
     T* dvr = static_cast<T*>(p.dv_out) + b * p.dv_batch + (s.k0 + key) * p.dv_row + kh * p.dv_head;
 #pragma unroll
-    for (int j = 0; j < 16; ++j) {
+    for (int j = 0; j < D / 8; ++j) {
       *reinterpret_cast<uint32_t*>(dkr + 8 * j + 2 * qd) =
           pack2<T>(ka * acc_k[4 * j + 2 * u], ka * acc_k[4 * j + 2 * u + 1]);
       *reinterpret_cast<uint32_t*>(dvr + 8 * j + 2 * qd) =
@@ -310,11 +327,13 @@ __global__ void __launch_bounds__(sm90b::kThreads, 1)
 
 // ---- 2. query kernel (dQ) ---------------------------------------------------------------------
 
-template <class T>
+template <class T, int D>
 __global__ void __launch_bounds__(sm90b::kThreads, 1)
     hstu_bwd_sm90_q_kernel(const __grid_constant__ P p, const int n_qtiles) {
 #if RECOPS_SM90A
   using namespace sm90b;
+  constexpr uint32_t kBigTile = Shape<D>::kBigTile, kSmallTile = Shape<D>::kSmallTile;
+  constexpr int kAcc = Shape<D>::kAcc;
   namespace wg = core::cuda::sm90;
   extern __shared__ unsigned char smem_raw[];
   __shared__ int s_lo, s_hi;
@@ -353,18 +372,18 @@ __global__ void __launch_bounds__(sm90b::kThreads, 1)
   const T* vbase = static_cast<const T*>(p.v) + b * p.v_batch + s.k0 * p.v_row + kh * p.v_head;
   auto load_kv = [&](int n, int st) {
     const int c = (t_lo + n) * kSmall;
-    load_rows<kSmall>(sK(st), kbase + static_cast<int64_t>(c) * p.k_row, p.k_row, Lk - c, p.k);
-    load_rows<kSmall>(sV(st), vbase + static_cast<int64_t>(c) * p.v_row, p.v_row, Lk - c, p.v);
+    load_rows<kSmall, D>(sK(st), kbase + static_cast<int64_t>(c) * p.k_row, p.k_row, Lk - c, p.k);
+    load_rows<kSmall, D>(sV(st), vbase + static_cast<int64_t>(c) * p.v_row, p.v_row, Lk - c, p.v);
   };
-  float acc_q[64];
+  float acc_q[kAcc];
 #pragma unroll
-  for (int i = 0; i < 64; ++i) acc_q[i] = 0.f;
+  for (int i = 0; i < kAcc; ++i) acc_q[i] = 0.f;
   const int ra = i0 + wgi * 64 + warp * 16 + g;  // this thread's rows: ra and ra + 8
   if (n_tiles > 0) {
-    load_rows<kBig>(
+    load_rows<kBig, D>(
         sQ, static_cast<const T*>(p.q) + b * p.q_batch + (s.q0 + i0) * p.q_row + hq * p.q_head,
         p.q_row, nq, p.q);
-    load_rows<kBig>(
+    load_rows<kBig, D>(
         sdO,
         static_cast<const T*>(p.dout) + b * p.do_batch + (s.q0 + i0) * p.do_row + hq * p.do_head,
         p.do_row, nq, p.dout);
@@ -383,7 +402,7 @@ __global__ void __launch_bounds__(sm90b::kThreads, 1)
       core::cuda::cp_async_commit();
 
       float s_a[32], dp_a[32];  // S and dP: rows = this warpgroup's query rows, columns = keys
-      two_products<T>(s_a, dp_a, sQ, sK(st), sdO, sV(st), wgi * 8192);
+      two_products<T, D>(s_a, dp_a, sQ, sK(st), sdO, sV(st), wgi * 8192);
       const int c0 = (t_lo + n) * kSmall;
       const bool whole = c0 + kSmall <= Lk && iv_covers(iv[0], c0, c0 + kSmall) &&
                          iv_covers(iv[1], c0, c0 + kSmall);
@@ -401,7 +420,7 @@ __global__ void __launch_bounds__(sm90b::kThreads, 1)
       uint32_t gf[4][4];
       to_frags<T>(dp_a, gf);
       wg::wg_fence();
-      rs_product<T>(acc_q, gf, sK(st));  // dQ += G K (α at the end)
+      rs_product<T, D>(acc_q, gf, sK(st));  // dQ += G K (α at the end)
       wg::wg_commit();
       wg::wg_wait<0>();
     }
@@ -413,7 +432,7 @@ __global__ void __launch_bounds__(sm90b::kThreads, 1)
     if (row >= Lq) continue;
     T* dqr = static_cast<T*>(p.dq) + b * p.dq_batch + (s.q0 + row) * p.dq_row + hq * p.dq_head;
 #pragma unroll
-    for (int j = 0; j < 16; ++j)
+    for (int j = 0; j < D / 8; ++j)
       *reinterpret_cast<uint32_t*>(dqr + 8 * j + 2 * qd) =
           pack2<T>(alpha * acc_q[4 * j + 2 * u], alpha * acc_q[4 * j + 2 * u + 1]);
   }
@@ -424,8 +443,8 @@ __global__ void __launch_bounds__(sm90b::kThreads, 1)
 inline std::string sm90_bwd_refusal(const P& p) {
   if (p.dtype != DType::bf16 && p.dtype != DType::fp16)
     return "cuda_sm90 runs bf16 and fp16 (fp32 runs on cuda_sm80)";
-  if (p.d != sm90b::kD || p.dv != sm90b::kD)
-    return detail::cat("cuda_sm90's backward needs d = dv = 128 (got d=", p.d, ", dv=", p.dv,
+  if (p.d != p.dv || (p.d != 64 && p.d != 128))
+    return detail::cat("cuda_sm90's backward needs d = dv = 64 or 128 (got d=", p.d, ", dv=", p.dv,
                        "); cuda_sm80_fa / cuda_sm80 run the rest");
   if (p.mask || p.func) return "cuda_sm90 takes interval masks only (no custom mask, no func)";
   if (p.rab) return "cuda_sm90 has no rab yet; cuda_sm80_fa runs it";
@@ -439,7 +458,8 @@ inline std::string sm90_bwd_refusal(const P& p) {
   return {};
 }
 
-template <class T>
+// The backward at head size D (p.d = p.dv = D, checked by the caller's dispatch).
+template <class T, int D>
 Status run_bwd_sm90(const P& p, const Context& ctx) {
   constexpr const char* kOp = "hstu_attn_bwd";
   if (std::string why = sm90_bwd_refusal(p); !why.empty())
@@ -452,12 +472,14 @@ Status run_bwd_sm90(const P& p, const Context& ctx) {
                   detail::cat(kOp, ": cuda_sm90 grid too large (", gq, " blocks)"));
   if (gk > 0)
     RECOPS_RETURN_IF_ERROR(RECOPS_LAUNCH_KERNEL(
-        kOp, (hstu_bwd_sm90_kv_kernel<T>), dim3(static_cast<unsigned>(gk)), dim3(sm90b::kThreads),
-        static_cast<size_t>(sm90b::kSmemBytes), ctx.stream, p, static_cast<int>(n_ktiles)));
+        kOp, (hstu_bwd_sm90_kv_kernel<T, D>), dim3(static_cast<unsigned>(gk)),
+        dim3(sm90b::kThreads), static_cast<size_t>(sm90b::Shape<D>::kSmemBytes), ctx.stream, p,
+        static_cast<int>(n_ktiles)));
   if (gq > 0)
     RECOPS_RETURN_IF_ERROR(RECOPS_LAUNCH_KERNEL(
-        kOp, (hstu_bwd_sm90_q_kernel<T>), dim3(static_cast<unsigned>(gq)), dim3(sm90b::kThreads),
-        static_cast<size_t>(sm90b::kSmemBytes), ctx.stream, p, static_cast<int>(n_qtiles)));
+        kOp, (hstu_bwd_sm90_q_kernel<T, D>), dim3(static_cast<unsigned>(gq)), dim3(sm90b::kThreads),
+        static_cast<size_t>(sm90b::Shape<D>::kSmemBytes), ctx.stream, p,
+        static_cast<int>(n_qtiles)));
   return Status::Ok();
 }
 

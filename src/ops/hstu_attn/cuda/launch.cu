@@ -72,8 +72,11 @@ std::string hstu_attn_bwd_sm90_accepts(const HstuAttnParams& p) {
 }
 
 Status hstu_attn_bwd_cuda_sm90(const HstuAttnParams& p, const Context& ctx) {
-  return run_half(p, ctx, hstu_attn_bwd_cuda_sm90_bf16, hstu_attn_bwd_cuda_sm90_fp16,
-                  "hstu_attn_bwd: cuda_sm90");
+  constexpr const char* kWhat = "hstu_attn_bwd: cuda_sm90";
+  if (p.d == 64)  // d = dv (the accept test)
+    return run_half(p, ctx, hstu_attn_bwd_cuda_sm90_d64_bf16, hstu_attn_bwd_cuda_sm90_d64_fp16,
+                    kWhat);
+  return run_half(p, ctx, hstu_attn_bwd_cuda_sm90_bf16, hstu_attn_bwd_cuda_sm90_fp16, kWhat);
 }
 
 Status hstu_attn_fwd_cuda_sm90(const HstuAttnParams& p, const Context& ctx) {
