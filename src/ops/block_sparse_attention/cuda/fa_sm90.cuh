@@ -53,16 +53,7 @@ struct Maps {
   core::cuda::TensorMap q, k, v;
 };
 
-template <class T>
-__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
-  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<const uint32_t*>(&v);
-  } else {
-    const __half2 v = __floats2half2_rn(lo, hi);
-    return *reinterpret_cast<const uint32_t*>(&v);
-  }
-}
+using core::cuda::pack2;
 
 // Pins registers after a wgmma wait: no read or write of them moves across this point.
 template <int N>

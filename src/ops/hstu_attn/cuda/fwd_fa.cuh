@@ -50,18 +50,8 @@ using core::cuda::cp_async_commit;
 using core::cuda::cp_async_wait;
 using core::cuda::ldsm_x4;
 using core::cuda::ldsm_x4_t;
+using core::cuda::pack2;
 using core::cuda::smem_u32;
-
-template <class T>
-__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
-  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<const uint32_t*>(&v);
-  } else {
-    const __half2 v = __floats2half2_rn(lo, hi);
-    return *reinterpret_cast<const uint32_t*>(&v);
-  }
-}
 
 // SiLU as x / (1 + e^-x): two MUFU ops (ex2, rcp), relative error near fp32's. (The one-op
 // form h + h tanh(h), h = x / 2, loses accuracy for x << 0, where 1 + tanh cancels.)
