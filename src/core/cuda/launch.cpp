@@ -171,6 +171,23 @@ Status persistent_grid(const void* func, int threads, size_t dynamic_smem, int64
   return Status::Ok();
 }
 
+int kernel_binary_version(const void* func, int device) {
+  const auto key = std::make_pair(func, device);
+  {
+    std::lock_guard<std::mutex> lock(g_kernels_mutex);
+    if (auto it = g_kernels.find(key); it != g_kernels.end()) return it->second.attr.binaryVersion;
+  }
+  ScopedDevice guard(device);
+  if (!guard.status().ok()) return 0;
+  KernelInfo info;
+  if (!read_attributes(func, &info.attr).ok()) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  std::lock_guard<std::mutex> lock(g_kernels_mutex);
+  return g_kernels.emplace(key, info).first->second.attr.binaryVersion;
+}
+
 ScopedDevice::ScopedDevice(int device) {
   auto enter = [&]() -> Status {
     RECOPS_CUDA_RETURN_IF_ERROR(cudaGetDevice(&previous_));

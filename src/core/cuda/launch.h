@@ -47,6 +47,12 @@ Status check_launch(const LaunchSite& site, const void* func, dim3 grid, dim3 bl
 Status persistent_grid(const void* func, int threads, size_t dynamic_smem, int64_t work_items,
                        unsigned* grid);
 
+// cudaFuncAttributes::binaryVersion of the image of `func` that the runtime picks on `device`
+// (e.g. 90 for an sm_90a image on a 9.0 device); 0 when it cannot be read. Read once per
+// (kernel, device) and cached with the attributes check_launch reads, so accept tests can call it
+// on every problem.
+int kernel_binary_version(const void* func, int device);
+
 // Launches `func` with an array of pointers to its arguments, then checks cudaGetLastError.
 Status launch_checked(const LaunchSite& site, const void* func, dim3 grid, dim3 block,
                       size_t dynamic_smem, cudaStream_t stream, void** args);
