@@ -21,6 +21,9 @@ Status stem_indexer_cuda(const StemIndexerParams& p, const Context& ctx);
 std::string stem_indexer_cuda_reason(const StemIndexerParams& p);
 // The tune candidates of cuda_sm80 (score_buffer: 0 shared memory when it fits, 1 output rows).
 std::vector<TuneConfig> stem_indexer_cuda_candidates();
+// cuda_sm90: the Hopper scoring GEMM (causal tiles only) and the same selection.
+Status stem_indexer_cuda_sm90(const StemIndexerParams& p, const Context& ctx);
+std::string stem_indexer_cuda_sm90_reason(const StemIndexerParams& p);
 #endif
 
 }  // namespace recops::ops

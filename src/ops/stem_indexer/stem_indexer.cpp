@@ -21,11 +21,17 @@ std::string cuda_can_implement(const P& p) {
   std::string why = core::cuda_capability_at_least<80, P>(p);
   return why.empty() ? stem_indexer_cuda_reason(p) : why;
 }
+std::string cuda_sm90_can_implement(const P& p) {
+  std::string why = core::cuda_capability_at_least<90, P>(p);
+  return why.empty() ? stem_indexer_cuda_sm90_reason(p) : why;
+}
 #endif
 
 const std::vector<core::Impl<P>>& impls() {
   static const std::vector<core::Impl<P>> list = {
 #ifdef RECOPS_WITH_CUDA
+      {"cuda_sm90", DeviceType::cuda, core::cuda::any_device_reason, cuda_sm90_can_implement,
+       stem_indexer_cuda_sm90},
       {"cuda_sm80", DeviceType::cuda, core::cuda::any_device_reason, cuda_can_implement,
        stem_indexer_cuda, stem_indexer_cuda_candidates},
 #endif

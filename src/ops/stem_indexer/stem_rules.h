@@ -65,15 +65,33 @@ struct StemRules {
   int64_t bias_medium = 30, bias_large = 30;
 };
 
+// The per-batch quantities of steps 2 and 6 (block counts of the lengths, the prompt tier's Ks),
+// computed once per batch; visible_blocks and budget_k below are these plus the per-row steps.
+struct BatchRules {
+  int64_t Qb = 0, Kb = 0, P = 0, Ks = 0;
+  bool decode = false;
+};
+RECOPS_STEM_HD int64_t budget_ks(const StemRules& r, int64_t P);
+RECOPS_STEM_HD BatchRules batch_rules(const StemRules& r, int64_t Lq, int64_t Lk, int64_t Lp) {
+  BatchRules b;
+  b.Qb = ceil_div(Lq, r.Bs);
+  b.Kb = ceil_div(Lk, r.Bs);
+  b.P = ceil_div(Lp, r.Bs);
+  b.Ks = budget_ks(r, b.P);
+  b.decode = Lq == 1 && Lp >= Lk;
+  return b;
+}
+
 // Step 2: visible key blocks V of query block i (0 for padding rows i >= Qb).
+RECOPS_STEM_HD int64_t visible_blocks(const StemRules& r, const BatchRules& b, int64_t i) {
+  if (i >= b.Qb) return 0;
+  if (!r.causal || b.decode) return b.Kb;
+  const int64_t v = b.Kb - b.Qb + i + 1;
+  return v < 0 ? 0 : (v > b.Kb ? b.Kb : v);
+}
 RECOPS_STEM_HD int64_t visible_blocks(const StemRules& r, int64_t Lq, int64_t Lk, int64_t Lp,
                                       int64_t i) {
-  const int64_t Qb = ceil_div(Lq, r.Bs), Kb = ceil_div(Lk, r.Bs);
-  if (i >= Qb) return 0;
-  const bool decode = Lq == 1 && Lp >= Lk;
-  if (!r.causal || decode) return Kb;
-  const int64_t v = Kb - Qb + i + 1;
-  return v < 0 ? 0 : (v > Kb ? Kb : v);
+  return visible_blocks(r, batch_rules(r, Lq, Lk, Lp), i);
 }
 
 // Step 3: the forced set F = [0, s_end) ∪ [w_begin, V); |F| without double counting.
@@ -101,11 +119,10 @@ RECOPS_STEM_HD int64_t budget_ks(const StemRules& r, int64_t P) {
 }
 
 // Step 6: K̂ of query block i, given the candidate count |C|.
-RECOPS_STEM_HD int64_t budget_k(const StemRules& r, int64_t Lq, int64_t Lk, int64_t Lp, int64_t i,
+RECOPS_STEM_HD int64_t budget_k(const StemRules& r, const BatchRules& b, int64_t i,
                                 int64_t num_candidates) {
-  const int64_t Qb = ceil_div(Lq, r.Bs), Kb = ceil_div(Lk, r.Bs), P = ceil_div(Lp, r.Bs);
-  const int64_t Ks = budget_ks(r, P);
-  const int64_t p = i + Kb - Qb, delta = P - Ks;
+  const int64_t Ks = b.Ks;
+  const int64_t p = i + b.Kb - b.Qb, delta = b.P - Ks;
   int64_t K = Ks;
   if (!(p < Ks || delta <= 1)) {
     const float t = f32_div(static_cast<float>(p - Ks), static_cast<float>(delta - 1));
@@ -119,6 +136,10 @@ RECOPS_STEM_HD int64_t budget_k(const StemRules& r, int64_t Lq, int64_t Lk, int6
   if (K > kBudgetCap) K = kBudgetCap;
   if (K > num_candidates) K = num_candidates;
   return K;
+}
+RECOPS_STEM_HD int64_t budget_k(const StemRules& r, int64_t Lq, int64_t Lk, int64_t Lp, int64_t i,
+                                int64_t num_candidates) {
+  return budget_k(r, batch_rules(r, Lq, Lk, Lp), i, num_candidates);
 }
 
 // fp32 -> bf16 -> fp32, round to nearest even (NaN is mapped before this is called).

@@ -45,6 +45,7 @@
 #include "core/cuda/cublas.h"
 #include "core/cuda/launch.h"
 #include "core/tuning.h"
+#include "ops/stem_indexer/cuda/score_sm90.h"
 #include "ops/stem_indexer/impls.h"
 #include "ops/stem_indexer/stem_rules.h"
 
@@ -449,20 +450,38 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// ---- selection with the row's keys in registers (paths 2 and 3, Kmax <= 1024) ----------------
+// ---- selection with the row's keys in registers (paths 2 and 3 and cuda_sm90, Kmax <= 1024) ----
 // A warp per row (rows in output order). Lane l holds slots j = 32·c + l (c < kKpl) of the row:
 // the candidates' keys (formed from raw scores for path 3), 0 elsewhere (every candidate key is
-// > 0, so 0 never counts). The K̂-th largest key τ comes from a bitwise search with no shared
-// memory and no atomics: from the highest bit where the candidates' smallest and largest keys
-// differ down to bit 0, keep a bit when at least K̂ keys are >= the prefix with it (one compare
-// per key and one __reduce_add_sync per bit). The search stops as soon as exactly K̂ keys are >= the
-// prefix t: those are the selection, τ = their smallest key and every key equal to τ is taken.
-// Otherwise τ = t and the first K̂ − #(> τ) keys equal to τ are taken (ties to the lower id).
+// > 0, so 0 never counts). Loops over the chunks stop at the last chunk holding candidates; the
+// count below is unrolled for 8, 16 or 32 chunks (warp-uniform choice), so short rows compare
+// fewer registers.
+//
+// The K̂-th largest key τ: a bracket lo < hi with c_lo = #(keys >= lo) >= K̂ > c_hi = #(keys >= hi),
+// from lo = the smallest candidate key (c_lo = |C|) and hi = the largest + 1 (c_hi = 0). Each
+// step counts the keys >= a probe v strictly inside (one compare per key and one
+// __reduce_add_sync) and moves lo or hi to v. The probe interpolates the scores linearly between
+// the bracket's ends (the keys read back as floats) to where the count would be K̂; a step that
+// leaves the count bracket unchanged (outliers, ties, non-finite ends) makes the next probe the
+// bisection of the key interval, so the search ends within about 64 steps on any data (about 7 on
+// random scores, against 13 for the bitwise search it replaces). A probe with exactly K̂ keys >= v
+// ends it early: those keys are the selection (τ = their smallest key; every key equal to τ is
+// taken). Otherwise the bracket closes at hi = lo + 1: τ = lo, and the first K̂ − c_hi keys equal
+// to τ are taken (ties to the lower id).
 // Then the row is written as by the fused kernel: the sink ids, the ballot-ordered candidates, the
 // window ids, -1 up to Kmax (16-byte stores where aligned), and the length. Every key is read from
 // memory once, before any write to the row.
 constexpr int kKpl = 32;
 constexpr int kSelWarps = 8;
+
+// The score whose rank key (precision 1) is k: the inverse of stem::rank_key's bit map.
+__device__ __forceinline__ float key_score(uint32_t k) {
+  return __uint_as_float((k & 0x80000000u) ? (k & 0x7fffffffu) : ~k);
+}
+__device__ __forceinline__ uint32_t score_key(float s) {
+  const uint32_t u = __float_as_uint(s);
+  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
 
 // How many of key[0 .. N) are >= v (this lane).
 template <int N>
@@ -477,22 +496,39 @@ __global__ void __launch_bounds__(kSelWarps * 32) select_regs_kernel(Args a, int
   const int lane = threadIdx.x & 31;
   const unsigned lt_mask = (1u << lane) - 1u;
   const stem::StemRules& r = a.rules;
-  const int64_t row = static_cast<int64_t>(blockIdx.x) * kSelWarps + (threadIdx.x >> 5);
+  // The block's rows share (b, hq) unless they cross a head's last row: the first row's
+  // decoding and batch rules are formed once by thread 0; a warp past the crossing forms its own.
+  __shared__ int64_t s_bh, s_i;
+  __shared__ stem::BatchRules s_br;
+  const int64_t first = static_cast<int64_t>(blockIdx.x) * kSelWarps;
+  if (threadIdx.x == 0) {
+    s_i = first % a.Qmax;
+    s_bh = first / a.Qmax;
+    const Lengths len = batch_lengths(a, s_bh / a.Nq);
+    s_br = stem::batch_rules(r, len.q, len.k, len.p);
+  }
+  __syncthreads();
+  const int64_t row = first + (threadIdx.x >> 5);
   if (row >= rows) return;
-  const int64_t i = row % a.Qmax, hq = row / a.Qmax % a.Nq, b = row / (a.Qmax * a.Nq);
-  const int64_t hk = hq / a.G;
-  const Lengths len = batch_lengths(a, b);
-  const int64_t Lq = len.q, Lk = len.k, Lp = len.p;
+  int64_t i = s_i + (threadIdx.x >> 5), bh = s_bh;
+  stem::BatchRules br = s_br;
+  if (i >= a.Qmax) {
+    i = row % a.Qmax;
+    bh = row / a.Qmax;
+    const Lengths len = batch_lengths(a, bh / a.Nq);
+    br = stem::batch_rules(r, len.q, len.k, len.p);
+  }
   int32_t* out = a.indices + row * a.Kmax;
-  const int64_t V = stem::visible_blocks(r, Lq, Lk, Lp, i);
+  const int V = static_cast<int>(stem::visible_blocks(r, br, i));
   int pos = 0;  // Kmax <= 32·kKpl here, so slots and ids fit an int
   if (V > 0) {
     const stem::Forced f = stem::forced_set(r, V);
     const int s_end = static_cast<int>(f.s_end), w_begin = static_cast<int>(f.w_begin);
     const int nc = w_begin - s_end;
-    const int K = static_cast<int>(stem::budget_k(r, Lq, Lk, Lp, i, nc));
+    const int K = static_cast<int>(stem::budget_k(r, br, i, nc));
     const int nch = (w_begin + 31) / 32;  // chunks holding candidates
-    const float* vb = a.vbias + b * a.vs0 + hk * a.vs1;
+    // Path 3's vbias row (b, hk) (the other paths store finished keys).
+    const float* vb = a.raw ? a.vbias + bh / a.Nq * a.vs0 + bh % a.Nq / a.G * a.vs1 : nullptr;
     const uint32_t* src = reinterpret_cast<const uint32_t*>(out);
     uint32_t key[kKpl];
     uint32_t kmin = 0xffffffffu, kmax = 0u;
@@ -504,12 +540,10 @@ __global__ void __launch_bounds__(kSelWarps * 32) select_regs_kernel(Args a, int
         const uint32_t x = src[j];
         key[c] =
             a.raw ? stem::rank_key(__fadd_rn(__uint_as_float(x), vb[j * a.vs2]), a.precision) : x;
-        kmin = key[c] < kmin ? key[c] : kmin;
-        kmax = key[c] > kmax ? key[c] : kmax;
+        kmin = min(kmin, key[c]);
+        kmax = max(kmax, key[c]);
       }
     }
-    // Keys >= v over the warp (non-candidates hold 0 and v >= 1 is never 0). The chunk count is
-    // rounded up to 8, 16 or 32 (warp-uniform), so short rows compare fewer registers.
     auto count_ge = [&](uint32_t v) {
       unsigned cnt = 0;
       if (nch <= 8) {
@@ -521,61 +555,85 @@ __global__ void __launch_bounds__(kSelWarps * 32) select_regs_kernel(Args a, int
       }
       return static_cast<int>(__reduce_add_sync(0xffffffffu, cnt));
     };
-    uint32_t tau = 0;
-    int need_eq = INT_MAX;  // K̂ == |C|: every candidate
+    uint32_t tau = 1u;      // K̂ == |C|: every candidate (keys >= 1)
+    int need_eq = INT_MAX;  // take every key equal to tau
     if (K == 0) {
       tau = 0xffffffffu;
       need_eq = 0;
     } else if (K < nc) {
-      kmin = __reduce_min_sync(0xffffffffu, kmin);
-      kmax = __reduce_max_sync(0xffffffffu, kmax);
-      uint32_t t = kmin;
-      bool exact = false;  // exactly K̂ keys are >= t
-      if (kmin != kmax) {
-        const int top = 31 - __clz(kmin ^ kmax);
-        t = kmin & ~static_cast<uint32_t>((uint64_t{2} << top) - 1u);  // common prefix, zeros below
-        for (int bit = top; bit >= 0 && !exact; --bit) {
-          const uint32_t cand = t | (1u << bit);
-          const int cnt = count_ge(cand);
-          if (cnt >= K) {
-            t = cand;
-            exact = cnt == K;
-          }
+      // kmax <= 0xff800000 (rank_key of +inf), so hi does not wrap.
+      uint32_t lo = __reduce_min_sync(0xffffffffu, kmin);
+      uint32_t hi = __reduce_max_sync(0xffffffffu, kmax) + 1u;
+      int c_lo = nc, c_hi = 0;
+      bool exact = false, bisect = false;
+      while (hi - lo > 1u) {
+        uint32_t v = lo + (hi - lo) / 2u;
+        if (!bisect) {
+          const float flo = key_score(lo), fhi = key_score(hi);
+          const float fr = __fdiv_rn(static_cast<float>(c_lo - K), static_cast<float>(c_lo - c_hi));
+          const float fv = __fmaf_rn(__fsub_rn(fhi, flo), fr, flo);
+          if (isfinite(fv) && isfinite(flo) && isfinite(fhi)) v = score_key(fv);
         }
+        v = v <= lo ? lo + 1u : (v >= hi ? hi - 1u : v);
+        const int c = count_ge(v);
+        if (c == K) {
+          exact = true;
+          lo = v;
+          break;
+        }
+        const int width = c_lo - c_hi;
+        if (c > K) {
+          lo = v;
+          c_lo = c;
+        } else {
+          hi = v;
+          c_hi = c;
+        }
+        bisect = !bisect && c_lo - c_hi == width;
       }
       if (exact) {
         uint32_t m = 0xffffffffu;
 #pragma unroll
         for (int c = 0; c < kKpl; ++c)
-          if (c < nch && key[c] >= t && key[c] < m) m = key[c];
+          if (c < nch && key[c] >= lo) m = min(m, key[c]);
         tau = __reduce_min_sync(0xffffffffu, m);
       } else {
-        tau = t;  // <= the largest key <= 0xff800000 (rank_key of +inf), so tau + 1 does not wrap
-        need_eq = K - count_ge(tau + 1u);
+        tau = lo;
+        need_eq = K - c_hi;
       }
     }
     __syncwarp();  // every lane's keys are read before the row is overwritten
     for (int j = lane; j < s_end; j += 32) out[j] = j;
     pos = s_end;
-    int eq_seen = 0;
+    if (need_eq == INT_MAX) {
+      // Every key >= tau is taken (tau >= 1, so slots holding 0 never are).
 #pragma unroll
-    for (int c = 0; c < kKpl; ++c) {
-      if (c >= nch) break;
-      if (c * 32 + 32 <= s_end) continue;
-      const int j = c * 32 + lane;
-      const bool in = j >= s_end && j < w_begin;
-      const uint32_t k = key[c];
-      const bool eq = in && k == tau;
-      const unsigned eq_mask = __ballot_sync(0xffffffffu, eq);
-      const bool take = (in && k > tau) || (eq && eq_seen + __popc(eq_mask & lt_mask) < need_eq);
-      const unsigned take_mask = __ballot_sync(0xffffffffu, take);
-      if (take) out[pos + __popc(take_mask & lt_mask)] = j;
-      pos += __popc(take_mask);
-      eq_seen += __popc(eq_mask);
+      for (int c = 0; c < kKpl; ++c) {
+        if (c >= nch) break;
+        const bool take = key[c] >= tau;
+        const unsigned take_mask = __ballot_sync(0xffffffffu, take);
+        if (take) out[pos + __popc(take_mask & lt_mask)] = c * 32 + lane;
+        pos += __popc(take_mask);
+      }
+    } else {
+      int eq_seen = 0;
+#pragma unroll
+      for (int c = 0; c < kKpl; ++c) {
+        if (c >= nch) break;
+        const int j = c * 32 + lane;
+        const bool in = j >= s_end && j < w_begin;
+        const uint32_t k = key[c];
+        const bool eq = in && k == tau;
+        const unsigned eq_mask = __ballot_sync(0xffffffffu, eq);
+        const bool take = (in && k > tau) || (eq && eq_seen + __popc(eq_mask & lt_mask) < need_eq);
+        const unsigned take_mask = __ballot_sync(0xffffffffu, take);
+        if (take) out[pos + __popc(take_mask & lt_mask)] = j;
+        pos += __popc(take_mask);
+        eq_seen += __popc(eq_mask);
+      }
     }
-    const int Vi = static_cast<int>(V);
-    for (int j = w_begin + lane; j < Vi; j += 32) out[pos + (j - w_begin)] = j;
-    pos += Vi - w_begin;
+    for (int j = w_begin + lane; j < V; j += 32) out[pos + (j - w_begin)] = j;
+    pos += V - w_begin;
   }
   const int kmax_i = static_cast<int>(a.Kmax);
   if (a.vec_out) {  // row start 16-byte aligned (Kmax % 4 == 0)
@@ -704,9 +762,9 @@ Status score_gemm_cublas(const StemIndexerParams& p, int64_t chunk, const Contex
 
 }  // namespace
 
-Status stem_indexer_cuda(const StemIndexerParams& p, const Context& ctx) {
-  core::cuda::ScopedDevice guard(p.device_index);
-  RECOPS_RETURN_IF_ERROR(guard.status());
+namespace {
+
+Args make_args(const StemIndexerParams& p) {
   Args a{};
   a.qflat = p.qflat;
   a.kflat = p.kflat;
@@ -743,6 +801,35 @@ Status stem_indexer_cuda(const StemIndexerParams& p, const Context& ctx) {
   for (int d = 0; d < 3; ++d) a.vec = a.vec && p.q_stride[d] % 8 == 0 && p.k_stride[d] % 8 == 0;
   a.tiles_per_section = (p.G * p.Qmax + kRows - 1) / kRows;
   a.num_tiles = p.B * p.Nk * a.tiles_per_section;
+  return a;
+}
+
+// The selection after a scoring GEMM wrote the rows' keys (a.score false): select_regs_kernel for
+// Kmax <= 1024, else the fused kernel's selection alone (keys in the output rows).
+Status run_selection(Args a, const StemIndexerParams& p, const Context& ctx) {
+  if (p.Kmax <= 32 * kKpl) {
+    const int64_t rows = p.B * p.Nq * p.Qmax;
+    const int64_t blocks = (rows + kSelWarps - 1) / kSelWarps;
+    if (blocks > 0x7fffffff)
+      return Status(StatusCode::invalid_argument,
+                    "recops.stem_indexer: too many rows for one CUDA grid");
+    return RECOPS_LAUNCH_KERNEL(kOp, select_regs_kernel, dim3(static_cast<unsigned>(blocks)),
+                                dim3(kSelWarps * 32), 0, ctx.stream, a, rows);
+  }
+  a.keys_global = true;
+  auto* kernel = &stem_indexer_kernel;
+  unsigned grid = 1;
+  RECOPS_RETURN_IF_ERROR(core::cuda::persistent_grid(reinterpret_cast<const void*>(kernel),
+                                                     kThreads, kHistBytes, a.num_tiles, &grid));
+  return RECOPS_LAUNCH_KERNEL(kOp, kernel, dim3(grid), dim3(kThreads), kHistBytes, ctx.stream, a);
+}
+
+}  // namespace
+
+Status stem_indexer_cuda(const StemIndexerParams& p, const Context& ctx) {
+  core::cuda::ScopedDevice guard(p.device_index);
+  RECOPS_RETURN_IF_ERROR(guard.status());
+  Args a = make_args(p);
   if (a.num_tiles == 0) return Status::Ok();
   int64_t limit = 0;
   RECOPS_RETURN_IF_ERROR(smem_kmax_limit(p.device_index, &limit));
@@ -782,15 +869,7 @@ Status stem_indexer_cuda(const StemIndexerParams& p, const Context& ctx) {
                                                   total));
     }
   }
-  if (path >= 2 && p.Kmax <= 32 * kKpl) {
-    const int64_t rows = p.B * p.Nq * p.Qmax;
-    const int64_t blocks = (rows + kSelWarps - 1) / kSelWarps;
-    if (blocks > 0x7fffffff)
-      return Status(StatusCode::invalid_argument,
-                    "recops.stem_indexer: too many rows for one CUDA grid");
-    return RECOPS_LAUNCH_KERNEL(kOp, select_regs_kernel, dim3(static_cast<unsigned>(blocks)),
-                                dim3(kSelWarps * 32), 0, ctx.stream, a, rows);
-  }
+  if (path >= 2) return run_selection(a, p, ctx);
   const size_t smem =
       kHistBytes + (a.keys_global ? 0 : static_cast<size_t>(kRows * p.Kmax) * sizeof(uint32_t));
   auto* kernel = &stem_indexer_kernel;
@@ -798,6 +877,26 @@ Status stem_indexer_cuda(const StemIndexerParams& p, const Context& ctx) {
   RECOPS_RETURN_IF_ERROR(core::cuda::persistent_grid(reinterpret_cast<const void*>(kernel),
                                                      kThreads, smem, a.num_tiles, &grid));
   return RECOPS_LAUNCH_KERNEL(kOp, kernel, dim3(grid), dim3(kThreads), smem, ctx.stream, a);
+}
+
+std::string stem_indexer_cuda_sm90_reason(const StemIndexerParams& p) {
+  return stem_sm90::score_sm90_reason(p);
+}
+
+// cuda_sm90: the Hopper scoring GEMM (score_sm90.cu: causal 128 x 128 tiles only, rank keys into
+// the output rows), then the selection shared with cuda_sm80's GEMM paths.
+Status stem_indexer_cuda_sm90(const StemIndexerParams& p, const Context& ctx) {
+  core::cuda::ScopedDevice guard(p.device_index);
+  RECOPS_RETURN_IF_ERROR(guard.status());
+  const std::string why = stem_sm90::score_sm90_reason(p);
+  if (!why.empty()) return Status(StatusCode::not_implemented, why);
+  Args a = make_args(p);
+  if (a.num_tiles == 0) return Status::Ok();
+  RECOPS_RETURN_IF_ERROR(stem_sm90::score_sm90(p, ctx));
+  a.score = false;
+  a.raw = false;
+  a.keys_global = true;
+  return run_selection(a, p, ctx);
 }
 
 }  // namespace recops::ops
