@@ -492,6 +492,33 @@ __device__ __forceinline__ unsigned count_chunks(const uint32_t (&key)[kKpl], ui
   return cnt;
 }
 
+// key[c] = slot 32·c + lane of the row (c < N; slots past Kmax read slot 0; 0 for c >= N): the
+// stored key, or for path 3 (vb non-null) the key formed from the raw score and vbias. The loads
+// are unconditional so that they all issue before the first use.
+template <int N>
+__device__ __forceinline__ void load_chunks(uint32_t (&key)[kKpl], const uint32_t* src,
+                                            const float* vb, const Args& a, int lane) {
+  const int kmax_i = static_cast<int>(a.Kmax);
+#pragma unroll
+  for (int c = N; c < kKpl; ++c) key[c] = 0u;
+  if (vb == nullptr) {
+#pragma unroll
+    for (int c = 0; c < N; ++c) {
+      const int j = c * 32 + lane;
+      key[c] = src[j < kmax_i ? j : 0];
+    }
+  } else {
+#pragma unroll
+    for (int c = 0; c < N; ++c) {
+      const int j = c * 32 + lane < kmax_i ? c * 32 + lane : 0;
+      key[c] = stem::rank_key(__fadd_rn(__uint_as_float(src[j]), vb[j * a.vs2]), a.precision);
+    }
+  }
+}
+
+// kRaw: path 3 (a.raw; raw scores in the rows) or not (keys in the rows), a template parameter so
+// that each holds only its own loads.
+template <bool kRaw>
 __global__ void __launch_bounds__(kSelWarps * 32) select_regs_kernel(Args a, int64_t rows) {
   const int lane = threadIdx.x & 31;
   const unsigned lt_mask = (1u << lane) - 1u;
@@ -528,18 +555,25 @@ __global__ void __launch_bounds__(kSelWarps * 32) select_regs_kernel(Args a, int
     const int K = static_cast<int>(stem::budget_k(r, br, i, nc));
     const int nch = (w_begin + 31) / 32;  // chunks holding candidates
     // Path 3's vbias row (b, hk) (the other paths store finished keys).
-    const float* vb = a.raw ? a.vbias + bh / a.Nq * a.vs0 + bh % a.Nq / a.G * a.vs1 : nullptr;
+    const float* vb = kRaw ? a.vbias + bh / a.Nq * a.vs0 + bh % a.Nq / a.G * a.vs1 : nullptr;
     const uint32_t* src = reinterpret_cast<const uint32_t*>(out);
     uint32_t key[kKpl];
+    // All of the row's loads first (8, 16 or 32 chunks, unconditional: slots past w_begin, and
+    // past Kmax clamped to slot 0, are read and then dropped), so that their latencies overlap.
+    if (nch <= 8) {
+      load_chunks<8>(key, src, vb, a, lane);
+    } else if (nch <= 16) {
+      load_chunks<16>(key, src, vb, a, lane);
+    } else {
+      load_chunks<kKpl>(key, src, vb, a, lane);
+    }
     uint32_t kmin = 0xffffffffu, kmax = 0u;
 #pragma unroll
     for (int c = 0; c < kKpl; ++c) {
-      key[c] = 0u;
       const int j = c * 32 + lane;
-      if (c < nch && j >= s_end && j < w_begin) {
-        const uint32_t x = src[j];
-        key[c] =
-            a.raw ? stem::rank_key(__fadd_rn(__uint_as_float(x), vb[j * a.vs2]), a.precision) : x;
+      const bool cand = c < nch && j >= s_end && j < w_begin;
+      key[c] = cand ? key[c] : 0u;
+      if (cand) {
         kmin = min(kmin, key[c]);
         kmax = max(kmax, key[c]);
       }
@@ -813,7 +847,11 @@ Status run_selection(Args a, const StemIndexerParams& p, const Context& ctx) {
     if (blocks > 0x7fffffff)
       return Status(StatusCode::invalid_argument,
                     "recops.stem_indexer: too many rows for one CUDA grid");
-    return RECOPS_LAUNCH_KERNEL(kOp, select_regs_kernel, dim3(static_cast<unsigned>(blocks)),
+    if (a.raw)
+      return RECOPS_LAUNCH_KERNEL(kOp, select_regs_kernel<true>,
+                                  dim3(static_cast<unsigned>(blocks)), dim3(kSelWarps * 32), 0,
+                                  ctx.stream, a, rows);
+    return RECOPS_LAUNCH_KERNEL(kOp, select_regs_kernel<false>, dim3(static_cast<unsigned>(blocks)),
                                 dim3(kSelWarps * 32), 0, ctx.stream, a, rows);
   }
   a.keys_global = true;
