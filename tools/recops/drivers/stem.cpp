@@ -16,8 +16,8 @@
 //   path=0|1|2|3       indexer: force cuda_sm80's path (0 fused, keys in shared memory; 1 fused,
 //                      keys in the output rows, as large Kmax runs; 2 our scoring GEMM +
 //                      selection; 3 cuBLAS scoring GEMM + selection) through Context::tune_config
-//                      (the CPU implementations ignore it); gemm_rows=256|512 with path=3: the
-//                      query blocks per cuBLAS GEMM
+//                      and skip cuda_sm90 unless --impl names it (the CPU implementations
+//                      ignore it); gemm_rows=256|512 with path=3: the query blocks per cuBLAS GEMM
 //   scores=zero|vbias_j|vbias_negj|near_tie|inf_nan   special score patterns (default random)
 //   kslice             kflat is every other batch of a [2B, ...] tensor (non-contiguous)
 //   bs=N, ts=N         stem_block_size / stem_stride (sparse_block_size for attention)
@@ -333,13 +333,15 @@ class StemIndexerDriver final : public Driver {
     if (p.op == "stem_indexer_metadata")
       return stem_indexer_metadata(meta_args(p, in), out[0], ctx);
     const int64_t prec = size_of(p, "prec");
-    // path=N: cuda_sm80's path, forced (the CPU implementations ignore it).
+    // path=N: cuda_sm80's path, forced (the CPU implementations ignore it); cuda_sm90, which
+    // has no paths and comes first on Hopper, is skipped unless --impl asks for it.
     Context c = ctx;
     TuneConfig forced;
     if (size_of(p, "path", -1) >= 0 && ctx.tune_config == nullptr) {
       forced.set("path", size_of(p, "path", -1));
       if (size_of(p, "gemm_rows") > 0) forced.set("gemm_rows", size_of(p, "gemm_rows"));
       c.tune_config = &forced;
+      if (ctx.impl.empty()) c.skip_impls.push_back("cuda_sm90");
     }
     RECOPS_RETURN_IF_ERROR(
         stem_indexer(args(p, in, prec == 0 ? 1 : static_cast<int>(prec)), out[0], out[1], c));
