@@ -466,11 +466,11 @@ __global__ void __launch_bounds__(kThreads)
 // bisection of the key interval, so the search ends within about 64 steps on any data (about 7 on
 // random scores, against 13 for the bitwise search it replaces). A probe with exactly K̂ keys >= v
 // ends it early: those keys are the selection (τ = their smallest key; every key equal to τ is
-// taken). Otherwise the bracket closes at hi = lo + 1: τ = lo, and the first K̂ − c_hi keys equal
-// to τ are taken (ties to the lower id).
-// Then the row is written as by the fused kernel: the sink ids, the ballot-ordered candidates, the
-// window ids, -1 up to Kmax (16-byte stores where aligned), and the length. Every key is read from
-// memory once, before any write to the row.
+// taken). For precision 2 the search runs on the keys' high 16 bits (below). Otherwise the bracket
+// closes at hi = lo + 1: τ = lo, and the first K̂ − c_hi keys equal to τ are taken (ties to the
+// lower id). Then the row is written as by the fused kernel: the sink ids, the ballot-ordered
+// candidates, the window ids, -1 up to Kmax (16-byte stores where aligned), and the length. Every
+// key is read from memory once, before any write to the row.
 constexpr int kKpl = 32;
 constexpr int kSelWarps = 8;
 
@@ -567,12 +567,16 @@ __global__ void __launch_bounds__(kSelWarps * 32) select_regs_kernel(Args a, int
     } else {
       load_chunks<kKpl>(key, src, vb, a, lane);
     }
+    // Precision 2 ranks bf16 roundings: the keys' low 16 bits are fixed by the sign (0 or
+    // 0xffff), so the high 16 bits alone order them, and searching those keeps the bracket from
+    // stepping through the 2^16 values between two neighbouring keys.
+    const int shift = a.precision == 2 ? 16 : 0;
     uint32_t kmin = 0xffffffffu, kmax = 0u;
 #pragma unroll
     for (int c = 0; c < kKpl; ++c) {
       const int j = c * 32 + lane;
       const bool cand = c < nch && j >= s_end && j < w_begin;
-      key[c] = cand ? key[c] : 0u;
+      key[c] = cand ? key[c] >> shift : 0u;
       if (cand) {
         kmin = min(kmin, key[c]);
         kmax = max(kmax, key[c]);
@@ -595,7 +599,7 @@ __global__ void __launch_bounds__(kSelWarps * 32) select_regs_kernel(Args a, int
       tau = 0xffffffffu;
       need_eq = 0;
     } else if (K < nc) {
-      // kmax <= 0xff800000 (rank_key of +inf), so hi does not wrap.
+      // kmax <= 0xff800000 (rank_key of +inf), so hi does not wrap (nor does hi << shift).
       uint32_t lo = __reduce_min_sync(0xffffffffu, kmin);
       uint32_t hi = __reduce_max_sync(0xffffffffu, kmax) + 1u;
       int c_lo = nc, c_hi = 0;
@@ -603,10 +607,10 @@ __global__ void __launch_bounds__(kSelWarps * 32) select_regs_kernel(Args a, int
       while (hi - lo > 1u) {
         uint32_t v = lo + (hi - lo) / 2u;
         if (!bisect) {
-          const float flo = key_score(lo), fhi = key_score(hi);
+          const float flo = key_score(lo << shift), fhi = key_score(hi << shift);
           const float fr = __fdiv_rn(static_cast<float>(c_lo - K), static_cast<float>(c_lo - c_hi));
           const float fv = __fmaf_rn(__fsub_rn(fhi, flo), fr, flo);
-          if (isfinite(fv) && isfinite(flo) && isfinite(fhi)) v = score_key(fv);
+          if (isfinite(fv) && isfinite(flo) && isfinite(fhi)) v = score_key(fv) >> shift;
         }
         v = v <= lo ? lo + 1u : (v >= hi ? hi - 1u : v);
         const int c = count_ge(v);
