@@ -494,10 +494,14 @@ __device__ __forceinline__ unsigned count_chunks(const uint32_t (&key)[kKpl], ui
 
 // key[c] = slot 32·c + lane of the row (c < N; slots past Kmax read slot 0; 0 for c >= N): the
 // stored key, or for path 3 (vb non-null) the key formed from the raw score and vbias. The loads
-// are unconditional so that they all issue before the first use.
+// are unconditional so that they all issue before the first use. Then every slot that is not a
+// candidate (j outside [s_end, w_begin)) becomes 0, the candidates' keys are shifted right by
+// `shift`, and kmin / kmax are their smallest and largest (this lane).
 template <int N>
 __device__ __forceinline__ void load_chunks(uint32_t (&key)[kKpl], const uint32_t* src,
-                                            const float* vb, const Args& a, int lane) {
+                                            const float* vb, const Args& a, int lane, int s_end,
+                                            int w_begin, int shift, uint32_t& kmin,
+                                            uint32_t& kmax) {
   const int kmax_i = static_cast<int>(a.Kmax);
 #pragma unroll
   for (int c = N; c < kKpl; ++c) key[c] = 0u;
@@ -514,6 +518,28 @@ __device__ __forceinline__ void load_chunks(uint32_t (&key)[kKpl], const uint32_
       key[c] = stem::rank_key(__fadd_rn(__uint_as_float(src[j]), vb[j * a.vs2]), a.precision);
     }
   }
+  kmin = 0xffffffffu;
+  kmax = 0u;
+#pragma unroll
+  for (int c = 0; c < N; ++c) {
+    const int j = c * 32 + lane;
+    const bool cand = j >= s_end && j < w_begin;
+    key[c] = cand ? key[c] >> shift : 0u;
+    if (cand) {
+      kmin = min(kmin, key[c]);
+      kmax = max(kmax, key[c]);
+    }
+  }
+}
+
+// The smallest of key[0 .. N) that is >= v (this lane; 0xffffffff if none).
+template <int N>
+__device__ __forceinline__ uint32_t min_at_least(const uint32_t (&key)[kKpl], uint32_t v) {
+  uint32_t m = 0xffffffffu;
+#pragma unroll
+  for (int c = 0; c < N; ++c)
+    if (key[c] >= v) m = min(m, key[c]);
+  return m;
 }
 
 // kRaw: path 3 (a.raw; raw scores in the rows) or not (keys in the rows), a template parameter so
@@ -558,29 +584,19 @@ __global__ void __launch_bounds__(kSelWarps * 32) select_regs_kernel(Args a, int
     const float* vb = kRaw ? a.vbias + bh / a.Nq * a.vs0 + bh % a.Nq / a.G * a.vs1 : nullptr;
     const uint32_t* src = reinterpret_cast<const uint32_t*>(out);
     uint32_t key[kKpl];
-    // All of the row's loads first (8, 16 or 32 chunks, unconditional: slots past w_begin, and
-    // past Kmax clamped to slot 0, are read and then dropped), so that their latencies overlap.
-    if (nch <= 8) {
-      load_chunks<8>(key, src, vb, a, lane);
-    } else if (nch <= 16) {
-      load_chunks<16>(key, src, vb, a, lane);
-    } else {
-      load_chunks<kKpl>(key, src, vb, a, lane);
-    }
     // Precision 2 ranks bf16 roundings: the keys' low 16 bits are fixed by the sign (0 or
     // 0xffff), so the high 16 bits alone order them, and searching those keeps the bracket from
     // stepping through the 2^16 values between two neighbouring keys.
     const int shift = a.precision == 2 ? 16 : 0;
-    uint32_t kmin = 0xffffffffu, kmax = 0u;
-#pragma unroll
-    for (int c = 0; c < kKpl; ++c) {
-      const int j = c * 32 + lane;
-      const bool cand = c < nch && j >= s_end && j < w_begin;
-      key[c] = cand ? key[c] >> shift : 0u;
-      if (cand) {
-        kmin = min(kmin, key[c]);
-        kmax = max(kmax, key[c]);
-      }
+    uint32_t kmin, kmax;
+    // All of the row's loads first (8, 16 or 32 chunks, unconditional: slots past w_begin, and
+    // past Kmax clamped to slot 0, are read and then dropped), so that their latencies overlap.
+    if (nch <= 8) {
+      load_chunks<8>(key, src, vb, a, lane, s_end, w_begin, shift, kmin, kmax);
+    } else if (nch <= 16) {
+      load_chunks<16>(key, src, vb, a, lane, s_end, w_begin, shift, kmin, kmax);
+    } else {
+      load_chunks<kKpl>(key, src, vb, a, lane, s_end, w_begin, shift, kmin, kmax);
     }
     auto count_ge = [&](uint32_t v) {
       unsigned cnt = 0;
@@ -630,10 +646,9 @@ __global__ void __launch_bounds__(kSelWarps * 32) select_regs_kernel(Args a, int
         bisect = !bisect && c_lo - c_hi == width;
       }
       if (exact) {
-        uint32_t m = 0xffffffffu;
-#pragma unroll
-        for (int c = 0; c < kKpl; ++c)
-          if (c < nch && key[c] >= lo) m = min(m, key[c]);
+        const uint32_t m = nch <= 8    ? min_at_least<8>(key, lo)
+                           : nch <= 16 ? min_at_least<16>(key, lo)
+                                       : min_at_least<kKpl>(key, lo);
         tau = __reduce_min_sync(0xffffffffu, m);
       } else {
         tau = lo;
