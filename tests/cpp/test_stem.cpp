@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "ops/stem_indexer/stem_rules.h"
@@ -131,6 +133,29 @@ Rows run(const StemIndexerArgs& a, const std::string& impl) {
 }
 
 const char* kImpls[] = {"reference", "cpu_generic"};
+
+// The Hopper epilogue's short rank key equals rank_key on every kind of fp32 input: signed zeros,
+// NaNs of both signs, infinities, subnormals (which bf16 rounding can take to -0), ties to even,
+// and random bit patterns.
+TEST(StemRules, ShortRankKeyMatchesRankKey) {
+  std::vector<uint32_t> bits = {0u,          0x80000000u, 0x7f800000u, 0xff800000u, 0x7fc00000u,
+                                0xffc00000u, 0x7f800001u, 1u,          0x80000001u, 0x7f7fffffu,
+                                0xff7fffffu, 0x80007fffu, 0x80008000u, 0x00008000u, 0x7f7f8000u,
+                                0xff7f8000u, 0x3f808000u, 0x3f818000u, 0xbf808000u, 0x007fffffu};
+  uint32_t x = 0x12345678u;  // xorshift32
+  for (int n = 0; n < 2000000; ++n) {
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    bits.push_back(x);
+  }
+  for (uint32_t u : bits) {
+    float s;
+    std::memcpy(&s, &u, 4);
+    ASSERT_EQ(ops::stem::rank_key_short<1>(s), ops::stem::rank_key(s, 1)) << std::hex << u;
+    ASSERT_EQ(ops::stem::rank_key_short<2>(s), ops::stem::rank_key(s, 2)) << std::hex << u;
+  }
+}
 
 TEST(StemIndexer, WorkedExampleA) {
   Example e;

@@ -176,6 +176,28 @@ RECOPS_STEM_HD uint32_t rank_key(float s, int precision) {
   return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
 }
 
+// rank_key(s, P) in fewer instructions (the Hopper scoring epilogue, cuda/score_sm90.cu): -0
+// becomes +0 by adding +0 (which changes no other value), bf16 rounding leaves NaN as it is, the
+// sign-dependent bit map is one xor, and NaN ranks as -inf (key 0x007fffff) at the end. Equal to
+// rank_key for every input (tests/cpp/test_stem.cpp).
+template <int P>
+RECOPS_STEM_HD uint32_t rank_key_short(float s) {
+#if defined(__CUDA_ARCH__)
+  s = __fadd_rn(s, 0.0f);
+#else
+  s = s + 0.0f;
+#endif
+  if constexpr (P == 2) s = round_bf16(s);
+  uint32_t u;
+#if defined(__CUDA_ARCH__)
+  u = __float_as_uint(s);
+#else
+  std::memcpy(&u, &s, 4);
+#endif
+  const uint32_t k = u ^ (static_cast<uint32_t>(static_cast<int32_t>(u) >> 31) | 0x80000000u);
+  return s != s ? 0x007fffffu : k;
+}
+
 // The §3.2 total order in one integer: a larger value wins (larger κ, then lower j).
 RECOPS_STEM_HD uint64_t order_key(uint32_t key, int64_t j) {
   return (static_cast<uint64_t>(key) << 32) |

@@ -80,18 +80,6 @@ __device__ __forceinline__ int64_t clamp64(int64_t x, int64_t lo, int64_t hi) {
   return x < lo ? lo : (x > hi ? hi : x);
 }
 
-// stem::rank_key(s, P) in fewer instructions: -0 becomes +0 by adding +0 (which changes no other
-// value), bf16 rounding leaves NaN as it is, the sign-dependent bit map is one xor, and NaN ranks
-// as -inf (key 0x007fffff) at the end.
-template <int P>
-__device__ __forceinline__ uint32_t epilogue_key(float s) {
-  s = __fadd_rn(s, 0.0f);
-  if constexpr (P == 2) s = stem::round_bf16(s);
-  const uint32_t u = __float_as_uint(s);
-  const uint32_t k = u ^ (static_cast<uint32_t>(static_cast<int32_t>(u) >> 31) | 0x80000000u);
-  return s != s ? 0x007fffffu : k;
-}
-
 __global__ void __launch_bounds__(kThreads, 1)
     score_sm90_kernel(const __grid_constant__ ScoreArgs a, const __grid_constant__ Maps m) {
 #if RECOPS_SM90A
@@ -214,7 +202,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   auto store = [&](const float(&acc)[64], int row_base, auto precision) {
     constexpr int P = decltype(precision)::value;
     auto key = [&](float x, float bias) {
-      return epilogue_key<P>(__fadd_rn(__fmul_rn(x, a.inv_r2), bias));
+      return stem::rank_key_short<P>(__fadd_rn(__fmul_rn(x, a.inv_r2), bias));
     };
 #pragma unroll
     for (int e2 = 0; e2 < 2; ++e2) {
