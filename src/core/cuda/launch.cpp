@@ -188,6 +188,15 @@ int kernel_binary_version(const void* func, int device) {
   return g_kernels.emplace(key, info).first->second.attr.binaryVersion;
 }
 
+std::string sm90a_reason(int device, int image_version) {
+  const cudaDeviceProp* props = nullptr;
+  if (!device_properties(device, &props).ok() || props == nullptr || props->major != 9 ||
+      props->minor != 0)
+    return "runs on compute capability 9.0 devices only (sm_90a code)";
+  if (image_version != 90) return "is missing from this build (RECOPS_CUDA_ARCHS lacks 90a)";
+  return {};
+}
+
 ScopedDevice::ScopedDevice(int device) {
   auto enter = [&]() -> Status {
     RECOPS_CUDA_RETURN_IF_ERROR(cudaGetDevice(&previous_));

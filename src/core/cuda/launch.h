@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -52,6 +53,12 @@ Status persistent_grid(const void* func, int threads, size_t dynamic_smem, int64
 // (kernel, device) and cached with the attributes check_launch reads, so accept tests can call it
 // on every problem.
 int kernel_binary_version(const void* func, int device);
+
+// "" when `device` has compute capability 9.0 and a cuda_sm90 kernel's image there is sm_90a
+// (`image_version`: its kernel_binary_version, 90); else why, worded to follow the
+// implementation's name ("runs on compute capability 9.0 devices only (sm_90a code)", "is missing
+// from this build (RECOPS_CUDA_ARCHS lacks 90a)").
+std::string sm90a_reason(int device, int image_version);
 
 // Launches `func` with an array of pointers to its arguments, then checks cudaGetLastError.
 Status launch_checked(const LaunchSite& site, const void* func, dim3 grid, dim3 block,

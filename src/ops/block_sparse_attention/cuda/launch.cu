@@ -146,13 +146,9 @@ std::string block_sparse_attention_cuda_sm90_reason(const BlockSparseAttentionPa
     return pre +
            "needs token-major q, k, v (a token row holds its heads, a head its D "
            "contiguous elements)";
-  const cudaDeviceProp* props = nullptr;
-  if (!core::cuda::device_properties(p.device_index, &props).ok() || props->major != 9 ||
-      props->minor != 0)
-    return pre + "runs on compute capability 9.0 devices only (sm_90a code)";
-  if (bsa_cuda::bsa_sm90_binary_version(p.device_index) != 90)
-    return pre + "is missing from this build (RECOPS_CUDA_ARCHS lacks 90a)";
-  return {};
+  const std::string why =
+      core::cuda::sm90a_reason(p.device_index, bsa_cuda::bsa_sm90_binary_version(p.device_index));
+  return why.empty() ? why : pre + why;
 }
 
 Status block_sparse_attention_cuda_sm90(const BlockSparseAttentionParams& p, const Context& ctx) {

@@ -52,12 +52,9 @@ Status run_half(const HstuAttnParams& p, const Context& ctx, HalfKernel bf16, Ha
 // Compute capability 9.0 and an sm_90a image in this build (the forward's bf16 kernel stands for
 // the build: every cuda_sm90 kernel is compiled with the same architectures).
 std::string sm90_device_reason(int device) {
-  const cudaDeviceProp* props = nullptr;
-  if (!core::cuda::device_properties(device, &props).ok() || props->major != 9 || props->minor != 0)
-    return "cuda_sm90 runs on compute capability 9.0 devices only (sm_90a code)";
-  if (hstu_cuda::hstu_fwd_sm90_binary_version(device) != 90)
-    return "this build has no sm_90a image of cuda_sm90 (RECOPS_CUDA_ARCHS lacks 90a)";
-  return {};
+  const std::string why =
+      core::cuda::sm90a_reason(device, hstu_cuda::hstu_fwd_sm90_binary_version(device));
+  return why.empty() ? why : "cuda_sm90 " + why;
 }
 }  // namespace
 

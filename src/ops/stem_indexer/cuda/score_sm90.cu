@@ -37,6 +37,7 @@
 #include "core/cuda/runtime.h"
 #include "core/cuda/sm90.cuh"
 #include "core/cuda/tma.h"
+#include "ops/stem_indexer/cuda/lengths.cuh"
 #include "ops/stem_indexer/stem_rules.h"
 
 namespace recops::ops::stem_sm90 {
@@ -55,10 +56,7 @@ static_assert(kBM == kBN, "the TMA boxes have the same row count");
 struct ScoreArgs {
   const float* vbias;
   int64_t vs0, vs1, vs2;
-  const int32_t* q_lens;
-  const int32_t* kv_lens;
-  const int32_t* prompt_lens;
-  int64_t q_lens_stride, kv_lens_stride, prompt_lens_stride;
+  stem_cuda::DeviceLens lens;
   uint32_t* keys;  // sparse_indices, [B, Nq, Qmax, Kmax]
   int64_t B, Nq, Nk, G, Qmax, Kmax, Df;
   float inv_r2;
@@ -75,10 +73,6 @@ struct ScoreArgs {
 struct Maps {
   core::cuda::TensorMap q, k;
 };
-
-__device__ __forceinline__ int64_t clamp64(int64_t x, int64_t lo, int64_t hi) {
-  return x < lo ? lo : (x > hi ? hi : x);
-}
 
 __global__ void __launch_bounds__(kThreads, 1)
     score_sm90_kernel(const __grid_constant__ ScoreArgs a, const __grid_constant__ Maps m) {
@@ -108,12 +102,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int gp = (u - a.offset[mt]) / n_count, nt = (u - a.offset[mt]) % n_count;
   const int64_t b = sec / a.Nk, hk = sec % a.Nk;
   const stem::StemRules& r = a.rules;
-  const int64_t Lq = clamp64(a.q_lens[b * a.q_lens_stride], 0, a.Qmax * r.Bs);
-  const int64_t Lk = clamp64(a.kv_lens[b * a.kv_lens_stride], 0, a.Kmax * r.Bs);
-  const int64_t Lp = a.prompt_lens == nullptr
-                         ? Lk
-                         : clamp64(a.prompt_lens[b * a.prompt_lens_stride], 0, INT32_MAX);
-  const stem::BatchRules br = stem::batch_rules(r, Lq, Lk, Lp);
+  const stem_cuda::Lengths len = stem_cuda::batch_lengths(a.lens, b, a.Qmax * r.Bs, a.Kmax * r.Bs);
+  const stem::BatchRules br = stem::batch_rules(r, len.q, len.k, len.p);
   const int i0 = mt * kBM, j0 = nt * kBN;
   if (i0 >= br.Qb) return;  // the whole CTA, before any barrier
   const int64_t i_last = i0 + kBM - 1 < br.Qb ? i0 + kBM - 1 : br.Qb - 1;
@@ -259,14 +249,10 @@ std::string score_sm90_reason(const StemIndexerParams& p) {
            "of 8 elements, nonzero)";
   if (p.B > 1 && (p.q_stride[0] != p.Nq * p.q_stride[1] || p.k_stride[0] != p.Nk * p.k_stride[1]))
     return pre + "needs the batch stride of qflat/kflat to equal heads x head stride";
-  const cudaDeviceProp* props = nullptr;
-  if (!core::cuda::device_properties(p.device_index, &props).ok() || props->major != 9 ||
-      props->minor != 0)
-    return pre + "runs on compute capability 9.0 devices only (sm_90a code)";
-  if (core::cuda::kernel_binary_version(reinterpret_cast<const void*>(score_sm90_kernel),
-                                        p.device_index) != 90)
-    return pre + "is missing from this build (RECOPS_CUDA_ARCHS lacks 90a)";
-  return {};
+  const std::string why = core::cuda::sm90a_reason(
+      p.device_index, core::cuda::kernel_binary_version(
+                          reinterpret_cast<const void*>(score_sm90_kernel), p.device_index));
+  return why.empty() ? why : pre + why;
 }
 
 Status score_sm90(const StemIndexerParams& p, const Context& ctx) {
@@ -275,12 +261,7 @@ Status score_sm90(const StemIndexerParams& p, const Context& ctx) {
   a.vs0 = p.v_stride[0];
   a.vs1 = p.v_stride[1];
   a.vs2 = p.v_stride[2];
-  a.q_lens = p.q_lens;
-  a.kv_lens = p.kv_lens;
-  a.prompt_lens = p.prompt_lens;
-  a.q_lens_stride = p.q_lens_stride;
-  a.kv_lens_stride = p.kv_lens_stride;
-  a.prompt_lens_stride = p.prompt_lens_stride;
+  a.lens = stem_cuda::device_lens(p);
   a.keys = reinterpret_cast<uint32_t*>(p.indices);
   a.B = p.B;
   a.Nq = p.Nq;

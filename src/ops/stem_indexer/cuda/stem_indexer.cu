@@ -45,6 +45,7 @@
 #include "core/cuda/cublas.h"
 #include "core/cuda/launch.h"
 #include "core/tuning.h"
+#include "ops/stem_indexer/cuda/lengths.cuh"
 #include "ops/stem_indexer/cuda/score_sm90.h"
 #include "ops/stem_indexer/impls.h"
 #include "ops/stem_indexer/stem_rules.h"
@@ -64,10 +65,7 @@ struct Args {
   const uint16_t* kflat;
   const float* vbias;
   int64_t qs0, qs1, qs2, ks0, ks1, ks2, vs0, vs1, vs2;
-  const int32_t* q_lens;
-  const int32_t* kv_lens;
-  const int32_t* prompt_lens;
-  int64_t q_lens_stride, kv_lens_stride, prompt_lens_stride;
+  stem_cuda::DeviceLens lens;
   int32_t* indices;
   int32_t* seq_len;
   int64_t B, Nq, Nk, G, Qmax, Kmax, Df, tiles_per_section, num_tiles;
@@ -81,22 +79,9 @@ struct Args {
   stem::StemRules rules;
 };
 
-__device__ __forceinline__ int64_t clamp64(int64_t x, int64_t lo, int64_t hi) {
-  return x < lo ? lo : (x > hi ? hi : x);
-}
-
-// Batch b's lengths in tokens, read on the device and clamped to the tensors' extents (so
-// unvalidated values never address memory outside them): Lq, Lk and Lp (Lk when no prompt lengths).
-struct Lengths {
-  int64_t q, k, p;
-};
+using stem_cuda::Lengths;
 __device__ __forceinline__ Lengths batch_lengths(const Args& a, int64_t b) {
-  Lengths l;
-  l.q = clamp64(a.q_lens[b * a.q_lens_stride], 0, a.Qmax * a.rules.Bs);
-  l.k = clamp64(a.kv_lens[b * a.kv_lens_stride], 0, a.Kmax * a.rules.Bs);
-  l.p = a.prompt_lens == nullptr ? l.k
-                                 : clamp64(a.prompt_lens[b * a.prompt_lens_stride], 0, INT32_MAX);
-  return l;
+  return stem_cuda::batch_lengths(a.lens, b, a.Qmax * a.rules.Bs, a.Kmax * a.rules.Bs);
 }
 
 // Elements [k, k + 8) of a bf16 row of length Df as four bf16 pairs (zeros past Df or for a null
@@ -831,12 +816,7 @@ Args make_args(const StemIndexerParams& p) {
   a.vs0 = p.v_stride[0];
   a.vs1 = p.v_stride[1];
   a.vs2 = p.v_stride[2];
-  a.q_lens = p.q_lens;
-  a.kv_lens = p.kv_lens;
-  a.prompt_lens = p.prompt_lens;
-  a.q_lens_stride = p.q_lens_stride;
-  a.kv_lens_stride = p.kv_lens_stride;
-  a.prompt_lens_stride = p.prompt_lens_stride;
+  a.lens = stem_cuda::device_lens(p);
   a.indices = p.indices;
   a.seq_len = p.seq_len;
   a.B = p.B;
