@@ -142,16 +142,17 @@ RECOPS_STEM_HD int64_t budget_k(const StemRules& r, int64_t Lq, int64_t Lk, int6
   return budget_k(r, batch_rules(r, Lq, Lk, Lp), i, num_candidates);
 }
 
-// fp32 -> bf16 -> fp32, round to nearest even (NaN is mapped before this is called).
-RECOPS_STEM_HD float round_bf16(float x) {
-  uint32_t u;
+// The bits of an fp32 value and back (host and device).
+RECOPS_STEM_HD uint32_t f32_bits(float x) {
 #if defined(__CUDA_ARCH__)
-  u = __float_as_uint(x);
+  return __float_as_uint(x);
 #else
+  uint32_t u;
   std::memcpy(&u, &x, 4);
+  return u;
 #endif
-  if ((u & 0x7f800000u) != 0x7f800000u) u += 0x7fffu + ((u >> 16) & 1u);
-  u &= 0xffff0000u;
+}
+RECOPS_STEM_HD float bits_f32(uint32_t u) {
 #if defined(__CUDA_ARCH__)
   return __uint_as_float(u);
 #else
@@ -161,18 +162,20 @@ RECOPS_STEM_HD float round_bf16(float x) {
 #endif
 }
 
+// fp32 -> bf16 -> fp32, round to nearest even (NaN is mapped before this is called).
+RECOPS_STEM_HD float round_bf16(float x) {
+  uint32_t u = f32_bits(x);
+  if ((u & 0x7f800000u) != 0x7f800000u) u += 0x7fffu + ((u >> 16) & 1u);
+  return bits_f32(u & 0xffff0000u);
+}
+
 // Step 5: the rank key κ of a score as an unsigned integer whose order is κ's order (NaN as -inf,
 // -0 as +0); precision 2 ranks the bf16 rounding.
 RECOPS_STEM_HD uint32_t rank_key(float s, int precision) {
   if (s != s) s = -INFINITY;
   if (s == 0.0f) s = 0.0f;
   if (precision == 2) s = round_bf16(s);
-  uint32_t u;
-#if defined(__CUDA_ARCH__)
-  u = __float_as_uint(s);
-#else
-  std::memcpy(&u, &s, 4);
-#endif
+  const uint32_t u = f32_bits(s);
   return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
 }
 
@@ -188,12 +191,7 @@ RECOPS_STEM_HD uint32_t rank_key_short(float s) {
   s = s + 0.0f;
 #endif
   if constexpr (P == 2) s = round_bf16(s);
-  uint32_t u;
-#if defined(__CUDA_ARCH__)
-  u = __float_as_uint(s);
-#else
-  std::memcpy(&u, &s, 4);
-#endif
+  const uint32_t u = f32_bits(s);
   const uint32_t k = u ^ (static_cast<uint32_t>(static_cast<int32_t>(u) >> 31) | 0x80000000u);
   return s != s ? 0x007fffffu : k;
 }
