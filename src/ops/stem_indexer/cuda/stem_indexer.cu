@@ -1,7 +1,9 @@
-// stem_indexer, CUDA (spec §3.2, §8). Default (tune path 2, 16-byte aligned rows): a scoring
-// GEMM (score_gemm_kernel, below: 128 x 64 tiles staged in shared memory) writes each row's rank
-// keys into the row's own sparse_indices slots, then the selection part of the fused kernel runs
-// alone. Paths 0 and 1: one fused kernel, scoring and selection per tile, described first.
+// stem_indexer, CUDA (spec §3.2, §8). cuda_sm80's default (tune path 3): a cuBLAS scoring GEMM
+// writes each row's raw scores into the row's own sparse_indices slots (path 2: our mma.sync
+// GEMM, score_gemm_kernel, writes rank keys), then select_regs_kernel (Kmax <= 1024) or the
+// selection part of the fused kernel selects in place. cuda_sm90 (stem_indexer_cuda_sm90, end of
+// file) scores with the Hopper GEMM of score_sm90.cu and selects the same way. Paths 0 and 1: one
+// fused kernel, scoring and selection per tile, described first.
 //
 // A tile is 16 rows of one (batch, KV head): rows lin = 16·t .. 16·t+15 of the G·Qmax rows
 // (query block i = lin / G, head hq = hk·G + lin % G), so its rows share the key blocks and have
