@@ -1,7 +1,7 @@
 // bench/cpu_tiles/hstu_tiles_vs_blas.cpp: the HSTU CPU forward's tile products (our register-
-// blocked microkernels from src/ops/hstu_attn/cpu/fwd_kernel.h, built at 16 lanes with the
+// blocked microkernels from src/ops/hstu/hstu_attn/cpu/fwd_kernel.h, built at 16 lanes with the
 // AVX512-BF16 dot products) against OpenBLAS's cblas_sgemm on the same tiles, one thread, to back
-// the choice written in src/ops/hstu_attn/README.md ("Why no BLAS call in the tiles").
+// the choice written in src/ops/hstu/hstu_attn/README.md ("Why no BLAS call in the tiles").
 //
 // Tiles of the forward at d = dv = 128: S = Q Kᵀ is [128 x 64] over d, O += P V is [128 x 128]
 // over 64 keys. Each product is timed as the median of 15 batches of 400 calls; the two results
@@ -20,7 +20,7 @@
 
 #define RECOPS_HSTU_VW 16
 #define RECOPS_HSTU_BF16DP 1
-#include "ops/hstu_attn/cpu/fwd_kernel.h"
+#include "ops/hstu/hstu_attn/cpu/fwd_kernel.h"
 
 namespace {
 

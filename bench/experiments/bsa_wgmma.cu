@@ -1,5 +1,5 @@
 // bench/experiments/bsa_wgmma.cu: a Hopper block-sparse attention forward (issue 5), standalone:
-// the shape of the cuda_sm90 HSTU forward (src/ops/hstu_attn/cuda/fwd_sm90.cuh) with an online
+// the shape of the cuda_sm90 HSTU forward (src/ops/hstu/hstu_attn/cuda/fwd_sm90.cuh) with an online
 // softmax, for block_sparse_attention's layout (stem_indexer.md §7; one sequence, B = 1):
 //   q [L, Hq, 128], k, v [L, Hk, 128] bf16; sparse_indices int32 [Hq, Qb, Kmax] (Qb = L / 128
 //   rounded up), sparse_seq_len int32 [Hq, Qb]; out [L, Hq, 128] bf16, lse fp32 [Hq, L];
@@ -23,7 +23,7 @@
 // L = 32768, Hq = 64, Hk = 8 with ~40% of the causal block pairs kept (the sink and diagonal
 // always), reporting TFLOP/s over the kept pairs as bench/stem_pipeline.py counts them (4·D per
 // (query, key) pair, a diagonal block half). The library's cuda_sm80_fa did 274 TFLOP/s on the
-// stem selection at 32K (43% kept; src/ops/block_sparse_attention/README.md).
+// stem selection at 32K (43% kept; src/ops/stem/block_sparse_attention/README.md).
 //
 //   nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a -o /tmp/bsa_wgmma \
 //     bench/experiments/bsa_wgmma.cu && /tmp/bsa_wgmma

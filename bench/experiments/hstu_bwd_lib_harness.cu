@@ -1,5 +1,5 @@
 // bench/experiments/hstu_bwd_lib_harness.cu: the library's cuda_sm90 backward kernels
-// (src/ops/hstu_attn/cuda/bwd_sm90.cuh) launched from the harness of hstu_bwd_wgmma.cu: the same
+// (src/ops/hstu/hstu_attn/cuda/bwd_sm90.cuh) launched from the harness of hstu_bwd_wgmma.cu: the same
 // shape (B=32 S=4096 H=4 d=dv=128, bf16, causal), the same host-generated data, the same event
 // timing. It separates the kernels' code from their surroundings: the library's kernels took
 // 3.39 / 2.70 ms through PyTorch where the standalone ones take 2.94 / 2.40 ms.
@@ -18,7 +18,7 @@
 #include <random>
 #include <vector>
 
-#include "ops/hstu_attn/cuda/bwd_sm90.cuh"
+#include "ops/hstu/hstu_attn/cuda/bwd_sm90.cuh"
 #include "timing.cuh"
 
 namespace {

@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "ops/dense_to_jagged/cuda/kernels.cuh"
-#include "ops/jagged_to_padded_dense/cuda/kernels.cuh"
+#include "ops/jagged/dense_to_jagged/cuda/kernels.cuh"
+#include "ops/jagged/jagged_to_padded_dense/cuda/kernels.cuh"
 
 #define CK(x)                                                                                 \
   do {                                                                                        \

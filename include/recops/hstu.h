@@ -1,6 +1,6 @@
 // recops/hstu.h: HSTU attention (spec: hstu_attention.md), forward and backward.
 //
-// Letters (src/ops/hstu_attn/README.md): B sequences, Hq query heads, Hk key/value heads
+// Letters (src/ops/hstu/hstu_attn/README.md): B sequences, Hq query heads, Hk key/value heads
 // (Hq % Hk == 0), d the q/k head dim, dv the v/output head dim, Lq / Lk the lengths of one
 // sequence, total_q / total_k the jagged token counts, Sq / Sk the padded extents
 // (= max_seq_len_q / max_seq_len_k).

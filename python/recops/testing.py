@@ -207,11 +207,11 @@ OPS_DIR = REPO / "src" / "ops"
 
 # The op folder of each op name (the cumsum family shares one).
 OP_FOLDER = {
-    "jagged_to_padded_dense": "jagged_to_padded_dense",
-    "dense_to_jagged": "dense_to_jagged",
-    "complete_cumsum": "complete_cumsum",
-    "exclusive_cumsum": "complete_cumsum",
-    "inclusive_cumsum": "complete_cumsum",
+    "jagged_to_padded_dense": "jagged/jagged_to_padded_dense",
+    "dense_to_jagged": "jagged/dense_to_jagged",
+    "complete_cumsum": "jagged/cumsum",
+    "exclusive_cumsum": "jagged/cumsum",
+    "inclusive_cumsum": "jagged/cumsum",
 }
 DEFAULT_DTYPE = {"jagged_to_padded_dense": "fp32", "dense_to_jagged": "fp32",
                  "complete_cumsum": "int64", "exclusive_cumsum": "int64",

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <vector>
 
-#include "ops/stem_indexer/stem_rules.h"
+#include "ops/stem/common/stem_rules.h"
 #include "recops/recops.h"
 
 namespace recops {

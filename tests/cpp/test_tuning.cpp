@@ -8,7 +8,7 @@
 #include <fstream>
 #include <string>
 
-#include "core/row_copy_tuning.h"
+#include "ops/jagged/common/row_copy_tuning.h"
 #include "core/tuning.h"
 #include "recops/recops.h"
 #include "recops/registry.h"

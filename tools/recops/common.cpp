@@ -92,6 +92,14 @@ std::string ops_dir(const std::string& cases_dir_option) {
   return d;
 }
 
+// `--op` takes an op, an op folder ("jagged/cumsum" or its last part "cumsum") or a family
+// ("jagged").
+static bool folder_matches(const std::string& folder, const std::string& r) {
+  const auto slash = folder.find('/');
+  return folder == r || folder.substr(0, slash) == r ||
+         (slash != std::string::npos && folder.substr(slash + 1) == r);
+}
+
 std::vector<std::string> select_ops(const std::vector<std::string>& requested) {
   std::vector<std::string> all;
   for (const auto& d : drivers())
@@ -102,7 +110,7 @@ std::vector<std::string> select_ops(const std::vector<std::string>& requested) {
     bool found = false;
     for (const auto& d : drivers())
       for (const auto& o : d->ops())
-        if (o == r || d->folder() == r) {
+        if (o == r || folder_matches(d->folder(), r)) {
           found = true;
           if (std::find(out.begin(), out.end(), o) == out.end()) out.push_back(o);
         }

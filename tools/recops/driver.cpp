@@ -1,8 +1,9 @@
 // tools/recops/driver.cpp: the driver registry and the helpers every driver shares.
 #include "tools/recops/driver.h"
 
+#include <algorithm>
+
 #include "core/cuda/runtime.h"
-#include "tools/recops/drivers/drivers.h"
 #include "tools/recops/judge.h"
 
 namespace recops::cli {
@@ -31,16 +32,25 @@ Status Driver::golden(const Problem& p, std::vector<Tensor>* out) const {
   return run(p, views(p.inputs), views(*out), ctx);
 }
 
+namespace {
+std::vector<std::unique_ptr<Driver> (*)()>& factories() {
+  static std::vector<std::unique_ptr<Driver> (*)()> f;
+  return f;
+}
+}  // namespace
+
+DriverRegistrar::DriverRegistrar(std::unique_ptr<Driver> (*make)()) {
+  factories().push_back(make);
+}
+
 const std::vector<std::unique_ptr<Driver>>& drivers() {
   static const std::vector<std::unique_ptr<Driver>> all = [] {
     std::vector<std::unique_ptr<Driver>> v;
-    v.push_back(make_cumsum_driver());
-    v.push_back(make_jagged_to_padded_dense_driver());
-    v.push_back(make_dense_to_jagged_driver());
-    v.push_back(make_hstu_attn_driver());
-    v.push_back(make_stem_prepare_driver());
-    v.push_back(make_stem_indexer_driver());
-    v.push_back(make_block_sparse_attention_driver());
+    for (auto make : factories()) v.push_back(make());
+    // Static initialisation order is the link order: sort for a stable listing.
+    std::stable_sort(v.begin(), v.end(), [](const auto& a, const auto& b) {
+      return a->folder() < b->folder();
+    });
     return v;
   }();
   return all;

@@ -1,4 +1,4 @@
-// tools/recops/driver.h: what the CLI needs from each op (one driver per op or op family):
+// tools/recops/driver.h: what the CLI needs from each op (one driver per op folder):
 // build a case's inputs, call the public entry, describe the outputs, and count bytes and FLOPs.
 // check, bench (and later tune, record, compare) are written once against this interface.
 #pragma once
@@ -93,8 +93,20 @@ class Driver {
   virtual double flops(const Problem& p) const { return -1; }
 };
 
-// Every driver, in a stable order.
+// Every driver, ordered by folder (src/ops/<family>/<op>).
 const std::vector<std::unique_ptr<Driver>>& drivers();
+
+// Self-registration: a driver file in an op folder ends with RECOPS_REGISTER_DRIVER(MyDriver);
+// (the CLI compiles every src/ops/**/driver*.cpp into the executable, so the registrar runs).
+struct DriverRegistrar {
+  explicit DriverRegistrar(std::unique_ptr<Driver> (*make)());
+};
+#define RECOPS_DRIVER_CAT2(a, b) a##b
+#define RECOPS_DRIVER_CAT(a, b) RECOPS_DRIVER_CAT2(a, b)
+#define RECOPS_REGISTER_DRIVER(Type)                                            \
+  static const ::recops::cli::DriverRegistrar RECOPS_DRIVER_CAT(driver_reg_, __LINE__) { \
+    +[]() -> std::unique_ptr<::recops::cli::Driver> { return std::make_unique<Type>(); } \
+  }
 // The driver of `op`, or nullptr.
 const Driver* driver_for(const std::string& op);
 // The case-file schema built from every driver.

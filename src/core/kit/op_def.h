@@ -1,0 +1,233 @@
+// core/kit/op_def.h: the op kit's description of one operator, torch-free.
+//
+// An op folder describes each of its ops once, in its entry: the implementation list (OpInfo, for
+// `recops list`) and an OpDef, the argument table. The table binds every schema argument to a
+// member of the op's Args struct (its C++ API) and says which tensors are differentiable; the
+// op's shape and run functions work on that struct. From the table the PyTorch binding derives
+// the schema string, the torch -> TensorView conversion, the CPU/CUDA/Meta kernels, the autograd
+// save/restore and the Python wrapper's signature (src/torch/kit.cpp, python/recops/_kit.py), so
+// an argument is written once: in the struct, and once more in the table that names it.
+//
+//   struct ScaleArgs { TensorView x; double factor = 1.0; };
+//   kit::Def<ScaleArgs>("demo_scale", "demo")
+//       .arg<&ScaleArgs::x>("x", {.grad = true})
+//       .arg<&ScaleArgs::factor>("factor", {.def = "1.0"})
+//       .out("out").shapes(scale_shapes).run(scale_run).backward("demo_scale_bwd");
+//
+// Registration: the entry ends with RECOPS_REGISTER_OPS(reg) { reg.add(...); }; CMake writes a
+// manifest that calls every op folder's function (src/core/kit/registry.cpp), so no shared file
+// names any op.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "recops/context.h"
+#include "recops/registry.h"
+#include "recops/status.h"
+#include "recops/tensor_view.h"
+
+namespace recops::kit {
+
+// How an argument travels: the schema type and the C++ member type it fills.
+enum class ArgType : uint8_t {
+  tensor,      // Tensor            <-> TensorView
+  opt_tensor,  // Tensor?           <-> std::optional<TensorView>
+  int64,       // int / SymInt      <-> int64_t (or an enum)
+  opt_int64,   // int? / SymInt?    <-> std::optional<int64_t>
+  float64,     // float             <-> double
+  opt_float64, // float?            <-> std::optional<double>
+  boolean,     // bool              <-> bool
+  opt_dtype,   // ScalarType?       <-> std::optional<DType>
+};
+
+// Per-argument options (designated initialisers: {.def = "0.0", .kw = true}).
+struct ArgOpts {
+  const char* def = nullptr;  // schema default ("0.0", "None", "True"); nullptr: required
+  bool kw = false;            // keyword-only (after `*` in the schema)
+  bool sym = false;           // an int that is a SymInt in the schema (a size)
+  bool grad = false;          // a tensor that receives a gradient from the backward op
+  // Tensors: the binding copies a tensor whose dims [dense_from, ndim) are not laid out densely
+  // (-1: never; a negative value below -1 counts from the end, -2 = the last dim).
+  int dense_from = -1;
+};
+
+struct ArgDef {
+  std::string name;
+  ArgType type = ArgType::tensor;
+  ArgOpts opts;
+  void* (*member)(void* args) = nullptr;  // the Args member this argument fills
+  // int arguments: stores the value into the member (an int64_t or an enum).
+  void (*set_int)(void* args, int64_t v) = nullptr;
+};
+
+struct OutDef {
+  std::string name;
+  bool grad = true;  // differentiable output (its gradient is an input of the backward op)
+};
+
+// What the binding allocates for one output.
+struct OutSpec {
+  Shape shape;
+  DType dtype = DType::fp32;
+  bool present = true;  // false: not produced this call (the binding returns an empty [0] tensor)
+};
+
+// The outputs the binding allocated, in the table's order.
+struct Outputs {
+  std::vector<TensorView> views;
+  std::vector<bool> present;
+  const TensorView* get(size_t i) const { return present[i] ? &views[i] : nullptr; }
+};
+
+struct OpDef {
+  std::string name;    // the schema name, the CLI's --op, the case files' key
+  std::string family;  // the folder above the op's folder, e.g. "jagged"
+  // The Python wrapper: its name ("" = the op's name; "-" = no wrapper) and its docstring.
+  std::string python_name;
+  std::string doc;
+  std::vector<ArgDef> args;
+  std::vector<OutDef> outs;
+  // The backward op ("" = not differentiable). It takes the gradients of the outputs, then the
+  // forward arguments in order, then `bool want_d<x>` for each optional differentiable tensor x;
+  // it returns one gradient per differentiable argument, in order.
+  std::string backward;
+  // The op's torch-free halves (type-erased over the Args struct).
+  std::function<std::shared_ptr<void>()> new_args;
+  std::function<Status(const void* args, std::vector<OutSpec>* outs)> shapes;
+  std::function<Status(const void* args, const Outputs& outs, const Context& ctx)> run;
+  // Scratch bytes on the tensors' device (nullptr: none).
+  std::function<size_t(const void* args, const Outputs& outs)> workspace;
+  // The index of the argument whose device and dtype the outputs follow (default: the first
+  // tensor).
+  int device_arg = 0;
+
+  std::string schema() const;  // "name(Tensor x, float factor=1.0) -> Tensor"
+};
+
+namespace detail {
+template <class T>
+struct MemberOf;
+template <class C, class M>
+struct MemberOf<M C::*> {
+  using Class = C;
+  using Type = M;
+};
+
+template <auto M>
+void* member_ptr(void* a) {
+  using C = typename MemberOf<decltype(M)>::Class;
+  return &(static_cast<C*>(a)->*M);
+}
+
+template <auto M>
+void set_int(void* a, int64_t v) {
+  using C = typename MemberOf<decltype(M)>::Class;
+  using T = typename MemberOf<decltype(M)>::Type;
+  static_cast<C*>(a)->*M = static_cast<T>(v);
+}
+
+template <class M>
+constexpr ArgType arg_type() {
+  if constexpr (std::is_same_v<M, TensorView>) return ArgType::tensor;
+  else if constexpr (std::is_same_v<M, std::optional<TensorView>>) return ArgType::opt_tensor;
+  else if constexpr (std::is_same_v<M, bool>) return ArgType::boolean;
+  else if constexpr (std::is_same_v<M, int64_t> || std::is_enum_v<M>) return ArgType::int64;
+  else if constexpr (std::is_same_v<M, std::optional<int64_t>>) return ArgType::opt_int64;
+  else if constexpr (std::is_same_v<M, double>) return ArgType::float64;
+  else if constexpr (std::is_same_v<M, std::optional<double>>) return ArgType::opt_float64;
+  else if constexpr (std::is_same_v<M, std::optional<DType>>) return ArgType::opt_dtype;
+  else static_assert(sizeof(M) == 0, "kit: unsupported argument member type");
+}
+}  // namespace detail
+
+// The typed builder of an OpDef over an Args struct.
+template <class Args>
+class Def {
+ public:
+  Def(std::string name, std::string family) {
+    d_.name = std::move(name);
+    d_.family = std::move(family);
+    d_.new_args = [] { return std::shared_ptr<void>(std::make_shared<Args>()); };
+  }
+  template <auto M>
+  Def& arg(const char* name, ArgOpts o = {}) {
+    using T = typename detail::MemberOf<decltype(M)>::Type;
+    static_assert(std::is_same_v<typename detail::MemberOf<decltype(M)>::Class, Args>,
+                  "kit: the member belongs to another struct");
+    ArgDef a;
+    a.name = name;
+    a.type = detail::arg_type<T>();
+    a.opts = o;
+    a.member = &detail::member_ptr<M>;
+    if constexpr (std::is_same_v<T, int64_t> || std::is_enum_v<T>) a.set_int = &detail::set_int<M>;
+    d_.args.push_back(std::move(a));
+    return *this;
+  }
+  Def& out(const char* name, bool grad = true) {
+    d_.outs.push_back({name, grad});
+    return *this;
+  }
+  Def& doc(std::string python_name, std::string text) {
+    d_.python_name = std::move(python_name);
+    d_.doc = std::move(text);
+    return *this;
+  }
+  Def& backward(std::string name) {
+    d_.backward = std::move(name);
+    return *this;
+  }
+  Def& device_arg(int i) {
+    d_.device_arg = i;
+    return *this;
+  }
+  Def& shapes(Status (*f)(const Args&, std::vector<OutSpec>*)) {
+    d_.shapes = [f](const void* a, std::vector<OutSpec>* o) {
+      return f(*static_cast<const Args*>(a), o);
+    };
+    return *this;
+  }
+  Def& run(Status (*f)(const Args&, const Outputs&, const Context&)) {
+    d_.run = [f](const void* a, const Outputs& o, const Context& c) {
+      return f(*static_cast<const Args*>(a), o, c);
+    };
+    return *this;
+  }
+  Def& workspace(size_t (*f)(const Args&, const Outputs&)) {
+    d_.workspace = [f](const void* a, const Outputs& o) {
+      return f(*static_cast<const Args*>(a), o);
+    };
+    return *this;
+  }
+  operator OpDef() const { return d_; }
+  const OpDef& def() const { return d_; }
+
+ private:
+  OpDef d_;
+};
+
+// Everything the op folders registered.
+struct Registry {
+  std::vector<OpInfo> infos;
+  std::vector<OpDef> defs;
+  void add(OpInfo info) { infos.push_back(std::move(info)); }
+  void add(OpDef def) { defs.push_back(std::move(def)); }
+};
+const Registry& registry();
+// The OpDef named `name`, or nullptr.
+const OpDef* find_def(const std::string& name);
+
+}  // namespace recops::kit
+
+// The one registration function of an op folder. CMake defines RECOPS_OP_FOLDER_ID (the folder
+// path with '/' -> '_') for the folder's sources and lists every folder in the manifest.
+#define RECOPS_KIT_CAT2(a, b) a##b
+#define RECOPS_KIT_CAT(a, b) RECOPS_KIT_CAT2(a, b)
+#define RECOPS_REGISTER_OPS(reg)                                                       \
+  void RECOPS_KIT_CAT(recops_register_, RECOPS_OP_FOLDER_ID)(::recops::kit::Registry & \
+                                                             reg)

@@ -1,0 +1,12 @@
+// hstu_attn/cuda/inst/bwd_sm90_d64_bf16.cu: the Hopper backward (cuda_sm90) for bf16 at d = 64;
+// one instantiation (its key and query kernels).
+#include "ops/hstu/hstu_attn/cuda/bwd_sm90.cuh"
+#include "ops/hstu/hstu_attn/impls.h"
+
+namespace recops::ops {
+
+Status hstu_attn_bwd_cuda_sm90_d64_bf16(const HstuAttnParams& p, const Context& ctx) {
+  return hstu_cuda::run_bwd_sm90<__nv_bfloat16, 64>(p, ctx);
+}
+
+}  // namespace recops::ops

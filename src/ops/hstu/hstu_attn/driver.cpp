@@ -1,0 +1,357 @@
+// tools/recops/drivers/hstu_attn.cpp: hstu_attn_fwd and hstu_attn_bwd (hstu_attention.md), one
+// driver for the family. Standard: double (accuracy.md): golden = the fp64 reference rounded once
+// to the dtype, baseline = the reference run in the dtype (hstu_attn_*_plain).
+//
+// Case fields (the common case-file fields, read this way):
+//   shape: [Hq, Hk, d] or [Hq, Hk, d, dv]          heads and head dims (dv defaults to d)
+//   lengths / offsets: the q lengths (jagged); explicit `offsets` are used as seq_offsets_q
+//   offsets_dtype: of seq_offsets_q/_k, num_contexts, num_targets and the page tensors
+//   max_seq_len: max_seq_len_q (default max Lq); scale: of q, k, v, rab, dout values
+// Features are tags `name` or `name=value`:
+//   dense                 dense layout [B, S, H, d], every length = the lengths' maximum
+//   mask=causal|anti_causal|none|custom   (custom draws a random bool mask [B, Hq, Sq, Sk])
+//   mask_heads=1          custom mask broadcast over heads
+//   window=L:R            local window (mask causal); -1 unbounded
+//   contexts=N|rand, targets=N|rand, group=G     per-sequence counts (N as given, rand in [0,
+//   Lk/3]) rab, rab=1            relative bias [B, Hq, Sq, Sk] (rab=1: [B, 1, Sq, Sk], head
+//   broadcast) func=N                interval mask with nfunc = N (random increasing bounds)
+//   delta=N               Lk = Lq + N (delta-q, the last query aligned with the last key)
+//   paged=PS              paged KV cache, page size PS, 0..3*PS cached tokens per sequence
+//   alpha=X, silu_scale=X, attn_scale     scales (attn_scale: random per-token fp32 in [0.5, 1.5])
+//   max_k=N               max_seq_len_k (default the maximum Lk)
+//   bad=WHAT              one deliberate spec §5 violation: k_rank, k_dtype, k_d, v_heads,
+//                         rab_shape, mask_shape, mask_no_custom, page_id, last_page_len,
+//                         attn_scale_shape, dout_shape
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <map>
+
+#include "recops/hstu.h"
+#include "tools/recops/inputs.h"
+#include "tools/recops/gen.h"
+
+namespace recops::cli {
+namespace {
+
+// The tags of a case as name -> value ("" for a bare tag).
+std::map<std::string, std::string> feature_tags(const CaseSpec& cs) {
+  std::map<std::string, std::string> m;
+  for (const auto& t : cs.tags) {
+    const auto eq = t.find('=');
+    if (eq == std::string::npos) {
+      m[t] = "";
+    } else {
+      m[t.substr(0, eq)] = t.substr(eq + 1);
+    }
+  }
+  return m;
+}
+
+int64_t size_of(const Problem& p, const std::string& key, int64_t dflt = 0) {
+  for (const auto& [k, v] : p.sizes)
+    if (k == key) return v;
+  return dflt;
+}
+
+// Random integer in [lo, hi] from (seed, i).
+int64_t rand_int(uint64_t seed, uint64_t i, int64_t lo, int64_t hi) {
+  FillSpec f;
+  f.seed = seed;
+  f.range = std::pair{lo, hi};
+  return static_cast<int64_t>(generated_value(DType::int64, f, i));
+}
+
+class HstuAttn final : public Driver {
+ public:
+  std::vector<std::string> ops() const override { return {"hstu_attn_fwd", "hstu_attn_bwd"}; }
+  std::string folder() const override { return "hstu/hstu_attn"; }
+  std::set<std::string> fields(const std::string&) const override {
+    return {"shape", "lengths", "offsets", "offsets_dtype", "max_seq_len", "scale"};
+  }
+  DType default_dtype(const std::string&) const override { return DType::fp32; }
+
+  Status make(const CaseRow& row, Problem* p) const override {
+    const CaseSpec& cs = *row.spec;
+    auto tags = feature_tags(cs);
+    auto tag = [&](const std::string& k) { return tags.count(k) > 0; };
+    auto tag_int = [&](const std::string& k, int64_t dflt) {
+      return tag(k) && !tags[k].empty() ? std::stoll(tags[k]) : dflt;
+    };
+    p->op = row.op;
+    p->dtype = row.dtype.value_or(DType::fp32);
+    const DType dt = p->dtype, it = row.offsets_dtype;
+    if (!cs.shape || cs.shape->size() < 3 || cs.shape->size() > 4)
+      return case_error(row, "needs `shape: [Hq, Hk, d]` or `[Hq, Hk, d, dv]`");
+    const int64_t Hq = (*cs.shape)[0], Hk = (*cs.shape)[1], d = (*cs.shape)[2];
+    const int64_t dv = cs.shape->size() == 4 ? (*cs.shape)[3] : d;
+    const bool dense = tag("dense");
+    const std::string bad = tag("bad") ? tags["bad"] : "";
+    uint64_t slot = 1;
+    auto seed = [&] { return tensor_seed(cs.seed, slot++); };
+
+    // Lengths and offsets.
+    std::vector<int64_t> off_q;
+    if (cs.lengths) {
+      off_q = offsets_from_lengths(make_lengths(*cs.lengths, cs.seed));
+    } else if (cs.offsets) {
+      off_q = *cs.offsets;
+    } else {
+      return case_error(row, "needs `lengths` or `offsets`");
+    }
+    const int64_t B = static_cast<int64_t>(off_q.size()) - 1;
+    std::vector<int64_t> Lq(static_cast<size_t>(std::max<int64_t>(B, 0)));
+    int64_t max_lq = 0;
+    for (int64_t b = 0; b < B; ++b) {
+      Lq[b] = off_q[b + 1] - off_q[b];
+      max_lq = std::max(max_lq, Lq[b]);
+    }
+    if (dense) {
+      for (auto& l : Lq) l = max_lq;
+      off_q = offsets_from_lengths(Lq);
+    }
+    const int64_t delta = tag_int("delta", 0);
+    const int64_t ps = tag_int("paged", 0);
+    std::vector<int64_t> Lnew(Lq.size()), cached(Lq.size(), 0), Lk(Lq.size());
+    int64_t max_lk = 0;
+    for (int64_t b = 0; b < B; ++b) {
+      Lnew[b] = std::max<int64_t>(0, Lq[b] + delta);
+      if (ps > 0) cached[b] = rand_int(cs.seed, 1000 + static_cast<uint64_t>(b), 0, 3 * ps);
+      Lk[b] = cached[b] + Lnew[b];
+      max_lk = std::max(max_lk, Lk[b]);
+    }
+    const std::vector<int64_t> off_k = offsets_from_lengths(Lnew);
+    const int64_t Sq = cs.max_seq_len.value_or(max_lq);
+    const int64_t Sk = tag_int("max_k", dense ? max_lq + delta : max_lk);
+    const int64_t total_q = off_q.empty() ? 0 : off_q.back();
+    const int64_t total_k = off_k.empty() ? 0 : off_k.back();
+    const int64_t nq_tok = dense ? B * max_lq : total_q;
+    const double scale = cs.scale;
+
+    // q, k, v.
+    const Shape qs = dense ? Shape{B, max_lq, Hq, d} : Shape{total_q, Hq, d};
+    Shape ks = dense ? Shape{B, max_lq + delta, Hk, d} : Shape{total_k, Hk, d};
+    Shape vs = dense ? Shape{B, max_lq + delta, Hk, dv} : Shape{total_k, Hk, dv};
+    if (bad == "k_d") ks.back() = d + 1;
+    if (bad == "v_heads") vs[vs.size() - 2] = Hk + 1;
+    if (bad == "k_rank") ks = Shape{1, total_k, Hk, d};
+    p->inputs.push_back(data_input("q", dt, qs, seed(), scale));
+    p->inputs.push_back(
+        data_input("k", bad == "k_dtype" ? (dt == DType::fp32 ? DType::bf16 : DType::fp32) : dt, ks,
+                   seed(), scale));
+    p->inputs.push_back(data_input("v", dt, vs, seed(), scale));
+    if (!dense) {
+      Input oq = int_input("seq_offsets_q", it, off_q);
+      p->inputs.push_back(std::move(oq));
+      p->inputs.push_back(int_input("seq_offsets_k", it, off_k));
+    }
+    // Mask configuration.
+    auto counts = [&](const std::string& name, uint64_t salt) {
+      std::vector<int64_t> c(static_cast<size_t>(B));
+      for (int64_t b = 0; b < B; ++b)
+        c[b] = tags[name] == "rand"
+                   ? rand_int(cs.seed, salt + static_cast<uint64_t>(b), 0, Lk[b] / 3)
+                   : std::stoll(tags[name]);
+      return c;
+    };
+    if (tag("contexts"))
+      p->inputs.push_back(int_input("num_contexts", it, counts("contexts", 2000)));
+    if (tag("targets")) p->inputs.push_back(int_input("num_targets", it, counts("targets", 3000)));
+    const std::string mask = tag("mask") ? tags["mask"] : "causal";
+    int64_t mask_type = 0;
+    if (mask == "anti_causal")
+      mask_type = 1;
+    else if (mask == "none")
+      mask_type = 2;
+    else if (mask == "custom")
+      mask_type = 3;
+    else if (mask != "causal")
+      return case_error(row, "unknown mask '" + mask + "'");
+    if (mask_type == 3 || bad == "mask_no_custom") {
+      const int64_t hm = tag_int("mask_heads", Hq);
+      Shape ms = {B, hm, Sq, bad == "mask_shape" ? Sk + 1 : Sk};
+      Input m;
+      m.name = "mask";
+      m.buf = Tensor::empty(ms, DType::boolean);
+      m.view = m.buf.view();
+      const uint64_t s = seed();
+      auto* mp = static_cast<uint8_t*>(m.buf.data());
+      for (int64_t i = 0; i < m.buf.numel(); ++i)
+        mp[i] = static_cast<uint8_t>(rand_int(s, static_cast<uint64_t>(i), 0, 3) != 0);
+      p->inputs.push_back(std::move(m));
+      if (bad == "mask_no_custom") mask_type = 0;
+    }
+    if (tag("func")) {
+      const int64_t nf = tag_int("func", 3), hf = 1;
+      std::vector<int64_t> f(static_cast<size_t>(hf * nf * nq_tok));
+      const uint64_t s = seed();
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t i = 0; i < Lq[b]; ++i) {
+          const int64_t tok = dense ? b * max_lq + i : off_q[b] + i;
+          int64_t prev = 0;
+          for (int64_t j = 0; j < nf; ++j) {
+            const int64_t step = rand_int(s, static_cast<uint64_t>(tok * nf + j), 0,
+                                          std::max<int64_t>(1, Lk[b] / 2));
+            prev = std::min(prev + step, Lk[b] + 1);
+            f[static_cast<size_t>(j * nq_tok + tok)] = prev;
+          }
+        }
+      p->inputs.push_back(int_input("func", DType::int32, f, Shape{hf, nf, nq_tok}));
+    }
+    if (tag("rab")) {
+      const int64_t hr = tags["rab"] == "1" ? 1 : Hq;
+      p->inputs.push_back(
+          data_input("rab", dt, Shape{B, hr, Sq, bad == "rab_shape" ? Sk + 3 : Sk}, seed(), scale));
+    }
+    if (tag("attn_scale")) {
+      Input a = data_input("attn_scale", DType::fp32,
+                           Shape{bad == "attn_scale_shape" ? nq_tok + 1 : nq_tok}, seed(), 0.5);
+      auto* ap = static_cast<float*>(a.buf.data());
+      for (int64_t i = 0; i < a.buf.numel(); ++i) ap[i] += 1.0f;
+      p->inputs.push_back(std::move(a));
+    }
+    if (ps > 0) {
+      std::vector<int64_t> page_off = {0}, last(static_cast<size_t>(B));
+      for (int64_t b = 0; b < B; ++b) {
+        const int64_t np = (cached[b] + ps - 1) / ps;
+        page_off.push_back(page_off.back() + np);
+        last[b] = np == 0 ? 0 : cached[b] - (np - 1) * ps;
+      }
+      if (bad == "last_page_len" && B > 0) last[0] = ps + 1;
+      const int64_t num_pages = page_off.back() + 3;
+      std::vector<int64_t> ids(static_cast<size_t>(page_off.back()));
+      for (size_t j = 0; j < ids.size(); ++j)
+        ids[j] = rand_int(cs.seed, 4000 + j, 0, num_pages - 1);
+      if (bad == "page_id" && !ids.empty()) ids[0] = num_pages;
+      p->inputs.push_back(
+          data_input("kv_cache", dt, Shape{num_pages, 2, ps, Hk, d}, seed(), scale));
+      p->inputs.push_back(int_input("page_offsets", it, page_off));
+      p->inputs.push_back(int_input("page_ids", it, ids));
+      p->inputs.push_back(int_input("last_page_len", it, last));
+    }
+    p->sizes = {{"B", B},   {"Hq", Hq},           {"Hk", Hk},
+                {"d", d},   {"dv", dv},           {"Sq", Sq},
+                {"Sk", Sk}, {"total_q", total_q}, {"total_k", total_k}};
+    p->sizes.push_back({"mask_type", mask_type});
+    if (tag("window")) {
+      const std::string w = tags["window"];
+      const auto colon = w.find(':');
+      if (colon == std::string::npos) return case_error(row, "window=L:R expected");
+      p->sizes.push_back({"window_left", std::stoll(w.substr(0, colon))});
+      p->sizes.push_back({"window_right", std::stoll(w.substr(colon + 1))});
+    }
+    if (tag("group")) p->sizes.push_back({"group", tag_int("group", 1)});
+    // Real scalars travel as their bit patterns.
+    if (tag("alpha"))
+      p->sizes.push_back({"alpha_bits", std::bit_cast<int64_t>(std::stod(tags["alpha"]))});
+    if (tag("silu_scale"))
+      p->sizes.push_back(
+          {"silu_scale_bits", std::bit_cast<int64_t>(std::stod(tags["silu_scale"]))});
+    if (row.op == "hstu_attn_bwd") {
+      Shape os = qs;
+      os.back() = dv + (bad == "dout_shape" ? 1 : 0);
+      p->inputs.push_back(data_input("dout", dt, os, seed(), scale));
+    }
+
+    // Output shapes from the op's shape functions (a refusal is the case's answer).
+    const HstuAttnArgs a = args(*p, views(p->inputs));
+    if (row.op == "hstu_attn_fwd") {
+      Shape out;
+      p->shape_error = hstu_attn_fwd_shape(a, &out);
+      if (!p->shape_error.ok()) return Status::Ok();
+      p->outputs = {{"out", out, dt}};
+    } else {
+      Shape sq, sk, sv, sr;
+      p->shape_error = hstu_attn_bwd_shape(a, &sq, &sk, &sv, &sr);
+      if (!p->shape_error.ok()) return Status::Ok();
+      p->outputs = {{"dq", sq, dt}, {"dk", sk, dt}, {"dv", sv, dt}};
+      if (a.rab) p->outputs.push_back({"drab", sr, dt});
+    }
+    return Status::Ok();
+  }
+
+  // The op's arguments from a problem's inputs (any device) and scalars.
+  static HstuAttnArgs args(const Problem& p, const std::vector<TensorView>& in) {
+    HstuAttnArgs a;
+    auto get = [&](const std::string& name) -> std::optional<TensorView> {
+      for (size_t i = 0; i < p.inputs.size(); ++i)
+        if (p.inputs[i].name == name) return in[i];
+      return std::nullopt;
+    };
+    a.q = *get("q");
+    a.k = *get("k");
+    a.v = *get("v");
+    a.seq_offsets_q = get("seq_offsets_q");
+    a.seq_offsets_k = get("seq_offsets_k");
+    a.max_seq_len_q = size_of(p, "Sq");
+    a.max_seq_len_k = size_of(p, "Sk");
+    a.num_contexts = get("num_contexts");
+    a.num_targets = get("num_targets");
+    a.target_group_size = size_of(p, "group", 1);
+    a.window_left = size_of(p, "window_left", -1);
+    a.window_right = size_of(p, "window_right", 0);
+    a.mask_type = static_cast<HstuMaskType>(size_of(p, "mask_type", 0));
+    a.mask = get("mask");
+    a.func = get("func");
+    a.rab = get("rab");
+    for (const auto& [k, v] : p.sizes) {
+      if (k == "alpha_bits") a.alpha = std::bit_cast<double>(v);
+      if (k == "silu_scale_bits") a.silu_scale = std::bit_cast<double>(v);
+    }
+    a.attn_scale = get("attn_scale");
+    a.kv_cache = get("kv_cache");
+    a.page_offsets = get("page_offsets");
+    a.page_ids = get("page_ids");
+    a.last_page_len = get("last_page_len");
+    return a;
+  }
+
+  Status run(const Problem& p, const std::vector<TensorView>& in,
+             const std::vector<TensorView>& out, const Context& ctx) const override {
+    const HstuAttnArgs a = args(p, in);
+    if (p.op == "hstu_attn_fwd") return hstu_attn_fwd(a, out[0], ctx);
+    const TensorView* drab = out.size() > 3 ? &out[3] : nullptr;
+    return hstu_attn_bwd(in.back(), a, out[0], out[1], out[2], drab, ctx);
+  }
+
+  Status baseline(const Problem& p, std::vector<Tensor>* out) const override {
+    *out = alloc_outputs(p, Device::cpu());
+    const auto in = views(p.inputs);
+    const auto o = views(*out);
+    const HstuAttnArgs a = args(p, in);
+    if (p.op == "hstu_attn_fwd") return hstu_attn_fwd_plain(a, o[0]);
+    return hstu_attn_bwd_plain(in.back(), a, o[0], o[1], o[2], o.size() > 3 ? &o[3] : nullptr);
+  }
+
+  // Spec §6: forward = 2·(d + dv)·Σ valid score entries over heads; backward = 2.5× that. The
+  // valid entries are counted from the op's own mask (hstu_attn_mask), head 0 standing for every
+  // head unless a custom mask or func differs per head.
+  double flops(const Problem& p) const override {
+    if (!p.shape_error.ok()) return -1;
+    const HstuAttnArgs a = args(p, views(p.inputs));
+    const int64_t B = size_of(p, "B"), Hq = size_of(p, "Hq"), Sq = size_of(p, "Sq"),
+                  Sk = size_of(p, "Sk");
+    const bool per_head = (a.mask && a.mask->sizes[1] > 1) || (a.func && a.func->sizes[0] > 1);
+    Tensor m = Tensor::empty({Sq, Sk}, DType::boolean);
+    double valid = 0;
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t h = 0; h < (per_head ? Hq : 1); ++h) {
+        if (!hstu_attn_mask(a, b, h, m).ok()) return -1;
+        const auto* mp = static_cast<const uint8_t*>(m.data());
+        int64_t n = 0;
+        for (int64_t i = 0; i < Sq * Sk; ++i) n += mp[i];
+        valid += static_cast<double>(n) * (per_head ? 1 : static_cast<double>(Hq));
+      }
+    const double fwd = 2.0 * static_cast<double>(size_of(p, "d") + size_of(p, "dv")) * valid;
+    return p.op == "hstu_attn_fwd" ? fwd : 2.5 * fwd;
+  }
+
+  double bytes(const Problem& p) const override { return io_bytes(p); }
+};
+
+}  // namespace
+
+RECOPS_REGISTER_DRIVER(HstuAttn);
+
+}  // namespace recops::cli

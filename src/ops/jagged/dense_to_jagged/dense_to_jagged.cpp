@@ -1,0 +1,107 @@
+// dense_to_jagged: the entry (validation, params, the ordered implementation list).
+#include <string>
+
+#include "core/dispatch.h"
+#include "core/kit/op_def.h"
+#include "core/offsets.h"
+#include "ops/jagged/dense_to_jagged/impls.h"
+#include "recops/jagged.h"
+
+namespace recops::ops {
+namespace {
+constexpr const char* kOp = "dense_to_jagged";
+using P = DenseToJaggedParams;
+
+const std::vector<core::Impl<P>>& impls() {
+  static const std::vector<core::Impl<P>> list = {
+#ifdef RECOPS_WITH_CUDA
+      {"cuda_sm80", DeviceType::cuda, core::cuda::any_device_reason,
+       core::cuda_capability_at_least<80, P>, dense_to_jagged_cuda,
+       dense_to_jagged_cuda_candidates},
+#endif
+      {"cpu_generic", DeviceType::cpu, core::always_available, core::accept_all<P>,
+       dense_to_jagged_cpu, dense_to_jagged_cpu_candidates},
+      {"reference", DeviceType::cpu, core::always_available, core::accept_all<P>,
+       dense_to_jagged_reference},
+  };
+  return list;
+}
+}  // namespace
+
+OpInfo dense_to_jagged_info() {
+  return {kOp, "jagged", core::describe_impls(impls())};
+}
+
+}  // namespace recops::ops
+
+namespace recops {
+
+Status dense_to_jagged_total_L(const TensorView& seq_offsets, int64_t* total_L,
+                               const Context& ctx) {
+  RECOPS_RETURN_IF_ERROR(core::check_offsets_meta(ops::kOp, "seq_offsets", seq_offsets));
+  RECOPS_RETURN_IF_ERROR(core::read_offset(seq_offsets, seq_offsets.sizes[0] - 1, total_L, ctx));
+  RECOPS_CHECK(*total_L >= 0, ops::kOp, ": seq_offsets[", seq_offsets.sizes[0] - 1, "]=", *total_L,
+               " is negative; the last offset is total_L and must be >= 0");
+  return Status::Ok();
+}
+
+Status dense_to_jagged_shape(const TensorView& dense, const TensorView& seq_offsets,
+                             int64_t total_L, Shape* out_shape) {
+  using ops::kOp;
+  RECOPS_CHECK(dense.ndim >= 2, kOp, ": dense must have at least 2 dims [B, S, *E], got ",
+               dense.ndim, "-D");
+  RECOPS_RETURN_IF_ERROR(core::check_offsets_meta(kOp, "seq_offsets", seq_offsets));
+  RECOPS_CHECK(dense.sizes[0] == seq_offsets.sizes[0] - 1, kOp, ": dense.size(0)=", dense.sizes[0],
+               " but seq_offsets has ", seq_offsets.sizes[0],
+               " elements; dense's batch must be B = seq_offsets.numel() - 1");
+  RECOPS_CHECK(total_L >= 0, kOp, ": total_L=", total_L, " must be >= 0");
+  Shape s = {total_L};
+  for (int i = 2; i < dense.ndim; ++i) s.push_back(dense.sizes[i]);
+  *out_shape = std::move(s);
+  return Status::Ok();
+}
+
+Status dense_to_jagged(const TensorView& dense, const TensorView& seq_offsets,
+                       const TensorView& out, const Context& ctx) {
+  using ops::kOp;
+  RECOPS_CHECK(out.ndim >= 1, kOp, ": out must have at least 1 dim [total_L, *E]");
+  const int64_t total_L = out.sizes[0];
+  Shape expect;
+  RECOPS_RETURN_IF_ERROR(dense_to_jagged_shape(dense, seq_offsets, total_L, &expect));
+  RECOPS_RETURN_IF_ERROR(core::check_same_device(kOp, "dense", dense, "seq_offsets", seq_offsets));
+  RECOPS_RETURN_IF_ERROR(core::check_same_device(kOp, "dense", dense, "out", out));
+  RECOPS_CHECK(out.shape() == expect, kOp, ": out has shape ", shape_str(out.shape()),
+               ", expected [total_L, *E] = ", shape_str(expect));
+  RECOPS_CHECK(out.dtype == dense.dtype, kOp, ": out dtype ", dtype_name(out.dtype),
+               " differs from dense dtype ", dtype_name(dense.dtype));
+  RECOPS_CHECK(dense.inner_contiguous(2), kOp,
+               ": dense's trailing dims must be dense (last stride 1); got ", describe(dense));
+  RECOPS_CHECK(out.inner_contiguous(1), kOp, ": out's trailing dims must be dense (last stride 1)");
+
+  ops::DenseToJaggedParams p;
+  p.dense = dense.data;
+  p.seq_offsets = seq_offsets.data;
+  p.out = out.data;
+  p.dtype = dense.dtype;
+  p.elem_size = dtype_size(dense.dtype);
+  p.offsets_int64 = seq_offsets.dtype == DType::int64;
+  p.offsets_stride = seq_offsets.strides[0];
+  p.B = dense.sizes[0];
+  p.S = dense.sizes[1];
+  p.D = dense.inner_numel(2);
+  p.total_L = total_L;
+  p.dense_batch_stride = dense.strides[0];
+  p.dense_row_stride = dense.strides[1];
+  p.out_row_stride = out.strides[0];
+  p.device_index = dense.device.index;
+  RECOPS_RETURN_IF_ERROR(core::validate_offsets(kOp, "seq_offsets", seq_offsets, total_L,
+                                                "total_L (out.size(0))", ctx));
+  if (out.numel() == 0) return Status::Ok();  // total_L = 0 or D = 0: nothing to launch
+  return core::dispatch(kOp, ops::impls(), dense.device.type, p, ctx);
+}
+
+}  // namespace recops
+
+RECOPS_REGISTER_OPS(reg) {
+  reg.add(recops::ops::dense_to_jagged_info());
+}

@@ -1,0 +1,154 @@
+// stem_prepare, optimised CPU (spec §8): OpenMP over (batch, head, block) for the group sums and
+// over (batch, KV head) for vbias; a block's D-wide group sums accumulate in fp32 over its R
+// rows (the rows of one group are Ts tokens apart), each input element converted once through a
+// per-dtype loader; vbias norms in fp32, the log statistics reduced in fp64.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "core/parallel.h"
+#include "ops/stem/common/stem_rules.h"
+#include "ops/stem/prepare/impls.h"
+
+namespace recops::ops {
+namespace {
+
+// Element loaders by dtype into fp32 (fp16 and fp8 through tables built once).
+const float* half_table() {
+  static const std::vector<float> t = [] {
+    std::vector<float> v(65536);
+    for (uint32_t i = 0; i < 65536; ++i)
+      v[i] = static_cast<float>(to_double(Half{static_cast<uint16_t>(i)}));
+    return v;
+  }();
+  return t.data();
+}
+const float* fp8_table() {
+  static const std::vector<float> t = [] {
+    std::vector<float> v(256);
+    for (uint32_t i = 0; i < 256; ++i)
+      v[i] = static_cast<float>(to_double(Fp8E4M3{static_cast<uint8_t>(i)}));
+    return v;
+  }();
+  return t.data();
+}
+
+// dst[d] += scale · src[d] for d < n, src of `dtype`.
+void axpy(float* dst, const void* src, DType dtype, int64_t n, float scale) {
+  if (dtype == DType::bf16) {
+    const auto* s = static_cast<const uint16_t*>(src);
+    for (int64_t d = 0; d < n; ++d) {
+      const uint32_t u = static_cast<uint32_t>(s[d]) << 16;
+      float f;
+      std::memcpy(&f, &u, 4);
+      dst[d] += scale * f;
+    }
+  } else if (dtype == DType::fp16) {
+    const float* t = half_table();
+    const auto* s = static_cast<const uint16_t*>(src);
+    for (int64_t d = 0; d < n; ++d) dst[d] += scale * t[s[d]];
+  } else {
+    const float* t = fp8_table();
+    const auto* s = static_cast<const uint8_t*>(src);
+    for (int64_t d = 0; d < n; ++d) dst[d] += scale * t[s[d]];
+  }
+}
+
+// Squared L2 norm of n elements of `dtype`, in fp32.
+float sq_norm(const void* src, DType dtype, int64_t n) {
+  float acc[8] = {};
+  std::vector<float> row(static_cast<size_t>(n), 0.0f);
+  axpy(row.data(), src, dtype, n, 1.0f);
+  int64_t d = 0;
+  for (; d + 8 <= n; d += 8)
+    for (int l = 0; l < 8; ++l) acc[l] += row[d + l] * row[d + l];
+  for (; d < n; ++d) acc[d % 8] += row[d] * row[d];
+  float s = 0;
+  for (float x : acc) s += x;
+  return s;
+}
+
+int64_t elem_bytes(DType t) {
+  return dtype_size(t);
+}
+
+}  // namespace
+
+Status stem_prepare_cpu(const StemPrepareParams& p, const Context& ctx) {
+  const int64_t Df = p.Ts * p.D, es = elem_bytes(p.dtype);
+  const int nt = core::max_threads(ctx.num_threads);
+  const auto* qb = static_cast<const char*>(p.q);
+  const auto* kb = static_cast<const char*>(p.k);
+  const auto* vb = static_cast<const char*>(p.v);
+  // qflat: one (b, h, i) block per task.
+  const int64_t nq = p.B * p.Nq * p.Qmax;
+#pragma omp parallel for schedule(dynamic, 4) num_threads(nt)
+  for (int64_t task = 0; task < nq; ++task) {
+    const int64_t b = task / (p.Nq * p.Qmax), h = task / p.Qmax % p.Nq, i = task % p.Qmax;
+    const int64_t Lq = p.cu_q[b + 1] - p.cu_q[b];
+    std::vector<float> acc(static_cast<size_t>(Df), 0.0f);
+    for (int64_t g = 0; g < p.Ts; ++g)
+      for (int64_t r = 0; r < p.R; ++r) {
+        const int64_t t = i * p.Bs + g + r * p.Ts;
+        if (t >= Lq) break;
+        const int64_t tok = p.cu_q[b] + t;
+        axpy(acc.data() + g * p.D, qb + (tok * p.q_tok_stride + h * p.q_head_stride) * es, p.dtype,
+             p.D, p.q_scale_at(tok, h));
+      }
+    uint16_t* out = p.qflat + task * Df;
+    for (int64_t d = 0; d < Df; ++d) out[d] = bf16_from_float(acc[d]).bits;
+  }
+  // kflat: one (b, h, j) block per task, groups mirrored.
+  const int64_t nk = p.B * p.Nk * p.Kmax;
+#pragma omp parallel for schedule(dynamic, 4) num_threads(nt)
+  for (int64_t task = 0; task < nk; ++task) {
+    const int64_t b = task / (p.Nk * p.Kmax), h = task / p.Kmax % p.Nk, j = task % p.Kmax;
+    const int64_t Lk = p.Lk[b];
+    std::vector<float> acc(static_cast<size_t>(Df), 0.0f);
+    for (int64_t g = 0; g < p.Ts; ++g)
+      for (int64_t r = 0; r < p.R; ++r) {
+        const int64_t s = j * p.Bs + g + r * p.Ts;
+        if (s >= Lk) break;
+        axpy(acc.data() + (p.Ts - 1 - g) * p.D, kb + p.k_off(b, s, h) * es, p.dtype, p.D,
+             p.k_scale_at(b, s, h));
+      }
+    uint16_t* out = p.kflat + task * Df;
+    for (int64_t d = 0; d < Df; ++d) out[d] = bf16_from_float(acc[d]).bits;
+  }
+  // vbias: one (b, h) per task.
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
+  for (int64_t task = 0; task < p.B * p.Nk; ++task) {
+    const int64_t b = task / p.Nk, h = task % p.Nk, Lk = p.Lk[b];
+    const int64_t Kb = stem::ceil_div(Lk, p.Bs), n = p.R * Kb;
+    const float vs = std::fabs(p.v_scale_at(h));
+    std::vector<float> ell(static_cast<size_t>(n));
+    double mu = 0;
+    for (int64_t t = 0; t < n; ++t) {
+      float m = 0;
+      for (int64_t s = t * p.Ts; s < (t + 1) * p.Ts && s < Lk; ++s)
+        m = std::max(m, vs * std::sqrt(sq_norm(vb + p.v_off(b, s, h) * es, p.dtype, p.Dv)));
+      ell[t] = std::log(m + 1e-6f);
+      mu += ell[t];
+    }
+    double sigma = 0;
+    if (n > 0) mu /= static_cast<double>(n);
+    if (n > 1) {
+      for (float x : ell) sigma += (x - mu) * (x - mu);
+      sigma = std::sqrt(sigma / static_cast<double>(n - 1));
+    }
+    const float muf = static_cast<float>(mu), inv = static_cast<float>(1.0 / (sigma + 1e-6));
+    const float lam = static_cast<float>(p.lambda_mag), inv_r = 1.0f / static_cast<float>(p.R);
+    float* out = p.vbias + task * p.Kmax;
+    for (int64_t j = 0; j < p.Kmax; ++j) {
+      float acc = 0;
+      if (j < Kb)
+        for (int64_t r = 0; r < p.R; ++r)
+          acc += lam * std::max(0.0f, (ell[j * p.R + r] - muf) * inv);
+      out[j] = acc * inv_r;
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace recops::ops

@@ -1,0 +1,308 @@
+// stem_prepare: the entry. All validation happens here, once (spec §6, §10); then the ordered
+// implementation list runs the first implementation that accepts.
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "core/dispatch.h"
+#include "core/kit/op_def.h"
+#include "ops/stem/common/stem_common.h"
+#include "ops/stem/common/stem_rules.h"
+#include "ops/stem/prepare/impls.h"
+#include "recops/sparse_attn.h"
+
+namespace recops::ops {
+namespace {
+const std::string kOp = "stem_prepare";
+using P = StemPrepareParams;
+
+const std::vector<core::Impl<P>>& impls() {
+  static const std::vector<core::Impl<P>> list = {
+#ifdef RECOPS_WITH_CUDA
+      {"cuda_sm80", DeviceType::cuda, core::cuda::any_device_reason,
+       core::cuda_capability_at_least<80, P>, stem_prepare_cuda},
+#endif
+      {"cpu_generic", DeviceType::cpu, core::always_available, core::accept_all<P>,
+       stem_prepare_cpu},
+      {"reference", DeviceType::cpu, core::always_available, core::accept_all<P>,
+       stem_prepare_reference},
+  };
+  return list;
+}
+}  // namespace
+
+OpInfo stem_prepare_info() {
+  return {kOp, "stem", core::describe_impls(impls())};
+}
+
+}  // namespace recops::ops
+
+namespace recops {
+namespace {
+using namespace ops::stem;
+const std::string& kOp = ops::kOp;
+
+// Everything but the contents: dtypes, ranks, shapes, devices, attributes.
+Status check_meta(const StemPrepareArgs& a) {
+  const DType t = a.q.dtype;
+  RECOPS_CHECK(t == DType::bf16 || t == DType::fp16 || t == DType::fp8_e4m3, "recops.", kOp,
+               ": q must have dtype bfloat16, float16 or float8_e4m3fn, got ", dtype_name(t));
+  RECOPS_CHECK(a.k.dtype == t && a.v.dtype == t, "recops.", kOp,
+               ": q, k and v must have dtype the same dtype (no dtype mix); got q ", dtype_name(t),
+               ", k ", dtype_name(a.k.dtype), ", v ", dtype_name(a.v.dtype));
+  RECOPS_RETURN_IF_ERROR(check_rank(kOp, "q", a.q, 3, "[Tq, Nq, D]"));
+  RECOPS_CHECK(a.cu_seqlens_kv.has_value() != a.block_table.has_value(), "recops.", kOp,
+               ": give exactly one of cu_seqlens_kv (packed K/V) and block_table (paged K/V); got ",
+               a.cu_seqlens_kv ? "both" : "neither");
+  const bool paged = a.block_table.has_value();
+  const int kr = paged ? 4 : 3;
+  RECOPS_RETURN_IF_ERROR(
+      check_rank(kOp, "k", a.k, kr, paged ? "[pages, page_size, Nk, D]" : "[Tk, Nk, D]"));
+  RECOPS_RETURN_IF_ERROR(
+      check_rank(kOp, "v", a.v, kr, paged ? "[pages, page_size, Nk, Dv]" : "[Tk, Nk, Dv]"));
+  RECOPS_RETURN_IF_ERROR(check_dtype(kOp, "cu_seqlens_q", a.cu_seqlens_q, DType::int32, "int32"));
+  RECOPS_RETURN_IF_ERROR(check_rank(kOp, "cu_seqlens_q", a.cu_seqlens_q, 1, "[B+1]"));
+  const int64_t B = a.cu_seqlens_q.sizes[0] - 1;
+  RECOPS_CHECK(B >= 1 && B <= 65536, "recops.", kOp, ": batch size B=", B,
+               " (cu_seqlens_q has B+1 entries) must lie in [1, 65536]");
+  RECOPS_RETURN_IF_ERROR(check_dtype(kOp, "kv_seq_lens", a.kv_seq_lens, DType::int32, "int32"));
+  RECOPS_RETURN_IF_ERROR(check_rank(kOp, "kv_seq_lens", a.kv_seq_lens, 1, "[B]"));
+  RECOPS_CHECK(a.kv_seq_lens.sizes[0] == B, "recops.", kOp, ": kv_seq_lens has shape ",
+               shape_str(a.kv_seq_lens.shape()), ", expected [B] = [", B, "] from cu_seqlens_q ",
+               shape_str(a.cu_seqlens_q.shape()));
+  if (paged) {
+    RECOPS_RETURN_IF_ERROR(check_dtype(kOp, "block_table", *a.block_table, DType::int32, "int32"));
+    RECOPS_RETURN_IF_ERROR(check_rank(kOp, "block_table", *a.block_table, 2, "[B, max_pages]"));
+    RECOPS_CHECK(a.block_table->sizes[0] == B, "recops.", kOp, ": block_table has shape ",
+                 shape_str(a.block_table->shape()), ", expected [B, max_pages] with B=", B);
+    RECOPS_CHECK(a.k.sizes[0] == a.v.sizes[0] && a.k.sizes[1] == a.v.sizes[1], "recops.", kOp,
+                 ": k ", shape_str(a.k.shape()), " and v ", shape_str(a.v.shape()),
+                 " must agree on pages and page_size");
+    RECOPS_CHECK(a.block_table->is_contiguous(), "recops.", kOp,
+                 ": block_table must be contiguous");
+    RECOPS_CHECK(a.k.sizes[1] > 0, "recops.", kOp, ": page_size must be > 0, got k ",
+                 shape_str(a.k.shape()));
+  } else {
+    RECOPS_RETURN_IF_ERROR(
+        check_dtype(kOp, "cu_seqlens_kv", *a.cu_seqlens_kv, DType::int32, "int32"));
+    RECOPS_RETURN_IF_ERROR(check_rank(kOp, "cu_seqlens_kv", *a.cu_seqlens_kv, 1, "[B+1]"));
+    RECOPS_CHECK(a.cu_seqlens_kv->sizes[0] == B + 1, "recops.", kOp, ": cu_seqlens_kv has shape ",
+                 shape_str(a.cu_seqlens_kv->shape()), ", expected [B+1] = [", B + 1, "]");
+    RECOPS_CHECK(a.k.sizes[0] == a.v.sizes[0], "recops.", kOp, ": k ", shape_str(a.k.shape()),
+                 " and v ", shape_str(a.v.shape()), " must have the same token count");
+  }
+  const int64_t Nq = a.q.sizes[1], D = a.q.sizes[2];
+  const int64_t Nk = a.k.sizes[kr - 2];
+  RECOPS_CHECK(a.v.sizes[kr - 2] == Nk, "recops.", kOp, ": k ", shape_str(a.k.shape()), " and v ",
+               shape_str(a.v.shape()), " must have the same KV heads");
+  RECOPS_CHECK(a.k.sizes[kr - 1] == D, "recops.", kOp, ": k ", shape_str(a.k.shape()),
+               " must have q's head dim D=", D);
+  RECOPS_CHECK(Nk > 0 && Nq > 0 && Nq % Nk == 0, "recops.", kOp,
+               ": the query heads must be a positive multiple of the KV heads; got Nq=", Nq,
+               ", Nk=", Nk);
+  const int64_t Bs = a.stem_block_size, Ts = a.stem_stride;
+  RECOPS_CHECK(Bs > 0 && Ts > 0 && Bs % Ts == 0, "recops.", kOp,
+               ": need stem_block_size > 0, stem_stride > 0 and stem_block_size % stem_stride "
+               "== 0; got stem_block_size=",
+               Bs, ", stem_stride=", Ts);
+  RECOPS_CHECK(std::isfinite(a.lambda_mag), "recops.", kOp, ": lambda_mag=", a.lambda_mag,
+               " must be finite");
+  RECOPS_CHECK(a.max_q_blocks >= -1 && a.max_kv_blocks >= -1, "recops.", kOp,
+               ": max_q_blocks=", a.max_q_blocks, " and max_kv_blocks=", a.max_kv_blocks,
+               " must be >= 0 or -1 (the batch maximum)");
+  // Scales.
+  auto check_scale = [&](const char* name, const std::optional<TensorView>& s,
+                         const Shape& per) -> Status {
+    if (!s) return Status::Ok();
+    RECOPS_RETURN_IF_ERROR(check_dtype(kOp, name, *s, DType::fp32, "float32"));
+    RECOPS_CHECK(s->shape() == Shape{1} || s->shape() == per, "recops.", kOp, ": ", name,
+                 " has shape ", shape_str(s->shape()), ", expected [1] or ", shape_str(per));
+    RECOPS_CHECK(s->is_contiguous(), "recops.", kOp, ": ", name, " must be contiguous");
+    return check_device(kOp, "q", a.q, name, *s);
+  };
+  RECOPS_RETURN_IF_ERROR(check_scale("q_scale", a.q_scale, {a.q.sizes[0], Nq}));
+  RECOPS_RETURN_IF_ERROR(
+      check_scale("k_scale", a.k_scale,
+                  paged ? Shape{a.k.sizes[0], a.k.sizes[1], Nk} : Shape{a.k.sizes[0], Nk}));
+  RECOPS_RETURN_IF_ERROR(check_scale("v_scale", a.v_scale, {Nk}));
+  // Devices.
+  RECOPS_RETURN_IF_ERROR(check_device(kOp, "q", a.q, "k", a.k));
+  RECOPS_RETURN_IF_ERROR(check_device(kOp, "q", a.q, "v", a.v));
+  RECOPS_RETURN_IF_ERROR(check_device(kOp, "q", a.q, "cu_seqlens_q", a.cu_seqlens_q));
+  RECOPS_RETURN_IF_ERROR(check_device(kOp, "q", a.q, "kv_seq_lens", a.kv_seq_lens));
+  if (paged) RECOPS_RETURN_IF_ERROR(check_device(kOp, "q", a.q, "block_table", *a.block_table));
+  if (!paged)
+    RECOPS_RETURN_IF_ERROR(check_device(kOp, "q", a.q, "cu_seqlens_kv", *a.cu_seqlens_kv));
+  for (const auto* t : {&a.q, &a.k, &a.v})
+    RECOPS_CHECK(t->strides[t->ndim - 1] == 1 || t->sizes[t->ndim - 1] <= 1, "recops.", kOp,
+                 ": q, k and v must have last stride 1 (the binding copies other layouts)");
+  return Status::Ok();
+}
+
+// Lengths in blocks from the index tensors, with the value checks of §10 (E13, E19).
+Status read_lengths(const StemPrepareArgs& a, std::vector<int64_t>* cu_q, std::vector<int64_t>* Lk,
+                    const Context& ctx) {
+  RECOPS_RETURN_IF_ERROR(read_int32(a.cu_seqlens_q, cu_q, ctx));
+  RECOPS_RETURN_IF_ERROR(read_int32(a.kv_seq_lens, Lk, ctx));
+  const int64_t B = static_cast<int64_t>(Lk->size());
+  RECOPS_CHECK((*cu_q)[0] == 0, "recops.", kOp, ": cu_seqlens_q[0]=", (*cu_q)[0], " must be 0");
+  for (int64_t b = 0; b < B; ++b) {
+    RECOPS_CHECK((*cu_q)[b + 1] >= (*cu_q)[b], "recops.", kOp,
+                 ": cu_seqlens_q must be monotone "
+                 "(non-decreasing); b=",
+                 b, ": cu_seqlens_q[", b + 1, "]=", (*cu_q)[b + 1], " < cu_seqlens_q[", b,
+                 "]=", (*cu_q)[b]);
+    RECOPS_CHECK((*Lk)[b] >= 0, "recops.", kOp, ": kv_seq_lens[", b, "]=", (*Lk)[b],
+                 " must be >= 0");
+  }
+  RECOPS_CHECK((*cu_q)[B] <= a.q.sizes[0], "recops.", kOp, ": cu_seqlens_q[B]=", (*cu_q)[B],
+               " exceeds q's token count Tq=", a.q.sizes[0]);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status stem_prepare_shape(const StemPrepareArgs& a, Shape* qflat, Shape* kflat, Shape* vbias,
+                          const Context& ctx) {
+  RECOPS_RETURN_IF_ERROR(check_meta(a));
+  const int64_t B = a.cu_seqlens_q.sizes[0] - 1, Nq = a.q.sizes[1], D = a.q.sizes[2];
+  const int64_t Nk = a.k.sizes[a.k.ndim - 2];
+  int64_t Qmax = a.max_q_blocks, Kmax = a.max_kv_blocks;
+  if (Qmax < 0 || Kmax < 0) {
+    std::vector<int64_t> cu_q, Lk;
+    RECOPS_RETURN_IF_ERROR(read_lengths(a, &cu_q, &Lk, ctx));
+    int64_t mq = 0, mk = 0;
+    for (int64_t b = 0; b < B; ++b) {
+      mq = std::max(mq, ceil_div(cu_q[b + 1] - cu_q[b], a.stem_block_size));
+      mk = std::max(mk, ceil_div(Lk[b], a.stem_block_size));
+    }
+    if (Qmax < 0) Qmax = mq;
+    if (Kmax < 0) Kmax = mk;
+  }
+  const int64_t Df = a.stem_stride * D;
+  *qflat = {B, Nq, Qmax, Df};
+  *kflat = {B, Nk, Kmax, Df};
+  *vbias = {B, Nk, Kmax};
+  return Status::Ok();
+}
+
+Status stem_prepare(const StemPrepareArgs& a, const TensorView& qflat, const TensorView& kflat,
+                    const TensorView& vbias, const Context& ctx) {
+  RECOPS_RETURN_IF_ERROR(check_meta(a));
+  RECOPS_RETURN_IF_ERROR(check_rank(kOp, "qflat", qflat, 4, "[B, Nq, Qmax, Ts·D]"));
+  RECOPS_RETURN_IF_ERROR(check_rank(kOp, "kflat", kflat, 4, "[B, Nk, Kmax, Ts·D]"));
+  const int64_t B = a.cu_seqlens_q.sizes[0] - 1, Nq = a.q.sizes[1], D = a.q.sizes[2];
+  const bool paged = a.block_table.has_value();
+  const int64_t Nk = a.k.sizes[a.k.ndim - 2];
+  const int64_t Df = a.stem_stride * D, Qmax = qflat.sizes[2], Kmax = kflat.sizes[2];
+  const Shape sq = {B, Nq, Qmax, Df}, sk = {B, Nk, Kmax, Df}, sv = {B, Nk, Kmax};
+  RECOPS_CHECK(qflat.dtype == DType::bf16 && qflat.shape() == sq && qflat.is_contiguous(),
+               "recops.", kOp, ": qflat must be a contiguous bf16 ", shape_str(sq), ", got ",
+               describe(qflat));
+  RECOPS_CHECK(kflat.dtype == DType::bf16 && kflat.shape() == sk && kflat.is_contiguous(),
+               "recops.", kOp, ": kflat must be a contiguous bf16 ", shape_str(sk), ", got ",
+               describe(kflat));
+  RECOPS_CHECK(vbias.dtype == DType::fp32 && vbias.shape() == sv && vbias.is_contiguous(),
+               "recops.", kOp, ": vbias must be a contiguous fp32 ", shape_str(sv), ", got ",
+               describe(vbias));
+  for (const auto* o : {&qflat, &kflat, &vbias})
+    RECOPS_RETURN_IF_ERROR(check_device(kOp, "q", a.q, "outputs", *o));
+
+  ops::StemPrepareParams p;
+  p.dtype = a.q.dtype;
+  p.q = a.q.data;
+  p.k = a.k.data;
+  p.v = a.v.data;
+  p.q_tok_stride = a.q.strides[0];
+  p.q_head_stride = a.q.strides[1];
+  p.paged = paged;
+  const int o = paged ? 1 : 0;
+  p.k_tok_stride = a.k.strides[o];
+  p.k_head_stride = a.k.strides[o + 1];
+  p.v_tok_stride = a.v.strides[o];
+  p.v_head_stride = a.v.strides[o + 1];
+  if (paged) {
+    p.k_page_stride = a.k.strides[0];
+    p.v_page_stride = a.v.strides[0];
+    p.page_size = a.k.sizes[1];
+    p.num_pages = a.k.sizes[0];
+    p.max_pages = a.block_table->sizes[1];
+  }
+  p.B = B;
+  p.Nq = Nq;
+  p.Nk = Nk;
+  p.D = D;
+  p.Dv = a.v.sizes[a.v.ndim - 1];
+  p.Qmax = Qmax;
+  p.Kmax = Kmax;
+  p.Bs = a.stem_block_size;
+  p.Ts = a.stem_stride;
+  p.R = p.Bs / p.Ts;
+  p.lambda_mag = a.lambda_mag;
+  if (a.q_scale) {
+    p.q_scale = static_cast<const float*>(a.q_scale->data);
+    p.q_scale_per_token = a.q_scale->ndim == 2;
+  }
+  if (a.k_scale) {
+    p.k_scale = static_cast<const float*>(a.k_scale->data);
+    p.k_scale_per_token = a.k_scale->ndim > 1;
+  }
+  if (a.v_scale) {
+    p.v_scale = static_cast<const float*>(a.v_scale->data);
+    p.v_scale_per_head = a.v_scale->sizes[0] == Nk && Nk > 1;
+  }
+  p.qflat = static_cast<uint16_t*>(qflat.data);
+  p.kflat = static_cast<uint16_t*>(kflat.data);
+  p.vbias = static_cast<float*>(vbias.data);
+  p.device_index = a.q.device.index;
+  set_device_index_tensors(a, paged, &p);
+  p.Tq = a.q.sizes[0];
+  p.Tk = a.k.sizes[0];
+
+  // The CPU always reads the index tensors; CUDA kernels read device copies (the lengths are
+  // still read here when value checks are on).
+  if (value_checks_on(a.q, ctx)) {
+    RECOPS_RETURN_IF_ERROR(read_lengths(a, &p.cu_q, &p.Lk, ctx));
+    for (int64_t b = 0; b < B; ++b) {
+      const int64_t Qb = ceil_div(p.cu_q[b + 1] - p.cu_q[b], p.Bs), Kb = ceil_div(p.Lk[b], p.Bs);
+      RECOPS_CHECK(Qb <= Qmax, "recops.", kOp, ": batch ", b, " has ", Qb,
+                   " query blocks, more than max_q_blocks (Qmax) = ", Qmax);
+      RECOPS_CHECK(Kb <= Kmax, "recops.", kOp, ": batch ", b, " has ", Kb,
+                   " key blocks, more than max_kv_blocks (Kmax) = ", Kmax);
+    }
+    if (paged) {
+      std::vector<int64_t> table;
+      RECOPS_RETURN_IF_ERROR(read_int32(
+          TensorView(a.block_table->data, DType::int32, a.block_table->device, {B * p.max_pages}),
+          &table, ctx));
+      for (int64_t b = 0; b < B; ++b) {
+        const int64_t np = ceil_div(p.Lk[b], p.page_size);
+        RECOPS_CHECK(np <= p.max_pages, "recops.", kOp, ": kv_seq_lens[", b, "]=", p.Lk[b],
+                     " needs ", np, " pages but block_table has max_pages=", p.max_pages);
+        for (int64_t q = 0; q < np; ++q) {
+          const int64_t id = table[b * p.max_pages + q];
+          RECOPS_CHECK(id >= 0 && id < p.num_pages, "recops.", kOp, ": block_table[", b, ", ", q,
+                       "]=", id, " is not a page id in [0, ", p.num_pages, ")");
+        }
+      }
+      p.table = std::move(table);
+    } else {
+      RECOPS_RETURN_IF_ERROR(read_int32(*a.cu_seqlens_kv, &p.cu_kv, ctx));
+      for (int64_t b = 0; b < B; ++b) {
+        RECOPS_CHECK(p.cu_kv[b] >= 0 && p.cu_kv[b + 1] >= p.cu_kv[b], "recops.", kOp,
+                     ": cu_seqlens_kv must be monotone (non-decreasing) from >= 0; b=", b);
+        RECOPS_CHECK(p.cu_kv[b] + p.Lk[b] <= a.k.sizes[0], "recops.", kOp, ": batch ", b,
+                     ": cu_seqlens_kv[b] + kv_seq_lens[b] = ", p.cu_kv[b] + p.Lk[b],
+                     " exceeds k's token count Tk=", a.k.sizes[0]);
+      }
+    }
+  }
+  if (qflat.numel() == 0 && kflat.numel() == 0 && vbias.numel() == 0) return Status::Ok();
+  return core::dispatch(kOp, ops::impls(), a.q.device.type, p, ctx);
+}
+
+}  // namespace recops
+
+RECOPS_REGISTER_OPS(reg) {
+  reg.add(recops::ops::stem_prepare_info());
+}
