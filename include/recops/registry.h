@@ -20,7 +20,7 @@ struct ImplInfo {
 
 struct OpInfo {
   std::string name;             // canonical op name, e.g. "jagged_to_padded_dense"
-  std::string family;           // folder under src/ops, e.g. "jagged_conversions"
+  std::string family;           // family folder under src/ops: "jagged", "stem" or "hstu"
   std::vector<ImplInfo> impls;  // best first, reference last
 };
 

@@ -1,4 +1,19 @@
-"""recops: jagged-tensor operators for recommendation models, as PyTorch ops.
+"""recops: operators for generative recommenders and long-context attention, as PyTorch ops.
+
+Three families (specs in ``docs/spec/``; each op's README under ``src/ops/<family>/<op>/``):
+
+- HSTU attention (hstu_attention.md): ``hstu_attn``, forward and backward over jagged or dense
+  sequences with the spec's masks (causal, windows, contexts, targets, custom), rab and GQA;
+  ``hstu_mask``, the valid mask of one sequence; NVIDIA's and Meta's call forms in
+  ``recops.compat``.
+- Jagged tensor ops (jagged_ops.md): ``jagged_to_padded_dense``, ``dense_to_jagged`` and the
+  offset scans ``complete_cumsum`` / ``exclusive_cumsum`` / ``inclusive_cumsum``; FBGEMM's
+  call forms in ``recops.compat.fbgemm``.
+- The Stem sparse prefill ops (stem_indexer.md): ``stem_prepare``, ``stem_indexer``,
+  ``stem_indexer_metadata`` and ``block_sparse_attention``, with block-mask helpers in
+  ``recops.stem``.
+
+``set_validate`` switches the checks of tensor contents on CUDA calls (the CPU always checks).
 
 Importing the package loads ``librecops_torch.so``, which registers the ``torch.ops.recops.*``
 operators (CPU, CUDA when built with it, Meta and Autograd kernels). The library is searched for,
@@ -8,10 +23,11 @@ in order:
 2. next to this package (``pip install .`` puts it there);
 3. ``<repo>/build/lib`` (the CMake build of a source checkout, e.g. ``make build``).
 
-Size letters (jagged_ops.md): ``B`` sequences, ``total_L`` rows of a jagged values tensor,
-``max_L`` the truncation bound (``max_seq_len``), ``D`` the product of the trailing dims ``E``.
-A jagged tensor is ``values [total_L, *E]`` plus ``seq_offsets [B+1]`` (int32 or int64,
-``seq_offsets[0] == 0``, non-decreasing, ``seq_offsets[B] == total_L``).
+Size letters of the jagged ops (jagged_ops.md): ``B`` sequences, ``total_L`` rows of a jagged
+values tensor, ``max_L`` the truncation bound (``max_seq_len``), ``D`` the product of the trailing
+dims ``E``. A jagged tensor is ``values [total_L, *E]`` plus ``seq_offsets [B+1]`` (int32 or
+int64, ``seq_offsets[0] == 0``, non-decreasing, ``seq_offsets[B] == total_L``). The letters of
+HSTU and Stem: ``include/recops/hstu.h`` and ``include/recops/sparse_attn.h``.
 """
 
 import os as _os

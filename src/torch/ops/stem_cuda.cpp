@@ -1,6 +1,6 @@
 // Stem family (stem_indexer.md), CUDA kernels: device guard and torch's current stream, then the
 // bodies shared with the CPU file (stem_cpu.cpp). No host synchronisation in the ops themselves
-// when max_q_blocks / max_kv_blocks are given and value checks are off (recops.set_value_checks);
+// when max_q_blocks / max_kv_blocks are given and value checks are off (recops.set_validate);
 // with value checks on, the lengths are read on the host (spec §2). stem_indexer_metadata is a
 // host computation on every backend (one device-to-host copy of the lengths).
 #include <torch/library.h>
