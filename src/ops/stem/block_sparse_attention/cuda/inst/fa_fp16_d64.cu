@@ -1,6 +1,0 @@
-// One instantiation of the pipelined block-sparse attention kernel (cuda_sm80_fa): fp16, D = 64.
-#include "ops/stem/block_sparse_attention/cuda/fa.cuh"
-
-namespace recops::ops::bsa_cuda {
-template Status launch_fa<__half, 64, 1>(const Args& a, const Context& ctx);
-}  // namespace recops::ops::bsa_cuda

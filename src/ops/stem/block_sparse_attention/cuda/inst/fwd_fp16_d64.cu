@@ -1,6 +1,0 @@
-// One instantiation of the block-sparse attention kernel: fp16, D = 64.
-#include "ops/stem/block_sparse_attention/cuda/launch.h"
-
-namespace recops::ops::bsa_cuda {
-template Status launch_fwd<__half, 64>(const Args& a, const Context& ctx);
-}  // namespace recops::ops::bsa_cuda
