@@ -1,0 +1,177 @@
+// src/ops/stem/block_sparse_attention/driver.cpp: the recops CLI's driver of
+// block_sparse_attention (spec: stem_indexer.md). The Stem family's shared helpers are in
+// ../common/driver_common.h.
+//
+// Case fields (the common case-file fields, read this way):
+//   shape: [Nq, Nk, D]
+//   lengths: the q lengths (tokens) of the B batches; scale: of the random data
+// Features are tags `name` or `name=value` (lists of numbers are ':'-separated):
+//   kv=a:b:..          kv lengths (default: the q lengths + delta)
+//   delta=N            Lk = Lq + N (history before the chunk)
+//   qmax=N, kmax=N     padded block dims Qmax / Kmax (default the batch maxima)
+//   noncausal          causal = false
+//   bs=N               sparse_block_size
+//   paged=PS           paged K/V with page size PS
+//   sel=all|rand|empty full visible selection permuted, random subsets, nothing (default rand)
+//   softmax_scale=X
+//   fa_rows=16|32      cuda_sm80_fa's query rows per warp at D = 128 (tune_config)
+//   bad=WHAT           one deliberate spec §10 violation (see make and make_kv).
+//
+// Judging: by the case file's `double` standard against the plain baseline.
+#include <algorithm>
+#include <bit>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ops/stem/common/driver_common.h"
+#include "ops/stem/common/stem_rules.h"
+#include "recops/sparse_attn.h"
+#include "tools/recops/gen.h"
+#include "tools/recops/inputs.h"
+
+namespace recops::cli::stem {
+namespace {
+
+class BlockSparseAttentionDriver final : public Driver {
+ public:
+  std::vector<std::string> ops() const override { return {"block_sparse_attention"}; }
+  std::string folder() const override { return "stem/block_sparse_attention"; }
+  std::set<std::string> fields(const std::string&) const override {
+    return {"shape", "lengths", "scale"};
+  }
+  DType default_dtype(const std::string&) const override { return DType::bf16; }
+
+  Status make(const CaseRow& row, Problem* p) const override {
+    const CaseSpec& cs = *row.spec;
+    const Tags tags = tags_of(cs);
+    p->op = row.op;
+    p->dtype = row.dtype.value_or(DType::bf16);
+    if (!cs.shape || cs.shape->size() != 3) return case_error(row, "needs `shape: [Nq, Nk, D]`");
+    const int64_t Nq = (*cs.shape)[0], Nk = (*cs.shape)[1], D = (*cs.shape)[2];
+    Lens L;
+    RECOPS_RETURN_IF_ERROR(make_lens(row, tags, &L));
+    const int64_t B = L.B, Bs = tag_int(tags, "bs", 128);
+    const bool causal = !has(tags, "noncausal");
+    const std::string bad = tag_str(tags, "bad"), sel = tag_str(tags, "sel");
+    uint64_t slot = 1;
+    auto seed = [&] { return tensor_seed(cs.seed, slot++); };
+    std::vector<int64_t> cu = {0};
+    for (int64_t x : L.q) cu.push_back(cu.back() + x);
+    p->inputs.push_back(data_input("q", p->dtype, {cu.back(), Nq, D}, seed(), cs.scale));
+    const uint64_t sk = seed(), sv = seed();
+    RECOPS_RETURN_IF_ERROR(make_kv(row, tags, L, p->dtype, Nk, D, D, sk, sv, cs.scale, p));
+    p->inputs.push_back(int_input("cu_seqlens_q", DType::int32, cu));
+    p->inputs.push_back(int_input("kv_seq_lens", DType::int32, L.kv));
+    // The selection: per row (b, hq, i), ids of [0, Kb) in a shuffled order.
+    const int64_t Qmax = tag_int(tags, "qmax", max_blocks(L.q, Bs)),
+                  Kmax = tag_int(tags, "kmax", max_blocks(L.kv, Bs));
+    std::vector<int64_t> ids(static_cast<size_t>(B * Nq * Qmax * Kmax), -1),
+        lens(static_cast<size_t>(B * Nq * Qmax), 0);
+    const uint64_t ss = seed();
+    ops::stem::StemRules r;
+    r.causal = causal;
+    r.Bs = Bs;
+    uint64_t n = 0;
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t hq = 0; hq < Nq; ++hq)
+        for (int64_t i = 0; i < std::min(Qmax, ops::stem::ceil_div(L.q[b], Bs)); ++i) {
+          const int64_t row_id = (b * Nq + hq) * Qmax + i;
+          const int64_t Kb = ops::stem::ceil_div(L.kv[b], Bs);
+          std::vector<int64_t> pool;
+          if (sel == "all") {
+            for (int64_t j = 0; j < ops::stem::visible_blocks(r, L.q[b], L.kv[b], L.kv[b], i); ++j)
+              pool.push_back(j);
+          } else if (sel != "empty") {
+            for (int64_t j = 0; j < Kb; ++j)
+              if (rand_u(ss, n++) % 3 != 0) pool.push_back(j);
+          }
+          for (int64_t t = static_cast<int64_t>(pool.size()) - 1; t > 0; --t)
+            std::swap(pool[t], pool[rand_u(ss, n++) % (t + 1)]);
+          if (bad == "dup_id" && pool.size() >= 2) pool[1] = pool[0];
+          if (bad == "oob_id" && !pool.empty()) pool[0] = Kb;
+          for (size_t t = 0; t < pool.size(); ++t) ids[row_id * Kmax + t] = pool[t];
+          lens[row_id] = static_cast<int64_t>(pool.size());
+        }
+    p->inputs.push_back(int_input("sparse_indices", DType::int32, ids, {B, Nq, Qmax, Kmax}));
+    p->inputs.push_back(int_input("sparse_seq_len", DType::int32, lens, {B, Nq, Qmax}));
+    p->sizes = {{"B", B}, {"Nq", Nq}, {"Nk", Nk}, {"D", D}, {"bs", Bs}, {"causal", causal}};
+    p->sizes.push_back({"page_size", tag_int(tags, "paged", 0)});
+    p->sizes.push_back({"fa_rows", tag_int(tags, "fa_rows", 0)});
+    if (has(tags, "softmax_scale"))
+      put_real(p, "softmax_scale", tag_double(tags, "softmax_scale", 1));
+    Shape so, sl;
+    p->shape_error = block_sparse_attention_shape(args(*p, views(p->inputs)), &so, &sl);
+    if (!p->shape_error.ok()) return Status::Ok();
+    p->outputs = {{"out", so, p->dtype}, {"lse", sl, DType::fp32}};
+    return Status::Ok();
+  }
+
+  static BlockSparseAttentionArgs args(const Problem& p, const std::vector<TensorView>& in) {
+    BlockSparseAttentionArgs a;
+    a.q = *find(p, in, "q");
+    a.k = *find(p, in, "k");
+    a.v = *find(p, in, "v");
+    a.sparse_indices = *find(p, in, "sparse_indices");
+    a.sparse_seq_len = *find(p, in, "sparse_seq_len");
+    a.cu_seqlens_q = *find(p, in, "cu_seqlens_q");
+    a.kv_seq_lens = *find(p, in, "kv_seq_lens");
+    a.cu_seqlens_kv = opt(find(p, in, "cu_seqlens_kv"));
+    a.block_table = opt(find(p, in, "block_table"));
+    for (const auto& [k, v] : p.sizes)
+      if (k == "softmax_scale") a.softmax_scale = std::bit_cast<double>(v);
+    a.causal = size_of(p, "causal") != 0;
+    a.sparse_block_size = size_of(p, "bs", 128);
+    return a;
+  }
+
+  Status run(const Problem& p, const std::vector<TensorView>& in,
+             const std::vector<TensorView>& out, const Context& ctx) const override {
+    // fa_rows=16|32: cuda_sm80_fa's rows per warp (D = 128), forced (others ignore it).
+    Context c = ctx;
+    TuneConfig forced;
+    if (size_of(p, "fa_rows") > 0 && ctx.tune_config == nullptr) {
+      forced.set("rows_per_warp", size_of(p, "fa_rows"));
+      c.tune_config = &forced;
+    }
+    return block_sparse_attention(args(p, in), out[0], out[1], c);
+  }
+  Status baseline(const Problem& p, std::vector<Tensor>* out) const override {
+    *out = alloc_outputs(p, Device::cpu());
+    const auto o = views(*out);
+    return block_sparse_attention_plain(args(p, views(p.inputs)), o[0], o[1]);
+  }
+  // 4·D per allowed (query token, key) pair (QKᵀ and PV), counted from the selection.
+  double flops(const Problem& p) const override {
+    if (!p.shape_error.ok()) return -1;
+    const auto a = args(p, views(p.inputs));
+    const auto* cu = static_cast<const int32_t*>(a.cu_seqlens_q.data);
+    const auto* kl = static_cast<const int32_t*>(a.kv_seq_lens.data);
+    const auto* len = static_cast<const int32_t*>(a.sparse_seq_len.data);
+    const auto* ids = static_cast<const int32_t*>(a.sparse_indices.data);
+    const int64_t Nq = a.q.sizes[1], Qmax = a.sparse_indices.sizes[2],
+                  Kmax = a.sparse_indices.sizes[3], Bs = a.sparse_block_size;
+    double pairs = 0;
+    for (int64_t b = 0; b < a.sparse_indices.sizes[0]; ++b) {
+      const int64_t Lq = cu[b + 1] - cu[b], Lk = kl[b];
+      for (int64_t hq = 0; hq < Nq; ++hq)
+        for (int64_t t = 0; t < Lq; ++t) {
+          const int64_t row = (b * Nq + hq) * Qmax + t / Bs;
+          for (int64_t u = 0; u < len[row]; ++u) {
+            const int64_t s0 = ids[row * Kmax + u] * Bs;
+            const int64_t hi = std::min(s0 + Bs, a.causal ? std::min(Lk, Lk - Lq + t + 1) : Lk);
+            pairs += static_cast<double>(std::max<int64_t>(0, hi - s0));
+          }
+        }
+    }
+    return 4.0 * static_cast<double>(a.q.sizes[2]) * pairs;
+  }
+  double bytes(const Problem& p) const override { return io_bytes(p); }
+};
+
+}  // namespace
+
+RECOPS_REGISTER_DRIVER(BlockSparseAttentionDriver);
+
+}  // namespace recops::cli::stem

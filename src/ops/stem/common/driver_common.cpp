@@ -1,0 +1,144 @@
+// src/ops/stem/common/driver_common.cpp: the Stem drivers' shared helpers (driver_common.h).
+// Compiled into the recops CLI (its name starts with `driver`).
+#include "ops/stem/common/driver_common.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <sstream>
+
+#include "ops/stem/common/stem_rules.h"
+#include "tools/recops/gen.h"
+#include "tools/recops/inputs.h"
+
+namespace recops::cli::stem {
+
+Tags tags_of(const CaseSpec& cs) {
+  Tags m;
+  for (const auto& t : cs.tags) {
+    const auto eq = t.find('=');
+    if (eq == std::string::npos)
+      m[t] = "";
+    else
+      m[t.substr(0, eq)] = t.substr(eq + 1);
+  }
+  return m;
+}
+bool has(const Tags& t, const std::string& k) {
+  return t.count(k) > 0;
+}
+int64_t tag_int(const Tags& t, const std::string& k, int64_t d) {
+  auto it = t.find(k);
+  return it == t.end() || it->second.empty() ? d : std::stoll(it->second);
+}
+double tag_double(const Tags& t, const std::string& k, double d) {
+  auto it = t.find(k);
+  if (it == t.end() || it->second.empty()) return d;
+  if (it->second == "nan") return std::nan("");
+  if (it->second == "inf") return INFINITY;
+  return std::stod(it->second);
+}
+std::string tag_str(const Tags& t, const std::string& k) {
+  auto it = t.find(k);
+  return it == t.end() ? "" : it->second;
+}
+std::vector<int64_t> tag_list(const Tags& t, const std::string& k) {
+  std::vector<int64_t> v;
+  std::stringstream ss(tag_str(t, k));
+  std::string item;
+  while (std::getline(ss, item, ':'))
+    if (!item.empty()) v.push_back(std::stoll(item));
+  return v;
+}
+int64_t size_of(const Problem& p, const std::string& key, int64_t dflt) {
+  for (const auto& [k, v] : p.sizes)
+    if (k == key) return v;
+  return dflt;
+}
+double real_of(const Problem& p, const std::string& key, double dflt) {
+  for (const auto& [k, v] : p.sizes)
+    if (k == key) return std::bit_cast<double>(v);
+  return dflt;
+}
+void put_real(Problem* p, const std::string& key, double v) {
+  p->sizes.push_back({key, std::bit_cast<int64_t>(v)});
+}
+uint64_t rand_u(uint64_t seed, uint64_t i) {
+  FillSpec f;
+  f.seed = seed;
+  f.range = std::pair{int64_t{0}, int64_t{1} << 40};
+  return static_cast<uint64_t>(generated_value(DType::int64, f, i));
+}
+
+const TensorView* find(const Problem& p, const std::vector<TensorView>& in,
+                       const std::string& name) {
+  for (size_t i = 0; i < p.inputs.size(); ++i)
+    if (p.inputs[i].name == name) return &in[i];
+  return nullptr;
+}
+std::optional<TensorView> opt(const TensorView* v) {
+  return v ? std::optional<TensorView>(*v) : std::nullopt;
+}
+
+Status make_lens(const CaseRow& row, const Tags& tags, Lens* L) {
+  const CaseSpec& cs = *row.spec;
+  if (!cs.lengths) return case_error(row, "needs `lengths` (the q lengths)");
+  L->q = make_lengths(*cs.lengths, cs.seed);
+  L->B = static_cast<int64_t>(L->q.size());
+  if (has(tags, "kv")) {
+    L->kv = tag_list(tags, "kv");
+    if (static_cast<int64_t>(L->kv.size()) != L->B)
+      return case_error(row, "kv= needs one length per batch");
+  } else {
+    const int64_t delta = tag_int(tags, "delta", 0);
+    for (int64_t x : L->q) L->kv.push_back(std::max<int64_t>(0, x + delta));
+  }
+  return Status::Ok();
+}
+int64_t max_blocks(const std::vector<int64_t>& v, int64_t bs) {
+  int64_t m = 0;
+  for (int64_t x : v) m = std::max(m, ops::stem::ceil_div(x, bs));
+  return m;
+}
+
+Status make_kv(const CaseRow& row, const Tags& tags, const Lens& L, DType dt, int64_t Nk, int64_t D,
+               int64_t Dv, uint64_t seed_k, uint64_t seed_v, double scale, Problem* p) {
+  const int64_t ps = tag_int(tags, "paged", 0);
+  const std::string bad = tag_str(tags, "bad");
+  if (ps == 0) {
+    std::vector<int64_t> cu = {0};
+    for (int64_t x : L.kv) cu.push_back(cu.back() + x);
+    const DType kdt = bad == "dtype_mix" ? (dt == DType::bf16 ? DType::fp16 : DType::bf16) : dt;
+    p->inputs.push_back(data_input("k", kdt, {cu.back(), Nk, D}, seed_k, scale));
+    p->inputs.push_back(data_input("v", dt, {cu.back(), Nk, Dv}, seed_v, scale));
+    if (bad != "no_kv_layout") p->inputs.push_back(int_input("cu_seqlens_kv", DType::int32, cu));
+    return Status::Ok();
+  }
+  int64_t max_pages = 0, used = 0;
+  for (int64_t x : L.kv) {
+    max_pages = std::max(max_pages, ops::stem::ceil_div(x, ps));
+    used += ops::stem::ceil_div(x, ps);
+  }
+  const int64_t pages = used + 3;
+  std::vector<int64_t> perm(static_cast<size_t>(pages));
+  for (int64_t i = 0; i < pages; ++i) perm[i] = i;
+  for (int64_t i = pages - 1; i > 0; --i)
+    std::swap(perm[i], perm[rand_u(row.spec->seed + 77, static_cast<uint64_t>(i)) % (i + 1)]);
+  std::vector<int64_t> table(static_cast<size_t>(L.B * std::max<int64_t>(max_pages, 1)), pages - 1);
+  int64_t next = 0;
+  for (int64_t b = 0; b < L.B; ++b)
+    for (int64_t q = 0; q < ops::stem::ceil_div(L.kv[b], ps); ++q)
+      table[b * std::max<int64_t>(max_pages, 1) + q] = perm[next++];
+  if (bad == "page_id" && !table.empty()) table[0] = pages;
+  p->inputs.push_back(data_input("k", dt, {pages, ps, Nk, D}, seed_k, scale));
+  p->inputs.push_back(data_input("v", dt, {pages, ps, Nk, Dv}, seed_v, scale));
+  p->inputs.push_back(
+      int_input("block_table", DType::int32, table, {L.B, std::max<int64_t>(max_pages, 1)}));
+  if (bad == "both_kv_layouts") {
+    std::vector<int64_t> cu(static_cast<size_t>(L.B + 1), 0);
+    p->inputs.push_back(int_input("cu_seqlens_kv", DType::int32, cu));
+  }
+  return Status::Ok();
+}
+
+}  // namespace recops::cli::stem

@@ -1,0 +1,66 @@
+// src/ops/stem/common/driver_common.h: what the Stem family's CLI drivers share (spec:
+// stem_indexer.md): the case tags, the sizes table's scalars, input look-up, the batch lengths and
+// the K/V inputs of stem_prepare and block_sparse_attention. The drivers are in the op folders
+// (prepare/, indexer/, block_sparse_attention/ driver.cpp).
+//
+// Case fields common to the family (the common case-file fields, read this way):
+//   lengths: the q lengths (tokens) of the B batches; scale: of the random data
+// Features are tags `name` or `name=value` (lists of numbers are ':'-separated):
+//   kv=a:b:..          kv lengths (default: the q lengths + delta)
+//   delta=N            Lk = Lq + N (history before the chunk)
+//   paged=PS           paged K/V with page size PS (prepare, attention; see make_kv)
+//   bad=WHAT           one deliberate spec §10 violation (see each driver's make and make_kv).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tools/recops/driver.h"
+
+namespace recops::cli::stem {
+
+// A case's tags: name -> value ("" for a bare `name`).
+using Tags = std::map<std::string, std::string>;
+
+Tags tags_of(const CaseSpec& cs);
+bool has(const Tags& t, const std::string& k);
+// The tag's value, or `d` when it is absent or has no value.
+int64_t tag_int(const Tags& t, const std::string& k, int64_t d);
+// As tag_int; "nan" and "inf" are read as such.
+double tag_double(const Tags& t, const std::string& k, double d);
+std::string tag_str(const Tags& t, const std::string& k);
+// A ':'-separated list of integers (empty when the tag is absent).
+std::vector<int64_t> tag_list(const Tags& t, const std::string& k);
+
+// Problem::sizes entries: integers as they are, reals bit-cast into the int64 slot.
+int64_t size_of(const Problem& p, const std::string& key, int64_t dflt = 0);
+double real_of(const Problem& p, const std::string& key, double dflt);
+void put_real(Problem* p, const std::string& key, double v);
+
+// The i-th value of a deterministic random stream in [0, 2^40).
+uint64_t rand_u(uint64_t seed, uint64_t i);
+
+// The view in `in` of the input named `name`, or nullptr.
+const TensorView* find(const Problem& p, const std::vector<TensorView>& in,
+                       const std::string& name);
+std::optional<TensorView> opt(const TensorView* v);
+
+// The lengths of a case: q from `lengths`, kv from kv= / delta=.
+struct Lens {
+  std::vector<int64_t> q, kv;
+  int64_t B = 0;
+};
+Status make_lens(const CaseRow& row, const Tags& tags, Lens* L);
+// max over v of ceil(x / bs).
+int64_t max_blocks(const std::vector<int64_t>& v, int64_t bs);
+
+// K/V inputs of prepare and attention: packed (with cu_seqlens_kv) or paged (page size PS, with
+// a shuffled block table and spare pages). bad=dtype_mix|no_kv_layout (packed),
+// bad=page_id|both_kv_layouts (paged).
+Status make_kv(const CaseRow& row, const Tags& tags, const Lens& L, DType dt, int64_t Nk, int64_t D,
+               int64_t Dv, uint64_t seed_k, uint64_t seed_v, double scale, Problem* p);
+
+}  // namespace recops::cli::stem
