@@ -76,13 +76,20 @@ library_path = _find_library()
 if not hasattr(_torch.ops.recops, "jagged_to_padded_dense"):
     _torch.ops.load_library(str(library_path))
 
+# Every op of the kit's registry gets a wrapper here (python/recops/_kit.py), and the op folders'
+# Python modules are imported: a new op needs no edit of this file.
+from . import _kit  # noqa: E402
+
+_exports = _kit.build()
+globals().update(_exports)
+__all__ += sorted(n for n in _exports if n not in __all__)
+
 from . import ops as _ops  # noqa: E402  (registers the Python fake kernels)
 from .ops import (  # noqa: E402,F401
     complete_cumsum,
     dense_to_jagged,
     exclusive_cumsum,
     inclusive_cumsum,
-    jagged_to_padded_dense,
     set_validate,
 )
 from .hstu import hstu_attn, hstu_mask  # noqa: E402,F401

@@ -13,38 +13,6 @@ import torch
 _ops = torch.ops.recops
 
 
-def jagged_to_padded_dense(
-    values: torch.Tensor,
-    seq_offsets: torch.Tensor,
-    max_seq_len: int,
-    padding_value: float = 0.0,
-) -> torch.Tensor:
-    """Pads a jagged tensor into a dense batch.
-
-    Args:
-        values: ``[total_L, *E]``, any dtype recops supports (floating, integer, bool, fp8).
-        seq_offsets: ``[B+1]`` int32 or int64 on values' device; ``seq_offsets[0] == 0``,
-            non-decreasing, ``seq_offsets[B] == total_L``.
-        max_seq_len: ``max_L >= 0``; sequences longer than it are truncated.
-        padding_value: the value at positions ``l >= min(L_b, max_L)``; for integer and bool
-            values it must be integral and representable.
-
-    Returns:
-        ``[B, max_L, *E]`` with ``out[b, l] = values[seq_offsets[b] + l]`` for
-        ``l < min(L_b, max_L)``, else ``padding_value``.
-
-    Differentiable in ``values``: the gradient is ``dense_to_jagged(grad, seq_offsets, total_L)``
-    (truncated rows get 0). Double backward raises.
-
-    Raises:
-        RuntimeError naming the argument and the rule: offsets not starting at 0, decreasing, or
-        whose last element differs from ``values.size(0)``; offsets that are not 1-D int32/int64;
-        ``max_seq_len < 0``; tensors on different devices; a padding value the dtype cannot hold.
-        On CUDA, offset contents are checked only with validation on (``set_validate``).
-    """
-    return _ops.jagged_to_padded_dense(values, seq_offsets, max_seq_len, padding_value)
-
-
 def dense_to_jagged(
     dense: torch.Tensor,
     seq_offsets: torch.Tensor,

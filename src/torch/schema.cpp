@@ -19,11 +19,6 @@ void set_validate(bool on) {
 TORCH_LIBRARY(recops, m) {
   const std::vector<at::Tag> tags = {at::Tag::pt2_compliant_tag};
 
-  // values [total_L, *E], seq_offsets [B+1] -> [B, max_seq_len, *E]
-  m.def(
-      "jagged_to_padded_dense(Tensor values, Tensor seq_offsets, SymInt max_seq_len, "
-      "float padding_value=0.0) -> Tensor",
-      tags);
   // dense [B, S, *E], seq_offsets [B+1] -> [total_L, *E]; total_L=None reads seq_offsets[B]
   m.def("dense_to_jagged(Tensor dense, Tensor seq_offsets, SymInt? total_L=None) -> Tensor", tags);
   // Meta-only helper: dense_to_jagged's output for a known total_L, from the public shape

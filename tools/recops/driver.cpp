@@ -48,9 +48,8 @@ const std::vector<std::unique_ptr<Driver>>& drivers() {
     std::vector<std::unique_ptr<Driver>> v;
     for (auto make : factories()) v.push_back(make());
     // Static initialisation order is the link order: sort for a stable listing.
-    std::stable_sort(v.begin(), v.end(), [](const auto& a, const auto& b) {
-      return a->folder() < b->folder();
-    });
+    std::stable_sort(v.begin(), v.end(),
+                     [](const auto& a, const auto& b) { return a->folder() < b->folder(); });
     return v;
   }();
   return all;

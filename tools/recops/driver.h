@@ -103,7 +103,7 @@ struct DriverRegistrar {
 };
 #define RECOPS_DRIVER_CAT2(a, b) a##b
 #define RECOPS_DRIVER_CAT(a, b) RECOPS_DRIVER_CAT2(a, b)
-#define RECOPS_REGISTER_DRIVER(Type)                                            \
+#define RECOPS_REGISTER_DRIVER(Type)                                                     \
   static const ::recops::cli::DriverRegistrar RECOPS_DRIVER_CAT(driver_reg_, __LINE__) { \
     +[]() -> std::unique_ptr<::recops::cli::Driver> { return std::make_unique<Type>(); } \
   }

@@ -36,14 +36,14 @@ namespace recops::kit {
 
 // How an argument travels: the schema type and the C++ member type it fills.
 enum class ArgType : uint8_t {
-  tensor,      // Tensor            <-> TensorView
-  opt_tensor,  // Tensor?           <-> std::optional<TensorView>
-  int64,       // int / SymInt      <-> int64_t (or an enum)
-  opt_int64,   // int? / SymInt?    <-> std::optional<int64_t>
-  float64,     // float             <-> double
-  opt_float64, // float?            <-> std::optional<double>
-  boolean,     // bool              <-> bool
-  opt_dtype,   // ScalarType?       <-> std::optional<DType>
+  tensor,       // Tensor            <-> TensorView
+  opt_tensor,   // Tensor?           <-> std::optional<TensorView>
+  int64,        // int / SymInt      <-> int64_t (or an enum)
+  opt_int64,    // int? / SymInt?    <-> std::optional<int64_t>
+  float64,      // float             <-> double
+  opt_float64,  // float?            <-> std::optional<double>
+  boolean,      // bool              <-> bool
+  opt_dtype,    // ScalarType?       <-> std::optional<DType>
 };
 
 // Per-argument options (designated initialisers: {.def = "0.0", .kw = true}).
@@ -99,13 +99,16 @@ struct OpDef {
   std::string backward;
   // The op's torch-free halves (type-erased over the Args struct).
   std::function<std::shared_ptr<void>()> new_args;
-  std::function<Status(const void* args, std::vector<OutSpec>* outs)> shapes;
+  // The outputs' shapes (ctx: the call's, for the few ops whose shape reads a device value; a
+  // Meta call passes a default Context and must not read data).
+  std::function<Status(const void* args, std::vector<OutSpec>* outs, const Context& ctx)> shapes;
   std::function<Status(const void* args, const Outputs& outs, const Context& ctx)> run;
   // Scratch bytes on the tensors' device (nullptr: none).
   std::function<size_t(const void* args, const Outputs& outs)> workspace;
   // The index of the argument whose device and dtype the outputs follow (default: the first
   // tensor).
   int device_arg = 0;
+  bool fake_in_python = false;  // see Def::fake_in_python
 
   std::string schema() const;  // "name(Tensor x, float factor=1.0) -> Tensor"
 };
@@ -134,15 +137,24 @@ void set_int(void* a, int64_t v) {
 
 template <class M>
 constexpr ArgType arg_type() {
-  if constexpr (std::is_same_v<M, TensorView>) return ArgType::tensor;
-  else if constexpr (std::is_same_v<M, std::optional<TensorView>>) return ArgType::opt_tensor;
-  else if constexpr (std::is_same_v<M, bool>) return ArgType::boolean;
-  else if constexpr (std::is_same_v<M, int64_t> || std::is_enum_v<M>) return ArgType::int64;
-  else if constexpr (std::is_same_v<M, std::optional<int64_t>>) return ArgType::opt_int64;
-  else if constexpr (std::is_same_v<M, double>) return ArgType::float64;
-  else if constexpr (std::is_same_v<M, std::optional<double>>) return ArgType::opt_float64;
-  else if constexpr (std::is_same_v<M, std::optional<DType>>) return ArgType::opt_dtype;
-  else static_assert(sizeof(M) == 0, "kit: unsupported argument member type");
+  if constexpr (std::is_same_v<M, TensorView>)
+    return ArgType::tensor;
+  else if constexpr (std::is_same_v<M, std::optional<TensorView>>)
+    return ArgType::opt_tensor;
+  else if constexpr (std::is_same_v<M, bool>)
+    return ArgType::boolean;
+  else if constexpr (std::is_same_v<M, int64_t> || std::is_enum_v<M>)
+    return ArgType::int64;
+  else if constexpr (std::is_same_v<M, std::optional<int64_t>>)
+    return ArgType::opt_int64;
+  else if constexpr (std::is_same_v<M, double>)
+    return ArgType::float64;
+  else if constexpr (std::is_same_v<M, std::optional<double>>)
+    return ArgType::opt_float64;
+  else if constexpr (std::is_same_v<M, std::optional<DType>>)
+    return ArgType::opt_dtype;
+  else
+    static_assert(sizeof(M) == 0, "kit: unsupported argument member type");
 }
 }  // namespace detail
 
@@ -187,9 +199,21 @@ class Def {
     return *this;
   }
   Def& shapes(Status (*f)(const Args&, std::vector<OutSpec>*)) {
-    d_.shapes = [f](const void* a, std::vector<OutSpec>* o) {
+    d_.shapes = [f](const void* a, std::vector<OutSpec>* o, const Context&) {
       return f(*static_cast<const Args*>(a), o);
     };
+    return *this;
+  }
+  Def& shapes(Status (*f)(const Args&, std::vector<OutSpec>*, const Context&)) {
+    d_.shapes = [f](const void* a, std::vector<OutSpec>* o, const Context& c) {
+      return f(*static_cast<const Args*>(a), o, c);
+    };
+    return *this;
+  }
+  // The op's Meta (fake) kernel is registered from Python (an op folder's module, with
+  // torch.library.register_fake), e.g. to create an unbacked size; the kit registers none.
+  Def& fake_in_python() {
+    d_.fake_in_python = true;
     return *this;
   }
   Def& run(Status (*f)(const Args&, const Outputs&, const Context&)) {
@@ -228,6 +252,5 @@ const OpDef* find_def(const std::string& name);
 // path with '/' -> '_') for the folder's sources and lists every folder in the manifest.
 #define RECOPS_KIT_CAT2(a, b) a##b
 #define RECOPS_KIT_CAT(a, b) RECOPS_KIT_CAT2(a, b)
-#define RECOPS_REGISTER_OPS(reg)                                                       \
-  void RECOPS_KIT_CAT(recops_register_, RECOPS_OP_FOLDER_ID)(::recops::kit::Registry & \
-                                                             reg)
+#define RECOPS_REGISTER_OPS(reg) \
+  void RECOPS_KIT_CAT(recops_register_, RECOPS_OP_FOLDER_ID)(::recops::kit::Registry & reg)

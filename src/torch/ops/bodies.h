@@ -12,10 +12,6 @@
 
 namespace recops::binding {
 
-at::Tensor run_jagged_to_padded_dense(const at::Tensor& values, const at::Tensor& seq_offsets,
-                                      int64_t max_seq_len, double padding_value,
-                                      const Context& ctx);
-
 at::Tensor run_dense_to_jagged(const at::Tensor& dense, const at::Tensor& seq_offsets,
                                std::optional<int64_t> total_L, const Context& ctx);
 

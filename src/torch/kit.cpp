@@ -1,0 +1,392 @@
+// torch/kit.cpp: every OpDef of the registry as a torch op: the schema, the CPU, Meta and Autograd
+// kernels (CUDA: kit_cuda.cpp), and `_kit_ops`, the table the Python package builds its wrappers
+// from. One body per dispatch key serves every op; op folders add hooks (kit.h) where needed.
+#include "torch/kit.h"
+
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/stack.h>
+#include <ATen/ops/empty.h>
+#include <torch/autograd.h>
+#include <torch/library.h>
+
+#include <map>
+#include <mutex>
+#include <memory>
+#include <sstream>
+
+#include "torch/convert.h"
+#include "torch/kit_body.h"
+
+namespace recops::binding {
+
+namespace {
+std::map<std::string, TorchHooks (*)()>& hook_makers() {
+  static std::map<std::string, TorchHooks (*)()> m;
+  return m;
+}
+}  // namespace
+
+HooksRegistrar::HooksRegistrar(const char* op, TorchHooks (*make)()) {
+  hook_makers()[op] = make;
+}
+
+const TorchHooks& hooks(const std::string& op) {
+  static std::map<std::string, TorchHooks> made;  // filled on first use, after static init
+  static std::mutex mu;
+  const std::lock_guard<std::mutex> lock(mu);
+  auto it = made.find(op);
+  if (it != made.end()) return it->second;
+  auto mk = hook_makers().find(op);
+  return made.emplace(op, mk == hook_makers().end() ? TorchHooks{} : mk->second()).first->second;
+}
+
+namespace {
+int64_t int_of(const c10::IValue& v) {
+  if (v.isInt()) return v.toInt();
+  return v.toSymInt().guard_int(__FILE__, __LINE__);
+}
+
+// dims [from, ndim) dense (kit::ArgOpts::dense_from); from < -1 counts from the end.
+at::Tensor make_dense(const at::Tensor& t, int from) {
+  if (from == -1) return t;
+  const int64_t f = from >= 0 ? from : t.dim() + from + 1;
+  return dense_from(t, f < 0 ? 0 : f);
+}
+
+bool concrete(const c10::IValue& v) {
+  if (v.isTensor()) return !v.toTensor().defined() || has_concrete_sizes(v.toTensor());
+  if (v.isSymInt()) return v.toSymInt().maybe_as_int().has_value();
+  return true;
+}
+}  // namespace
+
+std::shared_ptr<void> to_args(const kit::OpDef& d, const Args& in, bool meta,
+                              std::vector<at::Tensor>* keep_alive) {
+  std::shared_ptr<void> args = d.new_args();
+  const char* op = d.name.c_str();
+  for (size_t i = 0; i < d.args.size(); ++i) {
+    const kit::ArgDef& a = d.args[i];
+    const c10::IValue& v = in[i];
+    void* m = a.member(args.get());
+    switch (a.type) {
+      case kit::ArgType::tensor:
+      case kit::ArgType::opt_tensor: {
+        if (v.isNone() || !v.toTensor().defined()) {
+          TORCH_CHECK(a.type == kit::ArgType::opt_tensor, op, ": ", a.name,
+                      " is an undefined tensor");
+          static_cast<std::optional<TensorView>*>(m)->reset();
+          break;
+        }
+        at::Tensor t = v.toTensor();
+        if (!meta && a.opts.dense_from != -1) {
+          t = make_dense(t, a.opts.dense_from);
+          keep_alive->push_back(t);
+        }
+        const TensorView view = to_view(t, op, a.name);
+        if (a.type == kit::ArgType::tensor) {
+          *static_cast<TensorView*>(m) = view;
+        } else {
+          *static_cast<std::optional<TensorView>*>(m) = view;
+        }
+        break;
+      }
+      case kit::ArgType::int64: a.set_int(args.get(), int_of(v)); break;
+      case kit::ArgType::opt_int64:
+        *static_cast<std::optional<int64_t>*>(m) =
+            v.isNone() ? std::nullopt : std::optional<int64_t>(int_of(v));
+        break;
+      case kit::ArgType::float64: *static_cast<double*>(m) = v.toDouble(); break;
+      case kit::ArgType::opt_float64:
+        *static_cast<std::optional<double>*>(m) =
+            v.isNone() ? std::nullopt : std::optional<double>(v.toDouble());
+        break;
+      case kit::ArgType::boolean: *static_cast<bool*>(m) = v.toBool(); break;
+      case kit::ArgType::opt_dtype:
+        *static_cast<std::optional<DType>*>(m) =
+            v.isNone() ? std::nullopt
+                       : std::optional<DType>(to_dtype(v.toScalarType(), op, a.name));
+        break;
+    }
+  }
+  return args;
+}
+
+std::vector<at::Tensor> call(const std::string& op, Args args) {
+  static std::mutex mu;
+  static std::map<std::string, c10::OperatorHandle> handles;
+  const c10::OperatorHandle* h = nullptr;
+  {
+    const std::lock_guard<std::mutex> lock(mu);
+    auto it = handles.find(op);
+    if (it == handles.end())
+      it = handles
+               .emplace(op, c10::Dispatcher::singleton().findSchemaOrThrow(
+                                ("recops::" + op).c_str(), ""))
+               .first;
+    h = &it->second;
+  }
+  torch::jit::Stack st(std::make_move_iterator(args.begin()), std::make_move_iterator(args.end()));
+  h->callBoxed(&st);
+  std::vector<at::Tensor> out;
+  for (auto& v : st) out.push_back(v.toTensor());
+  return out;
+}
+
+const at::Tensor& device_tensor(const kit::OpDef& d, const Args& in) {
+  const c10::IValue& v = in.at(static_cast<size_t>(d.device_arg));
+  TORCH_CHECK(v.isTensor() && v.toTensor().defined(), d.name, ": ", d.args[d.device_arg].name,
+              " (the argument the outputs follow) must be a tensor");
+  return v.toTensor();
+}
+
+void run_boxed(const kit::OpDef& d, torch::jit::Stack* stack, const Context& ctx_in, bool meta) {
+  const size_t n = d.args.size();
+  Args in(std::make_move_iterator(stack->end() - static_cast<std::ptrdiff_t>(n)),
+          std::make_move_iterator(stack->end()));
+  torch::jit::drop(*stack, n);
+  std::vector<at::Tensor> outs;
+  bool all_concrete = true;
+  for (const auto& v : in) all_concrete = all_concrete && concrete(v);
+  if (meta && !all_concrete) {
+    const TorchHooks& h = hooks(d.name);
+    TORCH_CHECK(h.meta, d.name,
+                ": this op's Meta kernel needs concrete sizes (no symbolic-shape rule is "
+                "registered for it)");
+    outs = h.meta(in);
+  } else {
+    std::vector<at::Tensor> keep;
+    const std::shared_ptr<void> args = to_args(d, in, meta, &keep);
+    std::vector<kit::OutSpec> specs;
+    check(d.shapes(args.get(), &specs, ctx_in));
+    TORCH_INTERNAL_ASSERT(specs.size() == d.outs.size(), d.name, ": shape function gave ",
+                          specs.size(), " outputs, the table lists ", d.outs.size());
+    const at::Tensor& like = device_tensor(d, in);
+    kit::Outputs o;
+    for (size_t i = 0; i < specs.size(); ++i) {
+      const auto opts = like.options().dtype(to_scalar_type(specs[i].dtype));
+      outs.push_back(specs[i].present ? new_output(specs[i].shape, opts) : at::empty({0}, opts));
+      o.present.push_back(specs[i].present);
+      o.views.push_back(specs[i].present ? to_view(outs.back(), d.name, d.outs[i].name)
+                                         : TensorView{});
+    }
+    if (!meta) {
+      Context ctx = ctx_in;
+      at::Tensor workspace;
+      if (d.workspace) {
+        if (const size_t bytes = d.workspace(args.get(), o); bytes > 0) {
+          workspace = at::empty({static_cast<int64_t>(bytes)}, like.options().dtype(at::kByte));
+          ctx.workspace = workspace.data_ptr();
+          ctx.workspace_bytes = bytes;
+        }
+      }
+      check(d.run(args.get(), o, ctx));
+    }
+  }
+  for (auto& t : outs) torch::jit::push(*stack, std::move(t));
+}
+
+namespace {
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+std::string user_name(const kit::OpDef& d) {
+  return d.python_name.empty() || d.python_name == "-" ? d.name : d.python_name;
+}
+
+// The generic autograd function: forward redispatches the op below autograd on the boxed stack;
+// backward calls the op's backward (or its hook) with the kept arguments. Its tensor inputs are
+// the op's differentiable arguments (undefined when an optional one is absent).
+class KitFunction : public torch::autograd::Function<KitFunction> {
+ public:
+  static variable_list forward(AutogradContext* ctx, const kit::OpDef* d,
+                               const c10::OperatorHandle* op, c10::DispatchKeySet ks,
+                               torch::jit::Stack* stack, at::TensorList diff) {
+    const size_t n = d->args.size();
+    const Args in(stack->end() - static_cast<std::ptrdiff_t>(n), stack->end());
+    const TorchHooks& h = hooks(d->name);
+    const Args keep = h.save ? h.save(in) : in;
+    // Tensors are saved with version checks; everything else as IValues.
+    std::vector<at::Tensor> tensors;
+    c10::impl::GenericList rest(c10::AnyType::get());
+    std::vector<int64_t> where;
+    for (size_t i = 0; i < keep.size(); ++i) {
+      if (keep[i].isTensor() && keep[i].toTensor().defined()) {
+        tensors.push_back(keep[i].toTensor());
+        where.push_back(static_cast<int64_t>(i));
+        rest.push_back(c10::IValue());
+      } else {
+        rest.push_back(keep[i]);
+      }
+    }
+    ctx->save_for_backward(tensors);
+    ctx->saved_data["rest"] = rest;
+    ctx->saved_data["where"] = where;
+    ctx->saved_data["def"] = reinterpret_cast<int64_t>(d);
+    {
+      const at::AutoDispatchBelowADInplaceOrView below;
+      op->redispatchBoxed(ks & c10::after_autograd_keyset, stack);
+    }
+    const size_t m = d->outs.size();
+    variable_list outs;
+    for (size_t i = 0; i < m; ++i) outs.push_back((*stack)[stack->size() - m + i].toTensor());
+    torch::jit::drop(*stack, m);
+    for (size_t i = 0; i < m; ++i)
+      if (!d->outs[i].grad) ctx->mark_non_differentiable({outs[i]});
+    return outs;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto* d = reinterpret_cast<const kit::OpDef*>(ctx->saved_data["def"].toInt());
+    for (const auto& g : grads)
+      TORCH_CHECK(!(at::GradMode::is_enabled() && g.defined() && g.requires_grad()), user_name(*d),
+                  ": double backward is not supported");
+    const auto tensors = ctx->get_saved_variables();
+    const auto rest = ctx->saved_data["rest"].toList();
+    const auto where = ctx->saved_data["where"].toIntVector();
+    Args saved(rest.begin(), rest.end());
+    for (size_t j = 0; j < tensors.size(); ++j) saved[static_cast<size_t>(where[j])] = tensors[j];
+    std::vector<at::Tensor> gout;  // the differentiable outputs' gradients
+    for (size_t i = 0; i < grads.size(); ++i)
+      if (d->outs[i].grad) gout.push_back(grads[i]);
+    const TorchHooks& h = hooks(d->name);
+    std::vector<at::Tensor> g;
+    if (h.backward) {
+      g = h.backward(saved, gout);
+    } else {
+      Args st(gout.begin(), gout.end());
+      for (const auto& v : saved) st.push_back(v);
+      size_t k = 0;  // want_d<x> for each optional differentiable tensor
+      for (const auto& a : d->args) {
+        if (!a.opts.grad) continue;
+        if (a.type == kit::ArgType::opt_tensor) st.emplace_back(ctx->needs_input_grad(k));
+        ++k;
+      }
+      g = call(d->backward, std::move(st));
+    }
+    // One entry per forward argument of apply(): d, op, ks, stack, then the tensors.
+    variable_list out = {at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+    for (size_t i = 0; i < g.size(); ++i)
+      out.push_back(ctx->needs_input_grad(i) ? g[i] : at::Tensor());
+    return out;
+  }
+};
+
+class AutogradKernel final : public c10::OperatorKernel {
+ public:
+  explicit AutogradKernel(const kit::OpDef* d) : d_(d) {}
+  void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet ks, torch::jit::Stack* stack) {
+    const size_t n = d_->args.size();
+    variable_list diff;  // the differentiable inputs (undefined when absent)
+    bool need = false;
+    for (size_t i = 0; i < n; ++i) {
+      if (!d_->args[i].opts.grad) continue;
+      const c10::IValue& v = (*stack)[stack->size() - n + i];
+      diff.push_back(v.isTensor() ? v.toTensor() : at::Tensor());
+      need = need || (diff.back().defined() && diff.back().requires_grad());
+    }
+    need = need && at::GradMode::is_enabled();
+    if (!need) {
+      const at::AutoDispatchBelowADInplaceOrView below;
+      op.redispatchBoxed(ks & c10::after_autograd_keyset, stack);
+      return;
+    }
+    TORCH_CHECK(!d_->backward.empty() || hooks(d_->name).backward, user_name(*d_),
+                ": no gradient is defined for this op");
+    const TorchHooks& h = hooks(d_->name);
+    if (h.check_grad)
+      h.check_grad(Args(stack->end() - static_cast<std::ptrdiff_t>(n), stack->end()));
+    // forward pops the arguments (the redispatch) and the outputs; they come back from apply
+    // with their history set.
+    variable_list outs = KitFunction::apply(d_, &op, ks, stack, at::TensorList(diff));
+    for (auto& t : outs) torch::jit::push(*stack, std::move(t));
+  }
+
+ private:
+  const kit::OpDef* d_;
+};
+
+class CpuKernel final : public c10::OperatorKernel {
+ public:
+  explicit CpuKernel(const kit::OpDef* d) : d_(d) {}
+  void operator()(const c10::OperatorHandle&, c10::DispatchKeySet, torch::jit::Stack* stack) {
+    run_boxed(*d_, stack, cpu_context(), /*meta=*/false);
+  }
+
+ private:
+  const kit::OpDef* d_;
+};
+
+class MetaKernel final : public c10::OperatorKernel {
+ public:
+  explicit MetaKernel(const kit::OpDef* d) : d_(d) {}
+  void operator()(const c10::OperatorHandle&, c10::DispatchKeySet, torch::jit::Stack* stack) {
+    run_boxed(*d_, stack, Context{}, /*meta=*/true);
+  }
+
+ private:
+  const kit::OpDef* d_;
+};
+
+std::string json_str(const std::string& s) {
+  std::string o = "\"";
+  for (char c : s) {
+    switch (c) {
+      case '"': o += "\\\""; break;
+      case '\\': o += "\\\\"; break;
+      case '\n': o += "\\n"; break;
+      case '\t': o += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          o += buf;
+        } else {
+          o += c;
+        }
+    }
+  }
+  return o + "\"";
+}
+
+// [{"name", "family", "python_name", "doc", "backward"}, ...] for python/recops/_kit.py.
+std::string kit_ops() {
+  std::ostringstream o;
+  o << "[";
+  bool first = true;
+  for (const auto& d : kit::registry().defs) {
+    o << (first ? "" : ",") << "{\"name\":" << json_str(d.name)
+      << ",\"family\":" << json_str(d.family) << ",\"python_name\":" << json_str(d.python_name)
+      << ",\"doc\":" << json_str(d.doc) << ",\"backward\":" << json_str(d.backward) << "}";
+    first = false;
+  }
+  o << "]";
+  return o.str();
+}
+}  // namespace
+
+}  // namespace recops::binding
+
+TORCH_LIBRARY_FRAGMENT(recops, m) {
+  const std::vector<at::Tag> tags = {at::Tag::pt2_compliant_tag};
+  for (const auto& d : recops::kit::registry().defs) m.def(d.schema().c_str(), tags);
+  m.def("_kit_ops() -> str", &recops::binding::kit_ops);
+}
+
+TORCH_LIBRARY_IMPL(recops, CPU, m) {
+  for (const auto& d : recops::kit::registry().defs)
+    m.impl(d.name.c_str(), torch::CppFunction::makeFromBoxedFunctor(
+                               std::make_unique<recops::binding::CpuKernel>(&d)));
+}
+
+TORCH_LIBRARY_IMPL(recops, Meta, m) {
+  for (const auto& d : recops::kit::registry().defs)
+    if (!d.fake_in_python)
+      m.impl(d.name.c_str(), torch::CppFunction::makeFromBoxedFunctor(
+                                 std::make_unique<recops::binding::MetaKernel>(&d)));
+}
+
+TORCH_LIBRARY_IMPL(recops, Autograd, m) {
+  for (const auto& d : recops::kit::registry().defs)
+    m.impl(d.name.c_str(), torch::CppFunction::makeFromBoxedFunctor(
+                               std::make_unique<recops::binding::AutogradKernel>(&d)));
+}
