@@ -40,7 +40,7 @@ step() {  # step NAME COMMAND...: run, remember the verdict and the last lines o
 step ctest ctest --test-dir "$BUILD" --output-on-failure -j "$JOBS"
 
 # 2. The binding contract (opcheck, gradcheck, torch.compile, plain-PyTorch comparisons).
-step pytest "$PY" -m pytest tests/python -q -p no:cacheprovider
+step pytest "$PY" -m pytest tests/python src/ops -q -p no:cacheprovider
 
 # 3. Every op's cases on the CPU against the fp64 golden, twice bit-identical.
 step "recops check" "$RECOPS" check --backend cpu --repeat 2

@@ -3,6 +3,7 @@
 // check, bench (and later tune, record, compare) are written once against this interface.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -38,6 +39,9 @@ struct Problem {
   // Scalar arguments (each driver uses what its op takes).
   int64_t max_seq_len = 0;
   double padding_value = 0;
+  // Any other scalar argument, by its name in the op's argument table (filled by make, read by
+  // run; new drivers use this rather than adding fields here).
+  std::map<std::string, double> scalars;
   // Set when the op's shape function already refused the problem (the binding would raise the
   // same error before allocating): the case's result is this error.
   Status shape_error;
