@@ -1,8 +1,11 @@
-"""Per-kernel times of one recops HSTU forward+backward through autograd (torch.profiler, CUPTI),
-at the issue's shape: B=32, S=4096, H=4, d=dv=128, bf16, causal, full-length jagged batch.
-Separates the kernels' own time from the autograd and gradient-accumulation work that
-bench/hstu_cuda.py's fwd+bwd time included (before it set the gradients to None per step), then
-times the backward op alone in a loop (the conditions of bench/experiments/hstu_bwd_wgmma.cu).  python3 bench/experiments/hstu_bwd_profile.py"""
+"""hstu_bwd_profile.py measured the CUDA kernels' times of one recops HSTU forward+backward and of
+the backward alone (torch.profiler): hstu_bwd_profile_44332e2.log, hstu_bwd_profile_174e49f.log.
+
+Shape: B=32, S=4096, H=4, d=dv=128, bf16, causal, full-length jagged batch. It separates the
+kernels' own time from the autograd and gradient-accumulation work that bench/hstu_cuda.py's
+fwd+bwd time included (before it set the gradients to None per step), then times the backward op
+alone in a loop (as the standalone wgmma backward experiment did).
+    python3 bench/experiments/hstu_bwd_profile.py"""
 import torch
 
 import recops

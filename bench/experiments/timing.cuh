@@ -1,5 +1,5 @@
-// bench/experiments/timing.cuh: what the standalone wgmma experiments share on the host: a
-// checked CUDA call (CK) and the mean time of repeated launches between two events.
+// bench/experiments/timing.cuh: the host helpers of wgmma_probe.cu (not an experiment): a checked
+// CUDA call (CK) and the mean time of repeated launches between two events.
 #pragma once
 
 #include <cuda_runtime.h>
