@@ -62,7 +62,7 @@ bool concrete(const c10::IValue& v) {
 
 std::shared_ptr<void> to_args(const kit::OpDef& d, const Args& in, bool meta,
                               std::vector<at::Tensor>* keep_alive) {
-  std::shared_ptr<void> args = d.new_args();
+  std::shared_ptr<void> args = d.new_call();
   const char* op = d.name.c_str();
   for (size_t i = 0; i < d.args.size(); ++i) {
     const kit::ArgDef& a = d.args[i];
@@ -78,7 +78,7 @@ std::shared_ptr<void> to_args(const kit::OpDef& d, const Args& in, bool meta,
           break;
         }
         at::Tensor t = v.toTensor();
-        if (!meta && a.opts.dense_from != -1) {
+        if (!meta && a.opts.dense_from != -1 && t.dim() > a.opts.dense_if_ndim_gt) {
           t = make_dense(t, a.opts.dense_from);
           keep_alive->push_back(t);
         }
@@ -90,7 +90,11 @@ std::shared_ptr<void> to_args(const kit::OpDef& d, const Args& in, bool meta,
         }
         break;
       }
-      case kit::ArgType::int64: a.set_int(args.get(), int_of(v)); break;
+      case kit::ArgType::int64: {
+        const int64_t x = int_of(v);
+        TORCH_CHECK(a.set_int(args.get(), x), op, ": ", a.name, "=", x, " is out of range");
+        break;
+      }
       case kit::ArgType::opt_int64:
         *static_cast<std::optional<int64_t>*>(m) =
             v.isNone() ? std::nullopt : std::optional<int64_t>(int_of(v));
@@ -149,10 +153,22 @@ void run_boxed(const kit::OpDef& d, torch::jit::Stack* stack, const Context& ctx
   for (const auto& v : in) all_concrete = all_concrete && concrete(v);
   if (meta && !all_concrete) {
     const TorchHooks& h = hooks(d.name);
-    TORCH_CHECK(h.meta, d.name,
-                ": this op's Meta kernel needs concrete sizes (no symbolic-shape rule is "
-                "registered for it)");
-    outs = h.meta(in);
+    bool all_like = !d.outs.empty();
+    for (const auto& o : d.outs) all_like = all_like && !o.like.empty();
+    if (h.meta) {
+      outs = h.meta(in);
+    } else {
+      TORCH_CHECK(all_like, d.name,
+                  ": this op's Meta kernel needs concrete sizes (no symbolic-shape rule is "
+                  "registered for it)");
+      for (const auto& o : d.outs) {
+        size_t k = 0;
+        while (k < d.args.size() && d.args[k].name != o.like) ++k;
+        TORCH_INTERNAL_ASSERT(k < d.args.size(), d.name, ": out_like names no argument ", o.like);
+        const at::Tensor& t = in[k].toTensor();
+        outs.push_back(at::empty_symint(t.sym_sizes(), t.options()));
+      }
+    }
   } else {
     std::vector<at::Tensor> keep;
     const std::shared_ptr<void> args = to_args(d, in, meta, &keep);
@@ -195,7 +211,7 @@ std::string user_name(const kit::OpDef& d) {
 
 // The generic autograd function: forward redispatches the op below autograd on the boxed stack;
 // backward calls the op's backward (or its hook) with the kept arguments. Its tensor inputs are
-// the op's differentiable arguments (undefined when an optional one is absent).
+// the differentiable arguments that were given (an absent optional one is no input).
 class KitFunction : public torch::autograd::Function<KitFunction> {
  public:
   static variable_list forward(AutogradContext* ctx, const kit::OpDef* d,
@@ -222,6 +238,13 @@ class KitFunction : public torch::autograd::Function<KitFunction> {
     ctx->saved_data["rest"] = rest;
     ctx->saved_data["where"] = where;
     ctx->saved_data["def"] = reinterpret_cast<int64_t>(d);
+    // Which differentiable arguments were given (the absent optional ones are not inputs of
+    // this function: apply() takes defined tensors only).
+    std::vector<int64_t> given;
+    for (size_t i = 0; i < n; ++i)
+      if (d->args[i].opts.grad)
+        given.push_back(in[i].isTensor() && in[i].toTensor().defined() ? 1 : 0);
+    ctx->saved_data["given"] = given;
     {
       const at::AutoDispatchBelowADInplaceOrView below;
       op->redispatchBoxed(ks & c10::after_autograd_keyset, stack);
@@ -248,6 +271,11 @@ class KitFunction : public torch::autograd::Function<KitFunction> {
     std::vector<at::Tensor> gout;  // the differentiable outputs' gradients
     for (size_t i = 0; i < grads.size(); ++i)
       if (d->outs[i].grad) gout.push_back(grads[i]);
+    const auto given = ctx->saved_data["given"].toIntVector();
+    // needed[j]: the j-th differentiable argument was given and its gradient is wanted.
+    std::vector<bool> needed;
+    size_t e = 0;  // the edge index among the given ones
+    for (int64_t gv : given) needed.push_back(gv ? ctx->needs_input_grad(e++) : false);
     const TorchHooks& h = hooks(d->name);
     std::vector<at::Tensor> g;
     if (h.backward) {
@@ -258,15 +286,17 @@ class KitFunction : public torch::autograd::Function<KitFunction> {
       size_t k = 0;  // want_d<x> for each optional differentiable tensor
       for (const auto& a : d->args) {
         if (!a.opts.grad) continue;
-        if (a.type == kit::ArgType::opt_tensor) st.emplace_back(ctx->needs_input_grad(k));
+        if (a.type == kit::ArgType::opt_tensor) st.emplace_back(static_cast<bool>(needed[k]));
         ++k;
       }
       g = call(d->backward, std::move(st));
     }
-    // One entry per forward argument of apply(): d, op, ks, stack, then the tensors.
+    TORCH_INTERNAL_ASSERT(g.size() == given.size(), d->name, ": the backward gave ", g.size(),
+                          " gradients for ", given.size(), " differentiable arguments");
+    // One entry per argument of apply(): d, op, ks, stack, then the given tensors.
     variable_list out = {at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
-    for (size_t i = 0; i < g.size(); ++i)
-      out.push_back(ctx->needs_input_grad(i) ? g[i] : at::Tensor());
+    for (size_t j = 0; j < g.size(); ++j)
+      if (given[j]) out.push_back(needed[j] ? g[j] : at::Tensor());
     return out;
   }
 };
@@ -276,13 +306,14 @@ class AutogradKernel final : public c10::OperatorKernel {
   explicit AutogradKernel(const kit::OpDef* d) : d_(d) {}
   void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet ks, torch::jit::Stack* stack) {
     const size_t n = d_->args.size();
-    variable_list diff;  // the differentiable inputs (undefined when absent)
+    variable_list diff;  // the differentiable inputs that were given
     bool need = false;
     for (size_t i = 0; i < n; ++i) {
       if (!d_->args[i].opts.grad) continue;
       const c10::IValue& v = (*stack)[stack->size() - n + i];
-      diff.push_back(v.isTensor() ? v.toTensor() : at::Tensor());
-      need = need || (diff.back().defined() && diff.back().requires_grad());
+      if (!v.isTensor() || !v.toTensor().defined()) continue;
+      diff.push_back(v.toTensor());
+      need = need || diff.back().requires_grad();
     }
     need = need && at::GradMode::is_enabled();
     if (!need) {

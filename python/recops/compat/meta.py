@@ -35,7 +35,7 @@ from typing import Optional
 
 import torch
 
-from ..hstu import hstu_attn
+from .. import hstu_attn
 
 _BIG = 2**31 - 1
 

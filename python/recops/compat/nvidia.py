@@ -15,7 +15,7 @@ from typing import Optional, Tuple
 
 import torch
 
-from ..hstu import hstu_attn
+from .. import hstu_attn
 
 
 def hstu_attn_varlen_func(

@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -55,20 +56,27 @@ struct ArgOpts {
   // Tensors: the binding copies a tensor whose dims [dense_from, ndim) are not laid out densely
   // (-1: never; a negative value below -1 counts from the end, -2 = the last dim).
   int dense_from = -1;
+  // ... and only when the tensor has more than this many dims (-1: any tensor), e.g. 1 for an op
+  // that takes a 1-D tensor with any stride but scans a larger one flattened.
+  int dense_if_ndim_gt = -1;
 };
 
 struct ArgDef {
   std::string name;
   ArgType type = ArgType::tensor;
   ArgOpts opts;
-  void* (*member)(void* args) = nullptr;  // the Args member this argument fills
-  // int arguments: stores the value into the member (an int64_t or an enum).
-  void (*set_int)(void* args, int64_t v) = nullptr;
+  void* (*member)(void* call) = nullptr;  // the Args member this argument fills
+  // int arguments: stores the value into the member (an int64_t or an enum); false when it does
+  // not fit the member's type (an enum's underlying type).
+  bool (*set_int)(void* call, int64_t v) = nullptr;
 };
 
 struct OutDef {
   std::string name;
   bool grad = true;  // differentiable output (its gradient is an input of the backward op)
+  // The argument whose sizes and dtype this output always has ("" = none): lets the binding's
+  // Meta kernel answer symbolic (dynamic-shape) sizes without a hook.
+  std::string like;
 };
 
 // What the binding allocates for one output.
@@ -97,20 +105,32 @@ struct OpDef {
   // forward arguments in order, then `bool want_d<x>` for each optional differentiable tensor x;
   // it returns one gradient per differentiable argument, in order.
   std::string backward;
-  // The op's torch-free halves (type-erased over the Args struct).
-  std::function<std::shared_ptr<void>()> new_args;
+  // The op's torch-free halves, type-erased over one call's state (kit::Call: the Args struct and
+  // the op's Plan, what the shape function validated and the run reuses, so that every check
+  // runs once per call).
+  std::function<std::shared_ptr<void>()> new_call;
   // The outputs' shapes (ctx: the call's, for the few ops whose shape reads a device value; a
   // Meta call passes a default Context and must not read data).
-  std::function<Status(const void* args, std::vector<OutSpec>* outs, const Context& ctx)> shapes;
-  std::function<Status(const void* args, const Outputs& outs, const Context& ctx)> run;
+  std::function<Status(void* call, std::vector<OutSpec>* outs, const Context& ctx)> shapes;
+  std::function<Status(const void* call, const Outputs& outs, const Context& ctx)> run;
   // Scratch bytes on the tensors' device (nullptr: none).
-  std::function<size_t(const void* args, const Outputs& outs)> workspace;
+  std::function<size_t(const void* call, const Outputs& outs)> workspace;
   // The index of the argument whose device and dtype the outputs follow (default: the first
   // tensor).
   int device_arg = 0;
   bool fake_in_python = false;  // see Def::fake_in_python
 
   std::string schema() const;  // "name(Tensor x, float factor=1.0) -> Tensor"
+};
+
+// An op with nothing to carry from its shape function to its run.
+struct NoPlan {};
+
+// One call's state: the arguments and the plan.
+template <class Args, class Plan>
+struct Call {
+  Args args;
+  Plan plan;
 };
 
 namespace detail {
@@ -122,17 +142,29 @@ struct MemberOf<M C::*> {
   using Type = M;
 };
 
-template <auto M>
-void* member_ptr(void* a) {
-  using C = typename MemberOf<decltype(M)>::Class;
-  return &(static_cast<C*>(a)->*M);
+// M may be a member of Args or of a base of Args (several ops sharing one argument list).
+template <class CallT, auto M>
+void* member_ptr(void* c) {
+  return &(static_cast<CallT*>(c)->args.*M);
 }
 
-template <auto M>
-void set_int(void* a, int64_t v) {
-  using C = typename MemberOf<decltype(M)>::Class;
+template <class T>
+bool fits(int64_t v) {
+  if constexpr (std::is_enum_v<T>) {
+    using U = std::underlying_type_t<T>;
+    return v >= static_cast<int64_t>(std::numeric_limits<U>::min()) &&
+           static_cast<uint64_t>(v) <= static_cast<uint64_t>(std::numeric_limits<U>::max());
+  } else {
+    return true;
+  }
+}
+
+template <class CallT, auto M>
+bool set_int(void* c, int64_t v) {
   using T = typename MemberOf<decltype(M)>::Type;
-  static_cast<C*>(a)->*M = static_cast<T>(v);
+  if (!fits<T>(v)) return false;
+  static_cast<CallT*>(c)->args.*M = static_cast<T>(v);
+  return true;
 }
 
 template <class M>
@@ -158,31 +190,40 @@ constexpr ArgType arg_type() {
 }
 }  // namespace detail
 
-// The typed builder of an OpDef over an Args struct.
-template <class Args>
+// The typed builder of an OpDef over an Args struct (and the op's Plan, see OpDef::new_call).
+template <class Args, class Plan = NoPlan>
 class Def {
+  using CallT = Call<Args, Plan>;
+  static const Args& args_of(const void* c) { return static_cast<const CallT*>(c)->args; }
+
  public:
   Def(std::string name, std::string family) {
     d_.name = std::move(name);
     d_.family = std::move(family);
-    d_.new_args = [] { return std::shared_ptr<void>(std::make_shared<Args>()); };
+    d_.new_call = [] { return std::shared_ptr<void>(std::make_shared<CallT>()); };
   }
   template <auto M>
   Def& arg(const char* name, ArgOpts o = {}) {
     using T = typename detail::MemberOf<decltype(M)>::Type;
-    static_assert(std::is_same_v<typename detail::MemberOf<decltype(M)>::Class, Args>,
+    static_assert(std::is_base_of_v<typename detail::MemberOf<decltype(M)>::Class, Args>,
                   "kit: the member belongs to another struct");
     ArgDef a;
     a.name = name;
     a.type = detail::arg_type<T>();
     a.opts = o;
-    a.member = &detail::member_ptr<M>;
-    if constexpr (std::is_same_v<T, int64_t> || std::is_enum_v<T>) a.set_int = &detail::set_int<M>;
+    a.member = &detail::member_ptr<CallT, M>;
+    if constexpr (std::is_same_v<T, int64_t> || std::is_enum_v<T>)
+      a.set_int = &detail::set_int<CallT, M>;
     d_.args.push_back(std::move(a));
     return *this;
   }
   Def& out(const char* name, bool grad = true) {
-    d_.outs.push_back({name, grad});
+    d_.outs.push_back({name, grad, ""});
+    return *this;
+  }
+  // An output with the sizes and dtype of argument `like` (see OutDef::like).
+  Def& out_like(const char* name, const char* like, bool grad = true) {
+    d_.outs.push_back({name, grad, like});
     return *this;
   }
   Def& doc(std::string python_name, std::string text) {
@@ -199,33 +240,44 @@ class Def {
     return *this;
   }
   Def& shapes(Status (*f)(const Args&, std::vector<OutSpec>*)) {
-    d_.shapes = [f](const void* a, std::vector<OutSpec>* o, const Context&) {
-      return f(*static_cast<const Args*>(a), o);
-    };
+    d_.shapes = [f](void* c, std::vector<OutSpec>* o, const Context&) { return f(args_of(c), o); };
     return *this;
   }
   Def& shapes(Status (*f)(const Args&, std::vector<OutSpec>*, const Context&)) {
-    d_.shapes = [f](const void* a, std::vector<OutSpec>* o, const Context& c) {
-      return f(*static_cast<const Args*>(a), o, c);
+    d_.shapes = [f](void* c, std::vector<OutSpec>* o, const Context& ctx) {
+      return f(args_of(c), o, ctx);
     };
+    return *this;
+  }
+  // With a plan: the shape function validates once and keeps what the run needs.
+  Def& shapes(Status (*f)(const Args&, Plan*, std::vector<OutSpec>*)) {
+    d_.shapes = [f](void* c, std::vector<OutSpec>* o, const Context&) {
+      auto* call = static_cast<CallT*>(c);
+      return f(call->args, &call->plan, o);
+    };
+    return *this;
+  }
+  Def& run(Status (*f)(const Args&, const Outputs&, const Context&)) {
+    d_.run = [f](const void* c, const Outputs& o, const Context& ctx) {
+      return f(args_of(c), o, ctx);
+    };
+    return *this;
+  }
+  Def& run(Status (*f)(const Args&, const Plan&, const Outputs&, const Context&)) {
+    d_.run = [f](const void* c, const Outputs& o, const Context& ctx) {
+      const auto* call = static_cast<const CallT*>(c);
+      return f(call->args, call->plan, o, ctx);
+    };
+    return *this;
+  }
+  Def& workspace(size_t (*f)(const Args&, const Outputs&)) {
+    d_.workspace = [f](const void* c, const Outputs& o) { return f(args_of(c), o); };
     return *this;
   }
   // The op's Meta (fake) kernel is registered from Python (an op folder's module, with
   // torch.library.register_fake), e.g. to create an unbacked size; the kit registers none.
   Def& fake_in_python() {
     d_.fake_in_python = true;
-    return *this;
-  }
-  Def& run(Status (*f)(const Args&, const Outputs&, const Context&)) {
-    d_.run = [f](const void* a, const Outputs& o, const Context& c) {
-      return f(*static_cast<const Args*>(a), o, c);
-    };
-    return *this;
-  }
-  Def& workspace(size_t (*f)(const Args&, const Outputs&)) {
-    d_.workspace = [f](const void* a, const Outputs& o) {
-      return f(*static_cast<const Args*>(a), o);
-    };
     return *this;
   }
   operator OpDef() const { return d_; }

@@ -172,7 +172,9 @@ Status check_meta(const char* op, const HstuAttnArgs& a, P* p) {
     case HstuMaskType::custom:
       RECOPS_CHECK(a.mask.has_value(), op, ": mask_type custom needs the mask tensor");
       break;
-    default: RECOPS_CHECK(false, op, ": unknown mask_type ", static_cast<int>(a.mask_type));
+    default:
+      RECOPS_CHECK(false, op, ": mask_type=", static_cast<int>(a.mask_type),
+                   " must be 0 (causal), 1 (anti_causal), 2 (none) or 3 (custom)");
   }
   RECOPS_CHECK(!a.mask || a.mask_type == HstuMaskType::custom, op,
                ": a mask tensor needs mask_type custom");
@@ -418,32 +420,48 @@ void fill_rows(const P& p, const TensorView& t, int64_t* bs, int64_t* rs, int64_
   *hs = t.strides[rank - 2];
 }
 
-Status prepare_fwd(const HstuAttnArgs& a, const TensorView& out, const Context& ctx, P* p) {
-  Shape expect;
-  RECOPS_RETURN_IF_ERROR(hstu_attn_fwd_shape(a, &expect));
-  RECOPS_RETURN_IF_ERROR(check_meta(kFwd, a, p));
-  RECOPS_RETURN_IF_ERROR(check_out(kFwd, "out", out, expect, a));
+// The shapes of the outputs, from a p that check_meta filled.
+Shape fwd_out_shape(const HstuAttnArgs& a, const P& p) {
+  Shape s = a.q.shape();
+  s.back() = p.dv;
+  return s;
+}
+
+// After check_meta: the data checks and the output's strides (the binding's path, whose output
+// the shape function sized, starts here; the public entry checks `out` first).
+Status finish_fwd(const HstuAttnArgs& a, const TensorView& out, const Context& ctx, P* p) {
   RECOPS_RETURN_IF_ERROR(check_data(kFwd, a, *p, ctx));
   p->out = out.data;
   fill_rows(*p, out, &p->o_batch, &p->o_row, &p->o_head);
   return Status::Ok();
 }
 
-Status prepare_bwd(const TensorView& dout, const HstuAttnArgs& a, const TensorView& dq,
-                   const TensorView& dk, const TensorView& dv, const TensorView* drab,
-                   const Context& ctx, P* p) {
-  Shape sq, sk, sv, sr;
-  RECOPS_RETURN_IF_ERROR(hstu_attn_bwd_shape(a, &sq, &sk, &sv, &sr));
+Status run_fwd(const HstuAttnArgs& a, const TensorView& out, const Context& ctx, P* p) {
+  RECOPS_RETURN_IF_ERROR(finish_fwd(a, out, ctx, p));
+  if (out.numel() == 0) return Status::Ok();  // nothing to compute: no launch
+  return core::dispatch(kFwd, fwd_impls(), a.q.device.type, *p, ctx);
+}
+
+Status prepare_fwd(const HstuAttnArgs& a, const TensorView& out, const Context& ctx, P* p) {
+  RECOPS_RETURN_IF_ERROR(check_meta(kFwd, a, p));
+  RECOPS_RETURN_IF_ERROR(check_out(kFwd, "out", out, fwd_out_shape(a, *p), a));
+  return finish_fwd(a, out, ctx, p);
+}
+
+Status bwd_meta(const HstuAttnArgs& a, P* p) {
   RECOPS_RETURN_IF_ERROR(check_meta(kBwd, a, p));
-  Shape so;
-  RECOPS_RETURN_IF_ERROR(hstu_attn_fwd_shape(a, &so));
-  RECOPS_RETURN_IF_ERROR(check_out(kBwd, "dout", dout, so, a));
-  RECOPS_RETURN_IF_ERROR(check_out(kBwd, "dq", dq, sq, a));
-  RECOPS_RETURN_IF_ERROR(check_out(kBwd, "dk", dk, sk, a));
-  RECOPS_RETURN_IF_ERROR(check_out(kBwd, "dv", dv, sv, a));
+  RECOPS_CHECK(!a.kv_cache, kBwd,
+               ": paged KV is inference only (no gradient is defined for the cache)");
+  return Status::Ok();
+}
+
+// After bwd_meta and the output checks: dout, the data checks, the strides.
+Status finish_bwd(const TensorView& dout, const HstuAttnArgs& a, const TensorView& dq,
+                  const TensorView& dk, const TensorView& dv, const TensorView* drab,
+                  const Context& ctx, P* p) {
+  RECOPS_RETURN_IF_ERROR(check_out(kBwd, "dout", dout, fwd_out_shape(a, *p), a));
   if (drab) {
     RECOPS_CHECK(a.rab.has_value(), kBwd, ": drab was asked for but no rab was given");
-    RECOPS_RETURN_IF_ERROR(check_out(kBwd, "drab", *drab, sr, a));
     p->drab = drab->data;
     for (int i = 0; i < 4; ++i) p->drab_s[i] = drab->strides[i];
   }
@@ -457,6 +475,25 @@ Status prepare_bwd(const TensorView& dout, const HstuAttnArgs& a, const TensorVi
   fill_rows(*p, dk, &p->dk_batch, &p->dk_row, &p->dk_head);
   fill_rows(*p, dv, &p->dv_batch, &p->dv_row, &p->dv_head);
   return Status::Ok();
+}
+
+Status run_bwd(const TensorView& dout, const HstuAttnArgs& a, const TensorView& dq,
+               const TensorView& dk, const TensorView& dv, const TensorView* drab,
+               const Context& ctx, P* p) {
+  RECOPS_RETURN_IF_ERROR(finish_bwd(dout, a, dq, dk, dv, drab, ctx, p));
+  if (dq.numel() + dk.numel() + dv.numel() + (drab ? drab->numel() : 0) == 0) return Status::Ok();
+  return core::dispatch(kBwd, bwd_impls(), a.q.device.type, *p, ctx);
+}
+
+Status prepare_bwd(const TensorView& dout, const HstuAttnArgs& a, const TensorView& dq,
+                   const TensorView& dk, const TensorView& dv, const TensorView* drab,
+                   const Context& ctx, P* p) {
+  RECOPS_RETURN_IF_ERROR(bwd_meta(a, p));
+  RECOPS_RETURN_IF_ERROR(check_out(kBwd, "dq", dq, a.q.shape(), a));
+  RECOPS_RETURN_IF_ERROR(check_out(kBwd, "dk", dk, a.k.shape(), a));
+  RECOPS_RETURN_IF_ERROR(check_out(kBwd, "dv", dv, a.v.shape(), a));
+  if (drab && a.rab) RECOPS_RETURN_IF_ERROR(check_out(kBwd, "drab", *drab, a.rab->shape(), a));
+  return finish_bwd(dout, a, dq, dk, dv, drab, ctx, p);
 }
 
 }  // namespace
@@ -475,18 +512,14 @@ namespace recops {
 Status hstu_attn_fwd_shape(const HstuAttnArgs& a, Shape* out_shape) {
   ops::HstuAttnParams p;
   RECOPS_RETURN_IF_ERROR(ops::check_meta(ops::kFwd, a, &p));
-  Shape s = a.q.shape();
-  s.back() = p.dv;
-  *out_shape = std::move(s);
+  *out_shape = ops::fwd_out_shape(a, p);
   return Status::Ok();
 }
 
 Status hstu_attn_bwd_shape(const HstuAttnArgs& a, Shape* dq_shape, Shape* dk_shape, Shape* dv_shape,
                            Shape* drab_shape) {
   ops::HstuAttnParams p;
-  RECOPS_RETURN_IF_ERROR(ops::check_meta(ops::kBwd, a, &p));
-  RECOPS_CHECK(!a.kv_cache, ops::kBwd,
-               ": paged KV is inference only (no gradient is defined for the cache)");
+  RECOPS_RETURN_IF_ERROR(ops::bwd_meta(a, &p));
   *dq_shape = a.q.shape();
   *dk_shape = a.k.shape();
   *dv_shape = a.v.shape();
@@ -496,18 +529,22 @@ Status hstu_attn_bwd_shape(const HstuAttnArgs& a, Shape* dq_shape, Shape* dk_sha
 
 Status hstu_attn_fwd(const HstuAttnArgs& a, const TensorView& out, const Context& ctx) {
   ops::HstuAttnParams p;
-  RECOPS_RETURN_IF_ERROR(ops::prepare_fwd(a, out, ctx, &p));
-  if (out.numel() == 0) return Status::Ok();  // nothing to compute: no launch
-  return core::dispatch(ops::kFwd, ops::fwd_impls(), a.q.device.type, p, ctx);
+  RECOPS_RETURN_IF_ERROR(ops::check_meta(ops::kFwd, a, &p));
+  RECOPS_RETURN_IF_ERROR(ops::check_out(ops::kFwd, "out", out, ops::fwd_out_shape(a, p), a));
+  return ops::run_fwd(a, out, ctx, &p);
 }
 
 Status hstu_attn_bwd(const TensorView& dout, const HstuAttnArgs& a, const TensorView& dq,
                      const TensorView& dk, const TensorView& dv, const TensorView* drab,
                      const Context& ctx) {
   ops::HstuAttnParams p;
-  RECOPS_RETURN_IF_ERROR(ops::prepare_bwd(dout, a, dq, dk, dv, drab, ctx, &p));
-  if (dq.numel() + dk.numel() + dv.numel() + (drab ? drab->numel() : 0) == 0) return Status::Ok();
-  return core::dispatch(ops::kBwd, ops::bwd_impls(), a.q.device.type, p, ctx);
+  RECOPS_RETURN_IF_ERROR(ops::bwd_meta(a, &p));
+  RECOPS_RETURN_IF_ERROR(ops::check_out(ops::kBwd, "dq", dq, a.q.shape(), a));
+  RECOPS_RETURN_IF_ERROR(ops::check_out(ops::kBwd, "dk", dk, a.k.shape(), a));
+  RECOPS_RETURN_IF_ERROR(ops::check_out(ops::kBwd, "dv", dv, a.v.shape(), a));
+  if (drab && a.rab)
+    RECOPS_RETURN_IF_ERROR(ops::check_out(ops::kBwd, "drab", *drab, a.rab->shape(), a));
+  return ops::run_bwd(dout, a, dq, dk, dv, drab, ctx, &p);
 }
 
 Status hstu_attn_mask(const HstuAttnArgs& a, int64_t seq, int64_t head, const TensorView& out) {
@@ -548,7 +585,114 @@ Status hstu_attn_bwd_plain(const TensorView& dout, const HstuAttnArgs& a, const 
 
 }  // namespace recops
 
+// ---- the argument tables (core/kit/op_def.h) ----
+// hstu_attn_fwd, hstu_attn_bwd and hstu_mask share HstuAttnArgs (recops/hstu.h), whose members the
+// table below names once for the three. The plan is the params check_meta filled in the shape
+// function, so the run does the data checks and the dispatch only.
+namespace recops::ops {
+namespace {
+struct HstuBwdArgs : HstuAttnArgs {
+  TensorView dout;  // like out
+  bool want_drab = false;
+};
+struct HstuMaskArgs : HstuAttnArgs {
+  int64_t seq = 0, head = 0;
+};
+
+template <class A>
+kit::Def<A, P> hstu_table(const char* name, bool fwd) {
+  kit::Def<A, P> d(name, "hstu");
+  if constexpr (std::is_same_v<A, HstuBwdArgs>)
+    d.template arg<&HstuBwdArgs::dout>("dout", {.dense_from = -2});  // last dim dense
+  // Gradients flow to q, k, v and rab (the forward only; the backward is not differentiable).
+  d.template arg<&HstuAttnArgs::q>("q", {.grad = fwd})
+      .template arg<&HstuAttnArgs::k>("k", {.grad = fwd})
+      .template arg<&HstuAttnArgs::v>("v", {.grad = fwd})
+      .template arg<&HstuAttnArgs::seq_offsets_q>("seq_offsets_q")
+      .template arg<&HstuAttnArgs::seq_offsets_k>("seq_offsets_k")
+      .template arg<&HstuAttnArgs::max_seq_len_q>("max_seq_len_q")
+      .template arg<&HstuAttnArgs::max_seq_len_k>("max_seq_len_k")
+      .template arg<&HstuAttnArgs::num_contexts>("num_contexts", {.def = "None"})
+      .template arg<&HstuAttnArgs::num_targets>("num_targets", {.def = "None"})
+      .template arg<&HstuAttnArgs::target_group_size>("target_group_size", {.def = "1"})
+      .template arg<&HstuAttnArgs::window_left>("window_left", {.def = "-1"})
+      .template arg<&HstuAttnArgs::window_right>("window_right", {.def = "0"})
+      .template arg<&HstuAttnArgs::mask_type>("mask_type", {.def = "0"})
+      .template arg<&HstuAttnArgs::mask>("mask", {.def = "None"})
+      .template arg<&HstuAttnArgs::func>("func", {.def = "None"})
+      .template arg<&HstuAttnArgs::rab>("rab", {.def = "None", .grad = fwd})
+      .template arg<&HstuAttnArgs::alpha>("alpha", {.def = "None"})
+      .template arg<&HstuAttnArgs::silu_scale>("silu_scale", {.def = "None"})
+      .template arg<&HstuAttnArgs::attn_scale>("attn_scale", {.def = "None"})
+      .template arg<&HstuAttnArgs::kv_cache>("kv_cache", {.def = "None"})
+      .template arg<&HstuAttnArgs::page_offsets>("page_offsets", {.def = "None"})
+      .template arg<&HstuAttnArgs::page_ids>("page_ids", {.def = "None"})
+      .template arg<&HstuAttnArgs::last_page_len>("last_page_len", {.def = "None"});
+  if constexpr (std::is_same_v<A, HstuBwdArgs>)
+    d.template arg<&HstuBwdArgs::want_drab>("want_drab", {.def = "False"});
+  if constexpr (std::is_same_v<A, HstuMaskArgs>)
+    d.template arg<&HstuMaskArgs::seq>("seq", {.def = "0"})
+        .template arg<&HstuMaskArgs::head>("head", {.def = "0"});
+  // The user-facing wrappers are Python (hstu.py in this folder: window tuple, mask_type names,
+  // lengths from the offsets), so the raw ops get none.
+  d.doc("-", "");
+  return d;
+}
+
+Status fwd_shapes(const HstuAttnArgs& a, P* p, std::vector<kit::OutSpec>* outs) {
+  RECOPS_RETURN_IF_ERROR(check_meta(kFwd, a, p));
+  outs->push_back({fwd_out_shape(a, *p), a.q.dtype});
+  return Status::Ok();
+}
+Status fwd_run(const HstuAttnArgs& a, const P& plan, const kit::Outputs& o, const Context& ctx) {
+  P p = plan;
+  return run_fwd(a, o.views[0], ctx, &p);
+}
+
+Status bwd_shapes(const HstuBwdArgs& a, P* p, std::vector<kit::OutSpec>* outs) {
+  RECOPS_RETURN_IF_ERROR(bwd_meta(a, p));
+  const bool with_drab = a.want_drab && a.rab.has_value();
+  outs->push_back({a.q.shape(), a.q.dtype});
+  outs->push_back({a.k.shape(), a.q.dtype});
+  outs->push_back({a.v.shape(), a.q.dtype});
+  outs->push_back({with_drab ? a.rab->shape() : Shape{0}, a.q.dtype, with_drab});
+  return Status::Ok();
+}
+Status bwd_run(const HstuBwdArgs& a, const P& plan, const kit::Outputs& o, const Context& ctx) {
+  P p = plan;
+  return run_bwd(a.dout, a, o.views[0], o.views[1], o.views[2], o.get(3), ctx, &p);
+}
+
+Status mask_shapes(const HstuMaskArgs& a, P* p, std::vector<kit::OutSpec>* outs) {
+  RECOPS_RETURN_IF_ERROR(check_meta("hstu_mask", a, p));
+  outs->push_back({{a.max_seq_len_q, a.max_seq_len_k}, DType::boolean});
+  return Status::Ok();
+}
+Status mask_run(const HstuMaskArgs& a, const P&, const kit::Outputs& o, const Context&) {
+  return hstu_attn_mask(a, a.seq, a.head, o.views[0]);
+}
+}  // namespace
+}  // namespace recops::ops
+
 RECOPS_REGISTER_OPS(reg) {
-  reg.add(recops::ops::hstu_attn_fwd_info());
-  reg.add(recops::ops::hstu_attn_bwd_info());
+  using namespace recops::ops;
+  reg.add(hstu_attn_fwd_info());
+  reg.add(hstu_attn_bwd_info());
+  reg.add(hstu_table<recops::HstuAttnArgs>(kFwd, true)
+              .out("out")
+              .shapes(fwd_shapes)
+              .run(fwd_run)
+              .backward(kBwd));
+  reg.add(hstu_table<HstuBwdArgs>(kBwd, false)
+              .out("dq")
+              .out("dk")
+              .out("dv")
+              .out("drab")
+              .device_arg(1)  // q: the outputs follow q's device
+              .shapes(bwd_shapes)
+              .run(bwd_run));
+  reg.add(hstu_table<HstuMaskArgs>("hstu_mask", false)
+              .out("mask", false)
+              .shapes(mask_shapes)
+              .run(mask_run));
 }

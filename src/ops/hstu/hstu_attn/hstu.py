@@ -1,4 +1,5 @@
-"""HSTU attention (``hstu_attention.md``): the autograd-aware wrapper of
+"""HSTU attention (``hstu_attention.md``), exported as ``recops.hstu_attn`` / ``recops.hstu_mask``
+(python/recops/_kit.py imports this module): the autograd-aware wrapper of
 ``torch.ops.recops.hstu_attn_fwd`` / ``hstu_attn_bwd``. Argument names, defaults, docs; no math.
 
 Letters: ``B`` sequences, ``Hq``/``Hk`` query/key heads (``Hq % Hk == 0``), ``d`` the q/k head dim,
@@ -9,6 +10,8 @@ import math
 from typing import Optional, Tuple
 
 import torch
+
+__all__ = ["hstu_attn", "hstu_mask"]
 
 _ops = torch.ops.recops
 
