@@ -20,6 +20,7 @@
 #include "core/cuda/launch.h"
 #include "ops/hstu/hstu_attn/cuda/common.cuh"
 #include "ops/hstu/hstu_attn/cuda/fwd.cuh"
+#include "ops/hstu/hstu_attn/cuda/tiles.h"
 #include "recops/context.h"
 
 namespace recops::ops::hstu_cuda {
@@ -36,7 +37,8 @@ struct BwdKCfg {
 };
 
 template <class T>
-__global__ void __launch_bounds__(128) hstu_bwd_kv_kernel(const P p, const BwdKCfg cfg) {
+__global__ void __launch_bounds__(tiles::kSm80MaxThreads)
+    hstu_bwd_kv_kernel(const P p, const BwdKCfg cfg) {
   extern __shared__ __align__(16) unsigned char smem[];
   T* sK = reinterpret_cast<T*>(smem + cfg.off_k);
   T* sV = reinterpret_cast<T*>(smem + cfg.off_v);
@@ -259,7 +261,8 @@ __device__ __forceinline__ void load_k_v(const P& p, const Seq& s, int64_t b, in
 }
 
 template <class T>
-__global__ void __launch_bounds__(128) hstu_bwd_q_kernel(const P p, const BwdQCfg cfg) {
+__global__ void __launch_bounds__(tiles::kSm80MaxThreads)
+    hstu_bwd_q_kernel(const P p, const BwdQCfg cfg) {
   extern __shared__ __align__(16) unsigned char smem[];
   T* sQ = reinterpret_cast<T*>(smem + cfg.off_q);
   T* sdO = reinterpret_cast<T*>(smem + cfg.off_do);
@@ -344,7 +347,8 @@ __global__ void __launch_bounds__(128) hstu_bwd_q_kernel(const P p, const BwdQCf
 
 // Head-broadcast drab: sum over the query heads of G, head order fixed.
 template <class T>
-__global__ void __launch_bounds__(128) hstu_bwd_drab_bcast_kernel(const P p, const BwdQCfg cfg) {
+__global__ void __launch_bounds__(tiles::kSm80MaxThreads)
+    hstu_bwd_drab_bcast_kernel(const P p, const BwdQCfg cfg) {
   extern __shared__ __align__(16) unsigned char smem[];
   T* sQ = reinterpret_cast<T*>(smem + cfg.off_q);
   T* sdO = reinterpret_cast<T*>(smem + cfg.off_do);
@@ -389,7 +393,8 @@ __global__ void __launch_bounds__(128) hstu_bwd_drab_bcast_kernel(const P p, con
 
 // drab = 0 over its whole [B, Hr, Sq, Sk] extent (strided).
 template <class T>
-__global__ void __launch_bounds__(256) hstu_drab_zero_kernel(const P p, int64_t n) {
+__global__ void __launch_bounds__(tiles::kSm80DrabThreads)
+    hstu_drab_zero_kernel(const P p, int64_t n) {
   const int64_t H = p.rab_heads, Sq = p.Sq, Sk = p.Sk;
   for (int64_t idx = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; idx < n;
        idx += int64_t{gridDim.x} * blockDim.x) {
@@ -419,14 +424,15 @@ Status run_bwd(const P& p, const Context& ctx) {
 
   // 1. drab zero fill.
   if (p.drab) {
+    constexpr int kZt = tiles::kSm80DrabThreads;
     const int64_t n = p.B * p.rab_heads * p.Sq * p.Sk;
     if (n > 0) {
       unsigned grid = 1;
       RECOPS_RETURN_IF_ERROR(
-          core::cuda::persistent_grid(reinterpret_cast<const void*>(&hstu_drab_zero_kernel<T>), 256,
-                                      0, (n + 255) / 256, &grid));
+          core::cuda::persistent_grid(reinterpret_cast<const void*>(&hstu_drab_zero_kernel<T>), kZt,
+                                      0, (n + kZt - 1) / kZt, &grid));
       RECOPS_RETURN_IF_ERROR(RECOPS_LAUNCH_KERNEL(kOp, hstu_drab_zero_kernel<T>, dim3(grid),
-                                                  dim3(256), 0, ctx.stream, p, n));
+                                                  dim3(kZt), 0, ctx.stream, p, n));
     }
   }
 
@@ -437,8 +443,8 @@ Status run_bwd(const P& p, const Context& ctx) {
     c.dvpad = dvpad;
     size_t bytes = 0;
     bool fits = false;
-    for (int warps : {4, 2, 1}) {
-      for (int bq : {64, 32, 16}) {
+    for (int warps : tiles::kSm80Warps) {
+      for (int bq : tiles::kSm80BwdStreamTiles) {
         c.bk = 16 * warps;
         c.bq = bq;
         c.ldk = c.ldq = dpad + 8;
@@ -490,8 +496,8 @@ Status run_bwd(const P& p, const Context& ctx) {
   c.dvpad = dvpad;
   size_t bytes = 0;
   bool fits = false;
-  for (int warps : {4, 2, 1}) {
-    for (int bk : {64, 32, 16}) {
+  for (int warps : tiles::kSm80Warps) {
+    for (int bk : tiles::kSm80BwdStreamTiles) {
       c.bq = 16 * warps;
       c.bk = bk;
       c.ldq = c.ldk = dpad + 8;

@@ -32,11 +32,13 @@
 
 #include "core/cuda/launch.h"
 #include "ops/hstu/hstu_attn/cuda/fwd_fa.cuh"
+#include "ops/hstu/hstu_attn/cuda/tiles.h"
 #include "recops/context.h"
 
 namespace recops::ops::hstu_cuda {
 
-constexpr int kBwT = 64;  // keys per key-kernel block, query rows per tile (and the reverse)
+// Keys per key-kernel block, query rows per tile (and the reverse).
+constexpr int kBwT = tiles::kSm80FaBwdTile;
 
 struct BwCfg {
   int64_t n_ktiles, n_qtiles;
@@ -55,7 +57,8 @@ __device__ __forceinline__ float dsilu(float x) {
 // ---- 1. key kernel (dK, dV) -----------------------------------------------------------------
 
 template <class T>
-__global__ void __launch_bounds__(kFaThreads, 2) hstu_bwd_fa_kv_kernel(const P p, const BwCfg cfg) {
+__global__ void __launch_bounds__(kFaThreads, tiles::kSm80FaBlocksPerSm)
+    hstu_bwd_fa_kv_kernel(const P p, const BwCfg cfg) {
   constexpr int kTile = kBwT * kFaLd;
   extern __shared__ __align__(128) unsigned char smem[];
   T* sK = reinterpret_cast<T*>(smem);
@@ -317,7 +320,8 @@ __global__ void __launch_bounds__(kFaThreads, 2) hstu_bwd_fa_kv_kernel(const P p
 // ---- 2. query kernel (dQ) -------------------------------------------------------------------
 
 template <class T>
-__global__ void __launch_bounds__(kFaThreads, 2) hstu_bwd_fa_q_kernel(const P p, const BwCfg cfg) {
+__global__ void __launch_bounds__(kFaThreads, tiles::kSm80FaBlocksPerSm)
+    hstu_bwd_fa_q_kernel(const P p, const BwCfg cfg) {
   constexpr int kTile = kBwT * kFaLd;
   extern __shared__ __align__(128) unsigned char smem[];
   T* sQ = reinterpret_cast<T*>(smem);
@@ -555,7 +559,8 @@ __global__ void __launch_bounds__(kFaThreads, 2) hstu_bwd_fa_q_kernel(const P p,
 // drab = 0 over its whole [B, H, Sq, Sk] extent (strided): padding, masked entries and the key
 // tiles the query kernel skips; the query kernel then writes the tiles it visits.
 template <class T>
-__global__ void __launch_bounds__(256) hstu_fa_drab_zero_kernel(const P p, int64_t n) {
+__global__ void __launch_bounds__(tiles::kSm80FaDrabThreads)
+    hstu_fa_drab_zero_kernel(const P p, int64_t n) {
   const int64_t H = p.rab_heads, Sq = p.Sq, Sk = p.Sk;
   for (int64_t idx = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; idx < n;
        idx += int64_t{gridDim.x} * blockDim.x) {
@@ -563,19 +568,6 @@ __global__ void __launch_bounds__(256) hstu_fa_drab_zero_kernel(const P p, int64
     static_cast<T*>(p.drab)[b * p.drab_s[0] + h * p.drab_s[1] + i * p.drab_s[2] + c * p.drab_s[3]] =
         Elem<T>::from_f(0.f);
   }
-}
-
-// Whether every row of q, k, v, dout, dq, dk, dv starts 16-byte aligned (2-byte elements): the
-// backward kernels' 16-byte copies and stores need it.
-inline bool bwd_rows_aligned16(const P& p) {
-  const size_t es = 2;
-  return fa_rows_aligned16(p.q, es, {p.q_batch, p.q_row, p.q_head}) &&
-         fa_rows_aligned16(p.k, es, {p.k_batch, p.k_row, p.k_head}) &&
-         fa_rows_aligned16(p.v, es, {p.v_batch, p.v_row, p.v_head}) &&
-         fa_rows_aligned16(p.dout, es, {p.do_batch, p.do_row, p.do_head}) &&
-         fa_rows_aligned16(p.dq, es, {p.dq_batch, p.dq_row, p.dq_head}) &&
-         fa_rows_aligned16(p.dk, es, {p.dk_batch, p.dk_row, p.dk_head}) &&
-         fa_rows_aligned16(p.dv_out, es, {p.dv_batch, p.dv_row, p.dv_head});
 }
 
 // Why the register-resident backward cannot run this problem (empty: it can).
@@ -600,11 +592,14 @@ inline std::string fa_bwd_refusal(const P& p) {
   return {};
 }
 
+// The backward. It trusts the dispatch: its only caller is hstu_attn_bwd_cuda_fa (launch.cu),
+// which core::dispatch runs right after hstu_attn_bwd_fa_accepts accepted these params
+// (fa_bwd_refusal, compute capability 8.0), so the accept test runs once per call. A new caller
+// must run fa_bwd_refusal first: the register tiles (d, dv <= kFaD), the per-head drab writes and
+// the 16-byte copies and stores rely on what it checks.
 template <class T>
 Status run_bwd_fa(const P& p, const Context& ctx) {
   constexpr const char* kOp = "hstu_attn_bwd";
-  if (std::string why = fa_bwd_refusal(p); !why.empty())
-    return Status(StatusCode::not_implemented, detail::cat(kOp, ": ", why));
   BwCfg c{};
   c.n_ktiles = (p.Sk + kBwT - 1) / kBwT;
   c.n_qtiles = (p.Sq + kBwT - 1) / kBwT;
@@ -623,12 +618,14 @@ Status run_bwd_fa(const P& p, const Context& ctx) {
   const size_t tile = static_cast<size_t>(kBwT) * kFaLd * sizeof(T);
   const size_t kv_bytes = 6 * tile + 2 * kBwT * (sizeof(RowIv) + sizeof(float));
   if (p.drab) {
+    constexpr int kZt = tiles::kSm80FaDrabThreads, kZmax = tiles::kSm80FaDrabMaxBlocks;
     const int64_t n = p.B * p.rab_heads * p.Sq * p.Sk;
+    const int64_t blocks = (n + kZt - 1) / kZt;
     if (n > 0)
-      RECOPS_RETURN_IF_ERROR(RECOPS_LAUNCH_KERNEL(
-          kOp, hstu_fa_drab_zero_kernel<T>,
-          dim3(static_cast<unsigned>((n + 255) / 256 < 8192 ? (n + 255) / 256 : 8192)), dim3(256),
-          0, ctx.stream, p, n));
+      RECOPS_RETURN_IF_ERROR(
+          RECOPS_LAUNCH_KERNEL(kOp, hstu_fa_drab_zero_kernel<T>,
+                               dim3(static_cast<unsigned>(blocks < kZmax ? blocks : kZmax)),
+                               dim3(kZt), 0, ctx.stream, p, n));
   }
   if (gk > 0)
     RECOPS_RETURN_IF_ERROR(RECOPS_LAUNCH_KERNEL(kOp, hstu_bwd_fa_kv_kernel<T>,

@@ -25,7 +25,7 @@
 // Seven tile products against the five of an atomic dQ: the price of determinism. Loads are
 // cp.async into the 128-byte swizzled layout (two stages of the streamed tiles; the next tile's
 // copies run under the current tile's products); rows past a sequence are zero filled and masked.
-// The mask: each query row's valid keys as two intervals (fwd_fa.cuh: row_intervals); a
+// The mask: each query row's valid keys as two intervals (common.cuh: row_intervals); a
 // warpgroup whose keys every row of the tile sees (key kernel), or a thread whose two rows see
 // the whole key tile (query kernel), skips the element test.
 // Work order: key tiles of one (sequence, key head) adjacent, first key tile (the most query
@@ -39,17 +39,18 @@
 
 #include "core/cuda/launch.h"
 #include "core/cuda/sm90.cuh"
-#include "ops/hstu/hstu_attn/cuda/bwd_fa.cuh"  // bwd_rows_aligned16
+#include "ops/hstu/hstu_attn/cuda/common.cuh"
 #include "ops/hstu/hstu_attn/cuda/fwd_sm90.cuh"
+#include "ops/hstu/hstu_attn/cuda/tiles.h"
 #include "recops/context.h"
 
 namespace recops::ops::hstu_cuda {
 
 namespace sm90b {
 
-constexpr int kThreads = 256;  // two warpgroups
-constexpr int kBig = 128;      // rows of the resident tiles (keys / query rows of a CTA)
-constexpr int kSmall = 64;     // rows of the streamed tiles
+constexpr int kThreads = tiles::kSm90BwdThreads;     // two warpgroups
+constexpr int kBig = tiles::kSm90BwdResidentRows;    // resident rows (a CTA's keys / query rows)
+constexpr int kSmall = tiles::kSm90BwdStreamedRows;  // rows of the streamed tiles
 constexpr uint32_t kBigAtom = kBig * 128, kSmallAtom = kSmall * 128;  // bytes of a 64-col atom
 
 // The tile sizes of head size D (d = dv = D: 64 or 128).
@@ -458,12 +459,15 @@ inline std::string sm90_bwd_refusal(const P& p) {
   return {};
 }
 
-// The backward at head size D (p.d = p.dv = D, checked by the caller's dispatch).
+// The backward at head size D = p.d = p.dv. It trusts the dispatch: its only caller is
+// hstu_attn_bwd_cuda_sm90 (launch.cu), which core::dispatch runs right after
+// hstu_attn_bwd_sm90_accepts accepted these params (sm90_bwd_refusal, the sm_90a image), and which
+// picks D from p.d; so the accept test runs once per call. A new caller must run
+// sm90_bwd_refusal first: the 16-byte copies and stores and the int work counts rely on every
+// condition it checks.
 template <class T, int D>
 Status run_bwd_sm90(const P& p, const Context& ctx) {
   constexpr const char* kOp = "hstu_attn_bwd";
-  if (std::string why = sm90_bwd_refusal(p); !why.empty())
-    return Status(StatusCode::not_implemented, detail::cat(kOp, ": ", why));
   const int64_t n_ktiles = (p.Sk + sm90b::kBig - 1) / sm90b::kBig;
   const int64_t n_qtiles = (p.Sq + sm90b::kBig - 1) / sm90b::kBig;
   const int64_t gk = n_ktiles * p.B * p.Hk, gq = n_qtiles * p.B * p.Hq;

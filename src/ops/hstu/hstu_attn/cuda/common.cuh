@@ -1,21 +1,30 @@
-// hstu_attn/cuda/common.cuh: what the general CUDA kernels (fwd.cuh, bwd.cuh) share.
+// hstu_attn/cuda/common.cuh: what the CUDA kernels of hstu_attn share across architectures: the
+// general kernels (fwd.cuh, bwd.cuh), the register-resident ones (fwd_fa.cuh, bwd_fa.cuh, sm_80)
+// and the Hopper ones (fwd_sm90.cuh, bwd_sm90.cuh, sm_90a). An architecture's header includes
+// this one and core/cuda/*, never another architecture's header.
 //
 // - Sequence geometry read on the device (offsets, pages, contexts, targets), clamped into the
 //   tensors' extents so that unvalidated data never addresses memory outside them.
 // - The mask of spec §3: an element test (rules 1-5, custom mask, func) and, per query row, its
-//   valid keys as intervals (the CPU kernel's row_intervals) for tile skipping.
+//   valid keys as intervals (the CPU kernel's row_intervals) for tile skipping; for the interval
+//   masks alone (cuda_sm80_fa, cuda_sm90), at most two int intervals per row (RowIv) and the
+//   CTA's key span.
 // - Key addressing with the paged cache (keys 0 .. cached-1 from pages, then the new tokens).
 // - One warp-level product, C[16 x 8n] += A[16 x K] * B[K x 8n], with A stored [row][k] and B
 //   stored transposed [n][k] in shared memory (k contiguous in both): for fp16/bf16 it is
 //   mma.sync m16n8k16 with fp32 accumulation; for fp32 it is the same fragment layout computed
 //   with fp32 FMAs on the CUDA cores (the documented fp32 path: exact fp32 products, no tf32).
 // - A tile loader global -> shared (row-major and/or transposed copy, zero padding).
+// - Host-side 16-byte row tests (the accept tests of cuda_sm80_fa and cuda_sm90).
 #pragma once
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <climits>
+#include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <type_traits>
 
 #include "core/cuda/mma.cuh"
@@ -265,6 +274,67 @@ __device__ __forceinline__ void row_span(const P& p, const Seq& s, int64_t b, in
   }
 }
 
+// One row's valid keys as at most two intervals [lo0, hi0) ∪ [lo1, hi1) (spec §3 without a
+// custom mask or func; clipped to [0, Lk); empty for rows past the sequence).
+struct RowIv {
+  int lo0, hi0, lo1, hi1;
+};
+__device__ __forceinline__ RowIv row_intervals(const P& p, const Seq& s, int64_t i) {
+  RowIv v{0, 0, 0, 0};
+  if (i >= s.Lq) return v;
+  auto clip = [&](int64_t a, int64_t e, int& lo, int& hi) {
+    a = max64(a, 0);
+    e = min64(e, s.Lk);
+    if (a < e) {
+      lo = static_cast<int>(a);
+      hi = static_cast<int>(e);
+    }
+  };
+  const int64_t r = i + (s.Lk - s.Lq), h = s.Lk - s.T;
+  if (s.C > 0 && r < s.C) {
+    clip(0, h, v.lo0, v.hi0);
+    return v;
+  }
+  const int64_t wlo = p.window_left >= 0 ? r - p.window_left : 0;
+  const int64_t whi = p.window_right >= 0 ? r + p.window_right + 1 : s.Lk;
+  if (s.T > 0 && r >= h) {
+    const int64_t t0 = h + (r - h) / p.group_size * p.group_size;
+    clip(wlo, min64(whi, h), v.lo0, v.hi0);
+    clip(max64(wlo, t0), whi, v.lo1, v.hi1);
+  } else {
+    clip(wlo, whi, v.lo0, v.hi0);
+  }
+  return v;
+}
+__device__ __forceinline__ bool iv_has(const RowIv& v, int c) {
+  return (c >= v.lo0 && c < v.hi0) || (c >= v.lo1 && c < v.hi1);
+}
+__device__ __forceinline__ bool iv_meets(const RowIv& v, int c0, int c1) {
+  return (v.lo0 < v.hi0 && v.lo0 < c1 && v.hi0 > c0) || (v.lo1 < v.hi1 && v.lo1 < c1 && v.hi1 > c0);
+}
+__device__ __forceinline__ bool iv_covers(const RowIv& v, int c0, int c1) {
+  return (v.lo0 <= c0 && v.hi0 >= c1) || (v.lo1 <= c0 && v.hi1 >= c1);
+}
+// Adds query row i's valid keys to a CTA's key span [*lo, *hi) in shared memory (set to INT_MAX
+// and 0 first): the span is the union of the rows' intervals (the Hopper kernels' tile range).
+__device__ __forceinline__ void span_add_row(const P& p, const Seq& s, int64_t i, int* lo_s,
+                                             int* hi_s) {
+  const RowIv v = row_intervals(p, s, i);
+  int lo = INT_MAX, hi = 0;
+  if (v.lo0 < v.hi0) {
+    lo = v.lo0;
+    hi = v.hi0;
+  }
+  if (v.lo1 < v.hi1) {
+    lo = min(lo, v.lo1);
+    hi = max(hi, v.hi1);
+  }
+  if (lo < hi) {
+    atomicMin(lo_s, lo);
+    atomicMax(hi_s, hi);
+  }
+}
+
 // ---- addressing ------------------------------------------------------------------------------
 
 // Row c of K (value = false) or V (value = true) of key head kh: the cache, then new tokens.
@@ -334,6 +404,7 @@ __device__ __forceinline__ uint32_t ld_pair(const void* p) {
 }
 
 using core::cuda::mma_16816;
+using core::cuda::pack2;
 
 // acc[j] (j < nt <= 8) += A[16 x K] B[K x 8 nt]: A at row 0 of the strip (row stride lda), B
 // stored transposed from its column 0 (Bt[n][k], row stride ldb); K a multiple of 16; lda, ldb
@@ -449,6 +520,29 @@ struct SmemPlan {
 
 inline int round_up(int64_t x, int m) {
   return static_cast<int>((x + m - 1) / m * m);
+}
+
+// ---- host-side row tests (the accept tests of cuda_sm80_fa and cuda_sm90) -------------------
+
+// True when base and every stride (elements of es bytes) keep each row 16-byte aligned.
+inline bool fa_rows_aligned16(const void* base, size_t es, std::initializer_list<int64_t> strides) {
+  if (reinterpret_cast<uintptr_t>(base) % 16 != 0) return false;
+  for (int64_t st : strides)
+    if ((static_cast<uint64_t>(st < 0 ? -st : st) * es) % 16 != 0) return false;
+  return true;
+}
+
+// Whether every row of q, k, v, dout, dq, dk, dv starts 16-byte aligned (2-byte elements): the
+// backward kernels' 16-byte copies and stores need it.
+inline bool bwd_rows_aligned16(const P& p) {
+  const size_t es = 2;
+  return fa_rows_aligned16(p.q, es, {p.q_batch, p.q_row, p.q_head}) &&
+         fa_rows_aligned16(p.k, es, {p.k_batch, p.k_row, p.k_head}) &&
+         fa_rows_aligned16(p.v, es, {p.v_batch, p.v_row, p.v_head}) &&
+         fa_rows_aligned16(p.dout, es, {p.do_batch, p.do_row, p.do_head}) &&
+         fa_rows_aligned16(p.dq, es, {p.dq_batch, p.dq_row, p.dq_head}) &&
+         fa_rows_aligned16(p.dk, es, {p.dk_batch, p.dk_row, p.dk_head}) &&
+         fa_rows_aligned16(p.dv_out, es, {p.dv_batch, p.dv_row, p.dv_head});
 }
 
 }  // namespace recops::ops::hstu_cuda

@@ -14,11 +14,12 @@
 
 #include "core/cuda/launch.h"
 #include "ops/hstu/hstu_attn/cuda/common.cuh"
+#include "ops/hstu/hstu_attn/cuda/tiles.h"
 #include "recops/context.h"
 
 namespace recops::ops::hstu_cuda {
 
-constexpr int kFwdBk = 64;  // keys per tile: 8 n-tiles of the score strip
+constexpr int kFwdBk = tiles::kSm80KeyTile;  // keys per tile: 8 n-tiles of the score strip
 
 struct FwdCfg {
   int bq;  // query rows per block (16 per warp)
@@ -30,7 +31,8 @@ struct FwdCfg {
 };
 
 template <class T>
-__global__ void __launch_bounds__(128) hstu_fwd_kernel(const P p, const FwdCfg cfg) {
+__global__ void __launch_bounds__(tiles::kSm80MaxThreads)
+    hstu_fwd_kernel(const P p, const FwdCfg cfg) {
   extern __shared__ __align__(16) unsigned char smem[];
   T* sQ = reinterpret_cast<T*>(smem + cfg.off_q);
   T* sK = reinterpret_cast<T*>(smem + cfg.off_k);
@@ -179,7 +181,7 @@ Status run_fwd(const P& p, const Context& ctx) {
   c.dpad = round_up(p.d, 16);
   c.dvpad = round_up(p.dv, 16);
   size_t bytes = 0;
-  for (int warps : {4, 2, 1}) {
+  for (int warps : tiles::kSm80Warps) {
     c.bq = 16 * warps;
     c.ldq = c.ldk = c.dpad + 8;
     c.ldvt = c.ldp = kFwdBk + 8;

@@ -29,13 +29,14 @@
 #include "core/cuda/launch.h"
 #include "core/cuda/mma.cuh"
 #include "ops/hstu/hstu_attn/cuda/common.cuh"
+#include "ops/hstu/hstu_attn/cuda/tiles.h"
 #include "recops/context.h"
 
 namespace recops::ops::hstu_cuda {
 
-constexpr int kFaD = 128;        // largest d and dv served
-constexpr int kFaLd = kFaD + 8;  // shared row stride (elements)
-constexpr int kFaThreads = 128;
+constexpr int kFaD = tiles::kSm80FaMaxHead;  // largest d and dv served
+constexpr int kFaLd = kFaD + 8;              // shared row stride (elements)
+constexpr int kFaThreads = tiles::kSm80FaThreads;
 
 struct FaCfg {
   int64_t n_qtiles;
@@ -50,74 +51,12 @@ using core::cuda::cp_async_commit;
 using core::cuda::cp_async_wait;
 using core::cuda::ldsm_x4;
 using core::cuda::ldsm_x4_t;
-using core::cuda::pack2;
 using core::cuda::smem_u32;
 
 // SiLU as x / (1 + e^-x): two MUFU ops (ex2, rcp), relative error near fp32's. (The one-op
 // form h + h tanh(h), h = x / 2, loses accuracy for x << 0, where 1 + tanh cancels.)
 __device__ __forceinline__ float silu_fast(float x) {
   return __fdividef(x, 1.f + __expf(-x));
-}
-
-// One row's valid keys as at most two intervals [lo0, hi0) ∪ [lo1, hi1) (spec §3 without a
-// custom mask or func; clipped to [0, Lk); empty for rows past the sequence).
-struct RowIv {
-  int lo0, hi0, lo1, hi1;
-};
-__device__ __forceinline__ RowIv row_intervals(const P& p, const Seq& s, int64_t i) {
-  RowIv v{0, 0, 0, 0};
-  if (i >= s.Lq) return v;
-  auto clip = [&](int64_t a, int64_t e, int& lo, int& hi) {
-    a = max64(a, 0);
-    e = min64(e, s.Lk);
-    if (a < e) {
-      lo = static_cast<int>(a);
-      hi = static_cast<int>(e);
-    }
-  };
-  const int64_t r = i + (s.Lk - s.Lq), h = s.Lk - s.T;
-  if (s.C > 0 && r < s.C) {
-    clip(0, h, v.lo0, v.hi0);
-    return v;
-  }
-  const int64_t wlo = p.window_left >= 0 ? r - p.window_left : 0;
-  const int64_t whi = p.window_right >= 0 ? r + p.window_right + 1 : s.Lk;
-  if (s.T > 0 && r >= h) {
-    const int64_t t0 = h + (r - h) / p.group_size * p.group_size;
-    clip(wlo, min64(whi, h), v.lo0, v.hi0);
-    clip(max64(wlo, t0), whi, v.lo1, v.hi1);
-  } else {
-    clip(wlo, whi, v.lo0, v.hi0);
-  }
-  return v;
-}
-__device__ __forceinline__ bool iv_has(const RowIv& v, int c) {
-  return (c >= v.lo0 && c < v.hi0) || (c >= v.lo1 && c < v.hi1);
-}
-__device__ __forceinline__ bool iv_meets(const RowIv& v, int c0, int c1) {
-  return (v.lo0 < v.hi0 && v.lo0 < c1 && v.hi0 > c0) || (v.lo1 < v.hi1 && v.lo1 < c1 && v.hi1 > c0);
-}
-__device__ __forceinline__ bool iv_covers(const RowIv& v, int c0, int c1) {
-  return (v.lo0 <= c0 && v.hi0 >= c1) || (v.lo1 <= c0 && v.hi1 >= c1);
-}
-// Adds query row i's valid keys to a CTA's key span [*lo, *hi) in shared memory (set to INT_MAX
-// and 0 first): the span is the union of the rows' intervals (the Hopper kernels' tile range).
-__device__ __forceinline__ void span_add_row(const P& p, const Seq& s, int64_t i, int* lo_s,
-                                             int* hi_s) {
-  const RowIv v = row_intervals(p, s, i);
-  int lo = INT_MAX, hi = 0;
-  if (v.lo0 < v.hi0) {
-    lo = v.lo0;
-    hi = v.hi0;
-  }
-  if (v.lo1 < v.hi1) {
-    lo = min(lo, v.lo1);
-    hi = max(hi, v.hi1);
-  }
-  if (lo < hi) {
-    atomicMin(lo_s, lo);
-    atomicMax(hi_s, hi);
-  }
 }
 
 // Copies 64 rows (r < nvalid from rowptr(r), chunks x < nch of 8 elements) into a [64][kFaLd]
@@ -141,7 +80,8 @@ __device__ __forceinline__ void fa_load_tile(T* dst, int nvalid, int nch, int nc
 // 64 / kM rows (kM = 2 shares every K/V fragment between two row fragments: half the ldmatrix
 // traffic per mma, at the cost of registers).
 template <class T, int kM>
-__global__ void __launch_bounds__(kFaThreads, 2) hstu_fwd_fa_kernel(const P p, const FaCfg cfg) {
+__global__ void __launch_bounds__(kFaThreads, tiles::kSm80FaBlocksPerSm)
+    hstu_fwd_fa_kernel(const P p, const FaCfg cfg) {
   constexpr int kBq = 64 * kM, kBk = 64 / kM, kTile = kBk * kFaLd;
   extern __shared__ __align__(128) unsigned char smem[];
   T* sQ = reinterpret_cast<T*>(smem);
@@ -389,13 +329,6 @@ __global__ void __launch_bounds__(kFaThreads, 2) hstu_fwd_fa_kernel(const P p, c
   }
 }
 
-inline bool fa_rows_aligned16(const void* base, size_t es, std::initializer_list<int64_t> strides) {
-  if (reinterpret_cast<uintptr_t>(base) % 16 != 0) return false;
-  for (int64_t st : strides)
-    if ((static_cast<uint64_t>(st < 0 ? -st : st) * es) % 16 != 0) return false;
-  return true;
-}
-
 // Why the register-resident forward cannot run this problem (empty: it can).
 inline std::string fa_fwd_refusal(const P& p) {
   if (p.dtype != DType::bf16 && p.dtype != DType::fp16)
@@ -419,12 +352,15 @@ inline std::string fa_fwd_refusal(const P& p) {
   return {};
 }
 
+// The forward. It trusts the dispatch: its only caller is hstu_attn_fwd_cuda_fa (launch.cu), which
+// core::dispatch runs right after hstu_attn_fwd_fa_accepts accepted these params
+// (fa_fwd_refusal, compute capability 8.0), so the accept test runs once per call. A new caller
+// must run fa_fwd_refusal first: the register tiles (d, dv <= kFaD) and the 16-byte copies and
+// stores rely on what it checks.
 template <class T, int kM>
 Status run_fwd_fa(const P& p, const Context& ctx) {
   constexpr int kBq = 64 * kM, kBk = 64 / kM;
   constexpr const char* kOp = "hstu_attn_fwd";
-  if (std::string why = fa_fwd_refusal(p); !why.empty())
-    return Status(StatusCode::not_implemented, detail::cat(kOp, ": ", why));
   FaCfg c{};
   c.n_qtiles = (p.Sq + kBq - 1) / kBq;
   c.nks = static_cast<int>((p.d + 15) / 16);

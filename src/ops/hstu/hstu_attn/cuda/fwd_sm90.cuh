@@ -23,7 +23,7 @@
 //   issued before the SiLU of tile n + 1 is computed, so the tensor cores work while the SiLU
 //   runs; the other consumer warpgroup fills the remaining gaps.
 // SiLU(x) = h + h tanh(h), h = x / 2: one MUFU op (tanh.approx.f32) instead of two (ex2, rcp).
-// The mask comes from each row's valid key intervals (fwd_fa.cuh: row_intervals); a thread whose
+// The mask comes from each row's valid key intervals (common.cuh: row_intervals); a thread whose
 // two rows cover a whole tile skips the element test. The CTA's key tiles are those of its rows'
 // key span. CTAs run the last query tiles of every sequence first (the longest causal rows:
 // longest-processing-time order, also for skewed jagged batches); heads of one sequence are
@@ -37,23 +37,24 @@
 #include "core/cuda/launch.h"
 #include "core/cuda/sm90.cuh"
 #include "core/cuda/tma.h"
-#include "ops/hstu/hstu_attn/cuda/fwd_fa.cuh"
+#include "ops/hstu/hstu_attn/cuda/common.cuh"
+#include "ops/hstu/hstu_attn/cuda/tiles.h"
 #include "recops/context.h"
 
 namespace recops::ops::hstu_cuda {
 
 namespace sm90f {
 
-constexpr int kBM = 128;           // query rows per CTA
-constexpr int kThreads = 384;      // producer + two consumer warpgroups
-constexpr int kConsumerWarps = 8;  // arrivals on an "empty" barrier
+constexpr int kBM = tiles::kSm90FwdRows;          // query rows per CTA
+constexpr int kThreads = tiles::kSm90FwdThreads;  // producer + two consumer warpgroups
+constexpr int kConsumerWarps = 8;                 // arrivals on an "empty" barrier
 
 // The tile shapes of head size D (d = dv = D).
 template <int D>
 struct Shape {
   static_assert(D == 64 || D == 128 || D == 256, "d = dv = 64, 128 or 256");
-  static constexpr int kBN = D == 256 ? 64 : 128;                 // keys per tile
-  static constexpr int kStages = D == 256 ? 2 : D == 64 ? 4 : 3;  // K/V stages
+  static constexpr int kBN = tiles::sm90_fwd_tile(D).keys;        // keys per tile
+  static constexpr int kStages = tiles::sm90_fwd_tile(D).stages;  // K/V stages
   static constexpr int kAtoms = D / 64;                           // 64-element atoms of a row
   static constexpr uint32_t kQAtom = kBM * 128;                   // kBM rows x 64 elements
   static constexpr uint32_t kKAtom = kBN * 128;                   // kBN rows x 64 elements
@@ -139,7 +140,7 @@ __global__ void __launch_bounds__(sm90f::kThreads, 1)
   const int wgi = threadIdx.x / 128;
 
   if (wgi == 0) {  // ---- producer ----
-    wg::regs_dealloc<24>();
+    wg::regs_dealloc<tiles::kSm90FwdProducerRegs>();
     if (threadIdx.x == 0 && n_tiles > 0) {
       const int q_row0 = static_cast<int>(p.jagged ? s.q0 + i0 : b * p.Sq + i0);
       const int k_row0 = static_cast<int>((p.jagged ? s.k0 : b * p.Sk) + t_lo * kBN);
@@ -168,7 +169,7 @@ __global__ void __launch_bounds__(sm90f::kThreads, 1)
   }
 
   // ---- consumers ----
-  wg::regs_alloc<240>();
+  wg::regs_alloc<tiles::kSm90FwdConsumerRegs>();
   const int cw = wgi - 1;  // rows cw * 64 .. cw * 64 + 63 of the CTA
   const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32, g = lane / 4, qd = lane % 4;
   const int64_t ra = i0 + cw * 64 + warp * 16 + g;  // this thread's rows: ra and ra + 8
@@ -367,13 +368,16 @@ inline std::string sm90_fwd_refusal(const P& p) {
   return {};
 }
 
-// The forward at head size D (p.d = p.dv = D, checked by the caller's dispatch).
+// The forward at head size D = p.d = p.dv. It trusts the dispatch: its only caller is
+// hstu_attn_fwd_cuda_sm90 (launch.cu), which core::dispatch runs right after
+// hstu_attn_fwd_sm90_accepts accepted these params (sm90_fwd_refusal, the sm_90a image), and which
+// picks D from p.d; so the accept test runs once per call. A new caller must run
+// sm90_fwd_refusal first: the TMA maps, 16-byte stores and int coordinates rely on every
+// condition it checks.
 template <class T, int D>
 Status run_fwd_sm90(const P& p, const Context& ctx) {
   using S = sm90f::Shape<D>;
   constexpr const char* kOp = "hstu_attn_fwd";
-  if (std::string why = sm90_fwd_refusal(p); !why.empty())
-    return Status(StatusCode::not_implemented, detail::cat(kOp, ": ", why));
   const int64_t n_qtiles = (p.Sq + sm90f::kBM - 1) / sm90f::kBM;
   const int64_t gx = n_qtiles * p.B * p.Hq;
   if (gx == 0) return Status::Ok();
@@ -381,12 +385,12 @@ Status run_fwd_sm90(const P& p, const Context& ctx) {
     return Status(StatusCode::not_implemented,
                   detail::cat(kOp, ": cuda_sm90 grid too large (", gx, " blocks)"));
   // Pairs per work chunk: as many (sequence, head) pairs as have K and V (max length) in a
-  // third of L2, at least one.
+  // third of L2 (tiles::kSm90FwdL2Part), at least one.
   const cudaDeviceProp* props = nullptr;
   RECOPS_RETURN_IF_ERROR(core::cuda::current_device_properties(&props));
   const int64_t kv_pair_bytes = std::max<int64_t>(1, p.Sk * (p.d + p.dv) * 2);
-  const int chunk =
-      static_cast<int>(std::clamp<int64_t>(props->l2CacheSize / 3 / kv_pair_bytes, 1, p.B * p.Hq));
+  const int chunk = static_cast<int>(std::clamp<int64_t>(
+      props->l2CacheSize / tiles::kSm90FwdL2Part / kv_pair_bytes, 1, p.B * p.Hq));
   sm90f::Maps m{};
   const int64_t rows_q = p.jagged ? p.total_q : p.B * p.Sq;
   const int64_t rows_k = p.jagged ? p.total_k : p.B * p.Sk;

@@ -1,6 +1,8 @@
 // hstu_attn/cuda/launch.cu: what cuda_sm90, cuda_sm80_fa and cuda_sm80 accept, and the dtype switch
 // to the instantiations in inst/ (one element type per translation unit; head dims are runtime,
-// padded to 16).
+// padded to 16). Each accept test below runs once per call, as the implementation's can_implement
+// in core::dispatch; the run functions here and the run_* templates they reach trust it and
+// re-check nothing (the dispatch is their only caller). Tile sizes come from cuda/tiles.h.
 #include <string>
 
 #include "core/cuda/launch.h"
@@ -68,6 +70,7 @@ std::string hstu_attn_bwd_sm90_accepts(const HstuAttnParams& p) {
   return sm90_device_reason(p.device_index);
 }
 
+// Runs after hstu_attn_bwd_sm90_accepts accepted p (core::dispatch): d = dv ∈ {64, 128}.
 Status hstu_attn_bwd_cuda_sm90(const HstuAttnParams& p, const Context& ctx) {
   constexpr const char* kWhat = "hstu_attn_bwd: cuda_sm90";
   if (p.d == 64)  // d = dv (the accept test)
@@ -76,6 +79,7 @@ Status hstu_attn_bwd_cuda_sm90(const HstuAttnParams& p, const Context& ctx) {
   return run_half(p, ctx, hstu_attn_bwd_cuda_sm90_bf16, hstu_attn_bwd_cuda_sm90_fp16, kWhat);
 }
 
+// Runs after hstu_attn_fwd_sm90_accepts accepted p (core::dispatch): d = dv ∈ {64, 128, 256}.
 Status hstu_attn_fwd_cuda_sm90(const HstuAttnParams& p, const Context& ctx) {
   constexpr const char* kWhat = "hstu_attn_fwd: cuda_sm90";
   switch (p.d) {  // d = dv (the accept test)
@@ -95,6 +99,7 @@ std::string hstu_attn_fwd_fa_accepts(const HstuAttnParams& p) {
   return core::cuda::capability_reason(p.device_index, 80);
 }
 
+// Runs after hstu_attn_fwd_fa_accepts accepted p (core::dispatch).
 Status hstu_attn_fwd_cuda_fa(const HstuAttnParams& p, const Context& ctx) {
   return run_half(p, ctx, hstu_attn_fwd_cuda_fa_bf16, hstu_attn_fwd_cuda_fa_fp16,
                   "hstu_attn_fwd: cuda_sm80_fa");
@@ -117,6 +122,7 @@ std::string hstu_attn_bwd_fa_accepts(const HstuAttnParams& p) {
   return core::cuda::capability_reason(p.device_index, 80);
 }
 
+// Runs after hstu_attn_bwd_fa_accepts accepted p (core::dispatch).
 Status hstu_attn_bwd_cuda_fa(const HstuAttnParams& p, const Context& ctx) {
   return run_half(p, ctx, hstu_attn_bwd_cuda_fa_bf16, hstu_attn_bwd_cuda_fa_fp16,
                   "hstu_attn_bwd: cuda_sm80_fa");
