@@ -106,6 +106,61 @@ std::vector<std::string> to_str_list(const Ctx& c, const YAML::Node& n, const st
   return v;
 }
 
+// A tag must be one the case's ops read (OpSchema::tags), or `large`.
+void check_tag(const Ctx& c, const YAML::Node& n, const CaseSchema& schema,
+               const std::vector<std::string>& ops, const std::string& tag) {
+  const std::string key = tag.substr(0, tag.find('='));
+  if (key == "large") return;
+  std::set<std::string> known = {"large"};
+  for (const auto& o : ops) {
+    const auto& t = schema.ops.at(o).tags;
+    if (!t) return;  // this op's driver takes any tag
+    if (t->count(key)) return;
+    known.insert(t->begin(), t->end());
+  }
+  std::string list;
+  for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+  c.fail(n, "tags", "unknown tag '" + key + "' for op " + ops.front() + " (known: " + list + ")");
+}
+
+// `args:`: a mapping from the ops' declared argument names to values of their kinds.
+void parse_args(const Ctx& c, const YAML::Node& n, const CaseSchema& schema,
+                const std::vector<std::string>& ops, std::map<std::string, ArgValue>* out) {
+  if (!n.IsMap()) c.fail(n, "args", "expected a mapping of argument names to values");
+  for (const auto& kv : n) {
+    const std::string key = kv.first.Scalar();
+    const std::string field = "args." + key;
+    std::optional<ArgKind> kind;
+    std::set<std::string> known;
+    for (const auto& o : ops) {
+      const auto& a = schema.ops.at(o).args;
+      if (auto it = a.find(key); it != a.end() && !kind) kind = it->second;
+      for (const auto& [name, _] : a) known.insert(name);
+    }
+    if (!kind) {
+      std::string list;
+      for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+      c.fail(kv.first, field,
+             "unknown argument for op " + ops.front() +
+                 " (known: " + (list.empty() ? "none" : list) + ")");
+    }
+    ArgValue v;
+    v.kind = *kind;
+    v.loc = loc_of(kv.second);
+    switch (*kind) {
+      case ArgKind::integer:
+        v.i = to_int(c, kv.second, field);
+        v.f = static_cast<double>(v.i);
+        break;
+      case ArgKind::number: v.f = to_number(c, kv.second, field); break;
+      case ArgKind::boolean: v.b = to_bool(c, kv.second, field); break;
+      case ArgKind::text: v.s = scalar(c, kv.second, field); break;
+      case ArgKind::int_list: v.list = to_int_list(c, kv.second, field, false); break;
+    }
+    (*out)[key] = std::move(v);
+  }
+}
+
 DType to_dtype(const Ctx& c, const YAML::Node& n, const std::string& field) {
   const std::string s = scalar(c, n, field);
   if (auto t = dtype_from_name(s)) return *t;
@@ -302,7 +357,12 @@ CaseSpec parse_case(const Ctx& file_ctx, const YAML::Node& n, const std::string&
                  } else if (k == "scale") {
                    cs.scale = to_number(c, v, k);
                  } else if (k == "tags") {
-                   for (const auto& t : to_str_list(c, v, k)) cs.tags.insert(t);
+                   for (const auto& t : to_str_list(c, v, k)) {
+                     check_tag(c, v, schema, ops, t);
+                     cs.tags.insert(t);
+                   }
+                 } else if (k == "args") {
+                   parse_args(c, v, schema, ops, &cs.args);
                  } else if (k == "backends") {
                    for (const auto& b : to_str_list(c, v, k)) {
                      if (b != "cpu" && b != "cuda")
@@ -341,9 +401,9 @@ CaseSpec parse_case(const Ctx& file_ctx, const YAML::Node& n, const std::string&
 }  // namespace
 
 const std::set<std::string>& common_fields() {
-  static const std::set<std::string> f = {"id",   "op",           "seed",     "dtype",
-                                          "tags", "expect_error", "backends", "deterministic",
-                                          "note", "max_memory"};
+  static const std::set<std::string> f = {
+      "id",           "op",       "seed",          "dtype", "tags",      "args",
+      "expect_error", "backends", "deterministic", "note",  "max_memory"};
   return f;
 }
 

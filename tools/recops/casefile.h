@@ -39,6 +39,19 @@ struct LengthsSpec {
   int64_t lo = 0, hi = 0;  // gen: range
 };
 
+// A typed `args:` value (the op's scalar arguments by name; the op's driver declares the keys
+// and their kinds, OpSchema::args).
+enum class ArgKind { integer, number, boolean, text, int_list };
+struct ArgValue {
+  ArgKind kind = ArgKind::integer;
+  int64_t i = 0;
+  double f = 0;  // also set for integers
+  bool b = false;
+  std::string s;
+  std::vector<int64_t> list;
+  Loc loc;
+};
+
 // One case (or one perf shape) as written. Optional fields are unset when absent; list-valued
 // dtype-like fields expand into one row each (see expand()).
 struct CaseSpec {
@@ -63,6 +76,7 @@ struct CaseSpec {
   std::optional<std::pair<int64_t, int64_t>> range;  // integer input range [lo, hi]
   double scale = 1.0;                                // floating inputs: uniform(-1, 1) * scale
   std::set<std::string> tags;                        // `large`: skipped by --quick
+  std::map<std::string, ArgValue> args;              // `args:` (typed by the op's driver)
   std::set<std::string> backends;                    // empty = every backend
   std::optional<std::string> expect_error;           // pass when the op fails with this text
   bool deterministic = true;
@@ -94,6 +108,11 @@ struct CaseFile {
 struct OpSchema {
   std::string folder;            // src/ops/<folder>
   std::set<std::string> fields;  // op-specific fields
+  // The keys of `args:` and their kinds.
+  std::map<std::string, ArgKind> args = {};
+  // The tags the op's driver reads (the part before '=' of `name=value` tags), besides the
+  // common `large`; std::nullopt: not declared, any tag is taken.
+  std::optional<std::set<std::string>> tags = std::nullopt;
 };
 struct CaseSchema {
   std::map<std::string, OpSchema> ops;

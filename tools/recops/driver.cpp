@@ -65,7 +65,8 @@ const Driver* driver_for(const std::string& op) {
 CaseSchema case_schema() {
   CaseSchema s;
   for (const auto& d : drivers())
-    for (const auto& o : d->ops()) s.ops[o] = OpSchema{d->folder(), d->fields(o)};
+    for (const auto& o : d->ops())
+      s.ops[o] = OpSchema{d->folder(), d->fields(o), d->args(o), d->tags(o)};
   return s;
 }
 

@@ -62,6 +62,13 @@ class Driver {
   virtual std::string folder() const = 0;
   // Case fields beyond common_fields() the op understands.
   virtual std::set<std::string> fields(const std::string& op) const = 0;
+  // The keys of a case's `args:` map and their kinds (the op's scalar arguments by name).
+  virtual std::map<std::string, ArgKind> args(const std::string& op) const { return {}; }
+  // The tags the driver reads (the part before '=' of `name=value`); unknown ones are refused
+  // with the file, line and tag. std::nullopt: undeclared (any tag is taken).
+  virtual std::optional<std::set<std::string>> tags(const std::string& op) const {
+    return std::nullopt;
+  }
   // The dtype of a case that gives none.
   virtual DType default_dtype(const std::string& op) const = 0;
 

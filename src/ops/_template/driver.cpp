@@ -1,9 +1,7 @@
 // __family__/__op__/driver.cpp: the `recops` CLI's driver of __op__ and __op___bwd: builds a
 // case's inputs, calls the public entry, counts bytes (tools/recops/driver.h).
 //
-// Case fields beyond the common ones: shape (x's, required). Tags: factor=<float> (default 1.5).
-#include <cstdlib>
-
+// Case fields beyond the common ones: shape (x's, required); args: factor (default 1.5).
 #include "ops/__family__/__op__/__op__.h"
 #include "tools/recops/inputs.h"
 
@@ -11,9 +9,8 @@ namespace recops::cli {
 namespace {
 
 double factor_of(const CaseSpec& cs) {
-  for (const auto& t : cs.tags)
-    if (t.rfind("factor=", 0) == 0) return std::strtod(t.c_str() + 7, nullptr);
-  return 1.5;
+  const auto it = cs.args.find("factor");
+  return it == cs.args.end() ? 1.5 : it->second.f;
 }
 
 class __Op__Driver final : public Driver {
@@ -21,6 +18,12 @@ class __Op__Driver final : public Driver {
   std::vector<std::string> ops() const override { return {"__op__", "__op___bwd"}; }
   std::string folder() const override { return "__family__/__op__"; }
   std::set<std::string> fields(const std::string&) const override { return {"shape"}; }
+  std::map<std::string, ArgKind> args(const std::string&) const override {
+    return {{"factor", ArgKind::number}};
+  }
+  std::optional<std::set<std::string>> tags(const std::string&) const override {
+    return std::set<std::string>{};
+  }
   DType default_dtype(const std::string&) const override { return DType::fp32; }
 
   Status make(const CaseRow& row, Problem* p) const override {

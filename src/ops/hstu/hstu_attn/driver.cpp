@@ -67,6 +67,12 @@ class HstuAttn final : public Driver {
  public:
   std::vector<std::string> ops() const override { return {"hstu_attn_fwd", "hstu_attn_bwd"}; }
   std::string folder() const override { return "hstu/hstu_attn"; }
+  // The tags this driver reads (docs/cases.md); any other is refused.
+  std::optional<std::set<std::string>> tags(const std::string&) const override {
+    return std::set<std::string>{"alpha", "attn_scale", "bad",     "contexts",   "delta", "dense",
+                                 "func",  "group",      "mask",    "mask_heads", "max_k", "paged",
+                                 "rab",   "silu_scale", "targets", "window"};
+  }
   std::set<std::string> fields(const std::string&) const override {
     return {"shape", "lengths", "offsets", "offsets_dtype", "max_seq_len", "scale"};
   }

@@ -16,6 +16,10 @@ class Cumsum final : public Driver {
     return {"complete_cumsum", "exclusive_cumsum", "inclusive_cumsum"};
   }
   std::string folder() const override { return "jagged/cumsum"; }
+  // The tags this driver reads (docs/cases.md); any other is refused.
+  std::optional<std::set<std::string>> tags(const std::string&) const override {
+    return std::set<std::string>{};
+  }
   std::set<std::string> fields(const std::string&) const override {
     return {"shape", "out_dtype", "range", "row_pad", "out_shape"};
   }

@@ -16,6 +16,10 @@ class DenseToJagged final : public Driver {
  public:
   std::vector<std::string> ops() const override { return {"dense_to_jagged"}; }
   std::string folder() const override { return "jagged/dense_to_jagged"; }
+  // The tags this driver reads (docs/cases.md); any other is refused.
+  std::optional<std::set<std::string>> tags(const std::string&) const override {
+    return std::set<std::string>{};
+  }
   std::set<std::string> fields(const std::string&) const override {
     return {"lengths", "offsets", "offsets_dtype", "offsets_shape", "E",    "S",
             "total_L", "row_pad", "out_shape",     "range",         "scale"};

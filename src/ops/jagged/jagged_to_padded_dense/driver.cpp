@@ -14,6 +14,10 @@ class JaggedToPaddedDense final : public Driver {
  public:
   std::vector<std::string> ops() const override { return {"jagged_to_padded_dense"}; }
   std::string folder() const override { return "jagged/jagged_to_padded_dense"; }
+  // The tags this driver reads (docs/cases.md); any other is refused.
+  std::optional<std::set<std::string>> tags(const std::string&) const override {
+    return std::set<std::string>{};
+  }
   std::set<std::string> fields(const std::string&) const override {
     return {"lengths",       "offsets", "offsets_dtype", "offsets_shape", "E",     "max_seq_len",
             "padding_value", "row_pad", "total_L",       "out_shape",     "range", "scale"};

@@ -38,6 +38,11 @@ class BlockSparseAttentionDriver final : public Driver {
  public:
   std::vector<std::string> ops() const override { return {"block_sparse_attention"}; }
   std::string folder() const override { return "stem/block_sparse_attention"; }
+  // The tags this driver reads (docs/cases.md); any other is refused.
+  std::optional<std::set<std::string>> tags(const std::string&) const override {
+    return std::set<std::string>{"bad",       "bs",    "delta", "fa_rows", "kmax",         "kv",
+                                 "noncausal", "paged", "qmax",  "sel",     "softmax_scale"};
+  }
   std::set<std::string> fields(const std::string&) const override {
     return {"shape", "lengths", "scale"};
   }

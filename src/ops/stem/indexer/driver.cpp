@@ -52,6 +52,14 @@ class StemIndexerDriver final : public Driver {
     return {"stem_indexer", "stem_indexer_metadata"};
   }
   std::string folder() const override { return "stem/indexer"; }
+  // The tags this driver reads (docs/cases.md); any other is refused.
+  std::optional<std::set<std::string>> tags(const std::string&) const override {
+    return std::set<std::string>{
+        "alpha",     "bad",        "bias_large",  "bias_medium", "bs",     "delta",
+        "gemm_rows", "initial",    "kmax",        "kslice",      "kv",     "meta",
+        "noncausal", "paged",      "path",        "prec",        "prompt", "prompt_extra",
+        "qmax",      "rate_large", "rate_medium", "scores",      "ts",     "window"};
+  }
   std::set<std::string> fields(const std::string&) const override {
     return {"shape", "lengths", "scale"};
   }

@@ -34,6 +34,11 @@ class StemPrepareDriver final : public Driver {
  public:
   std::vector<std::string> ops() const override { return {"stem_prepare"}; }
   std::string folder() const override { return "stem/prepare"; }
+  // The tags this driver reads (docs/cases.md); any other is refused.
+  std::optional<std::set<std::string>> tags(const std::string&) const override {
+    return std::set<std::string>{"bad",    "bs",    "delta", "kmax",   "kscale", "kv",
+                                 "lambda", "paged", "qmax",  "qscale", "ts",     "vscale"};
+  }
   std::set<std::string> fields(const std::string&) const override {
     return {"shape", "lengths", "scale"};
   }
