@@ -85,13 +85,7 @@ globals().update(_exports)
 __all__ += sorted(n for n in _exports if n not in __all__)
 
 from . import ops as _ops  # noqa: E402  (registers the Python fake kernels)
-from .ops import (  # noqa: E402,F401
-    complete_cumsum,
-    dense_to_jagged,
-    exclusive_cumsum,
-    inclusive_cumsum,
-    set_validate,
-)
+from .ops import set_validate  # noqa: E402,F401
 from .hstu import hstu_attn, hstu_mask  # noqa: E402,F401
 from .stem import (  # noqa: E402,F401
     block_sparse_attention,

@@ -1,8 +1,8 @@
 // torch/schema.cpp: every recops schema, in one TORCH_LIBRARY block (architecture.md §2 step 2).
 // Kernels register per dispatch key in ops/<op>_{cpu,cuda,meta,autograd}.cpp.
 //
-// Forward names keep FBGEMM's unsuffixed names (jagged_ops.md §1.4); each conversion's backward is
-// the other conversion, so there are no _bwd schemas for them.
+// The jagged ops (the conversions and the cumsums) are not here: their schemas come from their
+// argument tables (core/kit/op_def.h, registered by src/torch/kit.cpp).
 #include <torch/library.h>
 
 #include <string>
@@ -18,23 +18,6 @@ void set_validate(bool on) {
 
 TORCH_LIBRARY(recops, m) {
   const std::vector<at::Tag> tags = {at::Tag::pt2_compliant_tag};
-
-  // dense [B, S, *E], seq_offsets [B+1] -> [total_L, *E]; total_L=None reads seq_offsets[B]
-  m.def("dense_to_jagged(Tensor dense, Tensor seq_offsets, SymInt? total_L=None) -> Tensor", tags);
-  // Meta-only helper: dense_to_jagged's output for a known total_L, from the public shape
-  // function. dense_to_jagged's fake kernel (python/recops/ops.py) calls it after creating the
-  // unbacked size that total_L=None needs, which only Python can do.
-  m.def("_dense_to_jagged_meta(Tensor dense, Tensor seq_offsets, SymInt total_L) -> Tensor", tags);
-
-  // Cumulative sums of int32/int64 lengths (not differentiable). complete: [n] -> [n+1] or
-  // [R, n] -> [R, n+1]; exclusive/inclusive: t's shape, over the flattened tensor.
-  for (const char* name :
-       {"complete_cumsum", "exclusive_cumsum", "inclusive_cumsum", "asynchronous_complete_cumsum",
-        "asynchronous_exclusive_cumsum", "asynchronous_inclusive_cumsum"}) {
-    const std::string schema =
-        std::string(name) + "(Tensor t, ScalarType? out_dtype=None) -> Tensor";
-    m.def(schema.c_str(), tags);
-  }
 
   // HSTU attention (hstu_attention.md; the argument meanings: include/recops/hstu.h). q jagged
   // [total_q, Hq, d] with both offsets, or dense [B, Sq, Hq, d] without; mask_type 0 causal,

@@ -1,4 +1,5 @@
 // complete_cumsum, exclusive_cumsum, inclusive_cumsum: the entries (jagged_ops.md §2.8).
+#include <optional>
 #include <string>
 
 #include "core/dispatch.h"
@@ -144,8 +145,97 @@ size_t cumsum_workspace_bytes(const TensorView& t, const TensorView& out) {
 
 }  // namespace recops
 
+// ---- the argument tables (core/kit/op_def.h) ----
+namespace recops::ops {
+namespace {
+struct Args {
+  TensorView t;                    // complete: [n] or [R, n]; exclusive/inclusive: any shape
+  std::optional<DType> out_dtype;  // nullopt: t's dtype
+};
+
+// complete: [n] -> [n+1], [R, n] -> [R, n+1]; exclusive and inclusive keep t's shape. The dtype
+// rules are checked here too (with the entry's words), so that Meta refuses what the entry would.
+template <CumsumKind K>
+Status shapes(const Args& a, std::vector<kit::OutSpec>* outs) {
+  Shape s;
+  if (K == CumsumKind::complete) {
+    RECOPS_RETURN_IF_ERROR(complete_cumsum_shape(a.t, &s));
+  } else {
+    s = a.t.shape();
+  }
+  const DType dt = a.out_dtype.value_or(a.t.dtype);
+  RECOPS_CHECK(is_index_dtype(a.t.dtype), op_name(K), ": t must be int32 or int64, got ",
+               dtype_name(a.t.dtype));
+  RECOPS_CHECK(is_index_dtype(dt), op_name(K), ": out (out_dtype) must be int32 or int64, got ",
+               dtype_name(dt));
+  outs->push_back({s, dt});
+  return Status::Ok();
+}
+
+template <CumsumKind K>
+Status run_kind(const Args& a, const kit::Outputs& o, const Context& ctx) {
+  return run(K, a.t, o.views[0], ctx);
+}
+
+// The CUDA scan's scratch (0 on the CPU).
+size_t workspace(const Args& a, const kit::Outputs& o) {
+  return cumsum_workspace_bytes(a.t, o.views[0]);
+}
+
+constexpr const char* kCompleteDoc =
+    R"(Offsets from lengths: ``[n] -> [n+1]`` (or ``[R, n] -> [R, n+1]`` row by row), with
+``out[0] = 0`` and ``out[i+1] = out[i] + t[i]``.
+
+``t`` is int32 or int64; ``out_dtype`` (int32 or int64) defaults to t's dtype. Sums accumulate
+in int64; an int32 result that overflows raises (CPU always, CUDA with validation on).
+Not differentiable. FBGEMM's name: ``asynchronous_complete_cumsum``.
+)";
+
+constexpr const char* kExclusiveDoc =
+    R"(``out[i] = sum(t[j] for j < i)`` over the flattened tensor; same shape as ``t``.
+
+int32/int64 in and out (``out_dtype`` defaults to t's dtype); int32 overflow raises as in
+``complete_cumsum``. Not differentiable. FBGEMM's name: ``asynchronous_exclusive_cumsum``.
+)";
+
+constexpr const char* kInclusiveDoc =
+    R"(``out[i] = sum(t[j] for j <= i)`` over the flattened tensor; same shape as ``t``.
+
+int32/int64 in and out (``out_dtype`` defaults to t's dtype); int32 overflow raises as in
+``complete_cumsum``. Not differentiable. FBGEMM's name: ``asynchronous_inclusive_cumsum``.
+)";
+
+// One table of the family: `name` runs kind K. complete takes t with any strides; exclusive and
+// inclusive scan the flattened tensor, so a t of more than one dim is made contiguous (1-D ones
+// keep their stride). Not differentiable: no grad arguments, no backward.
+template <CumsumKind K>
+kit::OpDef cumsum_def(const char* name, const char* python_name, const char* doc) {
+  const kit::ArgOpts t_opts = K == CumsumKind::complete
+                                  ? kit::ArgOpts{}
+                                  : kit::ArgOpts{.dense_from = 0, .dense_if_ndim_gt = 1};
+  return kit::Def<Args>(name, "jagged")
+      .arg<&Args::t>("t", t_opts)
+      .arg<&Args::out_dtype>("out_dtype", {.def = "None"})
+      .out("out", false)
+      .shapes(shapes<K>)
+      .run(run_kind<K>)
+      .workspace(workspace)
+      .doc(python_name, doc);
+}
+}  // namespace
+}  // namespace recops::ops
+
 RECOPS_REGISTER_OPS(reg) {
+  using recops::ops::cumsum_def;
+  using recops::ops::CumsumKind;
   reg.add(recops::ops::complete_cumsum_info());
   reg.add(recops::ops::exclusive_cumsum_info());
   reg.add(recops::ops::inclusive_cumsum_info());
+  reg.add(cumsum_def<CumsumKind::complete>("complete_cumsum", "", recops::ops::kCompleteDoc));
+  reg.add(cumsum_def<CumsumKind::exclusive>("exclusive_cumsum", "", recops::ops::kExclusiveDoc));
+  reg.add(cumsum_def<CumsumKind::inclusive>("inclusive_cumsum", "", recops::ops::kInclusiveDoc));
+  // FBGEMM's names (torch.ops.recops.asynchronous_*), the same ops without a Python wrapper.
+  reg.add(cumsum_def<CumsumKind::complete>("asynchronous_complete_cumsum", "-", ""));
+  reg.add(cumsum_def<CumsumKind::exclusive>("asynchronous_exclusive_cumsum", "-", ""));
+  reg.add(cumsum_def<CumsumKind::inclusive>("asynchronous_inclusive_cumsum", "-", ""));
 }

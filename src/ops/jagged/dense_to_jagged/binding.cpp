@@ -1,0 +1,49 @@
+// dense_to_jagged: the torch hooks the generic binding (src/torch/kit.h) cannot derive.
+//   backward: grad_dense = jagged_to_padded_dense(grad, seq_offsets, S, 0)   [B, S, *E]
+//             (positions l >= L_b get 0; only seq_offsets and S are kept)
+//   _dense_to_jagged_meta, meta: [total_L, *E] in SymInts, for dynamic shapes
+// dense_to_jagged itself has no C++ Meta kernel: with total_L omitted its size is seq_offsets[B],
+// an unbacked SymInt that only Python can create (fake.py, which calls _dense_to_jagged_meta).
+#include <ATen/ops/empty.h>
+
+#include "torch/kit.h"
+
+namespace {
+constexpr const char* kOp = "dense_to_jagged";
+}
+
+RECOPS_TORCH_HOOKS(dense_to_jagged) {
+  recops::binding::TorchHooks h;
+  h.save = [](const recops::binding::Args& a) -> recops::binding::Args {
+    const at::Tensor& dense = a[0].toTensor();
+    // dense of rank < 2 is refused by the op itself, with its own message.
+    return {a[1], dense.dim() >= 2 ? dense.sym_size(1) : c10::SymInt(0)};
+  };
+  h.backward = [](const recops::binding::Args& saved, const std::vector<at::Tensor>& grads) {
+    // grads[0]: [total_L, *E]
+    return recops::binding::call("jagged_to_padded_dense", {grads[0], saved[0], saved[1], 0.0});
+  };
+  return h;
+}
+
+RECOPS_TORCH_HOOKS(_dense_to_jagged_meta) {
+  recops::binding::TorchHooks h;
+  h.meta = [](const recops::binding::Args& a) -> std::vector<at::Tensor> {
+    const at::Tensor& dense = a[0].toTensor();
+    const at::Tensor& seq_offsets = a[1].toTensor();
+    const c10::SymInt total_L = a[2].toSymInt();
+    TORCH_CHECK(dense.dim() >= 2, kOp, ": dense must have at least 2 dims [B, S, *E], got ",
+                dense.dim(), "-D");
+    TORCH_CHECK(seq_offsets.dim() == 1, kOp, ": seq_offsets must be 1-D [B+1], got ",
+                seq_offsets.dim(), "-D");
+    TORCH_CHECK(seq_offsets.scalar_type() == at::kInt || seq_offsets.scalar_type() == at::kLong,
+                kOp, ": seq_offsets must be int32 or int64, got ", seq_offsets.scalar_type());
+    TORCH_SYM_CHECK(dense.sym_size(0).sym_eq(seq_offsets.sym_size(0) - 1), kOp,
+                    ": dense's batch must be B = seq_offsets.numel() - 1");
+    TORCH_SYM_CHECK(total_L.sym_ge(0), kOp, ": total_L must be >= 0");
+    std::vector<c10::SymInt> shape = {total_L};
+    for (int64_t i = 2; i < dense.dim(); ++i) shape.push_back(dense.sym_size(i));
+    return {at::empty_symint(shape, dense.options())};
+  };
+  return h;
+}
