@@ -20,6 +20,8 @@ from typing import Any, Iterator, Optional
 import numpy as np
 import torch
 
+from . import _kit
+
 _M64 = (1 << 64) - 1
 
 # ---- hash_rng.h ------------------------------------------------------------------------------
@@ -202,8 +204,9 @@ def offsets_from_lengths(lengths) -> list:
 
 # ---- case files --------------------------------------------------------------------------------
 
-REPO = Path(__file__).resolve().parents[2]
-OPS_DIR = REPO / "src" / "ops"
+# The op folders: a source tree's src/ops, or the wheel's recops/_ops (the case files are package
+# data), whichever this package was loaded from (python/recops/_kit.py).
+OPS_DIR = _kit.ops_dir()
 
 # The op folder of each op name (the cumsum family shares one).
 OP_FOLDER = {
@@ -249,7 +252,7 @@ def load_cases(op: str) -> dict:
 
     path = OPS_DIR / OP_FOLDER[op] / "cases.yaml"
     if not path.is_file():
-        return _load_fallback(op)
+        raise FileNotFoundError(f"recops.testing: {op}'s case file {path} is missing")
     with open(path) as f:
         doc = yaml.safe_load(f)
     if not isinstance(doc, dict) or "cases" not in doc:
@@ -401,66 +404,3 @@ def torch_cannot_hold(sample: SampleInput) -> Optional[str]:
 def call(sample: SampleInput) -> Any:
     """Runs the sample through ``torch.ops.recops``."""
     return getattr(torch.ops.recops, sample.op)(*sample.args, **sample.kwargs)
-
-
-# Used only while an op folder has no cases.yaml yet (the files are written with the CLI); same
-# format, a small matrix per op.
-_FALLBACK_CASES = {
-    "jagged_to_padded_dense": """
-op: jagged_to_padded_dense
-standard: exact
-cases:
-  - {id: uniform_b37_d3, seed: 7, dtype: [fp32, bf16, fp16, fp64], offsets_dtype: [int32, int64], lengths: {gen: uniform, B: 37, max: 20}, E: [3], max_seq_len: 12, padding_value: -1.5}
-  - {id: b0, offsets: [0], E: [4], max_seq_len: 5}
-  - {id: all_zero, lengths: {gen: empty, B: 5, max: 4}, E: [2], max_seq_len: 3}
-  - {id: d0, lengths: [2, 0, 3], E: [0], max_seq_len: 4}
-  - {id: max0, lengths: [2, 1], E: [2], max_seq_len: 0}
-  - {id: one_d, seed: 3, lengths: [3, 0, 5], max_seq_len: 4, padding_value: nan}
-  - {id: two_d_e, seed: 4, lengths: [1, 4, 2], E: [2, 3], max_seq_len: 3, padding_value: -inf}
-  - {id: row_pad, seed: 5, lengths: {gen: skewed, B: 9, max: 8}, E: [5], row_pad: 3, max_seq_len: 8}
-  - {id: ints, seed: 6, dtype: [int64, int32, bool, uint8], lengths: [2, 3, 0], E: [2], max_seq_len: 4, padding_value: 1}
-  - {id: bad_first, offsets: [1, 3], E: [2], max_seq_len: 2, expect_error: "must start at 0"}
-  - {id: bad_decreasing, offsets: [0, 5, 3], E: [2], max_seq_len: 4, expect_error: "must be non-decreasing"}
-  - {id: bad_last, offsets: [0, 2, 3], total_L: 5, E: [2], max_seq_len: 4, expect_error: "the last offset must equal it"}
-  - {id: bad_max, lengths: [1, 2], E: [2], max_seq_len: -1, expect_error: "must be >= 0"}
-  - {id: bad_offsets_rank, offsets: [0, 1, 2, 3], offsets_shape: [2, 2], E: [1], max_seq_len: 2, expect_error: "must be 1-D"}
-""",
-    "dense_to_jagged": """
-op: dense_to_jagged
-standard: exact
-cases:
-  - {id: uniform_b37_d3, seed: 7, dtype: [fp32, bf16, fp16, fp64], offsets_dtype: [int32, int64], lengths: {gen: uniform, B: 37, max: 20}, E: [3]}
-  - {id: short_s, seed: 8, lengths: [5, 0, 7, 2], E: [4], S: 3}
-  - {id: s0, seed: 9, lengths: [2, 3], E: [2], S: 0}
-  - {id: with_total_L, seed: 10, lengths: [2, 3, 1], E: [3], total_L: 6}
-  - {id: b0, offsets: [0], E: [4]}
-  - {id: all_zero, lengths: {gen: empty, B: 5, max: 4}, E: [2]}
-  - {id: d0, lengths: [2, 0, 3], E: [0]}
-  - {id: one_d, seed: 3, lengths: [3, 0, 5]}
-  - {id: two_d_e, seed: 4, lengths: [1, 4, 2], E: [2, 3]}
-  - {id: row_pad, seed: 5, lengths: {gen: skewed, B: 9, max: 8}, E: [5], row_pad: 3}
-  - {id: ints, seed: 6, dtype: [int64, bool], lengths: [2, 3, 0], E: [2]}
-  - {id: bad_total_L, lengths: [2, 3], E: [2], total_L: 4, expect_error: "the last offset must equal it"}
-  - {id: bad_decreasing, offsets: [0, 5, 3], E: [2], S: 5, expect_error: "must be non-decreasing"}
-""",
-    "complete_cumsum": """
-op: complete_cumsum
-standard: exact
-cases:
-  - {id: n37, op: [complete_cumsum, exclusive_cumsum, inclusive_cumsum], seed: 1, dtype: [int32, int64], out_dtype: [int32, int64], shape: [37], range: [0, 64]}
-  - {id: n0, op: [complete_cumsum, exclusive_cumsum, inclusive_cumsum], shape: [0]}
-  - {id: n1, op: [complete_cumsum, exclusive_cumsum, inclusive_cumsum], shape: [1]}
-  - {id: negative, op: [complete_cumsum, exclusive_cumsum, inclusive_cumsum], seed: 2, shape: [199]}
-  - {id: two_d, op: [complete_cumsum, exclusive_cumsum, inclusive_cumsum], seed: 3, shape: [5, 16], range: [0, 9]}
-  - {id: two_d_row_pad, seed: 4, shape: [7, 13], row_pad: 3, range: [0, 9]}
-  - {id: overflow_int32, seed: 5, dtype: int32, out_dtype: int32, shape: [4], range: [1000000000, 1000000000], expect_error: "does not fit"}
-  - {id: overflow_to_int64, seed: 5, dtype: int32, out_dtype: int64, shape: [4], range: [1000000000, 1000000000]}
-  - {id: bad_rank, shape: [2, 2, 2], expect_error: "must be 1-D [n] or 2-D [R, n]"}
-""",
-}
-
-
-def _load_fallback(op: str) -> dict:
-    import yaml
-
-    return yaml.safe_load(_FALLBACK_CASES[OP_FOLDER[op]])
