@@ -52,7 +52,8 @@ _ANNOTATION = {
 
 
 def _annotation(arg) -> str:
-    return _ANNOTATION.get(str(arg.type), "object")
+    # real_type keeps ScalarType (type says int); SymInt is an int for callers.
+    return _ANNOTATION.get(str(getattr(arg, "real_type", arg.type)), "object")
 
 
 def make_wrapper(info: dict):
