@@ -314,28 +314,8 @@ int run_bench(const BenchOptions& o) {
 
   std::vector<CaseFile> files = load_case_files(sel, "perf.yaml", FileKind::perf, schema, &errors);
   // The filters: a shape runs when it passes them, on each backend its entry allows.
-  auto row_selected = [&](const CaseRow& row) {
-    const CaseSpec& cs = *row.spec;
-    if (std::find(ops.begin(), ops.end(), row.op) == ops.end()) return false;
-    if (o.quick && cs.tags.count("large")) return false;
-    if (!o.shape_ids.empty() &&
-        std::find(o.shape_ids.begin(), o.shape_ids.end(), cs.id) == o.shape_ids.end())
-      return false;
-    const DType dtype = row.dtype.value_or(driver_for(row.op)->default_dtype(row.op));
-    return o.dtypes.empty() || std::find(o.dtypes.begin(), o.dtypes.end(),
-                                         std::string(dtype_name(dtype))) != o.dtypes.end();
-  };
-  auto backend_selected = [&](const CaseRow& row, DeviceType bt) {
-    if (!row.spec->backends.empty() && !row.spec->backends.count(backend_name(bt))) return false;
-    if (o.impl.empty()) return true;
-    const auto ids = impl_ids(row.op, bt);
-    return std::find(ids.begin(), ids.end(), o.impl) != ids.end();
-  };
-  int64_t total = 0;
-  for (const CaseFile& file : files)
-    for (const CaseRow& row : expand(file))
-      if (row_selected(row))
-        for (DeviceType bt : backends) total += backend_selected(row, bt);
+  const RowFilter filter{ops, o.shape_ids, o.dtypes, {}, {}, o.quick};
+  const int64_t total = count_runs(files, filter, backends, o.impl);
   Progress progress("bench", total, o.quiet);
 
   for (const CaseFile& file : files) {
@@ -346,13 +326,13 @@ int run_bench(const BenchOptions& o) {
 
     for (const CaseRow& row : expand(file)) {
       const CaseSpec& cs = *row.spec;
-      if (!row_selected(row)) continue;
+      if (!row_selected(row, filter)) continue;
       const Driver* d = driver_for(row.op);
       const DType dtype = row.dtype.value_or(d->default_dtype(row.op));
       std::optional<Problem> problem;
       Status make_status;
       for (DeviceType bt : backends) {
-        if (!backend_selected(row, bt)) continue;
+        if (!backend_selected(row, bt, o.impl)) continue;
         const std::string bname = backend_name(bt);
         Record r;
         r.op = row.op;

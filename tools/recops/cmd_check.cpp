@@ -33,10 +33,6 @@ struct Result {
   std::vector<std::pair<std::string, int64_t>> sizes;
 };
 
-bool selected(const std::vector<std::string>& v, const std::string& s) {
-  return v.empty() || std::find(v.begin(), v.end(), s) != v.end();
-}
-
 std::string first_line(const std::string& s) {
   const auto nl = s.find('\n');
   return nl == std::string::npos ? s : s.substr(0, nl) + " ...";
@@ -48,7 +44,6 @@ int run_check(const CheckOptions& o, const std::string& argv0) {
   const auto t0 = std::chrono::steady_clock::now();
   Selection sel;
   if (!select("check", o.cases_dir, o.ops, o.backends, &sel)) return 2;
-  const std::string& dir = sel.dir;
   const std::vector<std::string>& ops = sel.ops;
   const std::vector<DeviceType>& backends = sel.backends;
   for (const auto& lst : {o.dtypes, o.offsets_dtypes, o.out_dtypes})
@@ -70,31 +65,8 @@ int run_check(const CheckOptions& o, const std::string& argv0) {
   std::vector<CaseFile> files =
       load_case_files(sel, "cases.yaml", FileKind::cases, schema, &file_errors);
   // The filters: a row runs when it passes them, on each backend its case allows.
-  auto row_selected = [&](const CaseRow& row) {
-    const CaseSpec& cs = *row.spec;
-    if (!selected(ops, row.op) || !selected(o.case_ids, cs.id)) return false;
-    if (o.quick && cs.tags.count("large")) return false;
-    const Driver* d = driver_for(row.op);
-    const DType dtype = row.dtype.value_or(d->default_dtype(row.op));
-    if (!selected(o.dtypes, std::string(dtype_name(dtype)))) return false;
-    if (!o.offsets_dtypes.empty() &&
-        (cs.offsets_dtypes.empty() ||
-         !selected(o.offsets_dtypes, std::string(dtype_name(row.offsets_dtype)))))
-      return false;
-    return o.out_dtypes.empty() ||
-           (row.out_dtype && selected(o.out_dtypes, std::string(dtype_name(*row.out_dtype))));
-  };
-  auto backend_selected = [&](const CaseRow& row, DeviceType bt) {
-    if (!row.spec->backends.empty() && !row.spec->backends.count(backend_name(bt))) return false;
-    if (o.impl.empty()) return true;
-    const auto ids = impl_ids(row.op, bt);
-    return std::find(ids.begin(), ids.end(), o.impl) != ids.end();
-  };
-  int64_t total = 0;
-  for (const CaseFile& file : files)
-    for (const CaseRow& row : expand(file))
-      if (row_selected(row))
-        for (DeviceType bt : backends) total += backend_selected(row, bt);
+  const RowFilter filter{ops, o.case_ids, o.dtypes, o.offsets_dtypes, o.out_dtypes, o.quick};
+  const int64_t total = count_runs(files, filter, backends, o.impl);
   Progress progress("check", total, o.quiet || o.verbose);
 
   for (const CaseFile& file : files) {
@@ -102,7 +74,7 @@ int run_check(const CheckOptions& o, const std::string& argv0) {
       if (!selected(ops, row.op)) continue;
       const CaseSpec& cs = *row.spec;
       seen_case_ids.push_back(cs.id);
-      if (!row_selected(row)) continue;
+      if (!row_selected(row, filter)) continue;
       const Driver* d = driver_for(row.op);
       const DType dtype = row.dtype.value_or(d->default_dtype(row.op));
 
@@ -113,7 +85,7 @@ int run_check(const CheckOptions& o, const std::string& argv0) {
       Status gold_status;
 
       for (DeviceType bt : backends) {
-        if (!backend_selected(row, bt)) continue;
+        if (!backend_selected(row, bt, o.impl)) continue;
         const std::string bname = backend_name(bt);
         Result r;
         r.op = row.op;

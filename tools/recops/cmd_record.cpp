@@ -36,10 +36,6 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-bool selected(const std::vector<std::string>& v, const std::string& s) {
-  return v.empty() || std::find(v.begin(), v.end(), s) != v.end();
-}
-
 // The file stem of a recorded row: op__case__dtype[__off-int32][__out-fp32].
 std::string row_stem(const CaseRow& row, DType dtype) {
   std::string s = row.op + "__" + row.spec->id + "__" + std::string(dtype_name(dtype));
@@ -127,6 +123,8 @@ int run_record(const RecordOptions& o) {
   json cases = json::array();
   Table t({"op", "case", "dtype", "impl", "files", "status"});
   int errors = 0, skipped = 0;
+  // The rows check would run (--offsets-dtype / --out-dtype: rows whose case lists that dtype).
+  const RowFilter filter{ops, o.case_ids, o.dtypes, o.offsets_dtypes, o.out_dtypes, o.quick};
   for (const auto& folder : folders_of(ops)) {
     const std::string path = dir + "/" + folder + "/cases.yaml";
     CaseFile file;
@@ -139,25 +137,10 @@ int run_record(const RecordOptions& o) {
     }
     for (const CaseRow& row : expand(file)) {
       const CaseSpec& cs = *row.spec;
-      if (!selected(ops, row.op) || !selected(o.case_ids, cs.id)) continue;
-      if (o.quick && cs.tags.count("large")) continue;
+      if (!row_selected(row, filter) || !backend_selected(row, bt, o.impl)) continue;
       const Driver* d = driver_for(row.op);
       const DType dtype = row.dtype.value_or(d->default_dtype(row.op));
       const std::string dname(dtype_name(dtype));
-      if (!selected(o.dtypes, dname)) continue;
-      if (!cs.backends.empty() && !cs.backends.count(bname)) continue;
-      // --offsets-dtype / --out-dtype select rows whose case lists that dtype (as check does).
-      if (!o.offsets_dtypes.empty() &&
-          (cs.offsets_dtypes.empty() ||
-           !selected(o.offsets_dtypes, std::string(dtype_name(row.offsets_dtype)))))
-        continue;
-      if (!o.out_dtypes.empty() &&
-          (!row.out_dtype || !selected(o.out_dtypes, std::string(dtype_name(*row.out_dtype)))))
-        continue;
-      if (!o.impl.empty()) {
-        const auto ids = impl_ids(row.op, bt);
-        if (std::find(ids.begin(), ids.end(), o.impl) == ids.end()) continue;
-      }
       // A case whose answer is an error has no outputs to record.
       if (cs.expect_error) {
         ++skipped;

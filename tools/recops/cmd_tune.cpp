@@ -31,10 +31,6 @@ using Clock = std::chrono::steady_clock;
 
 constexpr int kTuningVersion = 1;  // the "version" of the file format (recops/tuning.h reads it)
 
-bool selected(const std::vector<std::string>& v, const std::string& s) {
-  return v.empty() || std::find(v.begin(), v.end(), s) != v.end();
-}
-
 // The candidates of implementation `impl` of `op`, from the registry.
 std::vector<TuneConfig> candidates_of(const std::string& op, const std::string& impl,
                                       DeviceType backend) {
@@ -226,16 +222,12 @@ int run_tune(const TuneOptions& o) {
   for (const auto& f : files) rows.push_back(expand(f));
   std::vector<Item> items;
   int64_t total = 0;
+  const RowFilter filter{sel.ops, o.shape_ids, o.dtypes, {}, {}, o.quick};
   for (const auto& file_rows : rows)
     for (const CaseRow& row : file_rows) {
-      const CaseSpec& cs = *row.spec;
-      if (std::find(sel.ops.begin(), sel.ops.end(), row.op) == sel.ops.end()) continue;
-      if (o.quick && cs.tags.count("large")) continue;
-      if (!selected(o.shape_ids, cs.id)) continue;
-      const DType dtype = row.dtype.value_or(driver_for(row.op)->default_dtype(row.op));
-      if (!selected(o.dtypes, std::string(dtype_name(dtype)))) continue;
+      if (!row_selected(row, filter)) continue;
       for (DeviceType bt : sel.backends) {
-        if (!cs.backends.empty() && !cs.backends.count(backend_name(bt))) continue;
+        if (!backend_selected(row, bt, "")) continue;
         size_t most = 0;
         for (const auto& id : impl_ids(row.op, bt))
           if (o.impl.empty() || id == o.impl)

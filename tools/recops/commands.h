@@ -20,9 +20,13 @@ struct CommonOptions {
   bool quiet = false;                 // --quiet: no progress (also when stderr is no terminal)
 };
 
-struct CheckOptions : CommonOptions {
-  std::string impl;
+// The row filters of check, record and compare (--dtype, --offsets-dtype, --out-dtype, --case).
+struct RowFilterOptions {
   std::vector<std::string> dtypes, offsets_dtypes, out_dtypes, case_ids;
+};
+
+struct CheckOptions : CommonOptions, RowFilterOptions {
+  std::string impl;
   int repeat = 1;
   bool fail_on_ref = false;
   bool no_validate = false;
@@ -42,15 +46,14 @@ struct BenchOptions : CommonOptions {
 };
 
 // record: each case's inputs and outputs on one backend, as safetensors + manifest.json in `out`.
-struct RecordOptions : CommonOptions {
+struct RecordOptions : CommonOptions, RowFilterOptions {
   std::string impl, out;
-  std::vector<std::string> dtypes, offsets_dtypes, out_dtypes, case_ids;
 };
 
 // compare: the recorded cases of `dir`, recomputed on `backend` (default cpu) or the fp64 golden.
-struct CompareOptions {
+struct CompareOptions : RowFilterOptions {
   std::string dir, backend, impl, cases_dir, json;
-  std::vector<std::string> ops, dtypes, offsets_dtypes, out_dtypes, case_ids;
+  std::vector<std::string> ops;
   bool golden = false;
 };
 

@@ -196,6 +196,41 @@ std::vector<std::string> impl_ids(const std::string& op, DeviceType backend) {
   return ids;
 }
 
+bool selected(const std::vector<std::string>& wanted, const std::string& name) {
+  return wanted.empty() || std::find(wanted.begin(), wanted.end(), name) != wanted.end();
+}
+
+bool row_selected(const CaseRow& row, const RowFilter& filter) {
+  const CaseSpec& cs = *row.spec;
+  if (std::find(filter.ops.begin(), filter.ops.end(), row.op) == filter.ops.end()) return false;
+  if (!selected(filter.ids, cs.id) || (filter.quick && cs.tags.count("large"))) return false;
+  const DType dtype = row.dtype.value_or(driver_for(row.op)->default_dtype(row.op));
+  if (!selected(filter.dtypes, std::string(dtype_name(dtype)))) return false;
+  if (!filter.offsets_dtypes.empty() &&
+      (cs.offsets_dtypes.empty() ||
+       !selected(filter.offsets_dtypes, std::string(dtype_name(row.offsets_dtype)))))
+    return false;
+  return filter.out_dtypes.empty() ||
+         (row.out_dtype && selected(filter.out_dtypes, std::string(dtype_name(*row.out_dtype))));
+}
+
+bool backend_selected(const CaseRow& row, DeviceType backend, const std::string& impl) {
+  if (!row.spec->backends.empty() && !row.spec->backends.count(backend_name(backend))) return false;
+  if (impl.empty()) return true;
+  const auto ids = impl_ids(row.op, backend);
+  return std::find(ids.begin(), ids.end(), impl) != ids.end();
+}
+
+int64_t count_runs(const std::vector<CaseFile>& files, const RowFilter& filter,
+                   const std::vector<DeviceType>& backends, const std::string& impl) {
+  int64_t total = 0;
+  for (const CaseFile& file : files)
+    for (const CaseRow& row : expand(file))
+      if (row_selected(row, filter))
+        for (DeviceType bt : backends) total += backend_selected(row, bt, impl);
+  return total;
+}
+
 std::string device_name(DeviceType backend) {
   if (backend == DeviceType::cuda) return core::cuda::device_name(0);
   std::string n = core::cpu_name();

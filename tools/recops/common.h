@@ -48,6 +48,28 @@ std::string backend_unavailable(DeviceType backend);
 // The implementation ids of `op` for `backend` as list_ops() reports them.
 std::vector<std::string> impl_ids(const std::string& op, DeviceType backend);
 
+// True when `wanted` is empty (no filter) or holds `name`.
+bool selected(const std::vector<std::string>& wanted, const std::string& name);
+
+// Which rows of the expanded case files a run takes; an empty list selects any.
+struct RowFilter {
+  std::vector<std::string> ops;             // the run's ops (Selection::ops): the row's is one
+  std::vector<std::string> ids;             // --case (or --shape) ids
+  std::vector<std::string> dtypes;          // the row's dtype, else its op's default
+  std::vector<std::string> offsets_dtypes;  // rows whose case lists one of these offsets dtypes
+  std::vector<std::string> out_dtypes;      // rows whose case lists one of these out_dtypes
+  bool quick = false;                       // skip cases tagged `large`
+};
+bool row_selected(const CaseRow& row, const RowFilter& filter);
+
+// Whether `row` runs on `backend`: its case allows the backend and, when `impl` is not empty, its
+// op has that implementation there.
+bool backend_selected(const CaseRow& row, DeviceType backend, const std::string& impl);
+
+// How many (row, backend) runs the rows of `files` give under those two (a progress total).
+int64_t count_runs(const std::vector<CaseFile>& files, const RowFilter& filter,
+                   const std::vector<DeviceType>& backends, const std::string& impl);
+
 // The device name results are keyed by: the CPU model, or the CUDA device's name.
 std::string device_name(DeviceType backend);
 

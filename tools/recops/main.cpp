@@ -24,6 +24,16 @@ void add_common(CLI::App* sub, recops::cli::CommonOptions& o) {
                 "no progress on stderr (the default when stderr is not a terminal)");
 }
 
+// --offsets-dtype and --out-dtype: only the rows `which` ("whose case lists", "recorded with")
+// that dtype.
+void add_variant_filters(CLI::App* sub, recops::cli::RowFilterOptions& f,
+                         const std::string& which) {
+  sub->add_option("--offsets-dtype", f.offsets_dtypes, "only rows " + which + " this offsets dtype")
+      ->delimiter(',');
+  sub->add_option("--out-dtype", f.out_dtypes, "only rows " + which + " this out_dtype")
+      ->delimiter(',');
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -51,12 +61,7 @@ int main(int argc, char** argv) {
           "--dtype", co.dtypes,
           "only rows of these dtypes (fp64 fp32 fp16 bf16 fp8_e4m3 int32 int64 uint8 bool)")
       ->delimiter(',');
-  check
-      ->add_option("--offsets-dtype", co.offsets_dtypes,
-                   "only rows whose case lists this offsets dtype")
-      ->delimiter(',');
-  check->add_option("--out-dtype", co.out_dtypes, "only rows whose case lists this out_dtype")
-      ->delimiter(',');
+  add_variant_filters(check, co, "whose case lists");
   check->add_option("--case", co.case_ids, "only the case(s) with this id")->delimiter(',');
   check
       ->add_option("--repeat", co.repeat, "run each case N times and require bit-identical outputs")
@@ -145,12 +150,7 @@ int main(int argc, char** argv) {
   record->add_option("--impl", ro.impl, "force one implementation id");
   record->add_option("--dtype", ro.dtypes, "only rows of these dtypes")->delimiter(',');
   record->add_option("--case", ro.case_ids, "only the case(s) with this id")->delimiter(',');
-  record
-      ->add_option("--offsets-dtype", ro.offsets_dtypes,
-                   "only rows whose case lists this offsets dtype")
-      ->delimiter(',');
-  record->add_option("--out-dtype", ro.out_dtypes, "only rows whose case lists this out_dtype")
-      ->delimiter(',');
+  add_variant_filters(record, ro, "whose case lists");
   record->add_option("--out", ro.out, "directory to write (created)")->required();
 
   recops::cli::CompareOptions cmo;
@@ -163,12 +163,7 @@ int main(int argc, char** argv) {
       ->delimiter(',');
   compare->add_option("--dtype", cmo.dtypes, "only rows of these dtypes")->delimiter(',');
   compare->add_option("--case", cmo.case_ids, "only the case(s) with this id")->delimiter(',');
-  compare
-      ->add_option("--offsets-dtype", cmo.offsets_dtypes,
-                   "only rows recorded with this offsets dtype")
-      ->delimiter(',');
-  compare->add_option("--out-dtype", cmo.out_dtypes, "only rows recorded with this out_dtype")
-      ->delimiter(',');
+  add_variant_filters(compare, cmo, "recorded with");
   compare->add_option("--backend", cmo.backend, "backend to recompute on (default cpu)");
   compare->add_flag("--golden", cmo.golden, "judge against the fp64 golden instead");
   compare->add_option("--impl", cmo.impl, "force one implementation id for the recomputation");
