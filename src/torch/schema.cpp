@@ -40,35 +40,6 @@ TORCH_LIBRARY(recops, m) {
   // The valid mask of one sequence and head, bool [max_seq_len_q, max_seq_len_k] (CPU).
   m.def(("hstu_mask(" + hstu_args + ", int seq=0, int head=0) -> Tensor").c_str(), tags);
 
-  // The Stem family (stem_indexer.md; the argument meanings: include/recops/sparse_attn.h):
-  // q, k, v -> (qflat, kflat, vbias) -> (sparse_indices, sparse_seq_len) -> (out, lse).
-  m.def(
-      "stem_prepare(Tensor q, Tensor k, Tensor v, Tensor cu_seqlens_q, Tensor kv_seq_lens, *, "
-      "Tensor? cu_seqlens_kv=None, Tensor? block_table=None, Tensor? q_scale=None, "
-      "Tensor? k_scale=None, Tensor? v_scale=None, int max_q_blocks=-1, int max_kv_blocks=-1, "
-      "int stem_block_size=128, int stem_stride=16, float lambda_mag=0.3) "
-      "-> (Tensor, Tensor, Tensor)",
-      tags);
-  m.def(
-      "stem_indexer(Tensor qflat, Tensor kflat, Tensor vbias, Tensor q_seq_lens, "
-      "Tensor kv_seq_lens, *, Tensor? num_prompt_tokens=None, Tensor? metadata=None, "
-      "bool causal=True, int stem_block_size=128, int stem_stride=16, float alpha=1.0, "
-      "int initial_blocks=4, int window_size=4, float k_block_num_rate_medium=0.2, "
-      "int k_block_num_bias_medium=30, float k_block_num_rate_large=0.1, "
-      "int k_block_num_bias_large=30, int topk_score_precision=1) -> (Tensor, Tensor)",
-      tags);
-  m.def(
-      "stem_indexer_metadata(Tensor q_seq_lens, Tensor kv_seq_lens, int q_heads, int kv_heads, *, "
-      "bool causal=True, int stem_block_size=128, int dim_qkflat=2048, int window_size=4) "
-      "-> Tensor",
-      tags);
-  m.def(
-      "block_sparse_attention(Tensor q, Tensor k, Tensor v, Tensor sparse_indices, "
-      "Tensor sparse_seq_len, *, Tensor cu_seqlens_q, Tensor kv_seq_lens, "
-      "Tensor? cu_seqlens_kv=None, Tensor? block_table=None, float? softmax_scale=None, "
-      "bool causal=True, int sparse_block_size=128) -> (Tensor, Tensor)",
-      tags);
-
   // Offsets validation of CUDA calls (jagged_ops.md §1.2); the CPU always validates.
   m.def("set_validate(bool on) -> ()", &set_validate);
 }

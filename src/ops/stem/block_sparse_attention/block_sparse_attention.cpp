@@ -299,6 +299,74 @@ Status block_sparse_attention_plain(const BlockSparseAttentionArgs& a, const Ten
 
 }  // namespace recops
 
+// ---- the argument table (core/kit/op_def.h) ----
+namespace recops::ops {
+namespace {
+Status bsa_shapes(const BlockSparseAttentionArgs& a, std::vector<kit::OutSpec>* outs) {
+  // The layouts of the table's dense_from (the binding's copies; a Meta call gets none).
+  BlockSparseAttentionArgs b = a;
+  b.q = stem::inner_dense_layout(a.q);
+  b.k = stem::inner_dense_layout(a.k);
+  b.v = stem::inner_dense_layout(a.v);
+  b.sparse_indices = stem::dense_layout(a.sparse_indices);
+  b.sparse_seq_len = stem::dense_layout(a.sparse_seq_len);
+  b.cu_seqlens_q = stem::inner_dense_layout(a.cu_seqlens_q);
+  b.kv_seq_lens = stem::inner_dense_layout(a.kv_seq_lens);
+  b.cu_seqlens_kv = stem::inner_dense_layout(a.cu_seqlens_kv);
+  b.block_table = stem::dense_layout(a.block_table);
+  Shape so, sl;
+  RECOPS_RETURN_IF_ERROR(block_sparse_attention_shape(b, &so, &sl));
+  outs->push_back({so, a.q.dtype});
+  outs->push_back({sl, DType::fp32});
+  return Status::Ok();
+}
+
+Status bsa_run(const BlockSparseAttentionArgs& a, const kit::Outputs& o, const Context& ctx) {
+  return block_sparse_attention(a, o.views[0], o.views[1], ctx);
+}
+
+constexpr const char* kDoc =
+    R"(Softmax attention over the selected key blocks only (spec §7). Query token ``t`` of
+batch ``b`` (block ``i = t // Bs``) attends to the keys ``s`` of its row's selected blocks
+with ``s < Lk`` and, when causal, ``s <= Lk - Lq + t`` (right-down, cut at token level); GQA
+maps query head ``hq`` to KV head ``hq // (Nq/Nk)``; fp32 softmax; a row without keys gives
+0 and ``lse = -inf``.
+
+Args:
+    q: bf16/fp16 ``[Tq, Nq, D]``; k, v: packed ``[Tk, Nk, D]`` (``cu_seqlens_kv``) or paged
+        ``[pages, page_size, Nk, D]`` (``block_table``).
+    sparse_indices, sparse_seq_len: ``stem_indexer``'s outputs (ids unique, in ``[0, Kb)``).
+    softmax_scale: default ``1/sqrt(D)``.
+Returns:
+    ``out`` ``[Tq, Nq, D]`` in q's dtype and ``lse`` fp32 ``[Nq, Tq]`` (natural log).
+)";
+}  // namespace
+}  // namespace recops::ops
+
 RECOPS_REGISTER_OPS(reg) {
+  using A = recops::BlockSparseAttentionArgs;
   reg.add(recops::ops::block_sparse_attention_info());
+  // Dense layouts (the binding copies others): q, k, v and the index vectors in their last dim,
+  // the selection and block_table whole (as bsa_shapes assumes for a Meta call).
+  constexpr int kInner = -2, kWhole = 0;
+  reg.add(
+      recops::kit::Def<A>("block_sparse_attention", "stem")
+          .arg<&A::q>("q", {.dense_from = kInner})
+          .arg<&A::k>("k", {.dense_from = kInner})
+          .arg<&A::v>("v", {.dense_from = kInner})
+          .arg<&A::sparse_indices>("sparse_indices", {.dense_from = kWhole})
+          .arg<&A::sparse_seq_len>("sparse_seq_len", {.dense_from = kWhole})
+          .arg<&A::cu_seqlens_q>("cu_seqlens_q", {.kw = true, .dense_from = kInner})
+          .arg<&A::kv_seq_lens>("kv_seq_lens", {.kw = true, .dense_from = kInner})
+          .arg<&A::cu_seqlens_kv>("cu_seqlens_kv",
+                                  {.def = "None", .kw = true, .dense_from = kInner})
+          .arg<&A::block_table>("block_table", {.def = "None", .kw = true, .dense_from = kWhole})
+          .arg<&A::softmax_scale>("softmax_scale", {.def = "None", .kw = true})
+          .arg<&A::causal>("causal", {.def = "True", .kw = true})
+          .arg<&A::sparse_block_size>("sparse_block_size", {.def = "128", .kw = true})
+          .out("out", false)
+          .out("lse", false)
+          .shapes(recops::ops::bsa_shapes)
+          .run(recops::ops::bsa_run)
+          .doc("", recops::ops::kDoc));
 }

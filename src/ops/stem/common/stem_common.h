@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -63,6 +64,28 @@ inline Status read_int32(const TensorView& t, std::vector<int64_t>* out, const C
   out->assign(tmp.begin(), tmp.end());
   if (raw) *raw = std::move(tmp);
   return Status::Ok();
+}
+
+// ---- for the ops' argument tables (the kit's shape functions) ----
+// The torch binding copies a tensor whose layout the entry refuses (all of it, or its last dim)
+// before a real call, but hands a Meta call its tensors as given; the shape function of a Meta
+// call sees them through these, as the real call will. Data pointers are kept.
+inline TensorView dense_layout(const TensorView& t) {
+  return TensorView(t.data, t.dtype, t.device, t.shape());
+}
+inline std::optional<TensorView> dense_layout(const std::optional<TensorView>& t) {
+  return t ? std::optional<TensorView>(dense_layout(*t)) : std::nullopt;
+}
+inline TensorView inner_dense_layout(TensorView t) {
+  if (t.ndim > 0 && t.sizes[t.ndim - 1] > 1) t.strides[t.ndim - 1] = 1;
+  return t;
+}
+inline std::optional<TensorView> inner_dense_layout(const std::optional<TensorView>& t) {
+  return t ? std::optional<TensorView>(inner_dense_layout(*t)) : std::nullopt;
+}
+// A tensor with elements but no data: a Meta (shape-only) call, whose contents cannot be read.
+inline bool shape_only(const TensorView& t) {
+  return t.data == nullptr && t.numel() > 0;
 }
 
 // The index tensors as the CUDA kernels read them (device pointers and element strides), for

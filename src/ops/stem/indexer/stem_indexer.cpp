@@ -400,7 +400,122 @@ Status stem_indexer_metadata(const StemIndexerMetadataArgs& a, const TensorView&
 
 }  // namespace recops
 
+// ---- the argument tables (core/kit/op_def.h) ----
+namespace recops::ops {
+namespace {
+Status indexer_shapes(const StemIndexerArgs& a, std::vector<kit::OutSpec>* outs) {
+  // The layouts of the table's dense_from (the binding's copies; a Meta call gets none).
+  StemIndexerArgs b = a;
+  b.qflat = stem::inner_dense_layout(a.qflat);
+  b.kflat = stem::inner_dense_layout(a.kflat);
+  b.vbias = stem::inner_dense_layout(a.vbias);
+  b.q_seq_lens = stem::inner_dense_layout(a.q_seq_lens);
+  b.kv_seq_lens = stem::inner_dense_layout(a.kv_seq_lens);
+  b.num_prompt_tokens = stem::inner_dense_layout(a.num_prompt_tokens);
+  b.metadata = stem::dense_layout(a.metadata);
+  Shape si, sl;
+  RECOPS_RETURN_IF_ERROR(stem_indexer_shape(b, &si, &sl));
+  outs->push_back({si, DType::int32});
+  outs->push_back({sl, DType::int32});
+  return Status::Ok();
+}
+
+Status indexer_run(const StemIndexerArgs& a, const kit::Outputs& o, const Context& ctx) {
+  return stem_indexer(a, o.views[0], o.views[1], ctx);
+}
+
+Status metadata_shapes(const StemIndexerMetadataArgs& a, std::vector<kit::OutSpec>* outs) {
+  StemIndexerMetadataArgs b = a;
+  b.q_seq_lens = stem::inner_dense_layout(a.q_seq_lens);
+  b.kv_seq_lens = stem::inner_dense_layout(a.kv_seq_lens);
+  Shape s;
+  RECOPS_RETURN_IF_ERROR(stem_indexer_metadata_shape(b, &s));
+  outs->push_back({s, DType::int32});
+  return Status::Ok();
+}
+
+Status metadata_run(const StemIndexerMetadataArgs& a, const kit::Outputs& o, const Context& ctx) {
+  return stem_indexer_metadata(a, o.views[0], ctx);
+}
+
+constexpr const char* kIndexerDoc =
+    R"(Block selection (spec §3.2). For each (batch, query head, query block ``i``): the visible
+key blocks ``[0, V)`` (right-down causal by block counts), the forced sink ``[0, I)`` and
+window ``[V-Wn, V)`` blocks, and the ``K̂`` best other blocks by
+``S_j = <qflat_i, kflat_j>/R² + vbias_j`` (ties to the lower ``j``; ``K̂`` from the
+position-decay budget of the prompt's block count ``P``, capped at 256).
+
+Args:
+    qflat: bf16 ``[B, Nq, Qmax, Df]``; kflat: bf16 ``[B, Nk, Kmax, Df]``;
+        vbias: fp32 ``[B, Nk, Kmax]`` (``stem_prepare``'s outputs).
+    q_seq_lens, kv_seq_lens: int32 ``[B]`` tokens; num_prompt_tokens: int32 ``[B]``
+        (>= kv_seq_lens, default kv_seq_lens) picks the budget tier.
+    metadata: the plan of ``stem_indexer_metadata`` (optional).
+    topk_score_precision: 1 ranks fp32 scores, 2 ranks their bf16 rounding.
+Returns:
+    ``sparse_indices`` int32 ``[B, Nq, Qmax, Kmax]`` (the row's ``L`` ids in any order, then
+    -1) and ``sparse_seq_len`` int32 ``[B, Nq, Qmax]`` (``L``; 0 for empty rows).
+)";
+
+constexpr const char* kMetadataDoc =
+    R"(The optional load-balancing plan of ``stem_indexer`` (spec §5): int32
+``[2·B·kv_heads + 17]``. Results are identical with and without it; a plan made for other
+lengths, heads or attributes raises ``ValueError`` in ``stem_indexer``.)";
+}  // namespace
+}  // namespace recops::ops
+
 RECOPS_REGISTER_OPS(reg) {
-  reg.add(recops::ops::stem_indexer_metadata_info());
-  reg.add(recops::ops::stem_indexer_info());
+  using recops::StemIndexerArgs;
+  using recops::StemIndexerMetadataArgs;
+  namespace ops = recops::ops;
+  reg.add(ops::stem_indexer_metadata_info());
+  reg.add(ops::stem_indexer_info());
+  // Dense layouts (the binding copies others): the last dim of every tensor but metadata, which
+  // is read whole (as the shape functions assume for a Meta call).
+  constexpr int kInner = -2, kWhole = 0;
+  reg.add(recops::kit::Def<StemIndexerMetadataArgs>("stem_indexer_metadata", "stem")
+              .arg<&StemIndexerMetadataArgs::q_seq_lens>("q_seq_lens", {.dense_from = kInner})
+              .arg<&StemIndexerMetadataArgs::kv_seq_lens>("kv_seq_lens", {.dense_from = kInner})
+              .arg<&StemIndexerMetadataArgs::q_heads>("q_heads")
+              .arg<&StemIndexerMetadataArgs::kv_heads>("kv_heads")
+              .arg<&StemIndexerMetadataArgs::causal>("causal", {.def = "True", .kw = true})
+              .arg<&StemIndexerMetadataArgs::stem_block_size>("stem_block_size",
+                                                              {.def = "128", .kw = true})
+              .arg<&StemIndexerMetadataArgs::dim_qkflat>("dim_qkflat", {.def = "2048", .kw = true})
+              .arg<&StemIndexerMetadataArgs::window_size>("window_size", {.def = "4", .kw = true})
+              .out("out", false)
+              .shapes(ops::metadata_shapes)
+              .run(ops::metadata_run)
+              .doc("", ops::kMetadataDoc));
+  reg.add(recops::kit::Def<StemIndexerArgs>("stem_indexer", "stem")
+              .arg<&StemIndexerArgs::qflat>("qflat", {.dense_from = kInner})
+              .arg<&StemIndexerArgs::kflat>("kflat", {.dense_from = kInner})
+              .arg<&StemIndexerArgs::vbias>("vbias", {.dense_from = kInner})
+              .arg<&StemIndexerArgs::q_seq_lens>("q_seq_lens", {.dense_from = kInner})
+              .arg<&StemIndexerArgs::kv_seq_lens>("kv_seq_lens", {.dense_from = kInner})
+              .arg<&StemIndexerArgs::num_prompt_tokens>(
+                  "num_prompt_tokens", {.def = "None", .kw = true, .dense_from = kInner})
+              .arg<&StemIndexerArgs::metadata>("metadata",
+                                               {.def = "None", .kw = true, .dense_from = kWhole})
+              .arg<&StemIndexerArgs::causal>("causal", {.def = "True", .kw = true})
+              .arg<&StemIndexerArgs::stem_block_size>("stem_block_size", {.def = "128", .kw = true})
+              .arg<&StemIndexerArgs::stem_stride>("stem_stride", {.def = "16", .kw = true})
+              .arg<&StemIndexerArgs::alpha>("alpha", {.def = "1.0", .kw = true})
+              .arg<&StemIndexerArgs::initial_blocks>("initial_blocks", {.def = "4", .kw = true})
+              .arg<&StemIndexerArgs::window_size>("window_size", {.def = "4", .kw = true})
+              .arg<&StemIndexerArgs::k_block_num_rate_medium>("k_block_num_rate_medium",
+                                                              {.def = "0.2", .kw = true})
+              .arg<&StemIndexerArgs::k_block_num_bias_medium>("k_block_num_bias_medium",
+                                                              {.def = "30", .kw = true})
+              .arg<&StemIndexerArgs::k_block_num_rate_large>("k_block_num_rate_large",
+                                                             {.def = "0.1", .kw = true})
+              .arg<&StemIndexerArgs::k_block_num_bias_large>("k_block_num_bias_large",
+                                                             {.def = "30", .kw = true})
+              .arg<&StemIndexerArgs::topk_score_precision>("topk_score_precision",
+                                                           {.def = "1", .kw = true})
+              .out("sparse_indices", false)
+              .out("sparse_seq_len", false)
+              .shapes(ops::indexer_shapes)
+              .run(ops::indexer_run)
+              .doc("", ops::kIndexerDoc));
 }

@@ -303,6 +303,95 @@ Status stem_prepare(const StemPrepareArgs& a, const TensorView& qflat, const Ten
 
 }  // namespace recops
 
+// ---- the argument table (core/kit/op_def.h) ----
+namespace recops::ops {
+namespace {
+Status prepare_shapes(const StemPrepareArgs& a, std::vector<kit::OutSpec>* outs,
+                      const Context& ctx) {
+  // -1 reads the lengths, which a Meta call (torch.compile, meta tensors) does not have.
+  const bool meta =
+      stem::shape_only(a.q) || stem::shape_only(a.cu_seqlens_q) || stem::shape_only(a.kv_seq_lens);
+  RECOPS_CHECK(!meta || (a.max_q_blocks >= 0 && a.max_kv_blocks >= 0), "recops.", kOp,
+               ": max_q_blocks=", a.max_q_blocks, " and max_kv_blocks=", a.max_kv_blocks,
+               " must be given (>= 0) under torch.compile / on meta tensors; -1 reads the "
+               "lengths on the host");
+  // The layouts of the table's dense_from (the binding's copies).
+  StemPrepareArgs b = a;
+  b.q = stem::inner_dense_layout(a.q);
+  b.k = stem::inner_dense_layout(a.k);
+  b.v = stem::inner_dense_layout(a.v);
+  b.cu_seqlens_q = stem::inner_dense_layout(a.cu_seqlens_q);
+  b.kv_seq_lens = stem::inner_dense_layout(a.kv_seq_lens);
+  b.cu_seqlens_kv = stem::inner_dense_layout(a.cu_seqlens_kv);
+  b.block_table = stem::dense_layout(a.block_table);
+  b.q_scale = stem::dense_layout(a.q_scale);
+  b.k_scale = stem::dense_layout(a.k_scale);
+  b.v_scale = stem::dense_layout(a.v_scale);
+  Shape sq, sk, sv;
+  RECOPS_RETURN_IF_ERROR(stem_prepare_shape(b, &sq, &sk, &sv, ctx));
+  outs->push_back({sq, DType::bf16});
+  outs->push_back({sk, DType::bf16});
+  outs->push_back({sv, DType::fp32});
+  return Status::Ok();
+}
+
+Status prepare_run(const StemPrepareArgs& a, const kit::Outputs& o, const Context& ctx) {
+  return stem_prepare(a, o.views[0], o.views[1], o.views[2], ctx);
+}
+
+constexpr const char* kDoc = R"(Block representatives and the value-magnitude bias (spec §6).
+
+``qflat[b,hq,i, g·D:(g+1)·D] = bf16(Σ_r q[i·Bs + g + r·Ts])`` (natural group order),
+``kflat`` the same over keys with the groups mirrored (``Ts-1-g``), and
+``vbias[b,hk,j] = (1/R) Σ_r λ·max(0, z_{jR+r})`` with ``z`` the standardised log of the
+per-group max value norm over the padded ``R·Kb`` groups.
+
+Args:
+    q: ``[Tq, Nq, D]`` bf16/fp16/float8_e4m3fn, packed by ``cu_seqlens_q`` ``[B+1]`` int32.
+    k, v: q's dtype; packed ``[Tk, Nk, D]`` with ``cu_seqlens_kv`` ``[B+1]``, or paged
+        ``[pages, page_size, Nk, D]`` with ``block_table`` ``[B, max_pages]`` (exactly one).
+    kv_seq_lens: ``[B]`` int32 key tokens per batch.
+    q_scale, k_scale: fp32 ``[1]`` or per token and head; v_scale: ``[1]`` or ``[Nk]``.
+    max_q_blocks, max_kv_blocks: ``Qmax``/``Kmax``; -1 reads the lengths on the host (not
+        allowed under ``torch.compile``: pass them).
+Returns:
+    ``qflat`` bf16 ``[B, Nq, Qmax, Df]``, ``kflat`` bf16 ``[B, Nk, Kmax, Df]``,
+    ``vbias`` fp32 ``[B, Nk, Kmax]``.
+)";
+}  // namespace
+}  // namespace recops::ops
+
 RECOPS_REGISTER_OPS(reg) {
+  using recops::StemPrepareArgs;
   reg.add(recops::ops::stem_prepare_info());
+  // Dense layouts (the binding copies others): q, k, v and the index vectors in their last dim,
+  // block_table and the scales whole (as prepare_shapes assumes for a Meta call).
+  constexpr int kInner = -2, kWhole = 0;
+  reg.add(recops::kit::Def<StemPrepareArgs>("stem_prepare", "stem")
+              .arg<&StemPrepareArgs::q>("q", {.dense_from = kInner})
+              .arg<&StemPrepareArgs::k>("k", {.dense_from = kInner})
+              .arg<&StemPrepareArgs::v>("v", {.dense_from = kInner})
+              .arg<&StemPrepareArgs::cu_seqlens_q>("cu_seqlens_q", {.dense_from = kInner})
+              .arg<&StemPrepareArgs::kv_seq_lens>("kv_seq_lens", {.dense_from = kInner})
+              .arg<&StemPrepareArgs::cu_seqlens_kv>(
+                  "cu_seqlens_kv", {.def = "None", .kw = true, .dense_from = kInner})
+              .arg<&StemPrepareArgs::block_table>("block_table",
+                                                  {.def = "None", .kw = true, .dense_from = kWhole})
+              .arg<&StemPrepareArgs::q_scale>("q_scale",
+                                              {.def = "None", .kw = true, .dense_from = kWhole})
+              .arg<&StemPrepareArgs::k_scale>("k_scale",
+                                              {.def = "None", .kw = true, .dense_from = kWhole})
+              .arg<&StemPrepareArgs::v_scale>("v_scale",
+                                              {.def = "None", .kw = true, .dense_from = kWhole})
+              .arg<&StemPrepareArgs::max_q_blocks>("max_q_blocks", {.def = "-1", .kw = true})
+              .arg<&StemPrepareArgs::max_kv_blocks>("max_kv_blocks", {.def = "-1", .kw = true})
+              .arg<&StemPrepareArgs::stem_block_size>("stem_block_size", {.def = "128", .kw = true})
+              .arg<&StemPrepareArgs::stem_stride>("stem_stride", {.def = "16", .kw = true})
+              .arg<&StemPrepareArgs::lambda_mag>("lambda_mag", {.def = "0.3", .kw = true})
+              .out("qflat", false)
+              .out("kflat", false)
+              .out("vbias", false)
+              .shapes(recops::ops::prepare_shapes)
+              .run(recops::ops::prepare_run)
+              .doc("", recops::ops::kDoc));
 }
