@@ -239,9 +239,6 @@ int run_bench(const BenchOptions& o) {
   const auto t_start = Clock::now();
   Selection sel;
   if (!select("bench", o.cases_dir, o.ops, o.backends, &sel)) return 2;
-  const std::string& dir = sel.dir;
-  const std::vector<std::string>& ops = sel.ops;
-  const std::vector<DeviceType>& backends = sel.backends;
   const double threshold = o.threshold_pct / 100.0;
   const bool against_file = !o.against.empty() && o.against != "baseline";
   std::map<std::string, double> against;
@@ -252,7 +249,7 @@ int run_bench(const BenchOptions& o) {
     }
   }
   const std::string against_name = against_file ? o.against : "perf.yaml baseline";
-  const std::string commit = project_commit(dir);
+  const std::string commit = project_commit(sel.dir);
   const std::string date = today();
   const CaseSchema schema = case_schema();
   std::map<DeviceType, double> ceilings;
@@ -314,8 +311,8 @@ int run_bench(const BenchOptions& o) {
 
   std::vector<CaseFile> files = load_case_files(sel, "perf.yaml", FileKind::perf, schema, &errors);
   // The filters: a shape runs when it passes them, on each backend its entry allows.
-  const RowFilter filter{ops, o.shape_ids, o.dtypes, {}, {}, o.quick};
-  const int64_t total = count_runs(files, filter, backends, o.impl);
+  const RowFilter filter{sel.ops, o.shape_ids, o.dtypes, {}, {}, o.quick};
+  const int64_t total = count_runs(files, filter, sel.backends, o.impl);
   Progress progress("bench", total, o.quiet);
 
   for (const CaseFile& file : files) {
@@ -331,7 +328,7 @@ int run_bench(const BenchOptions& o) {
       const DType dtype = row.dtype.value_or(d->default_dtype(row.op));
       std::optional<Problem> problem;
       Status make_status;
-      for (DeviceType bt : backends) {
+      for (DeviceType bt : sel.backends) {
         if (!backend_selected(row, bt, o.impl)) continue;
         const std::string bname = backend_name(bt);
         Record r;

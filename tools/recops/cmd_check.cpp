@@ -44,8 +44,6 @@ int run_check(const CheckOptions& o, const std::string& argv0) {
   const auto t0 = std::chrono::steady_clock::now();
   Selection sel;
   if (!select("check", o.cases_dir, o.ops, o.backends, &sel)) return 2;
-  const std::vector<std::string>& ops = sel.ops;
-  const std::vector<DeviceType>& backends = sel.backends;
   for (const auto& lst : {o.dtypes, o.offsets_dtypes, o.out_dtypes})
     for (const auto& s : lst)
       if (!dtype_from_name(s)) {
@@ -65,13 +63,13 @@ int run_check(const CheckOptions& o, const std::string& argv0) {
   std::vector<CaseFile> files =
       load_case_files(sel, "cases.yaml", FileKind::cases, schema, &file_errors);
   // The filters: a row runs when it passes them, on each backend its case allows.
-  const RowFilter filter{ops, o.case_ids, o.dtypes, o.offsets_dtypes, o.out_dtypes, o.quick};
-  const int64_t total = count_runs(files, filter, backends, o.impl);
+  const RowFilter filter{sel.ops, o.case_ids, o.dtypes, o.offsets_dtypes, o.out_dtypes, o.quick};
+  const int64_t total = count_runs(files, filter, sel.backends, o.impl);
   Progress progress("check", total, o.quiet || o.verbose);
 
   for (const CaseFile& file : files) {
     for (const CaseRow& row : expand(file)) {
-      if (!selected(ops, row.op)) continue;
+      if (!selected(sel.ops, row.op)) continue;
       const CaseSpec& cs = *row.spec;
       seen_case_ids.push_back(cs.id);
       if (!row_selected(row, filter)) continue;
@@ -84,7 +82,7 @@ int run_check(const CheckOptions& o, const std::string& argv0) {
       std::optional<std::vector<Tensor>> gold;
       Status gold_status;
 
-      for (DeviceType bt : backends) {
+      for (DeviceType bt : sel.backends) {
         if (!backend_selected(row, bt, o.impl)) continue;
         const std::string bname = backend_name(bt);
         Result r;

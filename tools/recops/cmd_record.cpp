@@ -102,14 +102,11 @@ int run_record(const RecordOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();
   Selection sel;
   if (!select("record", o.cases_dir, o.ops, o.backends, &sel)) return 2;
-  const std::string& dir = sel.dir;
-  const std::vector<std::string>& ops = sel.ops;
-  const std::vector<DeviceType>& backends = sel.backends;
-  if (backends.size() != 1) {
+  if (sel.backends.size() != 1) {
     std::cerr << "recops record: give exactly one --backend\n";
     return 2;
   }
-  const DeviceType bt = backends[0];
+  const DeviceType bt = sel.backends[0];
   const std::string bname = backend_name(bt);
   const Device dev = bt == DeviceType::cuda ? Device::cuda(0) : Device::cpu();
   std::error_code ec;
@@ -118,23 +115,15 @@ int run_record(const RecordOptions& o) {
     std::cerr << "recops record: cannot create " << o.out << ": " << ec.message() << "\n";
     return 2;
   }
-  const std::string commit = project_commit(dir), date = today(), device = device_name(bt);
+  const std::string commit = project_commit(sel.dir), date = today(), device = device_name(bt);
   const CaseSchema schema = case_schema();
   json cases = json::array();
   Table t({"op", "case", "dtype", "impl", "files", "status"});
   int errors = 0, skipped = 0;
   // The rows check would run (--offsets-dtype / --out-dtype: rows whose case lists that dtype).
-  const RowFilter filter{ops, o.case_ids, o.dtypes, o.offsets_dtypes, o.out_dtypes, o.quick};
-  for (const auto& folder : folders_of(ops)) {
-    const std::string path = dir + "/" + folder + "/cases.yaml";
-    CaseFile file;
-    try {
-      file = load_case_file(path, FileKind::cases, schema);
-    } catch (const CaseFileError& e) {
-      std::cerr << "error: " << e.what() << "\n";
-      ++errors;
-      continue;
-    }
+  const RowFilter filter{sel.ops, o.case_ids, o.dtypes, o.offsets_dtypes, o.out_dtypes, o.quick};
+  for (const CaseFile& file :
+       load_case_files(sel, "cases.yaml", FileKind::cases, schema, &errors)) {
     for (const CaseRow& row : expand(file)) {
       const CaseSpec& cs = *row.spec;
       if (!row_selected(row, filter) || !backend_selected(row, bt, o.impl)) continue;
