@@ -34,6 +34,25 @@ double at(const Tensor& t, int64_t i) {
   }
 }
 
+// Every element of `got` within tol · (1 + |gold|) of gold's; else the first that is not.
+::testing::AssertionResult near(const Tensor& got, const Tensor& gold, double tol) {
+  for (int64_t i = 0; i < got.numel(); ++i) {
+    const double g = at(got, i), w = at(gold, i);
+    if (!(std::fabs(g - w) <= tol * (1 + std::fabs(w))))
+      return ::testing::AssertionFailure() << "element " << i << ": " << g << ", expected " << w;
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// The same for each tensor of a list (the gradients).
+::testing::AssertionResult near(const std::vector<Tensor>& got, const std::vector<Tensor>& gold,
+                                double tol) {
+  for (size_t t = 0; t < got.size(); ++t)
+    if (::testing::AssertionResult r = near(got[t], gold[t], tol); !r)
+      return r << " of output " << t;
+  return ::testing::AssertionSuccess();
+}
+
 Tensor ints(const std::vector<int64_t>& v, DType dt = DType::int64) {
   Tensor t = Tensor::empty({static_cast<int64_t>(v.size())}, dt);
   for (size_t i = 0; i < v.size(); ++i) {
@@ -141,9 +160,7 @@ TEST(HstuAttn, CpuForwardMatchesReference) {
       Tensor gold = Tensor::empty(os, dt), out = Tensor::empty(os, dt);
       ASSERT_TRUE(hstu_attn_fwd(p.a, gold, with_impl("reference")).ok());
       ASSERT_TRUE(hstu_attn_fwd(p.a, out, with_impl("cpu_generic")).ok());
-      const double tol = dt == DType::fp32 ? 1e-6 : 1e-2;
-      for (int64_t i = 0; i < out.numel(); ++i)
-        EXPECT_NEAR(at(out, i), at(gold, i), tol * (1 + std::fabs(at(gold, i)))) << i;
+      EXPECT_TRUE(near(out, gold, dt == DType::fp32 ? 1e-6 : 1e-2));
     }
   }
 }
@@ -253,11 +270,7 @@ TEST(HstuAttn, CpuBackwardMatchesReference) {
     const auto gold = run("reference");
     for (const char* impl : {"cpu_avx2", "cpu_generic"}) {
       if (!core::cpu_features().avx2 && std::string(impl) == "cpu_avx2") continue;
-      const auto got = run(impl);
-      for (size_t t = 0; t < got.size(); ++t)
-        for (int64_t i = 0; i < got[t].numel(); ++i)
-          EXPECT_NEAR(at(got[t], i), at(gold[t], i), 1e-5 * (1 + std::fabs(at(gold[t], i))))
-              << impl << " output " << t << " element " << i;
+      EXPECT_TRUE(near(run(impl), gold, 1e-5)) << impl;
     }
   }
 }
@@ -340,19 +353,9 @@ TEST(HstuAttn, CpuMatchesReferenceOnAwkwardTiles) {
       if (f.avx512f) bwd_impls.push_back("cpu_avx512");
       if (f.avx512f && f.avx512bw && f.avx512bf16 && dt == DType::bf16)
         fwd_impls.push_back("cpu_avx512_bf16");
-      for (const char* impl : fwd_impls) {
-        const Tensor o = fwd(impl);
-        for (int64_t i = 0; i < o.numel(); ++i)
-          ASSERT_NEAR(at(o, i), at(gold, i), tol * (1 + std::fabs(at(gold, i))))
-              << impl << " out " << i;
-      }
-      for (const char* impl : bwd_impls) {
-        const auto g = bwd(impl);
-        for (size_t t = 0; t < g.size(); ++t)
-          for (int64_t i = 0; i < g[t].numel(); ++i)
-            ASSERT_NEAR(at(g[t], i), at(gold_g[t], i), tol * (1 + std::fabs(at(gold_g[t], i))))
-                << impl << " grad " << t << " element " << i;
-      }
+      for (const char* impl : fwd_impls) ASSERT_TRUE(near(fwd(impl), gold, tol)) << impl << " out";
+      for (const char* impl : bwd_impls)
+        ASSERT_TRUE(near(bwd(impl), gold_g, tol)) << impl << " grad";
     }
   }
 }
@@ -413,8 +416,7 @@ TEST(HstuAttn, CpuMatchesReferencePagedAndFunc) {
       Tensor o = Tensor::empty(os, dt);
       testing::poison(o);
       ASSERT_TRUE(hstu_attn_fwd(a, o, with_impl(impl)).ok()) << impl;
-      for (int64_t i = 0; i < o.numel(); ++i)
-        ASSERT_NEAR(at(o, i), at(gold, i), tol * (1 + std::fabs(at(gold, i)))) << impl << i;
+      ASSERT_TRUE(near(o, gold, tol)) << impl;
     }
     // func, per head, nfunc = 5 (no cache).
     HstuAttnArgs fa = a;
@@ -450,14 +452,9 @@ TEST(HstuAttn, CpuMatchesReferencePagedAndFunc) {
     for (const char* impl : fwd_impls) {
       Tensor o = Tensor::empty(os, dt);
       ASSERT_TRUE(hstu_attn_fwd(fa, o, with_impl(impl)).ok()) << impl;
-      for (int64_t i = 0; i < o.numel(); ++i)
-        ASSERT_NEAR(at(o, i), at(fgold, i), tol * (1 + std::fabs(at(fgold, i)))) << impl << i;
+      ASSERT_TRUE(near(o, fgold, tol)) << impl;
       if (std::string(impl) == "cpu_avx512_bf16") continue;  // forward only
-      const auto g = bwd(impl);
-      for (size_t t = 0; t < g.size(); ++t)
-        for (int64_t i = 0; i < g[t].numel(); ++i)
-          ASSERT_NEAR(at(g[t], i), at(ggold[t], i), tol * (1 + std::fabs(at(ggold[t], i))))
-              << impl << " grad " << t << " element " << i;
+      ASSERT_TRUE(near(bwd(impl), ggold, tol)) << impl << " grad";
     }
   }
 }

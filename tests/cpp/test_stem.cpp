@@ -57,15 +57,32 @@ TEST(StemRules, ForcedSetIsAUnion) {
   }
 }
 
+// A one-element int32 tensor (a sequence length).
+Tensor int32_1(int64_t v) {
+  Tensor t = Tensor::empty({1}, DType::int32);
+  t.view().ptr<int32_t>()[0] = static_cast<int32_t>(v);
+  return t;
+}
+
+// The indexer's tensors; its attributes at their defaults.
+StemIndexerArgs indexer_args(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& qlen,
+                             const Tensor& kvlen) {
+  StemIndexerArgs a;
+  a.qflat = q;
+  a.kflat = k;
+  a.vbias = v;
+  a.q_seq_lens = qlen;
+  a.kv_seq_lens = kvlen;
+  return a;
+}
+
 // The §9 worked example.
 struct Example {
   Tensor qflat = Tensor::empty({1, 2, 5, 16}, DType::bf16);
   Tensor kflat = Tensor::empty({1, 1, 12, 16}, DType::bf16);
   Tensor vbias = Tensor::empty({1, 1, 12}, DType::fp32);
-  Tensor qlen = Tensor::empty({1}, DType::int32);
-  Tensor kvlen = Tensor::empty({1}, DType::int32);
-  Tensor prompt = Tensor::empty({1}, DType::int32);
-  Example(int32_t lq = 400) {
+  Tensor qlen, kvlen = int32_1(1500), prompt = int32_1(7680);
+  Example(int32_t lq = 400) : qlen(int32_1(lq)) {
     auto* q = qflat.view().ptr<uint16_t>();
     std::fill(q, q + qflat.numel(), uint16_t{0});
     for (int h = 0; h < 2; ++h)
@@ -81,17 +98,9 @@ struct Example {
     auto* v = vbias.view().ptr<float>();
     std::fill(v, v + 12, 0.0f);
     v[5] = 1.0f / 256;
-    qlen.view().ptr<int32_t>()[0] = lq;
-    kvlen.view().ptr<int32_t>()[0] = 1500;
-    prompt.view().ptr<int32_t>()[0] = 7680;
   }
   StemIndexerArgs args(bool b_attrs) const {
-    StemIndexerArgs x;
-    x.qflat = qflat;
-    x.kflat = kflat;
-    x.vbias = vbias;
-    x.q_seq_lens = qlen;
-    x.kv_seq_lens = kvlen;
+    StemIndexerArgs x = indexer_args(qflat, kflat, vbias, qlen, kvlen);
     if (b_attrs) {
       x.num_prompt_tokens = prompt.view();
       x.initial_blocks = 2;
@@ -262,15 +271,8 @@ TEST(StemIndexer, AllTiesGoToLowerIds) {
   std::fill(k.view().ptr<uint16_t>(), k.view().ptr<uint16_t>() + k.numel(), uint16_t{0});
   std::fill(v.view().ptr<float>(), v.view().ptr<float>() + v.numel(), 0.0f);
   v.view().ptr<float>()[7] = -0.0f;  // -0 equals +0
-  Tensor ql = Tensor::empty({1}, DType::int32), kl = Tensor::empty({1}, DType::int32);
-  ql.view().ptr<int32_t>()[0] = static_cast<int32_t>(Kb * 128);
-  kl.view().ptr<int32_t>()[0] = static_cast<int32_t>(Kb * 128);
-  StemIndexerArgs a;
-  a.qflat = q;
-  a.kflat = k;
-  a.vbias = v;
-  a.q_seq_lens = ql;
-  a.kv_seq_lens = kl;
+  const Tensor ql = int32_1(Kb * 128), kl = int32_1(Kb * 128);
+  const StemIndexerArgs a = indexer_args(q, k, v, ql, kl);
   for (const char* impl : kImpls) {
     Rows r = run(a, impl);
     const int64_t i = Kb - 1;  // V = 200, Ks = 50, p = 199 -> K = 50
@@ -293,17 +295,9 @@ TEST(StemIndexer, BudgetBoundaries) {
       for (int64_t x = 0; x < k.numel(); ++x)
         k.view().ptr<uint16_t>()[x] = bf16_from_double(static_cast<double>(x % 7) - 3).bits;
       std::fill(v.view().ptr<float>(), v.view().ptr<float>() + Kb, 0.0f);
-      Tensor ql = Tensor::empty({1}, DType::int32), kl = Tensor::empty({1}, DType::int32),
-             pl = Tensor::empty({1}, DType::int32);
-      ql.view().ptr<int32_t>()[0] = 1;  // decode: V = Kb, p = Kb - 1
-      kl.view().ptr<int32_t>()[0] = static_cast<int32_t>(Kb * 128);
-      pl.view().ptr<int32_t>()[0] = static_cast<int32_t>(lp);
-      StemIndexerArgs a;
-      a.qflat = q;
-      a.kflat = k;
-      a.vbias = v;
-      a.q_seq_lens = ql;
-      a.kv_seq_lens = kl;
+      // Decode: V = Kb, p = Kb - 1.
+      const Tensor ql = int32_1(1), kl = int32_1(Kb * 128), pl = int32_1(lp);
+      StemIndexerArgs a = indexer_args(q, k, v, ql, kl);
       a.num_prompt_tokens = pl.view();
       StemRules r;
       const int64_t K = ops::stem::budget_k(r, 1, Kb * 128, lp, 0, Kb - 8);
