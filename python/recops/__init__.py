@@ -86,5 +86,4 @@ __all__ += sorted(n for n in _exports if n not in __all__)
 
 from . import ops as _ops  # noqa: E402  (registers the Python fake kernels)
 from .ops import set_validate  # noqa: E402,F401
-from .hstu import hstu_attn, hstu_mask  # noqa: E402,F401
 from . import stem  # noqa: E402,F401  (recops.stem: the Stem ops and block-mask helpers)

@@ -1,6 +1,7 @@
-// torch/kit.cpp: every OpDef of the registry as a torch op: the schema, the CPU, Meta and Autograd
-// kernels (CUDA: kit_cuda.cpp), and `_kit_ops`, the table the Python package builds its wrappers
-// from. One body per dispatch key serves every op; op folders add hooks (kit.h) where needed.
+// torch/kit.cpp: the recops torch library. Every OpDef of the registry becomes a torch op: its
+// schema, its CPU, Meta and Autograd kernels (CUDA: kit_cuda.cpp), and `_kit_ops`, the table the
+// Python package builds its wrappers from. One body per dispatch key serves every op; op folders
+// add hooks (kit.h) where needed.
 #include "torch/kit.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>
@@ -14,6 +15,7 @@
 #include <memory>
 #include <sstream>
 
+#include "recops/context.h"
 #include "torch/convert.h"
 #include "torch/kit_body.h"
 
@@ -379,6 +381,10 @@ std::string json_str(const std::string& s) {
   return o + "\"";
 }
 
+void set_validate(bool on) {
+  recops::set_validate(on);
+}
+
 // [{"name", "family", "python_name", "doc", "backward"}, ...] for python/recops/_kit.py.
 std::string kit_ops() {
   std::ostringstream o;
@@ -397,10 +403,14 @@ std::string kit_ops() {
 
 }  // namespace recops::binding
 
-TORCH_LIBRARY_FRAGMENT(recops, m) {
+// The one library block: every op's schema from its table, the kit's table for Python, and the
+// validation switch.
+TORCH_LIBRARY(recops, m) {
   const std::vector<at::Tag> tags = {at::Tag::pt2_compliant_tag};
   for (const auto& d : recops::kit::registry().defs) m.def(d.schema().c_str(), tags);
   m.def("_kit_ops() -> str", &recops::binding::kit_ops);
+  // Offsets validation of CUDA calls (jagged_ops.md §1.2); the CPU always validates.
+  m.def("set_validate(bool on) -> ()", &recops::binding::set_validate);
 }
 
 TORCH_LIBRARY_IMPL(recops, CPU, m) {
