@@ -1,14 +1,16 @@
 """Shared by the scripts in bench/ (and scripts/kernel_bench.py): the timing method of
 performance.md (warm-up, then the median of repeated runs; CUDA events on the GPU, wall time on the
-CPU), the two ceilings re-measured in the same run as any figure reported, and forced tune
-configurations for timing one configuration by hand."""
+CPU), the two ceilings re-measured in the same run as any figure reported, forced tune
+configurations for timing one configuration by hand, and the commit and JSON file of a run."""
 
 import glob
 import json
 import os
 import statistics
+import subprocess
 import tempfile
 import time
+from pathlib import Path
 
 import torch
 
@@ -76,3 +78,17 @@ def force_tuning(op, impl, entries):
                    "entries": kept}, fh)
     os.environ["RECOPS_TUNING_FILE"] = path
     return path
+
+
+def git_commit():
+    """The repository's HEAD, 12 hex digits ("unknown" outside a git checkout)."""
+    root = Path(__file__).resolve().parents[1]
+    return subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"],
+                          capture_output=True, text=True).stdout.strip() or "unknown"
+
+
+def write_records(path, records):
+    """Writes the records (performance.md) to the JSON file `path`, its folder created."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps(records, indent=1) + "\n")
+    print(f"wrote {path}")

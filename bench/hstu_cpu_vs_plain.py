@@ -11,15 +11,13 @@ growth of the process's peak RSS during one call (VmHWM reset through /proc/self
 
 import argparse
 import datetime
-import json
 import platform
-import subprocess
 from pathlib import Path
 
 import torch
 
 import recops
-from common import median_ms
+from common import git_commit, median_ms, write_records
 
 
 def _status_kib(key):
@@ -51,9 +49,7 @@ def main():
     ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--json", help="write performance.md records here")
     a = ap.parse_args()
-    root = Path(__file__).resolve().parents[1]
-    commit = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"],
-                            capture_output=True, text=True).stdout.strip() or "unknown"
+    commit = git_commit()
     records = []
     B, S, H, d = a.B, a.S, a.H, a.d
     torch.manual_seed(0)
@@ -94,9 +90,7 @@ def main():
             "peak_extra_mib": mem_ours, "peer_peak_extra_mib": mem_plain,
             "commit": commit, "date": datetime.date.today().isoformat()})
     if a.json:
-        Path(a.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(a.json).write_text(json.dumps(records, indent=1) + "\n")
-        print(f"wrote {a.json}")
+        write_records(a.json, records)
 
 
 if __name__ == "__main__":

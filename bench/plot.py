@@ -56,21 +56,24 @@ def load(paths):
     return list(merged.values()), sources
 
 
+def first_of(r, fields):
+    """(value, name) of the first (key, name) of `fields` whose key the record has a value for,
+    else (None, None)."""
+    for key, name in fields:
+        if r.get(key) is not None:
+            return r[key], name
+    return None, None
+
+
 def metric(r):
     """(value, unit) of a record's throughput: TFLOP/s where the op counts FLOPs, else GB/s."""
-    if r.get("tflops") is not None:
-        return r["tflops"], "TFLOP/s"
-    if r.get("gbps") is not None:
-        return r["gbps"], "GB/s"
-    return None, None
+    return first_of(r, (("tflops", "TFLOP/s"), ("gbps", "GB/s")))
 
 
 def fraction(r):
-    if r.get("frac_flops_ceiling") is not None:
-        return r["frac_flops_ceiling"], "FLOP ceiling"
-    if r.get("frac_bw_ceiling") is not None:
-        return r["frac_bw_ceiling"], "copy bandwidth"
-    return None, None
+    """(value, ceiling) of a record's fraction of a ceiling: the FLOP one, else copy bandwidth."""
+    return first_of(r, (("frac_flops_ceiling", "FLOP ceiling"),
+                        ("frac_bw_ceiling", "copy bandwidth")))
 
 
 MULTI_BACKEND = False  # set by main(): label the backend when the records mix backends

@@ -11,18 +11,15 @@ Records carry the fields of performance.md (time, peer, speedup; no ceilings on 
 
 import argparse
 import datetime
-import json
 import math
 import platform
-import subprocess
-from pathlib import Path
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
 import recops
-from common import median_ms
+from common import git_commit, median_ms, write_records
 
 
 def budget(P, i, alpha=1.0):
@@ -45,9 +42,7 @@ def main():
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--json")
     a = ap.parse_args()
-    root = Path(__file__).resolve().parents[1]
-    commit = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"],
-                            capture_output=True, text=True).stdout.strip() or "unknown"
+    commit = git_commit()
     L, Nq, Nk, D, Bs = a.L, a.Nq, a.Nk, a.D, 128
     G, Qb = Nq // Nk, (L + Bs - 1) // Bs
     torch.manual_seed(0)
@@ -118,9 +113,7 @@ def main():
                dict(base, peer="dense_causal_sdpa", peer_time_ms=t_dense,
                     speedup_vs_peer=t_dense / t_ours, max_err_vs_peer=None)]
     if a.json:
-        Path(a.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(a.json).write_text(json.dumps(records, indent=1) + "\n")
-        print(f"wrote {a.json}")
+        write_records(a.json, records)
 
 
 if __name__ == "__main__":
