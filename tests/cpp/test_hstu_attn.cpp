@@ -64,6 +64,36 @@ Tensor ints(const std::vector<int64_t>& v, DType dt = DType::int64) {
   return t;
 }
 
+// q, k, v, both offsets and both longest lengths; the other arguments at their defaults.
+HstuAttnArgs attn_args(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& off_q,
+                       const Tensor& off_k, int64_t max_len_q, int64_t max_len_k) {
+  HstuAttnArgs a;
+  a.q = q;
+  a.k = k;
+  a.v = v;
+  a.seq_offsets_q = off_q.view();
+  a.seq_offsets_k = off_k.view();
+  a.max_seq_len_q = max_len_q;
+  a.max_seq_len_k = max_len_k;
+  return a;
+}
+
+// A jagged batch: offsets of queries of lengths lq and of keys of lengths lq + delta, the longest.
+struct Jagged {
+  std::vector<int64_t> oq = {0}, ok = {0};
+  int64_t max_q = 0, max_k = 0;
+};
+Jagged jagged(const std::vector<int64_t>& lq, const std::vector<int64_t>& delta) {
+  Jagged j;
+  for (size_t b = 0; b < lq.size(); ++b) {
+    j.oq.push_back(j.oq.back() + lq[b]);
+    j.ok.push_back(j.ok.back() + lq[b] + delta[b]);
+    j.max_q = std::max(j.max_q, lq[b]);
+    j.max_k = std::max(j.max_k, lq[b] + delta[b]);
+  }
+  return j;
+}
+
 // Spec §3 worked example: L = 9, C = 2, T = 4, G = 2, causal. With q = k = 0, v = I and rab = 10
 // on every entry, out[i, c] = silu_scale * SiLU(10) where (i, c) is valid and exactly 0 elsewhere.
 TEST(HstuAttn, WorkedExampleMask) {
@@ -77,13 +107,7 @@ TEST(HstuAttn, WorkedExampleMask) {
     rab.view().ptr<float>()[i] = 10.0f;
   }
   Tensor off = ints({0, 9}), C = ints({2}), T = ints({4});
-  HstuAttnArgs a;
-  a.q = q;
-  a.k = k;
-  a.v = v;
-  a.seq_offsets_q = off.view();
-  a.seq_offsets_k = off.view();
-  a.max_seq_len_q = a.max_seq_len_k = 9;
+  HstuAttnArgs a = attn_args(q, k, v, off, off, 9, 9);
   a.num_contexts = C.view();
   a.num_targets = T.view();
   a.target_group_size = 2;
@@ -114,32 +138,22 @@ struct Problem {
 Problem make_problem(DType dt, uint64_t seed, bool window) {
   Problem p;
   const std::vector<int64_t> lq = {7, 0, 12, 3}, delta = {2, 0, 5, 0};
-  std::vector<int64_t> oq = {0}, ok = {0}, cs, ts;
-  int64_t smax = 0, skmax = 0;
+  const Jagged j = jagged(lq, delta);
+  std::vector<int64_t> cs, ts;
   for (size_t b = 0; b < lq.size(); ++b) {
-    oq.push_back(oq.back() + lq[b]);
-    ok.push_back(ok.back() + lq[b] + delta[b]);
-    smax = std::max(smax, lq[b]);
-    skmax = std::max(skmax, lq[b] + delta[b]);
     cs.push_back(std::min<int64_t>(2, lq[b]));
     ts.push_back((lq[b] + delta[b]) / 3);
   }
   const int64_t Hq = 4, Hk = 2, d = 8, dv = 6;
-  p.q = uniform({oq.back(), Hq, d}, dt, seed + 1);
-  p.k = uniform({ok.back(), Hk, d}, dt, seed + 2);
-  p.v = uniform({ok.back(), Hk, dv}, dt, seed + 3);
-  p.rab = uniform({4, 1, smax, skmax}, dt, seed + 4);
-  p.off_q = ints(oq, DType::int32);
-  p.off_k = ints(ok, DType::int32);
+  p.q = uniform({j.oq.back(), Hq, d}, dt, seed + 1);
+  p.k = uniform({j.ok.back(), Hk, d}, dt, seed + 2);
+  p.v = uniform({j.ok.back(), Hk, dv}, dt, seed + 3);
+  p.rab = uniform({4, 1, j.max_q, j.max_k}, dt, seed + 4);
+  p.off_q = ints(j.oq, DType::int32);
+  p.off_k = ints(j.ok, DType::int32);
   p.C = ints(cs);
   p.T = ints(ts);
-  p.a.q = p.q;
-  p.a.k = p.k;
-  p.a.v = p.v;
-  p.a.seq_offsets_q = p.off_q.view();
-  p.a.seq_offsets_k = p.off_k.view();
-  p.a.max_seq_len_q = smax;
-  p.a.max_seq_len_k = skmax;
+  p.a = attn_args(p.q, p.k, p.v, p.off_q, p.off_k, j.max_q, j.max_k);
   p.a.num_contexts = p.C.view();
   p.a.num_targets = p.T.view();
   p.a.target_group_size = 2;
@@ -286,33 +300,23 @@ namespace {
 // backward against the reference. Under the sanitizers this also checks the tile scratch bounds.
 TEST(HstuAttn, CpuMatchesReferenceOnAwkwardTiles) {
   const std::vector<int64_t> lq = {199, 0, 130, 1, 64}, delta = {3, 0, 0, 2, 65};
-  std::vector<int64_t> oq = {0}, ok = {0}, cs, ts;
-  int64_t sq = 0, sk = 0;
+  const Jagged j = jagged(lq, delta);
+  const int64_t sq = j.max_q, sk = j.max_k;
+  std::vector<int64_t> cs, ts;
   for (size_t b = 0; b < lq.size(); ++b) {
-    oq.push_back(oq.back() + lq[b]);
-    ok.push_back(ok.back() + lq[b] + delta[b]);
-    sq = std::max(sq, lq[b]);
-    sk = std::max(sk, lq[b] + delta[b]);
     cs.push_back(lq[b] / 7);
     ts.push_back((lq[b] + delta[b]) / 4);
   }
   for (bool custom : {false, true}) {
     for (DType dt : {DType::fp32, DType::bf16}) {
       const int64_t Hq = 4, Hk = 2, d = 37, dv = 40;
-      Tensor q = uniform({oq.back(), Hq, d}, dt, 61), k = uniform({ok.back(), Hk, d}, dt, 62);
-      Tensor v = uniform({ok.back(), Hk, dv}, dt, 63), rab = uniform({5, 1, sq, sk}, dt, 64);
-      Tensor offq = ints(oq), offk = ints(ok, DType::int32), C = ints(cs), T = ints(ts);
+      Tensor q = uniform({j.oq.back(), Hq, d}, dt, 61), k = uniform({j.ok.back(), Hk, d}, dt, 62);
+      Tensor v = uniform({j.ok.back(), Hk, dv}, dt, 63), rab = uniform({5, 1, sq, sk}, dt, 64);
+      Tensor offq = ints(j.oq), offk = ints(j.ok, DType::int32), C = ints(cs), T = ints(ts);
       Tensor mask = Tensor::empty({5, Hq, sq, sk}, DType::boolean);
       for (int64_t i = 0; i < mask.numel(); ++i)
         mask.view().ptr<uint8_t>()[i] = core::uniform01(65, static_cast<uint64_t>(i)) < 0.6;
-      HstuAttnArgs a;
-      a.q = q;
-      a.k = k;
-      a.v = v;
-      a.seq_offsets_q = offq.view();
-      a.seq_offsets_k = offk.view();
-      a.max_seq_len_q = sq;
-      a.max_seq_len_k = sk;
+      HstuAttnArgs a = attn_args(q, k, v, offq, offk, sq, sk);
       a.rab = rab.view();
       if (custom) {
         a.mask_type = HstuMaskType::custom;
@@ -394,14 +398,7 @@ TEST(HstuAttn, CpuMatchesReferencePagedAndFunc) {
     Tensor cache = uniform({num_pages, 2, ps, Hk, d}, dt, 74);
     Tensor off = ints(oq), po = ints(page_off), pid = ints(ids, DType::int32), lpl = ints(last);
     Tensor T = ints({2, 1, 9});
-    HstuAttnArgs a;
-    a.q = q;
-    a.k = k;
-    a.v = v;
-    a.seq_offsets_q = off.view();
-    a.seq_offsets_k = off.view();
-    a.max_seq_len_q = 70;
-    a.max_seq_len_k = sk;
+    HstuAttnArgs a = attn_args(q, k, v, off, off, 70, sk);
     a.num_targets = T.view();
     a.kv_cache = cache.view();
     a.page_offsets = po.view();
