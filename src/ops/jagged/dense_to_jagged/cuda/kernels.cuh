@@ -4,13 +4,13 @@
 //
 // Work list: the total_L output rows,
 // cut into tiles of kRowsPerThread * (threads / G) consecutive rows (threads, kRowsPerThread in {4,
-// 8}, G and the unit width are tunable: ops/jagged/common/row_copy_tuning.h); one block per tile by default (a
-// persistent grid walking the tiles grid-stride is a tune candidate). A
-// tile finds the sequences of its first and last rows with a 32-way search over seq_offsets by one
-// warp each (log32(B) dependent loads), and each row then searches only between those two, which is
-// no search at all when the tile lies inside one sequence. Offsets are clamped into [0, total_L]; a
-// row whose sequence cannot be found consistently (corrupted offsets) is written as zeros, so dense
-// is read only at b < B, 0 <= l < S.
+// 8}, G and the unit width are tunable: ops/jagged/common/row_copy_tuning.h); one block per tile by
+// default (a persistent grid walking the tiles grid-stride is a tune candidate). A tile finds the
+// sequences of its first and last rows with a 32-way search over seq_offsets by one warp each
+// (log32(B) dependent loads), and each row then searches only between those two, which is no search
+// at all when the tile lies inside one sequence. Offsets are clamped into [0, total_L]; a row whose
+// sequence cannot be found consistently (corrupted offsets) is written as zeros, so dense is read
+// only at b < B, 0 <= l < S.
 #pragma once
 
 #include <cstdint>

@@ -7,9 +7,10 @@
 // kernel walks the tiles grid-stride, so a capped or persistent grid (a tune candidate) works too.
 // Inside a tile, groups of G lanes (G a power of two <= 32) move one row each, G consecutive units
 // at a time, and every thread keeps kRowsPerThread rows' loads in flight before storing. Threads
-// per block, kRowsPerThread (4 or 8), G and the unit width are tunable (ops/jagged/common/row_copy_tuning.h);
-// the defaults are 256, 4, two units per lane, 16 bytes. Offsets are clamped into [0, total_L] and
-// n_b into [0, max_L], so corrupted offsets read only rows of values and write only rows of out.
+// per block, kRowsPerThread (4 or 8), G and the unit width are tunable
+// (ops/jagged/common/row_copy_tuning.h); the defaults are 256, 4, two units per lane, 16 bytes.
+// Offsets are clamped into [0, total_L] and n_b into [0, max_L], so corrupted offsets read only
+// rows of values and write only rows of out.
 #pragma once
 
 #include <cstdint>
