@@ -16,6 +16,7 @@ enum class StatusCode : uint8_t {
   out_of_range,      // a size or value overflows what the op can produce (e.g. int32 offsets)
   cuda_error,        // the CUDA runtime reported an error
   internal,          // a bug in recops
+  type_error,        // an argument has a dtype (or kind) the op does not take (Python: TypeError)
 };
 
 class [[nodiscard]] Status {
@@ -64,6 +65,14 @@ std::string cat(const Args&... args) {
 }  // namespace recops
 
 // RECOPS_CHECK(cond, parts...): return an invalid_argument Status built from parts if !cond.
+// RECOPS_CHECK_TYPE(cond, reason...): the same, with StatusCode::type_error (a wrong dtype).
+#define RECOPS_CHECK_TYPE(cond, ...)                               \
+  do {                                                             \
+    if (!(cond))                                                   \
+      return ::recops::Status(::recops::StatusCode::type_error,    \
+                              ::recops::detail::cat(__VA_ARGS__)); \
+  } while (0)
+
 #define RECOPS_CHECK(cond, ...)                                       \
   do {                                                                \
     if (!(cond))                                                      \

@@ -93,10 +93,14 @@ inline at::Tensor dense_from(const at::Tensor& t, int64_t from) {
   return t;
 }
 
-// A failed Status becomes a torch error whose message is the reason, unchanged.
-inline void check(const Status& s) {
+// A failed Status becomes a torch error whose message is the reason, unchanged: the one error
+// mapper of every op. not_implemented -> NotImplementedError, type_error -> TypeError, the rest
+// RuntimeError, or ValueError for ops whose spec says so (kit::Def::value_errors).
+inline void check(const Status& s, bool value_errors = false) {
   if (s.ok()) return;
   if (s.code() == StatusCode::not_implemented) TORCH_CHECK_NOT_IMPLEMENTED(false, s.message());
+  if (s.code() == StatusCode::type_error) TORCH_CHECK_TYPE(false, s.message());
+  if (value_errors) TORCH_CHECK_VALUE(false, s.message());
   TORCH_CHECK(false, s.message());
 }
 

@@ -117,6 +117,15 @@ std::shared_ptr<void> to_args(const kit::OpDef& d, const Args& in, bool meta,
   return args;
 }
 
+const c10::IValue& arg(const Args& a, const std::string& op, const std::string& name) {
+  const kit::OpDef* d = kit::find_def(op);
+  TORCH_INTERNAL_ASSERT(d != nullptr, op, " is not in the kit's registry");
+  size_t i = 0;
+  while (i < d->args.size() && d->args[i].name != name) ++i;
+  TORCH_INTERNAL_ASSERT(i < d->args.size() && i < a.size(), op, " has no argument ", name);
+  return a[i];
+}
+
 std::vector<at::Tensor> call(const std::string& op, Args args) {
   static std::mutex mu;
   static std::map<std::string, c10::OperatorHandle> handles;
@@ -175,7 +184,7 @@ void run_boxed(const kit::OpDef& d, torch::jit::Stack* stack, const Context& ctx
     std::vector<at::Tensor> keep;
     const std::shared_ptr<void> args = to_args(d, in, meta, &keep);
     std::vector<kit::OutSpec> specs;
-    check(d.shapes(args.get(), &specs, ctx_in));
+    check(d.shapes(args.get(), &specs, ctx_in), d.value_errors);
     TORCH_INTERNAL_ASSERT(specs.size() == d.outs.size(), d.name, ": shape function gave ",
                           specs.size(), " outputs, the table lists ", d.outs.size());
     const at::Tensor& like = device_tensor(d, in);
@@ -197,7 +206,7 @@ void run_boxed(const kit::OpDef& d, torch::jit::Stack* stack, const Context& ctx
           ctx.workspace_bytes = bytes;
         }
       }
-      check(d.run(args.get(), o, ctx));
+      check(d.run(args.get(), o, ctx), d.value_errors);
     }
   }
   for (auto& t : outs) torch::jit::push(*stack, std::move(t));
@@ -318,6 +327,15 @@ class AutogradKernel final : public c10::OperatorKernel {
       need = need || diff.back().requires_grad();
     }
     need = need && at::GradMode::is_enabled();
+    if (d_->forward_only && at::GradMode::is_enabled()) {
+      for (size_t i = 0; i < n; ++i) {
+        const c10::IValue& v = (*stack)[stack->size() - n + i];
+        TORCH_CHECK(!(v.isTensor() && v.toTensor().defined() && v.toTensor().requires_grad()),
+                    "recops.", d_->name, ": argument '", d_->args[i].name,
+                    "' requires grad, but the op is not differentiable (forward-only); detach "
+                    "the inputs or run under torch.no_grad()");
+      }
+    }
     if (!need) {
       const at::AutoDispatchBelowADInplaceOrView below;
       op.redispatchBoxed(ks & c10::after_autograd_keyset, stack);

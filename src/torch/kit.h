@@ -49,6 +49,10 @@ struct HooksRegistrar {
   HooksRegistrar(const char* op, TorchHooks (*make)());
 };
 
+// The argument `name` of op's arguments `a` (looked up in the op's table, so hooks do not count
+// positions).
+const c10::IValue& arg(const Args& a, const std::string& op, const std::string& name);
+
 // Calls torch.ops.recops.<op> through the dispatcher (boxed) and returns its outputs; hooks use it
 // so that torch.compile traces a backward as a graph of recops ops.
 std::vector<at::Tensor> call(const std::string& op, Args args);

@@ -119,6 +119,8 @@ struct OpDef {
   // tensor).
   int device_arg = 0;
   bool fake_in_python = false;  // see Def::fake_in_python
+  bool value_errors = false;    // see Def::value_errors
+  bool forward_only = false;    // see Def::forward_only
 
   std::string schema() const;  // "name(Tensor x, float factor=1.0) -> Tensor"
 };
@@ -278,6 +280,18 @@ class Def {
   // torch.library.register_fake), e.g. to create an unbacked size; the kit registers none.
   Def& fake_in_python() {
     d_.fake_in_python = true;
+    return *this;
+  }
+  // A failed Status (other than not_implemented and type_error) raises ValueError in Python
+  // instead of RuntimeError, for ops whose spec says so.
+  Def& value_errors() {
+    d_.value_errors = true;
+    return *this;
+  }
+  // The op has no gradient: with grad mode on, an input that requires grad is an error naming the
+  // argument (rather than outputs that silently drop its gradient).
+  Def& forward_only() {
+    d_.forward_only = true;
     return *this;
   }
   operator OpDef() const { return d_; }

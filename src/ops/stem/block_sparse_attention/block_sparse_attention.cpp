@@ -63,11 +63,11 @@ const std::string& kOp = ops::kOp;
 
 Status check_meta(const BlockSparseAttentionArgs& a) {
   const DType t = a.q.dtype;
-  RECOPS_CHECK(t == DType::bf16 || t == DType::fp16, "recops.", kOp,
-               ": q must have dtype bfloat16 or float16, got ", dtype_name(t));
-  RECOPS_CHECK(a.k.dtype == t && a.v.dtype == t, "recops.", kOp,
-               ": q, k and v must have dtype the same dtype (no dtype mix); got q ", dtype_name(t),
-               ", k ", dtype_name(a.k.dtype), ", v ", dtype_name(a.v.dtype));
+  RECOPS_CHECK_TYPE(t == DType::bf16 || t == DType::fp16, "recops.", kOp,
+                    ": q must have dtype bfloat16 or float16, got ", dtype_name(t));
+  RECOPS_CHECK_TYPE(a.k.dtype == t && a.v.dtype == t, "recops.", kOp,
+                    ": q, k and v must have dtype the same dtype (no dtype mix); got q ",
+                    dtype_name(t), ", k ", dtype_name(a.k.dtype), ", v ", dtype_name(a.v.dtype));
   RECOPS_RETURN_IF_ERROR(
       check_dtype(kOp, "sparse_indices", a.sparse_indices, DType::int32, "int32"));
   RECOPS_RETURN_IF_ERROR(
@@ -351,6 +351,8 @@ RECOPS_REGISTER_OPS(reg) {
   constexpr int kInner = -2, kWhole = 0;
   reg.add(
       recops::kit::Def<A>("block_sparse_attention", "stem")
+          .value_errors()  // stem_indexer.md §10: ValueError, TypeError for dtypes
+          .forward_only()  // no gradient (stem_indexer.md)
           .arg<&A::q>("q", {.dense_from = kInner})
           .arg<&A::k>("k", {.dense_from = kInner})
           .arg<&A::v>("v", {.dense_from = kInner})

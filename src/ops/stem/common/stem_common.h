@@ -20,8 +20,8 @@ namespace recops::ops::stem {
 
 inline Status check_dtype(const std::string& op, const char* arg, const TensorView& t, DType want,
                           const char* want_name) {
-  RECOPS_CHECK(t.dtype == want, "recops.", op, ": ", arg, " must have dtype ", want_name, ", got ",
-               dtype_name(t.dtype));
+  RECOPS_CHECK_TYPE(t.dtype == want, "recops.", op, ": ", arg, " must have dtype ", want_name,
+                    ", got ", dtype_name(t.dtype));
   return Status::Ok();
 }
 

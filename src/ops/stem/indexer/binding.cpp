@@ -2,16 +2,15 @@
 // cannot derive.
 //   meta:  the shapes in SymInts for dynamic shapes (torch.compile(dynamic=True)); the real
 //          kernels check the rules at run time.
-//   rules: spec §10's error types and the forward-only refusal (stem/common/stem_binding.h).
 #include <ATen/ops/empty.h>
 
-#include "ops/stem/common/stem_binding.h"
+#include "torch/kit.h"
 
 RECOPS_TORCH_HOOKS(stem_indexer) {
   recops::binding::TorchHooks h;
   h.meta = [](const recops::binding::Args& a) -> std::vector<at::Tensor> {
     constexpr const char* op = "stem_indexer";
-    using recops::binding::stem::arg;
+    using recops::binding::arg;
     const at::Tensor& qflat = arg(a, op, "qflat").toTensor();
     const at::Tensor& kflat = arg(a, op, "kflat").toTensor();
     const auto opts = qflat.options().dtype(at::kInt);
@@ -27,7 +26,7 @@ RECOPS_TORCH_HOOKS(stem_indexer_metadata) {
   recops::binding::TorchHooks h;
   h.meta = [](const recops::binding::Args& a) -> std::vector<at::Tensor> {
     constexpr const char* op = "stem_indexer_metadata";
-    using recops::binding::stem::arg;
+    using recops::binding::arg;
     const at::Tensor& q_seq_lens = arg(a, op, "q_seq_lens").toTensor();
     const int64_t kv_heads = arg(a, op, "kv_heads").toInt();
     // [2·B·kv_heads + 17]
@@ -36,6 +35,3 @@ RECOPS_TORCH_HOOKS(stem_indexer_metadata) {
   };
   return h;
 }
-
-RECOPS_STEM_TORCH_RULES(stem_indexer)
-RECOPS_STEM_TORCH_RULES(stem_indexer_metadata)

@@ -474,6 +474,8 @@ RECOPS_REGISTER_OPS(reg) {
   // is read whole (as the shape functions assume for a Meta call).
   constexpr int kInner = -2, kWhole = 0;
   reg.add(recops::kit::Def<StemIndexerMetadataArgs>("stem_indexer_metadata", "stem")
+              .value_errors()  // stem_indexer.md §10: ValueError, TypeError for dtypes
+              .forward_only()  // no gradient (stem_indexer.md)
               .arg<&StemIndexerMetadataArgs::q_seq_lens>("q_seq_lens", {.dense_from = kInner})
               .arg<&StemIndexerMetadataArgs::kv_seq_lens>("kv_seq_lens", {.dense_from = kInner})
               .arg<&StemIndexerMetadataArgs::q_heads>("q_heads")
@@ -488,6 +490,8 @@ RECOPS_REGISTER_OPS(reg) {
               .run(ops::metadata_run)
               .doc("", ops::kMetadataDoc));
   reg.add(recops::kit::Def<StemIndexerArgs>("stem_indexer", "stem")
+              .value_errors()  // stem_indexer.md §10: ValueError, TypeError for dtypes
+              .forward_only()  // no gradient (stem_indexer.md)
               .arg<&StemIndexerArgs::qflat>("qflat", {.dense_from = kInner})
               .arg<&StemIndexerArgs::kflat>("kflat", {.dense_from = kInner})
               .arg<&StemIndexerArgs::vbias>("vbias", {.dense_from = kInner})

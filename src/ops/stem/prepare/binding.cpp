@@ -2,16 +2,15 @@
 //   meta:  the shapes in SymInts for dynamic shapes (torch.compile(dynamic=True)); the real
 //          kernel checks the rules at run time. max_q_blocks and max_kv_blocks must be >= 0 here:
 //          -1 means a host read of the lengths, which tracing cannot do.
-//   rules: spec §10's error types and the forward-only refusal (stem/common/stem_binding.h).
 #include <ATen/ops/empty.h>
 
-#include "ops/stem/common/stem_binding.h"
+#include "torch/kit.h"
 
 RECOPS_TORCH_HOOKS(stem_prepare) {
   recops::binding::TorchHooks h;
   h.meta = [](const recops::binding::Args& a) -> std::vector<at::Tensor> {
     constexpr const char* op = "stem_prepare";
-    using recops::binding::stem::arg;
+    using recops::binding::arg;
     const int64_t max_q = arg(a, op, "max_q_blocks").toInt();
     const int64_t max_kv = arg(a, op, "max_kv_blocks").toInt();
     TORCH_CHECK_VALUE(max_q >= 0 && max_kv >= 0, "recops.stem_prepare: max_q_blocks=", max_q,
@@ -31,5 +30,3 @@ RECOPS_TORCH_HOOKS(stem_prepare) {
   };
   return h;
 }
-
-RECOPS_STEM_TORCH_RULES(stem_prepare)

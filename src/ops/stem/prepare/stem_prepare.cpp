@@ -45,11 +45,11 @@ const std::string& kOp = ops::kOp;
 // Everything but the contents: dtypes, ranks, shapes, devices, attributes.
 Status check_meta(const StemPrepareArgs& a) {
   const DType t = a.q.dtype;
-  RECOPS_CHECK(t == DType::bf16 || t == DType::fp16 || t == DType::fp8_e4m3, "recops.", kOp,
-               ": q must have dtype bfloat16, float16 or float8_e4m3fn, got ", dtype_name(t));
-  RECOPS_CHECK(a.k.dtype == t && a.v.dtype == t, "recops.", kOp,
-               ": q, k and v must have dtype the same dtype (no dtype mix); got q ", dtype_name(t),
-               ", k ", dtype_name(a.k.dtype), ", v ", dtype_name(a.v.dtype));
+  RECOPS_CHECK_TYPE(t == DType::bf16 || t == DType::fp16 || t == DType::fp8_e4m3, "recops.", kOp,
+                    ": q must have dtype bfloat16, float16 or float8_e4m3fn, got ", dtype_name(t));
+  RECOPS_CHECK_TYPE(a.k.dtype == t && a.v.dtype == t, "recops.", kOp,
+                    ": q, k and v must have dtype the same dtype (no dtype mix); got q ",
+                    dtype_name(t), ", k ", dtype_name(a.k.dtype), ", v ", dtype_name(a.v.dtype));
   RECOPS_RETURN_IF_ERROR(check_rank(kOp, "q", a.q, 3, "[Tq, Nq, D]"));
   RECOPS_CHECK(a.cu_seqlens_kv.has_value() != a.block_table.has_value(), "recops.", kOp,
                ": give exactly one of cu_seqlens_kv (packed K/V) and block_table (paged K/V); got ",
@@ -368,6 +368,8 @@ RECOPS_REGISTER_OPS(reg) {
   // block_table and the scales whole (as prepare_shapes assumes for a Meta call).
   constexpr int kInner = -2, kWhole = 0;
   reg.add(recops::kit::Def<StemPrepareArgs>("stem_prepare", "stem")
+              .value_errors()  // stem_indexer.md §10: ValueError, TypeError for dtypes
+              .forward_only()  // no gradient (stem_indexer.md)
               .arg<&StemPrepareArgs::q>("q", {.dense_from = kInner})
               .arg<&StemPrepareArgs::k>("k", {.dense_from = kInner})
               .arg<&StemPrepareArgs::v>("v", {.dense_from = kInner})
