@@ -8,20 +8,19 @@
 #include "torch/kit.h"
 
 namespace {
+using recops::binding::arg;
 using recops::binding::Args;
 
 at::Tensor like(const at::Tensor& t) {
   return at::empty_symint(t.sym_sizes(), t.options());
 }
-
-// Argument positions in the schema (the table in hstu_attn.cpp): q, k, v first; rab is 15th.
-constexpr size_t kQ = 0, kK = 1, kV = 2, kRab = 15, kMaxQ = 5, kMaxK = 6;
 }  // namespace
 
 RECOPS_TORCH_HOOKS(hstu_attn_fwd) {
   recops::binding::TorchHooks h;
   h.meta = [](const Args& a) -> std::vector<at::Tensor> {
-    const at::Tensor &q = a[kQ].toTensor(), &v = a[kV].toTensor();
+    const at::Tensor& q = arg(a, "hstu_attn_fwd", "q").toTensor();
+    const at::Tensor& v = arg(a, "hstu_attn_fwd", "v").toTensor();
     std::vector<c10::SymInt> sizes(q.sym_sizes().begin(), q.sym_sizes().end());
     sizes.back() = v.sym_sizes().back();
     return {at::empty_symint(sizes, q.options())};
@@ -32,11 +31,12 @@ RECOPS_TORCH_HOOKS(hstu_attn_fwd) {
 RECOPS_TORCH_HOOKS(hstu_attn_bwd) {
   recops::binding::TorchHooks h;
   h.meta = [](const Args& a) -> std::vector<at::Tensor> {
-    // a[0] is dout; the forward's arguments follow, then want_drab.
-    const at::Tensor& q = a[1 + kQ].toTensor();
-    const c10::IValue& rab = a[1 + kRab];
-    const bool with_drab = a.back().toBool() && rab.isTensor() && rab.toTensor().defined();
-    return {like(q), like(a[1 + kK].toTensor()), like(a[1 + kV].toTensor()),
+    constexpr const char* op = "hstu_attn_bwd";
+    const at::Tensor& q = arg(a, op, "q").toTensor();
+    const c10::IValue& rab = arg(a, op, "rab");
+    const bool with_drab =
+        arg(a, op, "want_drab").toBool() && rab.isTensor() && rab.toTensor().defined();
+    return {like(q), like(arg(a, op, "k").toTensor()), like(arg(a, op, "v").toTensor()),
             with_drab ? like(rab.toTensor()) : at::empty({0}, q.options())};
   };
   return h;
@@ -45,8 +45,9 @@ RECOPS_TORCH_HOOKS(hstu_attn_bwd) {
 RECOPS_TORCH_HOOKS(hstu_mask) {
   recops::binding::TorchHooks h;
   h.meta = [](const Args& a) -> std::vector<at::Tensor> {
-    return {at::empty({a[kMaxQ].toInt(), a[kMaxK].toInt()},
-                      a[kQ].toTensor().options().dtype(at::kBool))};
+    constexpr const char* op = "hstu_mask";
+    return {at::empty({arg(a, op, "max_seq_len_q").toInt(), arg(a, op, "max_seq_len_k").toInt()},
+                      arg(a, op, "q").toTensor().options().dtype(at::kBool))};
   };
   return h;
 }
