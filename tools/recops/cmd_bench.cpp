@@ -222,15 +222,7 @@ Status write_baselines(const CaseFile& file,
   for (size_t i = 0; i < begin; ++i) out << lines[i] << "\n";
   out << os.str();
   for (size_t i = end; i < lines.size(); ++i) out << lines[i] << "\n";
-  const std::string tmp = file.path + ".tmp";
-  {
-    std::ofstream f(tmp);
-    f << out.str();
-    if (!f) return Status(StatusCode::invalid_argument, tmp + ": cannot write");
-  }
-  if (std::rename(tmp.c_str(), file.path.c_str()) != 0)
-    return Status(StatusCode::invalid_argument, file.path + ": cannot replace");
-  return Status::Ok();
+  return replace_file(file.path, out.str());
 }
 
 }  // namespace
@@ -399,8 +391,7 @@ int run_bench(const BenchOptions& o) {
             ctx.workspace_bytes = s.ws.defined() ? static_cast<size_t>(s.ws.nbytes()) : 0;
             return d->run(p, views(s.in), views(s.out), ctx);
           };
-          const int min_reps = o.min_reps > 0 ? o.min_reps : (bt == DeviceType::cuda ? 20 : 10);
-          r.timing = time_calls(bt, bt == DeviceType::cuda ? 5 : 2, min_reps, o.max_seconds, call);
+          r.timing = time_op(bt, o.min_reps, o.max_seconds, call);
           if (!r.timing.status.ok()) throw Error(r.timing.status);
           r.impl = impl_used.empty() ? "-" : impl_used;
           // Peak memory of one more call into fresh outputs, and the case's bound on it.

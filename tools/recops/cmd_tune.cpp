@@ -330,13 +330,7 @@ int run_tune(const TuneOptions& o) {
     std::error_code ec;
     if (fs::path(tg.path).has_parent_path())
       fs::create_directories(fs::path(tg.path).parent_path(), ec);
-    const std::string tmp = tg.path + ".tmp";
-    {
-      std::ofstream f(tmp);
-      f << out.dump(2) << "\n";
-      if (!f) return false;
-    }
-    return std::rename(tmp.c_str(), tg.path.c_str()) == 0;
+    return replace_file(tg.path, out.dump(2) + "\n").ok();
   };
 
   Progress progress("tune", total, o.quiet);
@@ -418,6 +412,16 @@ int run_tune(const TuneOptions& o) {
           return d->run(p, views(s.in), views(s.out), tc);
         };
       };
+      // A trial of configuration *cfg, checked against the golden (`rejected` says why it fails).
+      auto checked = [&](const TuneConfig* cfg) {
+        Trial tr;
+        tr.config = *cfg;
+        Context ctx;
+        ctx.impl = res.impl;
+        ctx.tune_config = cfg;
+        tr.rejected = check_candidate(*d, p, dev_in, dev, ctx, checks, gold, plain, standard);
+        return tr;
+      };
       const double block_s = bt == DeviceType::cuda ? 0.02 : 0.1;
       if (o.check) {
         // The configuration the library picks for this shape (the tuning files) against the
@@ -427,12 +431,7 @@ int run_tune(const TuneOptions& o) {
         res.best = used.source == "tuned" ? 1 : 0;
         std::vector<TuneConfig> pair = {cands[0], used.config};
         for (size_t c = 0; c < (*res.best == 1 ? 2u : 1u); ++c) {
-          Trial tr;
-          tr.config = pair[c];
-          Context ctx;
-          ctx.impl = res.impl;
-          ctx.tune_config = &pair[c];
-          tr.rejected = check_candidate(*d, p, dev_in, dev, ctx, checks, gold, plain, standard);
+          const Trial tr = checked(&pair[c]);
           if (!tr.rejected.empty())
             throw std::runtime_error("configuration " + tr.config.str() + " fails: " + tr.rejected);
           res.trials.push_back(tr);
@@ -448,16 +447,9 @@ int run_tune(const TuneOptions& o) {
         continue;
       }
       for (size_t c = 0; c < cands.size(); ++c) {
-        Trial tr;
-        tr.config = cands[c];
-        Context ctx;
-        ctx.impl = res.impl;
-        ctx.tune_config = &cands[c];
-        tr.rejected = check_candidate(*d, p, dev_in, dev, ctx, checks, gold, plain, standard);
+        Trial tr = checked(&cands[c]);
         if (tr.rejected.empty()) {
-          tr.timing = time_calls(bt, bt == DeviceType::cuda ? 5 : 2,
-                                 o.min_reps > 0 ? o.min_reps : (bt == DeviceType::cuda ? 20 : 10),
-                                 o.max_seconds, call_with(&cands[c]));
+          tr.timing = time_op(bt, o.min_reps, o.max_seconds, call_with(&cands[c]));
           if (!tr.timing.status.ok()) tr.rejected = "error: " + tr.timing.status.message();
         }
         if (c == 0 && !tr.rejected.empty())

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <sstream>
 #include <stdexcept>
@@ -229,6 +230,18 @@ int64_t count_runs(const std::vector<CaseFile>& files, const RowFilter& filter,
       if (row_selected(row, filter))
         for (DeviceType bt : backends) total += backend_selected(row, bt, impl);
   return total;
+}
+
+Status replace_file(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp);
+    f << text;
+    if (!f) return Status(StatusCode::invalid_argument, tmp + ": cannot write");
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    return Status(StatusCode::invalid_argument, path + ": cannot replace");
+  return Status::Ok();
 }
 
 std::string device_name(DeviceType backend) {

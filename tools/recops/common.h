@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "recops/device.h"
+#include "recops/status.h"
 #include "tools/recops/casefile.h"
 #include "tools/recops/driver.h"
 
@@ -78,6 +79,9 @@ std::string device_name(DeviceType backend);
 std::string project_commit(const std::string& ops_dir);
 // Today's date (UTC), YYYY-MM-DD.
 std::string today();
+
+// Writes `text` to path + ".tmp", then renames it over `path` (a reader never sees half a file).
+Status replace_file(const std::string& path, const std::string& text);
 
 // Shell-quotes a word when it needs it.
 std::string shell_word(const std::string& s);

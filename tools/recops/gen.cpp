@@ -69,14 +69,26 @@ double generated_value(DType dtype, const FillSpec& f, uint64_t i) {
   return 0.0;
 }
 
+namespace {
+
+// A value of type T at p (any alignment), and back.
+template <class T>
+T load_as(const void* p) {
+  T x;
+  std::memcpy(&x, p, sizeof(T));
+  return x;
+}
+template <class T>
+void store_as(void* p, T x) {
+  std::memcpy(p, &x, sizeof(T));
+}
+
+}  // namespace
+
 void store_int(void* p, DType t, int64_t v) {
   switch (t) {
-    case DType::int64: std::memcpy(p, &v, 8); return;
-    case DType::int32: {
-      auto x = static_cast<int32_t>(v);
-      std::memcpy(p, &x, 4);
-      return;
-    }
+    case DType::int64: store_as(p, v); return;
+    case DType::int32: store_as(p, static_cast<int32_t>(v)); return;
     case DType::uint8: *static_cast<uint8_t*>(p) = static_cast<uint8_t>(v); return;
     case DType::boolean: *static_cast<uint8_t*>(p) = v != 0; return;
     default: store_value(p, t, static_cast<double>(v)); return;
@@ -85,22 +97,10 @@ void store_int(void* p, DType t, int64_t v) {
 
 void store_value(void* p, DType t, double v) {
   switch (t) {
-    case DType::fp64: std::memcpy(p, &v, 8); return;
-    case DType::fp32: {
-      float x = static_cast<float>(v);
-      std::memcpy(p, &x, 4);
-      return;
-    }
-    case DType::fp16: {
-      Half h = half_from_double(v);
-      std::memcpy(p, &h.bits, 2);
-      return;
-    }
-    case DType::bf16: {
-      BFloat16 h = bf16_from_double(v);
-      std::memcpy(p, &h.bits, 2);
-      return;
-    }
+    case DType::fp64: store_as(p, v); return;
+    case DType::fp32: store_as(p, static_cast<float>(v)); return;
+    case DType::fp16: store_as(p, half_from_double(v).bits); return;
+    case DType::bf16: store_as(p, bf16_from_double(v).bits); return;
     case DType::fp8_e4m3: *static_cast<uint8_t*>(p) = fp8_e4m3_from_double(v).bits; return;
     default: store_int(p, t, static_cast<int64_t>(v)); return;
   }
@@ -108,37 +108,13 @@ void store_value(void* p, DType t, double v) {
 
 double load_value(const void* p, DType t) {
   switch (t) {
-    case DType::fp64: {
-      double x;
-      std::memcpy(&x, p, 8);
-      return x;
-    }
-    case DType::fp32: {
-      float x;
-      std::memcpy(&x, p, 4);
-      return x;
-    }
-    case DType::fp16: {
-      Half h;
-      std::memcpy(&h.bits, p, 2);
-      return to_double(h);
-    }
-    case DType::bf16: {
-      BFloat16 h;
-      std::memcpy(&h.bits, p, 2);
-      return to_double(h);
-    }
+    case DType::fp64: return load_as<double>(p);
+    case DType::fp32: return load_as<float>(p);
+    case DType::fp16: return to_double(Half{load_as<uint16_t>(p)});
+    case DType::bf16: return to_double(BFloat16{load_as<uint16_t>(p)});
     case DType::fp8_e4m3: return to_double(Fp8E4M3{*static_cast<const uint8_t*>(p)});
-    case DType::int32: {
-      int32_t x;
-      std::memcpy(&x, p, 4);
-      return x;
-    }
-    case DType::int64: {
-      int64_t x;
-      std::memcpy(&x, p, 8);
-      return static_cast<double>(x);
-    }
+    case DType::int32: return load_as<int32_t>(p);
+    case DType::int64: return static_cast<double>(load_as<int64_t>(p));
     case DType::uint8: return *static_cast<const uint8_t*>(p);
     case DType::boolean: return *static_cast<const uint8_t*>(p) != 0;
   }

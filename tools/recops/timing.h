@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "core/cuda/runtime.h"
@@ -74,6 +75,15 @@ Timing time_calls(DeviceType backend, int warmup, int min_reps, double max_secon
     if ((n >= min_reps && el >= 0.1) || (el >= max_seconds && n >= 3) || n >= 5000) break;
   }
   return summarize(ms);
+}
+
+// One configuration of an op as bench and tune time it: 5 warm-up calls on CUDA, 2 on the CPU,
+// then at least `min_reps` timed ones (0: 20 on CUDA, 10 on the CPU), as time_calls stops.
+template <class Call>
+Timing time_op(DeviceType backend, int min_reps, double max_seconds, Call&& call) {
+  const bool cuda = backend == DeviceType::cuda;
+  return time_calls(backend, cuda ? 5 : 2, min_reps > 0 ? min_reps : (cuda ? 20 : 10), max_seconds,
+                    std::forward<Call>(call));
 }
 
 }  // namespace recops::cli
