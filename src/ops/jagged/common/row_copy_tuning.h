@@ -12,10 +12,10 @@
 //   persistent       0: one block per tile (the default); 1: a persistent grid (resident blocks
 //                    only) that walks the tiles grid-stride. H200, S3 (B=1024 max_L=1024 D=256
 //                    skewed), bf16: 91% against 81% of the copy ceiling, fp32 92% against 85%
-//                    (bench/experiments/jagged_variants.cu): with a fixed tile -> block assignment
-//                    the blocks that draw more copy tiles (read + write) than pad tiles (write
-//                    only) finish last, while the hardware scheduler hands tiles to blocks as SMs
-//                    free up.
+//                    (bench/experiments/jagged_variants.cu, in git history): with a fixed tile ->
+//                    block assignment the blocks that draw more copy tiles (read + write) than pad
+//                    tiles (write only) finish last, while the hardware scheduler hands tiles to
+//                    blocks as SMs free up.
 // CPU (cpu_generic):
 //   grain_bytes      output bytes per parallel chunk at least (16 KiB ... 1 MiB)
 //

@@ -30,7 +30,8 @@
 // the whole key tile (query kernel), skips the element test.
 // Work order: key tiles of one (sequence, key head) adjacent, first key tile (the most query
 // tiles under a causal mask) first; query tiles last first. The standalone version of both kernels
-// is bench/experiments/hstu_bwd_wgmma.cu (causal only, full length).
+// was bench/experiments/hstu_bwd_wgmma.cu (causal only, full length; removed after adoption, in git
+// history).
 #pragma once
 
 #include <algorithm>

@@ -19,10 +19,10 @@
 
 namespace recops::ops::d2j_cuda {
 
-// H200, 2026-11-29 (bench/experiments/jagged_variants.cu, S3 = B=1024 S=1024 D=256 skewed): one
-// block per tile 90.7% of the 1 GiB copy ceiling in bf16 and 93.1% in fp32, against 82.3% and
-// 86.1% with the persistent grid used before. A walk over the (B, S) grid instead (no search; rows
-// l >= n_b skipped) measured 71.9% / 79.5% (persistent) and was removed.
+// H200, 2026-11-29 (bench/experiments/jagged_variants.cu in git history, S3 = B=1024 S=1024 D=256
+// skewed): one block per tile 90.7% of the 1 GiB copy ceiling in bf16 and 93.1% in fp32,
+// against 82.3% and 86.1% with the persistent grid used before. A walk over the (B, S) grid instead
+// (no search; rows l >= n_b skipped) measured 71.9% / 79.5% (persistent) and was removed.
 inline constexpr int kMaxThreads = 512;  // the largest `threads` candidate
 
 template <class U>  // U: the unit (uint4, uint2, unsigned int, unsigned short, unsigned char)

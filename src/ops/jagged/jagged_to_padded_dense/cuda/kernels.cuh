@@ -19,11 +19,11 @@
 
 namespace recops::ops::j2pd_cuda {
 
-// H200, 2026-11-29 (bench/experiments/jagged_variants.cu, S3 = B=1024 max_L=1024 D=256 skewed):
-// one block per tile 91.0% of the 1 GiB copy ceiling in bf16 and 92.3% in fp32, against 80.9% and
-// 84.7% with the persistent grid used before (blocks that drew more copy tiles than pad tiles
-// finished last). Loading a thread's units of all its rows before any store (units per lane fixed
-// at compile time) gained under 0.5% at one block per tile and was not adopted.
+// H200, 2026-11-29 (bench/experiments/jagged_variants.cu in git history, S3 = B=1024 max_L=1024
+// D=256 skewed): one block per tile 91.0% of the 1 GiB copy ceiling in bf16 and 92.3% in fp32,
+// against 80.9% and 84.7% with the persistent grid used before (blocks that drew more copy tiles
+// than pad tiles finished last). Loading a thread's units of all its rows before any store (units
+// per lane fixed at compile time) gained under 0.5% at one block per tile and was not adopted.
 inline constexpr int kMaxThreads = 512;  // the largest `threads` candidate
 
 template <class U>  // U: the unit (uint4, uint2, unsigned int, unsigned short, unsigned char)

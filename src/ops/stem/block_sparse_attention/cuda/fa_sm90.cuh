@@ -20,7 +20,8 @@
 // Lk, the right-down diagonal s > Lk - Lq + t, rows past Lq) only on the blocks that reach them.
 // A block reaching past Lk reads the next sequence's first rows (or zeros past the tensor) and
 // masks them: P = 0 there, so only a non-finite value in those V rows would show (0 · Inf).
-// Standalone version with its own fp64 check: bench/experiments/bsa_wgmma.cu.
+// Its standalone version with its own fp64 check, bench/experiments/bsa_wgmma.cu, was removed
+// after adoption (git history).
 #pragma once
 
 #include <cuda_bf16.h>
