@@ -356,26 +356,17 @@ class AutogradKernel final : public c10::OperatorKernel {
   const kit::OpDef* d_;
 };
 
-class CpuKernel final : public c10::OperatorKernel {
+// The CPU and Meta kernels: the shared body on CPU threads, or shapes only.
+class HostKernel final : public c10::OperatorKernel {
  public:
-  explicit CpuKernel(const kit::OpDef* d) : d_(d) {}
+  HostKernel(const kit::OpDef* d, bool meta) : d_(d), meta_(meta) {}
   void operator()(const c10::OperatorHandle&, c10::DispatchKeySet, torch::jit::Stack* stack) {
-    run_boxed(*d_, stack, cpu_context(), /*meta=*/false);
+    run_boxed(*d_, stack, meta_ ? Context{} : cpu_context(), meta_);
   }
 
  private:
   const kit::OpDef* d_;
-};
-
-class MetaKernel final : public c10::OperatorKernel {
- public:
-  explicit MetaKernel(const kit::OpDef* d) : d_(d) {}
-  void operator()(const c10::OperatorHandle&, c10::DispatchKeySet, torch::jit::Stack* stack) {
-    run_boxed(*d_, stack, Context{}, /*meta=*/true);
-  }
-
- private:
-  const kit::OpDef* d_;
+  bool meta_;
 };
 
 std::string json_str(const std::string& s) {
@@ -434,14 +425,14 @@ TORCH_LIBRARY(recops, m) {
 TORCH_LIBRARY_IMPL(recops, CPU, m) {
   for (const auto& d : recops::kit::registry().defs)
     m.impl(d.name.c_str(), torch::CppFunction::makeFromBoxedFunctor(
-                               std::make_unique<recops::binding::CpuKernel>(&d)));
+                               std::make_unique<recops::binding::HostKernel>(&d, false)));
 }
 
 TORCH_LIBRARY_IMPL(recops, Meta, m) {
   for (const auto& d : recops::kit::registry().defs)
     if (!d.fake_in_python)
       m.impl(d.name.c_str(), torch::CppFunction::makeFromBoxedFunctor(
-                                 std::make_unique<recops::binding::MetaKernel>(&d)));
+                                 std::make_unique<recops::binding::HostKernel>(&d, true)));
 }
 
 TORCH_LIBRARY_IMPL(recops, Autograd, m) {

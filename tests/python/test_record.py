@@ -2,13 +2,13 @@
 and torch, with the dtypes, shapes, metadata and values the CLI recorded."""
 
 import json
-import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+from _cli import recops_binary
 import torch
 from safetensors import safe_open
 from safetensors.numpy import load_file as load_numpy
@@ -17,17 +17,9 @@ from safetensors.torch import load_file as load_torch
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _recops_binary():
-    candidates = (os.environ.get("RECOPS_BIN"), ROOT / "build" / "bin" / "recops", shutil.which("recops"))
-    for cand in candidates:
-        if cand and Path(cand).is_file() and os.access(cand, os.X_OK):
-            return str(cand)
-    return None
-
-
 @pytest.fixture(scope="module")
 def recording(tmp_path_factory):
-    binary = _recops_binary()
+    binary = recops_binary()
     if binary is None:
         pytest.skip("no recops binary: build it (make build) or set RECOPS_BIN")
     out = tmp_path_factory.mktemp("recorded")
@@ -84,7 +76,7 @@ def test_bf16_padded_values_match_the_jagged_rows(recording):
 def test_compare_json_verdicts(recording, tmp_path):
     out, manifest = recording
     report = tmp_path / "compare.json"
-    cmd = [_recops_binary(), "compare", str(out), "--backend", "cpu", "--impl", "reference",
+    cmd = [recops_binary(), "compare", str(out), "--backend", "cpu", "--impl", "reference",
            "--json", str(report), "--cases-dir", str(ROOT / "src" / "ops")]
     subprocess.run(cmd, check=True, capture_output=True, text=True)
     rows = json.loads(report.read_text())
@@ -96,7 +88,7 @@ def test_compare_json_verdicts(recording, tmp_path):
 
 
 def test_record_filters_like_check(tmp_path):
-    binary = _recops_binary()
+    binary = recops_binary()
     if binary is None:
         pytest.skip("no recops binary")
     cmd = [binary, "record", "--backend", "cpu", "--op", "jagged_to_padded_dense,complete_cumsum",

@@ -3,24 +3,17 @@ Markdown and HTML summaries (matplotlib, with this interpreter through RECOPS_PY
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from _cli import recops_binary
+
 pytest.importorskip("matplotlib")
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _recops_binary():
-    candidates = (os.environ.get("RECOPS_BIN"), ROOT / "build" / "bin" / "recops", shutil.which("recops"))
-    for cand in candidates:
-        if cand and Path(cand).is_file() and os.access(cand, os.X_OK):
-            return str(cand)
-    return None
 
 
 def _timing_records(path):
@@ -29,7 +22,7 @@ def _timing_records(path):
 
 
 def test_report_on_h200_results(tmp_path):
-    binary = _recops_binary()
+    binary = recops_binary()
     if binary is None:
         pytest.skip("no recops binary: build it (make build) or set RECOPS_BIN")
     # The timing records (bench, peers, kernels); the folder also holds accuracy records (check,
@@ -50,7 +43,7 @@ def test_report_on_h200_results(tmp_path):
 
 
 def test_report_rejects_a_file_that_is_not_a_list(tmp_path):
-    binary = _recops_binary()
+    binary = recops_binary()
     if binary is None:
         pytest.skip("no recops binary")
     bad = tmp_path / "bad.json"
