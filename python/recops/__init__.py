@@ -84,6 +84,5 @@ _exports = _kit.build()
 globals().update(_exports)
 __all__ += sorted(n for n in _exports if n not in __all__)
 
-from . import ops as _ops  # noqa: E402  (registers the Python fake kernels)
 from .ops import set_validate  # noqa: E402,F401
 from . import stem  # noqa: E402,F401  (recops.stem: the Stem ops and block-mask helpers)

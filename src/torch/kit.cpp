@@ -62,6 +62,9 @@ bool concrete(const c10::IValue& v) {
 }
 }  // namespace
 
+namespace {
+// The op's arguments as its call state (Args struct + plan); keep_alive holds the dense copies the
+// conversion made.
 std::shared_ptr<void> to_args(const kit::OpDef& d, const Args& in, bool meta,
                               std::vector<at::Tensor>* keep_alive) {
   std::shared_ptr<void> args = d.new_call();
@@ -116,6 +119,7 @@ std::shared_ptr<void> to_args(const kit::OpDef& d, const Args& in, bool meta,
   }
   return args;
 }
+}  // namespace
 
 const c10::IValue& arg(const Args& a, const std::string& op, const std::string& name) {
   const kit::OpDef* d = kit::find_def(op);
@@ -343,9 +347,6 @@ class AutogradKernel final : public c10::OperatorKernel {
     }
     TORCH_CHECK(!d_->backward.empty() || hooks(d_->name).backward, user_name(*d_),
                 ": no gradient is defined for this op");
-    const TorchHooks& h = hooks(d_->name);
-    if (h.check_grad)
-      h.check_grad(Args(stack->end() - static_cast<std::ptrdiff_t>(n), stack->end()));
     // forward pops the arguments (the redispatch) and the outputs; they come back from apply
     // with their history set.
     variable_list outs = KitFunction::apply(d_, &op, ks, stack, at::TensorList(diff));

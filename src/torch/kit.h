@@ -37,9 +37,6 @@ struct TorchHooks {
   // arguments and the want_d<x> flags). Returns one gradient per differentiable argument.
   std::function<std::vector<at::Tensor>(const Args& saved, const std::vector<at::Tensor>& grads)>
       backward;
-  // Runs before the forward when a gradient will be needed; throws to refuse (e.g. an input
-  // combination that has no backward).
-  std::function<void(const Args& args)> check_grad;
 };
 
 // The hooks registered for `op` (an empty TorchHooks when none).
@@ -56,10 +53,6 @@ const c10::IValue& arg(const Args& a, const std::string& op, const std::string& 
 // Calls torch.ops.recops.<op> through the dispatcher (boxed) and returns its outputs; hooks use it
 // so that torch.compile traces a backward as a graph of recops ops.
 std::vector<at::Tensor> call(const std::string& op, Args args);
-
-// The op's arguments as its Args struct; keep_alive holds the dense copies the conversion made.
-std::shared_ptr<void> to_args(const kit::OpDef& d, const Args& in, bool meta,
-                              std::vector<at::Tensor>* keep_alive);
 
 }  // namespace recops::binding
 
