@@ -131,28 +131,34 @@ double score(const P& p, int64_t b, int64_t hq, int64_t i, int64_t c, int64_t q_
 
 }  // namespace
 
+// Every (sequence, head) writes its own output rows, so they run in parallel (OpenMP) with the
+// same sums in the same order as one thread.
 Status hstu_attn_fwd_reference(const HstuAttnParams& p, const Context&) {
   const int64_t group = p.Hq / p.Hk;
-  std::vector<double> acc(static_cast<size_t>(p.dv));
-  for (int64_t b = 0; b < p.B; ++b) {
-    const int64_t Lq = p.len_q(b), Lk = p.len_k(b), cached = p.len_cached(b);
-    for (int64_t hq = 0; hq < p.Hq; ++hq) {
-      const int64_t kh = hq / group;
-      for (int64_t i = 0; i < Lq; ++i) {
-        const int64_t q_off = b * p.q_batch + (p.q_start(b) + i) * p.q_row + hq * p.q_head;
-        std::fill(acc.begin(), acc.end(), 0.0);
-        for (int64_t c = 0; c < Lk; ++c) {
-          if (!valid(p, b, hq, i, c, Lq, Lk)) continue;  // masked: contributes exactly 0
-          const KeyRef kr = key_at(p, b, kh, c, cached);
-          const double s = score(p, b, hq, i, c, q_off, kr);
-          const double pv = rnd(p, s * sigmoid(s));
+#pragma omp parallel
+  {
+    std::vector<double> acc(static_cast<size_t>(p.dv));
+#pragma omp for collapse(2) schedule(dynamic, 1)
+    for (int64_t b = 0; b < p.B; ++b) {
+      for (int64_t hq = 0; hq < p.Hq; ++hq) {
+        const int64_t Lq = p.len_q(b), Lk = p.len_k(b), cached = p.len_cached(b);
+        const int64_t kh = hq / group;
+        for (int64_t i = 0; i < Lq; ++i) {
+          const int64_t q_off = b * p.q_batch + (p.q_start(b) + i) * p.q_row + hq * p.q_head;
+          std::fill(acc.begin(), acc.end(), 0.0);
+          for (int64_t c = 0; c < Lk; ++c) {
+            if (!valid(p, b, hq, i, c, Lq, Lk)) continue;  // masked: contributes exactly 0
+            const KeyRef kr = key_at(p, b, kh, c, cached);
+            const double s = score(p, b, hq, i, c, q_off, kr);
+            const double pv = rnd(p, s * sigmoid(s));
+            for (int64_t x = 0; x < p.dv; ++x)
+              acc[x] = acc_add(p, acc[x], pv * load(kr.v, p.dtype, kr.v_off + x));
+          }
+          const double scale = row_scale(p, b, i);
+          const int64_t o_off = b * p.o_batch + (p.q_start(b) + i) * p.o_row + hq * p.o_head;
           for (int64_t x = 0; x < p.dv; ++x)
-            acc[x] = acc_add(p, acc[x], pv * load(kr.v, p.dtype, kr.v_off + x));
+            store(p.out, p.dtype, o_off + x, rnd(p, rnd(p, acc[x]) * scale));
         }
-        const double scale = row_scale(p, b, i);
-        const int64_t o_off = b * p.o_batch + (p.q_start(b) + i) * p.o_row + hq * p.o_head;
-        for (int64_t x = 0; x < p.dv; ++x)
-          store(p.out, p.dtype, o_off + x, rnd(p, rnd(p, acc[x]) * scale));
       }
     }
   }
@@ -172,9 +178,18 @@ Status hstu_attn_bwd_reference(const HstuAttnParams& p, const Context&) {
   std::vector<double> dvv(static_cast<size_t>(nk * p.Hk * p.dv), 0.0);
   const int64_t Hr = p.rab_heads;
   std::vector<double> drab(p.drab ? static_cast<size_t>(p.B * Hr * p.Sq * p.Sk) : 0, 0.0);
-  for (int64_t b = 0; b < p.B; ++b) {
+  // Parallel over (sequence, key head): dK/dV of a key head sum over its query heads in order,
+  // dQ is per query head, so each accumulator sees the one-thread order. A head-broadcast dRab
+  // sums over every head of a sequence: then only sequences run in parallel.
+  const bool shared_drab = p.drab != nullptr && Hr == 1;
+  const int64_t units = shared_drab ? p.B : p.B * p.Hk;
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t u = 0; u < units; ++u) {
+    const int64_t b = shared_drab ? u : u / p.Hk;
+    const int64_t h_lo = shared_drab ? 0 : (u % p.Hk) * group;
+    const int64_t h_hi = shared_drab ? p.Hq : h_lo + group;
     const int64_t Lq = p.len_q(b), Lk = p.len_k(b);
-    for (int64_t hq = 0; hq < p.Hq; ++hq) {
+    for (int64_t hq = h_lo; hq < h_hi; ++hq) {
       const int64_t kh = hq / group;
       for (int64_t i = 0; i < Lq; ++i) {
         const int64_t q_off = b * p.q_batch + (p.q_start(b) + i) * p.q_row + hq * p.q_head;
