@@ -1,8 +1,11 @@
 """The Python half of the op kit: a wrapper for every op the library registered.
 
 The C++ registry (``torch.ops.recops._kit_ops()``) lists each op with its family, the Python name
-of its wrapper and its docstring; the wrapper's signature comes from the op's schema, which the
-binding generated from the op's argument table. Each wrapper is a plain function (written out and
+of its wrapper, its docstring and the Python faces of its arguments (``kit::PyArg`` in
+``src/core/kit/op_def.h``); the wrapper's signature comes from the op's schema, which the binding
+generated from the op's argument table, changed where an argument has a face: another default or
+keyword-only split, a string for an enum (``names``), one tuple for two ints (``pair``), a default
+filled by a named rule (``rule``, see ``_RULES``). Each wrapper is a plain function (written out and
 compiled once at import, so a call costs no argument binding) that calls
 ``torch.ops.recops.<op>``; autograd comes from the binding's Autograd kernel.
 
@@ -12,6 +15,7 @@ wrappers; the names in its ``__all__`` are exported from ``recops`` and replace 
 wrapper of the same name.
 """
 
+import ast
 import importlib.util
 import inspect
 import json
@@ -56,29 +60,85 @@ def _annotation(arg) -> str:
     return _ANNOTATION.get(str(getattr(arg, "real_type", arg.type)), "object")
 
 
+def _longest(offsets: torch.Tensor) -> int:
+    """The longest sequence of ``[B+1]`` offsets (a data-dependent read)."""
+    if offsets.numel() <= 1:
+        return 0
+    return int((offsets[1:] - offsets[:-1]).max())
+
+
+# The named rules that fill a None (kit::PyArg::rule): name -> (arity, code of the value).
+_RULES = {
+    "same": (1, "{0}"),
+    "longest": (3, "_longest({0}) if {0} is not None else {1}.size({2})"),
+}
+
+
+def _optional(annotation: str) -> str:
+    return annotation if annotation.startswith("Optional[") else f"Optional[{annotation}]"
+
+
 def make_wrapper(info: dict):
-    """A plain function with the schema's arguments and defaults that calls the op."""
+    """A plain function with the schema's arguments and defaults, as the arguments' Python faces
+    change them, that calls the op."""
     name = info["python_name"] or info["name"]
     packet = getattr(torch.ops.recops, info["name"])
     schema = packet.default._schema
-    params, call, defaults = [], [], {}
+    faces = info.get("py", {})
+    params, call, defaults, checks, fills = [], [], {}, [], []
+    scope = {"_op": packet.default, "_defaults": defaults, "_longest": _longest, "torch": torch}
     star = False
-    for a in schema.arguments:
-        if a.kwarg_only and not star:
+    args = list(schema.arguments)
+    for i, a in enumerate(args):
+        face = faces.get(a.name, {})
+        if i > 0 and "pair" in faces.get(args[i - 1].name, {}):
+            continue  # the second of a pair: taken with the first
+        if (a.kwarg_only or face.get("kw")) and not star:
             params.append("*")
             star = True
-        p = f"{a.name}: {_annotation(a)}"
-        if a.has_default_value():
-            defaults[a.name] = a.default_value
-            p += f" = _defaults[{a.name!r}]"
+        pname, annotation = a.name, _annotation(a)
+        if "pair" in face:
+            b = args[i + 1]
+            pname, annotation = face["pair"], "Tuple[int, int]"
+            defaults[pname] = (a.default_value, b.default_value)
+            call += [(a, f"{pname}[0]"), (b, f"{pname}[1]")]
+        elif "names" in face:
+            names = face["names"].split()
+            annotation = "str"
+            defaults[pname] = names[a.default_value]
+            scope[f"_names_{pname}"] = {n: v for v, n in enumerate(names)}
+            checks.append(f"    if {pname} not in _names_{pname}:\n"
+                          f"        raise ValueError(f\"{name}: {pname}={{{pname}!r}}; "
+                          f"expected one of {sorted(names)}\")\n")
+            call.append((a, f"_names_{pname}[{pname}]"))
+        else:
+            call.append((a, pname))
+            if "def" in face:
+                defaults[pname] = ast.literal_eval(face["def"])
+                if defaults[pname] is None:
+                    annotation = _optional(annotation)
+            elif a.has_default_value():
+                defaults[pname] = a.default_value
+        if "needed_with" in face:
+            fills.append(f"    if {pname} is None and {face['needed_with']} is not None:\n"
+                         f"        raise ValueError({name + ': ' + face['why']!r})\n")
+        if "rule" in face:
+            rule, *operands = face["rule"].split()
+            arity, code = _RULES[rule]
+            assert len(operands) == arity, f"{info['name']}: rule {face['rule']!r}"
+            fills.append(f"    if {pname} is None:\n"
+                         f"        {pname} = {code.format(*operands)}\n")
+        p = f"{pname}: {annotation}"
+        if pname in defaults:
+            p += f" = _defaults[{pname!r}]"
         params.append(p)
-        call.append(f"{a.name}={a.name}" if a.kwarg_only else a.name)
+    call = [f"{a.name}={e}" if a.kwarg_only else e for a, e in call]
     ret = "torch.Tensor" if len(schema.returns) == 1 else "tuple"
-    src = (f"def {name}({', '.join(params)}) -> {ret}:\n"
+    src = (f"def {name}({', '.join(params)}) -> {ret}:\n" + "".join(checks) + "".join(fills) +
            f"    return _op({', '.join(call)})\n")
-    scope = {"_op": packet.default, "_defaults": defaults, "torch": torch}
+    typing = __import__("typing")
     exec(compile(src, f"<recops op {info['name']}>", "exec"),
-         {"Optional": __import__("typing").Optional, **scope}, scope)
+         {"Optional": typing.Optional, "Tuple": typing.Tuple, **scope}, scope)
     fn = scope[name]
     fn.__doc__ = inspect.cleandoc(info["doc"]) if info["doc"] else None
     fn.__module__ = "recops"

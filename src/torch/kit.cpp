@@ -151,7 +151,17 @@ std::vector<at::Tensor> call(const std::string& op, Args args) {
   return out;
 }
 
+namespace {
+bool has_tensor_args(const kit::OpDef& d) {
+  for (const auto& a : d.args)
+    if (a.type == kit::ArgType::tensor || a.type == kit::ArgType::opt_tensor) return true;
+  return false;
+}
+}  // namespace
+
 const at::Tensor& device_tensor(const kit::OpDef& d, const Args& in) {
+  static const at::Tensor cpu = at::empty({0});  // an op without tensor arguments: the CPU
+  if (!has_tensor_args(d)) return cpu;
   const c10::IValue& v = in.at(static_cast<size_t>(d.device_arg));
   TORCH_CHECK(v.isTensor() && v.toTensor().defined(), d.name, ": ", d.args[d.device_arg].name,
               " (the argument the outputs follow) must be a tensor");
@@ -395,7 +405,31 @@ void set_validate(bool on) {
   recops::set_validate(on);
 }
 
-// [{"name", "family", "python_name", "doc", "backward"}, ...] for python/recops/_kit.py.
+// {"<arg>": {"def", "kw", "names", ...}} for the arguments with a Python face (kit::PyArg).
+std::string py_faces(const kit::OpDef& d) {
+  std::ostringstream o;
+  o << "{";
+  bool first = true;
+  for (const auto& a : d.args) {
+    const kit::PyArg& p = a.opts.py;
+    std::string f;
+    for (const auto& [key, val] : {std::pair{"def", p.def},
+                                   {"names", p.names},
+                                   {"pair", p.pair},
+                                   {"rule", p.rule},
+                                   {"needed_with", p.needed_with},
+                                   {"why", p.why}})
+      if (val) f += std::string(f.empty() ? "" : ",") + json_str(key) + ":" + json_str(val);
+    if (p.kw) f += std::string(f.empty() ? "" : ",") + "\"kw\":true";
+    if (f.empty()) continue;
+    o << (first ? "" : ",") << json_str(a.name) << ":{" << f << "}";
+    first = false;
+  }
+  o << "}";
+  return o.str();
+}
+
+// [{"name", "family", "python_name", "doc", "backward", "py"}, ...] for python/recops/_kit.py.
 std::string kit_ops() {
   std::ostringstream o;
   o << "[";
@@ -403,7 +437,8 @@ std::string kit_ops() {
   for (const auto& d : kit::registry().defs) {
     o << (first ? "" : ",") << "{\"name\":" << json_str(d.name)
       << ",\"family\":" << json_str(d.family) << ",\"python_name\":" << json_str(d.python_name)
-      << ",\"doc\":" << json_str(d.doc) << ",\"backward\":" << json_str(d.backward) << "}";
+      << ",\"doc\":" << json_str(d.doc) << ",\"backward\":" << json_str(d.backward)
+      << ",\"py\":" << py_faces(d) << "}";
     first = false;
   }
   o << "]";
@@ -434,6 +469,15 @@ TORCH_LIBRARY_IMPL(recops, Meta, m) {
     if (!d.fake_in_python)
       m.impl(d.name.c_str(), torch::CppFunction::makeFromBoxedFunctor(
                                  std::make_unique<recops::binding::HostKernel>(&d, true)));
+}
+
+// An op without tensor arguments: a call dispatches on no backend, so its one kernel is
+// CompositeExplicitAutograd (the CPU body).
+TORCH_LIBRARY_IMPL(recops, CompositeExplicitAutograd, m) {
+  for (const auto& d : recops::kit::registry().defs)
+    if (!recops::binding::has_tensor_args(d))
+      m.impl(d.name.c_str(), torch::CppFunction::makeFromBoxedFunctor(
+                                 std::make_unique<recops::binding::HostKernel>(&d, false)));
 }
 
 TORCH_LIBRARY_IMPL(recops, Autograd, m) {

@@ -5,8 +5,10 @@
 // member of the op's Args struct (its C++ API) and says which tensors are differentiable; the
 // op's shape and run functions work on that struct. From the table the PyTorch binding derives
 // the schema string, the torch -> TensorView conversion, the CPU/CUDA/Meta kernels, the autograd
-// save/restore and the Python wrapper's signature (src/torch/kit.cpp, python/recops/_kit.py), so
-// an argument is written once: in the struct, and once more in the table that names it.
+// save/restore and the Python wrapper (src/torch/kit.cpp, python/recops/_kit.py): its signature,
+// its docstring and, where the Python face differs from the schema (ArgOpts::py: a string enum, a
+// tuple of two ints, a default read from the data), the conversion. An argument is written once:
+// in the struct, and once more in the table that names it.
 //
 //   struct ScaleArgs { TensorView x; double factor = 1.0; };
 //   kit::Def<ScaleArgs>("demo_scale", "demo")
@@ -47,6 +49,25 @@ enum class ArgType : uint8_t {
   opt_dtype,    // ScalarType?       <-> std::optional<DType>
 };
 
+// The Python wrapper's face of an argument where it differs from the schema's (the raw op keeps
+// the schema; python/recops/_kit.py writes the wrapper from these). Unset fields: as the schema.
+struct PyArg {
+  const char* def = nullptr;  // the wrapper's default, a Python literal ("None")
+  bool kw = false;            // keyword-only in the wrapper, from this argument on
+  // An int (enum) argument taken as one of these space-separated names; the value is the name's
+  // position, the default the name at the schema default. Another string is a ValueError.
+  const char* names = nullptr;
+  // This int and the next argument are one tuple argument of this name (default: both defaults).
+  const char* pair = nullptr;
+  // A None is filled by a named rule of _kit.py: "same <arg>" (that argument's value) or
+  // "longest <offsets> <tensor> <dim>" (the longest sequence of <offsets>; without offsets,
+  // <tensor>.size(<dim>)). Rules run in argument order, after the names checks.
+  const char* rule = nullptr;
+  // A None while argument `needed_with` is given is a ValueError "<wrapper>: <why>".
+  const char* needed_with = nullptr;
+  const char* why = nullptr;
+};
+
 // Per-argument options (designated initialisers: {.def = "0.0", .kw = true}).
 struct ArgOpts {
   const char* def = nullptr;  // schema default ("0.0", "None", "True"); nullptr: required
@@ -59,6 +80,7 @@ struct ArgOpts {
   // ... and only when the tensor has more than this many dims (-1: any tensor), e.g. 1 for an op
   // that takes a 1-D tensor with any stride but scans a larger one flattened.
   int dense_if_ndim_gt = -1;
+  PyArg py = {};  // the Python wrapper's face (see PyArg)
 };
 
 struct ArgDef {
@@ -116,7 +138,8 @@ struct OpDef {
   // Scratch bytes on the tensors' device (nullptr: none).
   std::function<size_t(const void* call, const Outputs& outs)> workspace;
   // The index of the argument whose device and dtype the outputs follow (default: the first
-  // tensor).
+  // tensor). An op without tensor arguments runs on the CPU (the binding registers it as
+  // CompositeExplicitAutograd, the only kernel a call without tensors reaches).
   int device_arg = 0;
   bool fake_in_python = false;  // see Def::fake_in_python
   bool value_errors = false;    // see Def::value_errors

@@ -599,25 +599,97 @@ struct HstuMaskArgs : HstuAttnArgs {
   int64_t seq = 0, head = 0;
 };
 
+// recops.hstu_attn, the forward's wrapper (python/recops/_kit.py writes it from the table).
+constexpr const char* kAttnDoc = R"(HSTU attention: per sequence and query head,
+``O = s · (M ⊙ SiLU(α (Q Kᵀ + rab))) V`` with the mask ``M`` of spec §3.
+
+Args:
+    q: jagged ``[total_q, Hq, d]`` (with ``seq_offsets_q``) or dense ``[B, Sq, Hq, d]``;
+        fp32, fp16, bf16 (fp64 runs the reference, for gradcheck).
+    k: ``[total_k, Hk, d]`` or ``[B, Sk, Hk, d]``, q's dtype. ``v``: same with ``dv`` last.
+    seq_offsets_q, seq_offsets_k: ``[B+1]`` int32/int64 (jagged layout); ``seq_offsets_k``
+        defaults to ``seq_offsets_q``. Both None: dense layout.
+    max_seq_len_q, max_seq_len_k: bounds of the lengths (the padded extents of ``rab`` and
+        ``mask``); default: the dense S, or the longest sequence read from the offsets (a
+        data-dependent read: pass them explicitly under ``torch.compile``). With a paged cache
+        ``max_seq_len_k`` counts cached + new keys and must be given.
+    num_contexts, num_targets: ``[B]`` int32/int64 per-sequence counts in ``[0, Lk]``.
+    target_group_size: ``>= 1``; a target sees history and its own group causally.
+    window: ``(left, right)``, -1 unbounded; ``(-1, 0)`` is causal, ``(w, 0)`` a sliding window.
+    mask_type: ``"causal"`` (uses ``window``), ``"anti_causal"``, ``"none"`` or ``"custom"``
+        (needs ``mask``).
+    mask: ``[B, Hq or 1, Sq, Sk]`` bool or q's dtype, nonzero keeps (``mask_type="custom"``).
+    func: ``[Hq or 1, nfunc, total_q]`` int32, ``nfunc`` odd: query keeps keys in
+        ``[0, F0) ∪ [F1, F2) ∪ …`` (replaces the built-in mask).
+    rab: ``[B, Hq or 1, Sq, Sk]`` relative attention bias in q's dtype. ``alpha`` multiplies
+        it too (NVIDIA convention): to get ``SiLU(α QKᵀ + rab)`` pass ``rab / alpha``.
+    alpha: score scale, default ``1/sqrt(d)``.
+    silu_scale: output normaliser ``s``, default ``1/max_seq_len_q``.
+    attn_scale: ``[total_q]`` fp32 per-token normaliser (replaces ``silu_scale``).
+    kv_cache, page_offsets, page_ids, last_page_len: paged K/V history (inference only):
+        ``[num_pages, 2, page_size, Hk, d]``, ``[B+1]``, ``[page_offsets[-1]]``, ``[B]``.
+
+Returns:
+    like ``q`` with ``dv`` in the last dim.
+
+Differentiable in ``q``, ``k``, ``v`` and ``rab`` (the backward is deterministic); a paged
+cache has no gradient. Double backward raises.
+
+Raises:
+    RuntimeError naming the argument and the rule for every bad input of spec §5.)";
+
+// recops.hstu_mask, the wrapper of hstu_seq_mask (below).
+constexpr const char* kMaskDoc =
+    R"(The dense boolean mask ``M`` of one sequence (spec §3), ``[seq_len, seq_len_k]``:
+``M[i, c]`` is True where query ``i`` attends to key ``c``. Evaluated by the op's reference,
+so it is exactly what ``hstu_attn`` uses for this configuration.
+
+Args:
+    seq_len: ``Lq``; ``seq_len_k``: ``Lk`` (default ``Lq``; larger means delta-q: the last
+        query aligns with the last key).
+    num_contexts, num_targets, target_group_size, window, mask_type: as in ``hstu_attn``
+        (``mask_type`` ``"causal"``, ``"anti_causal"`` or ``"none"``).
+
+Example (spec §3's worked example)::
+
+    >>> recops.hstu_mask(9, num_contexts=2, num_targets=4, target_group_size=2).int())";
+
+// The mask types' names in the Python wrappers, in HstuMaskType's order.
+constexpr const char* kMaskNames = "causal anti_causal none custom";
+
 template <class A>
 kit::Def<A, P> hstu_table(const char* name, bool fwd) {
   kit::Def<A, P> d(name, "hstu");
   if constexpr (std::is_same_v<A, HstuBwdArgs>)
     d.template arg<&HstuBwdArgs::dout>("dout", {.dense_from = -2});  // last dim dense
   // Gradients flow to q, k, v and rab (the forward only; the backward is not differentiable).
+  // The .py faces shape recops.hstu_attn (the forward's wrapper; the other two have none): the
+  // offsets and lengths may be left out (the lengths are then read from the offsets: a
+  // data-dependent read), window is one tuple, mask_type a name; alpha's default 1/sqrt(d) and
+  // silu_scale's 1/max_seq_len_q are the entry's (check_meta).
   d.template arg<&HstuAttnArgs::q>("q", {.grad = fwd})
       .template arg<&HstuAttnArgs::k>("k", {.grad = fwd})
       .template arg<&HstuAttnArgs::v>("v", {.grad = fwd})
-      .template arg<&HstuAttnArgs::seq_offsets_q>("seq_offsets_q")
-      .template arg<&HstuAttnArgs::seq_offsets_k>("seq_offsets_k")
-      .template arg<&HstuAttnArgs::max_seq_len_q>("max_seq_len_q")
-      .template arg<&HstuAttnArgs::max_seq_len_k>("max_seq_len_k")
-      .template arg<&HstuAttnArgs::num_contexts>("num_contexts", {.def = "None"})
+      .template arg<&HstuAttnArgs::seq_offsets_q>("seq_offsets_q", {.py = {.def = "None"}})
+      .template arg<&HstuAttnArgs::seq_offsets_k>(
+          "seq_offsets_k", {.py = {.def = "None", .rule = "same seq_offsets_q"}})
+      .template arg<&HstuAttnArgs::max_seq_len_q>(
+          "max_seq_len_q", {.py = {.def = "None", .rule = "longest seq_offsets_q q 1"}})
+      .template arg<&HstuAttnArgs::max_seq_len_k>(
+          "max_seq_len_k",
+          {.py = {.def = "None",
+                  .rule = "longest seq_offsets_k k 1",
+                  .needed_with = "kv_cache",
+                  .why = "with a paged cache give max_seq_len_k (cached + new keys)"}})
+      .template arg<&HstuAttnArgs::num_contexts>("num_contexts",
+                                                 {.def = "None", .py = {.kw = true}})
       .template arg<&HstuAttnArgs::num_targets>("num_targets", {.def = "None"})
       .template arg<&HstuAttnArgs::target_group_size>("target_group_size", {.def = "1"})
-      .template arg<&HstuAttnArgs::window_left>("window_left", {.def = "-1"})
+      .template arg<&HstuAttnArgs::window_left>("window_left",
+                                                {.def = "-1", .py = {.pair = "window"}})
       .template arg<&HstuAttnArgs::window_right>("window_right", {.def = "0"})
-      .template arg<&HstuAttnArgs::mask_type>("mask_type", {.def = "0"})
+      .template arg<&HstuAttnArgs::mask_type>("mask_type",
+                                              {.def = "0", .py = {.names = kMaskNames}})
       .template arg<&HstuAttnArgs::mask>("mask", {.def = "None"})
       .template arg<&HstuAttnArgs::func>("func", {.def = "None"})
       .template arg<&HstuAttnArgs::rab>("rab", {.def = "None", .grad = fwd})
@@ -633,9 +705,10 @@ kit::Def<A, P> hstu_table(const char* name, bool fwd) {
   if constexpr (std::is_same_v<A, HstuMaskArgs>)
     d.template arg<&HstuMaskArgs::seq>("seq", {.def = "0"})
         .template arg<&HstuMaskArgs::head>("head", {.def = "0"});
-  // The user-facing wrappers are Python (hstu.py in this folder: window tuple, mask_type names,
-  // lengths from the offsets), so the raw ops get none.
-  d.doc("-", "");
+  if (fwd)
+    d.doc("hstu_attn", kAttnDoc);
+  else
+    d.doc("-", "");
   return d;
 }
 
@@ -671,6 +744,65 @@ Status mask_shapes(const HstuMaskArgs& a, P* p, std::vector<kit::OutSpec>* outs)
 Status mask_run(const HstuMaskArgs& a, const P&, const kit::Outputs& o, const Context&) {
   return hstu_attn_mask(a, a.seq, a.head, o.views[0]);
 }
+
+// hstu_seq_mask: the mask of one sequence from its lengths and counts (recops.hstu_mask). It runs
+// hstu_mask's rules and reference on views of the few host values below.
+struct HstuSeqMaskArgs {
+  int64_t seq_len = 0;
+  std::optional<int64_t> seq_len_k;  // default seq_len
+  int64_t num_contexts = 0, num_targets = 0, target_group_size = 1;
+  int64_t window_left = -1, window_right = 0;  // used with mask_type causal only
+  HstuMaskType mask_type = HstuMaskType::causal;
+};
+
+struct OneSeq {
+  int64_t off_q[2] = {0, 0}, off_k[2] = {0, 0}, contexts = 0, targets = 0;
+  HstuMaskArgs a;
+  explicit OneSeq(const HstuSeqMaskArgs& s) {
+    const int64_t Lq = s.seq_len, Lk = s.seq_len_k.value_or(s.seq_len);
+    off_q[1] = Lq;
+    off_k[1] = Lk;
+    contexts = s.num_contexts;
+    targets = s.num_targets;
+    const Device cpu = Device::cpu();
+    auto ints = [&](int64_t* p, int64_t n) { return TensorView(p, DType::int64, cpu, {n}); };
+    a.q = TensorView(nullptr, DType::fp32, cpu, {Lq, 1, 0});
+    a.k = a.v = TensorView(nullptr, DType::fp32, cpu, {Lk, 1, 0});
+    a.seq_offsets_q = ints(off_q, 2);
+    a.seq_offsets_k = ints(off_k, 2);
+    a.max_seq_len_q = Lq;
+    a.max_seq_len_k = Lk;
+    a.num_contexts = ints(&contexts, 1);
+    a.num_targets = ints(&targets, 1);
+    a.target_group_size = s.target_group_size;
+    a.mask_type = s.mask_type;
+    if (s.mask_type == HstuMaskType::causal) {  // the other types fix their window
+      a.window_left = s.window_left;
+      a.window_right = s.window_right;
+    }
+  }
+  OneSeq(const OneSeq&) = delete;
+  OneSeq& operator=(const OneSeq&) = delete;
+};
+
+Status check_lengths(const HstuSeqMaskArgs& s) {
+  RECOPS_CHECK(s.seq_len >= 0 && s.seq_len_k.value_or(0) >= 0, "hstu_mask: seq_len=", s.seq_len,
+               " and seq_len_k=", s.seq_len_k.value_or(s.seq_len), " must be >= 0");
+  return Status::Ok();
+}
+Status seq_mask_shapes(const HstuSeqMaskArgs& s, std::vector<kit::OutSpec>* outs) {
+  RECOPS_RETURN_IF_ERROR(check_lengths(s));
+  const OneSeq one(s);
+  std::vector<kit::OutSpec> o;
+  P p;
+  RECOPS_RETURN_IF_ERROR(mask_shapes(one.a, &p, &o));
+  outs->push_back(o[0]);
+  return Status::Ok();
+}
+Status seq_mask_run(const HstuSeqMaskArgs& s, const kit::Outputs& o, const Context&) {
+  const OneSeq one(s);
+  return hstu_attn_mask(one.a, 0, 0, o.views[0]);
+}
 }  // namespace
 }  // namespace recops::ops
 
@@ -695,4 +827,21 @@ RECOPS_REGISTER_OPS(reg) {
               .out("mask", false)
               .shapes(mask_shapes)
               .run(mask_run));
+  using S = HstuSeqMaskArgs;
+  reg.add(
+      recops::kit::Def<S>("hstu_seq_mask", "hstu")
+          .arg<&S::seq_len>("seq_len")
+          .arg<&S::seq_len_k>("seq_len_k", {.def = "None"})
+          .arg<&S::num_contexts>("num_contexts", {.def = "0", .kw = true})
+          .arg<&S::num_targets>("num_targets", {.def = "0", .kw = true})
+          .arg<&S::target_group_size>("target_group_size", {.def = "1", .kw = true})
+          .arg<&S::window_left>("window_left", {.def = "-1", .kw = true, .py = {.pair = "window"}})
+          .arg<&S::window_right>("window_right", {.def = "0", .kw = true})
+          // custom needs a mask tensor: not a mask of this op
+          .arg<&S::mask_type>("mask_type",
+                              {.def = "0", .kw = true, .py = {.names = "causal anti_causal none"}})
+          .out("mask", false)
+          .shapes(seq_mask_shapes)
+          .run(seq_mask_run)
+          .doc("hstu_mask", kMaskDoc));
 }
