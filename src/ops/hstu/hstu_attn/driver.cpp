@@ -27,7 +27,9 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <sstream>
 
+#include "core/kit/op_def.h"
 #include "recops/hstu.h"
 #include "tools/recops/inputs.h"
 #include "tools/recops/gen.h"
@@ -53,6 +55,20 @@ int64_t size_of(const Problem& p, const std::string& key, int64_t dflt = 0) {
   for (const auto& [k, v] : p.sizes)
     if (k == key) return v;
   return dflt;
+}
+
+// The mask type named `name` as recops.hstu_attn takes it (the names of mask_type's Python face
+// in the op's argument table, hstu_attn.cpp), or -1.
+int64_t mask_type_named(const std::string& name) {
+  const kit::OpDef* d = kit::find_def("hstu_attn_fwd");
+  for (const auto& a : d ? d->args : std::vector<kit::ArgDef>{}) {
+    if (a.name != "mask_type" || !a.opts.py.names) continue;
+    std::istringstream names(a.opts.py.names);
+    int64_t i = 0;
+    for (std::string n; names >> n; ++i)
+      if (n == name) return i;
+  }
+  return -1;
 }
 
 // Random integer in [lo, hi] from (seed, i).
@@ -165,16 +181,10 @@ class HstuAttn final : public Driver {
       p->inputs.push_back(int_input("num_contexts", it, counts("contexts", 2000)));
     if (tag("targets")) p->inputs.push_back(int_input("num_targets", it, counts("targets", 3000)));
     const std::string mask = tag("mask") ? tags["mask"] : "causal";
-    int64_t mask_type = 0;
-    if (mask == "anti_causal")
-      mask_type = 1;
-    else if (mask == "none")
-      mask_type = 2;
-    else if (mask == "custom")
-      mask_type = 3;
-    else if (mask != "causal")
-      return case_error(row, "unknown mask '" + mask + "'");
-    if (mask_type == 3 || bad == "mask_no_custom") {
+    int64_t mask_type = mask_type_named(mask);
+    if (mask_type < 0) return case_error(row, "unknown mask '" + mask + "'");
+    const bool custom = static_cast<HstuMaskType>(mask_type) == HstuMaskType::custom;
+    if (custom || bad == "mask_no_custom") {
       const int64_t hm = tag_int("mask_heads", Hq);
       Shape ms = {B, hm, Sq, bad == "mask_shape" ? Sk + 1 : Sk};
       Input m;
@@ -186,7 +196,7 @@ class HstuAttn final : public Driver {
       for (int64_t i = 0; i < m.buf.numel(); ++i)
         mp[i] = static_cast<uint8_t>(rand_int(s, static_cast<uint64_t>(i), 0, 3) != 0);
       p->inputs.push_back(std::move(m));
-      if (bad == "mask_no_custom") mask_type = 0;
+      if (bad == "mask_no_custom") mask_type = static_cast<int64_t>(HstuMaskType::causal);
     }
     if (tag("func")) {
       const int64_t nf = tag_int("func", 3), hf = 1;

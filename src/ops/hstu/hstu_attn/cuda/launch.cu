@@ -23,32 +23,27 @@ std::string hstu_attn_cuda_accepts(const HstuAttnParams& p) {
   return core::cuda::capability_reason(p.device_index, 80);
 }
 
-Status hstu_attn_fwd_cuda(const HstuAttnParams& p, const Context& ctx) {
-  core::cuda::ScopedDevice guard(p.device_index);
-  RECOPS_RETURN_IF_ERROR(guard.status());
-  switch (p.dtype) {
-    case DType::bf16: return hstu_attn_fwd_cuda_bf16(p, ctx);
-    case DType::fp16: return hstu_attn_fwd_cuda_fp16(p, ctx);
-    case DType::fp32: return hstu_attn_fwd_cuda_fp32(p, ctx);
-    default: break;
-  }
-  return Status(StatusCode::internal, "hstu_attn_fwd: cuda_sm80 got an unsupported dtype");
-}
-
 namespace {
-using HalfKernel = Status (*)(const HstuAttnParams&, const Context&);
-// The bf16 / fp16 implementations: the device guard, then the instantiation of p.dtype; `what`
-// ("op: impl") names them in the error for any other dtype.
-Status run_half(const HstuAttnParams& p, const Context& ctx, HalfKernel bf16, HalfKernel fp16,
-                const char* what) {
+using Kernel = Status (*)(const HstuAttnParams&, const Context&);
+// The device guard, then the instantiation of p.dtype (fp32: none for the bf16/fp16-only
+// implementations); `what` ("op: impl") names them in the error for any other dtype.
+Status run_dtype(const HstuAttnParams& p, const Context& ctx, Kernel bf16, Kernel fp16, Kernel fp32,
+                 const char* what) {
   core::cuda::ScopedDevice guard(p.device_index);
   RECOPS_RETURN_IF_ERROR(guard.status());
   switch (p.dtype) {
     case DType::bf16: return bf16(p, ctx);
     case DType::fp16: return fp16(p, ctx);
+    case DType::fp32:
+      if (fp32) return fp32(p, ctx);
+      break;
     default: break;
   }
   return Status(StatusCode::internal, std::string(what) + " got an unsupported dtype");
+}
+Status run_half(const HstuAttnParams& p, const Context& ctx, Kernel bf16, Kernel fp16,
+                const char* what) {
+  return run_dtype(p, ctx, bf16, fp16, nullptr, what);
 }
 
 // Compute capability 9.0 and an sm_90a image in this build (the forward's bf16 kernel stands for
@@ -59,6 +54,11 @@ std::string sm90_device_reason(int device) {
   return why.empty() ? why : "cuda_sm90 " + why;
 }
 }  // namespace
+
+Status hstu_attn_fwd_cuda(const HstuAttnParams& p, const Context& ctx) {
+  return run_dtype(p, ctx, hstu_attn_fwd_cuda_bf16, hstu_attn_fwd_cuda_fp16,
+                   hstu_attn_fwd_cuda_fp32, "hstu_attn_fwd: cuda_sm80");
+}
 
 std::string hstu_attn_fwd_sm90_accepts(const HstuAttnParams& p) {
   if (std::string why = hstu_cuda::sm90_fwd_refusal(p); !why.empty()) return why;
@@ -106,15 +106,8 @@ Status hstu_attn_fwd_cuda_fa(const HstuAttnParams& p, const Context& ctx) {
 }
 
 Status hstu_attn_bwd_cuda(const HstuAttnParams& p, const Context& ctx) {
-  core::cuda::ScopedDevice guard(p.device_index);
-  RECOPS_RETURN_IF_ERROR(guard.status());
-  switch (p.dtype) {
-    case DType::bf16: return hstu_attn_bwd_cuda_bf16(p, ctx);
-    case DType::fp16: return hstu_attn_bwd_cuda_fp16(p, ctx);
-    case DType::fp32: return hstu_attn_bwd_cuda_fp32(p, ctx);
-    default: break;
-  }
-  return Status(StatusCode::internal, "hstu_attn_bwd: cuda_sm80 got an unsupported dtype");
+  return run_dtype(p, ctx, hstu_attn_bwd_cuda_bf16, hstu_attn_bwd_cuda_fp16,
+                   hstu_attn_bwd_cuda_fp32, "hstu_attn_bwd: cuda_sm80");
 }
 
 std::string hstu_attn_bwd_fa_accepts(const HstuAttnParams& p) {
