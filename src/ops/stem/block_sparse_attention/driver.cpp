@@ -15,7 +15,7 @@
 //   sel=all|rand|empty full visible selection permuted, random subsets, nothing (default rand)
 //   softmax_scale=X
 //   fa_rows=16|32      cuda_sm80_fa's query rows per warp at D = 128 (tune_config)
-//   bad=WHAT           one deliberate spec §10 violation (see make and make_kv).
+//   bad=WHAT           one deliberate spec §10 violation (see make, make_qkv and make_kv).
 //
 // Judging: by the case file's `double` standard against the plain baseline.
 #include <algorithm>
@@ -34,7 +34,7 @@
 namespace recops::cli::stem {
 namespace {
 
-class BlockSparseAttentionDriver final : public Driver {
+class BlockSparseAttentionDriver final : public StemDriver {
  public:
   std::vector<std::string> ops() const override { return {"block_sparse_attention"}; }
   std::string folder() const override { return "stem/block_sparse_attention"; }
@@ -43,10 +43,6 @@ class BlockSparseAttentionDriver final : public Driver {
     return std::set<std::string>{"bad",       "bs",    "delta", "fa_rows", "kmax",         "kv",
                                  "noncausal", "paged", "qmax",  "sel",     "softmax_scale"};
   }
-  std::set<std::string> fields(const std::string&) const override {
-    return {"shape", "lengths", "scale"};
-  }
-  DType default_dtype(const std::string&) const override { return DType::bf16; }
 
   Status make(const CaseRow& row, Problem* p) const override {
     const CaseSpec& cs = *row.spec;
@@ -61,20 +57,13 @@ class BlockSparseAttentionDriver final : public Driver {
     const bool causal = !has(tags, "noncausal");
     const std::string bad = tag_str(tags, "bad"), sel = tag_str(tags, "sel");
     uint64_t slot = 1;
-    auto seed = [&] { return tensor_seed(cs.seed, slot++); };
-    std::vector<int64_t> cu = {0};
-    for (int64_t x : L.q) cu.push_back(cu.back() + x);
-    p->inputs.push_back(data_input("q", p->dtype, {cu.back(), Nq, D}, seed(), cs.scale));
-    const uint64_t sk = seed(), sv = seed();
-    RECOPS_RETURN_IF_ERROR(make_kv(row, tags, L, p->dtype, Nk, D, D, sk, sv, cs.scale, p));
-    p->inputs.push_back(int_input("cu_seqlens_q", DType::int32, cu));
-    p->inputs.push_back(int_input("kv_seq_lens", DType::int32, L.kv));
+    RECOPS_RETURN_IF_ERROR(make_qkv(row, tags, L, p->dtype, Nq, Nk, D, D, &slot, p));
     // The selection: per row (b, hq, i), ids of [0, Kb) in a shuffled order.
     const int64_t Qmax = tag_int(tags, "qmax", max_blocks(L.q, Bs)),
                   Kmax = tag_int(tags, "kmax", max_blocks(L.kv, Bs));
     std::vector<int64_t> ids(static_cast<size_t>(B * Nq * Qmax * Kmax), -1),
         lens(static_cast<size_t>(B * Nq * Qmax), 0);
-    const uint64_t ss = seed();
+    const uint64_t ss = tensor_seed(cs.seed, slot++);
     ops::stem::StemRules r;
     r.causal = causal;
     r.Bs = Bs;
@@ -115,15 +104,9 @@ class BlockSparseAttentionDriver final : public Driver {
 
   static BlockSparseAttentionArgs args(const Problem& p, const std::vector<TensorView>& in) {
     BlockSparseAttentionArgs a;
-    a.q = *find(p, in, "q");
-    a.k = *find(p, in, "k");
-    a.v = *find(p, in, "v");
+    find_qkv(p, in, &a);
     a.sparse_indices = *find(p, in, "sparse_indices");
     a.sparse_seq_len = *find(p, in, "sparse_seq_len");
-    a.cu_seqlens_q = *find(p, in, "cu_seqlens_q");
-    a.kv_seq_lens = *find(p, in, "kv_seq_lens");
-    a.cu_seqlens_kv = opt(find(p, in, "cu_seqlens_kv"));
-    a.block_table = opt(find(p, in, "block_table"));
     for (const auto& [k, v] : p.sizes)
       if (k == "softmax_scale") a.softmax_scale = std::bit_cast<double>(v);
     a.causal = size_of(p, "causal") != 0;

@@ -141,4 +141,19 @@ Status make_kv(const CaseRow& row, const Tags& tags, const Lens& L, DType dt, in
   return Status::Ok();
 }
 
+Status make_qkv(const CaseRow& row, const Tags& tags, const Lens& L, DType dt, int64_t Nq,
+                int64_t Nk, int64_t D, int64_t Dv, uint64_t* slot, Problem* p) {
+  const CaseSpec& cs = *row.spec;
+  std::vector<int64_t> cu = {0};
+  for (int64_t x : L.q) cu.push_back(cu.back() + x);
+  p->inputs.push_back(
+      data_input("q", dt, {cu.back(), Nq, D}, tensor_seed(cs.seed, (*slot)++), cs.scale));
+  const uint64_t sk = tensor_seed(cs.seed, (*slot)++), sv = tensor_seed(cs.seed, (*slot)++);
+  RECOPS_RETURN_IF_ERROR(make_kv(row, tags, L, dt, Nk, D, Dv, sk, sv, cs.scale, p));
+  if (tag_str(tags, "bad") == "cu_not_monotone" && cu.size() > 2) std::swap(cu[1], cu[2]);
+  p->inputs.push_back(int_input("cu_seqlens_q", DType::int32, cu));
+  p->inputs.push_back(int_input("kv_seq_lens", DType::int32, L.kv));
+  return Status::Ok();
+}
+
 }  // namespace recops::cli::stem

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -62,5 +63,33 @@ int64_t max_blocks(const std::vector<int64_t>& v, int64_t bs);
 // bad=page_id|both_kv_layouts (paged).
 Status make_kv(const CaseRow& row, const Tags& tags, const Lens& L, DType dt, int64_t Nk, int64_t D,
                int64_t Dv, uint64_t seed_k, uint64_t seed_v, double scale, Problem* p);
+
+// What the family's drivers share as drivers: the case fields shape, lengths and scale, and bf16 as
+// the default dtype.
+class StemDriver : public Driver {
+ public:
+  std::set<std::string> fields(const std::string&) const override {
+    return {"shape", "lengths", "scale"};
+  }
+  DType default_dtype(const std::string&) const override { return DType::bf16; }
+};
+
+// The inputs of prepare and attention in their order: q [Tq, Nq, D] (Tq = the sum of the q
+// lengths), K/V (make_kv), cu_seqlens_q and kv_seq_lens; tensor seeds from slot *slot on.
+// bad=cu_not_monotone swaps cu_seqlens_q[1] and [2].
+Status make_qkv(const CaseRow& row, const Tags& tags, const Lens& L, DType dt, int64_t Nq,
+                int64_t Nk, int64_t D, int64_t Dv, uint64_t* slot, Problem* p);
+
+// q, k, v and the index tensors of prepare's and attention's Args, found by name.
+template <class Args>
+void find_qkv(const Problem& p, const std::vector<TensorView>& in, Args* a) {
+  a->q = *find(p, in, "q");
+  a->k = *find(p, in, "k");
+  a->v = *find(p, in, "v");
+  a->cu_seqlens_q = *find(p, in, "cu_seqlens_q");
+  a->kv_seq_lens = *find(p, in, "kv_seq_lens");
+  a->cu_seqlens_kv = opt(find(p, in, "cu_seqlens_kv"));
+  a->block_table = opt(find(p, in, "block_table"));
+}
 
 }  // namespace recops::cli::stem

@@ -46,7 +46,7 @@
 namespace recops::cli::stem {
 namespace {
 
-class StemIndexerDriver final : public Driver {
+class StemIndexerDriver final : public StemDriver {
  public:
   std::vector<std::string> ops() const override {
     return {"stem_indexer", "stem_indexer_metadata"};
@@ -60,10 +60,6 @@ class StemIndexerDriver final : public Driver {
         "noncausal", "paged",      "path",        "prec",        "prompt", "prompt_extra",
         "qmax",      "rate_large", "rate_medium", "scores",      "ts",     "window"};
   }
-  std::set<std::string> fields(const std::string&) const override {
-    return {"shape", "lengths", "scale"};
-  }
-  DType default_dtype(const std::string&) const override { return DType::bf16; }
 
   Status make(const CaseRow& row, Problem* p) const override {
     const CaseSpec& cs = *row.spec;

@@ -16,30 +16,19 @@ const std::string kOp = "stem_indexer";
 const std::string kMetaOp = "stem_indexer_metadata";
 using P = StemIndexerParams;
 
-#ifdef RECOPS_WITH_CUDA
-std::string cuda_can_implement(const P& p) {
-  std::string why = core::cuda_capability_at_least<80, P>(p);
-  return why.empty() ? stem_indexer_cuda_reason(p) : why;
-}
-std::string cuda_sm90_can_implement(const P& p) {
-  std::string why = core::cuda_capability_at_least<90, P>(p);
-  return why.empty() ? stem_indexer_cuda_sm90_reason(p) : why;
-}
-#endif
-
 const std::vector<core::Impl<P>>& impls() {
-  static const std::vector<core::Impl<P>> list = {
+  using stem::cuda_can_implement;
+  static const std::vector<core::Impl<P>> list = stem::with_cpu_impls<P>(
+      {
 #ifdef RECOPS_WITH_CUDA
-      {"cuda_sm90", DeviceType::cuda, core::cuda::any_device_reason, cuda_sm90_can_implement,
-       stem_indexer_cuda_sm90},
-      {"cuda_sm80", DeviceType::cuda, core::cuda::any_device_reason, cuda_can_implement,
-       stem_indexer_cuda, stem_indexer_cuda_candidates},
+          {"cuda_sm90", DeviceType::cuda, core::cuda::any_device_reason,
+           cuda_can_implement<90, P, stem_indexer_cuda_sm90_reason>, stem_indexer_cuda_sm90},
+          {"cuda_sm80", DeviceType::cuda, core::cuda::any_device_reason,
+           cuda_can_implement<80, P, stem_indexer_cuda_reason>, stem_indexer_cuda,
+           stem_indexer_cuda_candidates},
 #endif
-      {"cpu_generic", DeviceType::cpu, core::always_available, core::accept_all<P>,
-       stem_indexer_cpu},
-      {"reference", DeviceType::cpu, core::always_available, core::accept_all<P>,
-       stem_indexer_reference},
-  };
+      },
+      stem_indexer_cpu, stem_indexer_reference);
   return list;
 }
 
@@ -239,14 +228,8 @@ Status stem_indexer(const StemIndexerArgs& a, const TensorView& sparse_indices,
   const std::string& op = ops::kOp;
   Shape si, sl;
   RECOPS_RETURN_IF_ERROR(stem_indexer_shape(a, &si, &sl));
-  RECOPS_CHECK(sparse_indices.dtype == DType::int32 && sparse_indices.shape() == si &&
-                   sparse_indices.is_contiguous(),
-               "recops.", op, ": sparse_indices must be a contiguous int32 ", shape_str(si),
-               ", got ", describe(sparse_indices));
-  RECOPS_CHECK(sparse_seq_len.dtype == DType::int32 && sparse_seq_len.shape() == sl &&
-                   sparse_seq_len.is_contiguous(),
-               "recops.", op, ": sparse_seq_len must be a contiguous int32 ", shape_str(sl),
-               ", got ", describe(sparse_seq_len));
+  RECOPS_RETURN_IF_ERROR(check_output(op, "sparse_indices", sparse_indices, DType::int32, si));
+  RECOPS_RETURN_IF_ERROR(check_output(op, "sparse_seq_len", sparse_seq_len, DType::int32, sl));
   RECOPS_RETURN_IF_ERROR(check_device(op, "qflat", a.qflat, "sparse_indices", sparse_indices));
   RECOPS_RETURN_IF_ERROR(check_device(op, "qflat", a.qflat, "sparse_seq_len", sparse_seq_len));
   RECOPS_CHECK(a.qflat.strides[3] == 1 || a.qflat.sizes[3] <= 1, "recops.", op,
@@ -372,8 +355,7 @@ Status stem_indexer_metadata(const StemIndexerMetadataArgs& a, const TensorView&
   const std::string& op = ops::kMetaOp;
   Shape s;
   RECOPS_RETURN_IF_ERROR(stem_indexer_metadata_shape(a, &s));
-  RECOPS_CHECK(out.dtype == DType::int32 && out.shape() == s && out.is_contiguous(), "recops.", op,
-               ": out must be a contiguous int32 ", shape_str(s), ", got ", describe(out));
+  RECOPS_RETURN_IF_ERROR(check_output(op, "out", out, DType::int32, s));
   RECOPS_RETURN_IF_ERROR(check_device(op, "q_seq_lens", a.q_seq_lens, "out", out));
   ops::StemIndexerMetadataParams p;
   RECOPS_RETURN_IF_ERROR(read_int32(a.q_seq_lens, &p.Lq, ctx, &p.q_raw));

@@ -17,16 +17,14 @@ const std::string kOp = "stem_prepare";
 using P = StemPrepareParams;
 
 const std::vector<core::Impl<P>>& impls() {
-  static const std::vector<core::Impl<P>> list = {
+  static const std::vector<core::Impl<P>> list = stem::with_cpu_impls<P>(
+      {
 #ifdef RECOPS_WITH_CUDA
-      {"cuda_sm80", DeviceType::cuda, core::cuda::any_device_reason,
-       core::cuda_capability_at_least<80, P>, stem_prepare_cuda},
+          {"cuda_sm80", DeviceType::cuda, core::cuda::any_device_reason,
+           core::cuda_capability_at_least<80, P>, stem_prepare_cuda},
 #endif
-      {"cpu_generic", DeviceType::cpu, core::always_available, core::accept_all<P>,
-       stem_prepare_cpu},
-      {"reference", DeviceType::cpu, core::always_available, core::accept_all<P>,
-       stem_prepare_reference},
-  };
+      },
+      stem_prepare_cpu, stem_prepare_reference);
   return list;
 }
 }  // namespace
@@ -44,22 +42,10 @@ const std::string& kOp = ops::kOp;
 
 // Everything but the contents: dtypes, ranks, shapes, devices, attributes.
 Status check_meta(const StemPrepareArgs& a) {
-  const DType t = a.q.dtype;
-  RECOPS_CHECK_TYPE(t == DType::bf16 || t == DType::fp16 || t == DType::fp8_e4m3, "recops.", kOp,
-                    ": q must have dtype bfloat16, float16 or float8_e4m3fn, got ", dtype_name(t));
-  RECOPS_CHECK_TYPE(a.k.dtype == t && a.v.dtype == t, "recops.", kOp,
-                    ": q, k and v must have dtype the same dtype (no dtype mix); got q ",
-                    dtype_name(t), ", k ", dtype_name(a.k.dtype), ", v ", dtype_name(a.v.dtype));
-  RECOPS_RETURN_IF_ERROR(check_rank(kOp, "q", a.q, 3, "[Tq, Nq, D]"));
-  RECOPS_CHECK(a.cu_seqlens_kv.has_value() != a.block_table.has_value(), "recops.", kOp,
-               ": give exactly one of cu_seqlens_kv (packed K/V) and block_table (paged K/V); got ",
-               a.cu_seqlens_kv ? "both" : "neither");
+  RECOPS_RETURN_IF_ERROR(check_qkv_dtype(kOp, a, /*fp8=*/true));
+  RECOPS_RETURN_IF_ERROR(check_qkv_ranks(kOp, a, "Dv"));
   const bool paged = a.block_table.has_value();
   const int kr = paged ? 4 : 3;
-  RECOPS_RETURN_IF_ERROR(
-      check_rank(kOp, "k", a.k, kr, paged ? "[pages, page_size, Nk, D]" : "[Tk, Nk, D]"));
-  RECOPS_RETURN_IF_ERROR(
-      check_rank(kOp, "v", a.v, kr, paged ? "[pages, page_size, Nk, Dv]" : "[Tk, Nk, Dv]"));
   RECOPS_RETURN_IF_ERROR(check_dtype(kOp, "cu_seqlens_q", a.cu_seqlens_q, DType::int32, "int32"));
   RECOPS_RETURN_IF_ERROR(check_rank(kOp, "cu_seqlens_q", a.cu_seqlens_q, 1, "[B+1]"));
   const int64_t B = a.cu_seqlens_q.sizes[0] - 1;
@@ -70,9 +56,8 @@ Status check_meta(const StemPrepareArgs& a) {
   RECOPS_CHECK(a.kv_seq_lens.sizes[0] == B, "recops.", kOp, ": kv_seq_lens has shape ",
                shape_str(a.kv_seq_lens.shape()), ", expected [B] = [", B, "] from cu_seqlens_q ",
                shape_str(a.cu_seqlens_q.shape()));
+  RECOPS_RETURN_IF_ERROR(check_kv_index_meta(kOp, a, B));
   if (paged) {
-    RECOPS_RETURN_IF_ERROR(check_dtype(kOp, "block_table", *a.block_table, DType::int32, "int32"));
-    RECOPS_RETURN_IF_ERROR(check_rank(kOp, "block_table", *a.block_table, 2, "[B, max_pages]"));
     RECOPS_CHECK(a.block_table->sizes[0] == B, "recops.", kOp, ": block_table has shape ",
                  shape_str(a.block_table->shape()), ", expected [B, max_pages] with B=", B);
     RECOPS_CHECK(a.k.sizes[0] == a.v.sizes[0] && a.k.sizes[1] == a.v.sizes[1], "recops.", kOp,
@@ -83,23 +68,14 @@ Status check_meta(const StemPrepareArgs& a) {
     RECOPS_CHECK(a.k.sizes[1] > 0, "recops.", kOp, ": page_size must be > 0, got k ",
                  shape_str(a.k.shape()));
   } else {
-    RECOPS_RETURN_IF_ERROR(
-        check_dtype(kOp, "cu_seqlens_kv", *a.cu_seqlens_kv, DType::int32, "int32"));
-    RECOPS_RETURN_IF_ERROR(check_rank(kOp, "cu_seqlens_kv", *a.cu_seqlens_kv, 1, "[B+1]"));
-    RECOPS_CHECK(a.cu_seqlens_kv->sizes[0] == B + 1, "recops.", kOp, ": cu_seqlens_kv has shape ",
-                 shape_str(a.cu_seqlens_kv->shape()), ", expected [B+1] = [", B + 1, "]");
     RECOPS_CHECK(a.k.sizes[0] == a.v.sizes[0], "recops.", kOp, ": k ", shape_str(a.k.shape()),
                  " and v ", shape_str(a.v.shape()), " must have the same token count");
   }
-  const int64_t Nq = a.q.sizes[1], D = a.q.sizes[2];
+  const int64_t Nq = a.q.sizes[1];
   const int64_t Nk = a.k.sizes[kr - 2];
   RECOPS_CHECK(a.v.sizes[kr - 2] == Nk, "recops.", kOp, ": k ", shape_str(a.k.shape()), " and v ",
                shape_str(a.v.shape()), " must have the same KV heads");
-  RECOPS_CHECK(a.k.sizes[kr - 1] == D, "recops.", kOp, ": k ", shape_str(a.k.shape()),
-               " must have q's head dim D=", D);
-  RECOPS_CHECK(Nk > 0 && Nq > 0 && Nq % Nk == 0, "recops.", kOp,
-               ": the query heads must be a positive multiple of the KV heads; got Nq=", Nq,
-               ", Nk=", Nk);
+  RECOPS_RETURN_IF_ERROR(check_heads(kOp, a));
   const int64_t Bs = a.stem_block_size, Ts = a.stem_stride;
   RECOPS_CHECK(Bs > 0 && Ts > 0 && Bs % Ts == 0, "recops.", kOp,
                ": need stem_block_size > 0, stem_stride > 0 and stem_block_size % stem_stride "
@@ -130,34 +106,7 @@ Status check_meta(const StemPrepareArgs& a) {
   RECOPS_RETURN_IF_ERROR(check_device(kOp, "q", a.q, "v", a.v));
   RECOPS_RETURN_IF_ERROR(check_device(kOp, "q", a.q, "cu_seqlens_q", a.cu_seqlens_q));
   RECOPS_RETURN_IF_ERROR(check_device(kOp, "q", a.q, "kv_seq_lens", a.kv_seq_lens));
-  if (paged) RECOPS_RETURN_IF_ERROR(check_device(kOp, "q", a.q, "block_table", *a.block_table));
-  if (!paged)
-    RECOPS_RETURN_IF_ERROR(check_device(kOp, "q", a.q, "cu_seqlens_kv", *a.cu_seqlens_kv));
-  for (const auto* t : {&a.q, &a.k, &a.v})
-    RECOPS_CHECK(t->strides[t->ndim - 1] == 1 || t->sizes[t->ndim - 1] <= 1, "recops.", kOp,
-                 ": q, k and v must have last stride 1 (the binding copies other layouts)");
-  return Status::Ok();
-}
-
-// Lengths in blocks from the index tensors, with the value checks of §10 (E13, E19).
-Status read_lengths(const StemPrepareArgs& a, std::vector<int64_t>* cu_q, std::vector<int64_t>* Lk,
-                    const Context& ctx) {
-  RECOPS_RETURN_IF_ERROR(read_int32(a.cu_seqlens_q, cu_q, ctx));
-  RECOPS_RETURN_IF_ERROR(read_int32(a.kv_seq_lens, Lk, ctx));
-  const int64_t B = static_cast<int64_t>(Lk->size());
-  RECOPS_CHECK((*cu_q)[0] == 0, "recops.", kOp, ": cu_seqlens_q[0]=", (*cu_q)[0], " must be 0");
-  for (int64_t b = 0; b < B; ++b) {
-    RECOPS_CHECK((*cu_q)[b + 1] >= (*cu_q)[b], "recops.", kOp,
-                 ": cu_seqlens_q must be monotone "
-                 "(non-decreasing); b=",
-                 b, ": cu_seqlens_q[", b + 1, "]=", (*cu_q)[b + 1], " < cu_seqlens_q[", b,
-                 "]=", (*cu_q)[b]);
-    RECOPS_CHECK((*Lk)[b] >= 0, "recops.", kOp, ": kv_seq_lens[", b, "]=", (*Lk)[b],
-                 " must be >= 0");
-  }
-  RECOPS_CHECK((*cu_q)[B] <= a.q.sizes[0], "recops.", kOp, ": cu_seqlens_q[B]=", (*cu_q)[B],
-               " exceeds q's token count Tq=", a.q.sizes[0]);
-  return Status::Ok();
+  return check_kv_index_device_and_strides(kOp, a);
 }
 
 }  // namespace
@@ -170,7 +119,7 @@ Status stem_prepare_shape(const StemPrepareArgs& a, Shape* qflat, Shape* kflat, 
   int64_t Qmax = a.max_q_blocks, Kmax = a.max_kv_blocks;
   if (Qmax < 0 || Kmax < 0) {
     std::vector<int64_t> cu_q, Lk;
-    RECOPS_RETURN_IF_ERROR(read_lengths(a, &cu_q, &Lk, ctx));
+    RECOPS_RETURN_IF_ERROR(read_q_kv_lengths(kOp, a, &cu_q, &Lk, ctx));
     int64_t mq = 0, mk = 0;
     for (int64_t b = 0; b < B; ++b) {
       mq = std::max(mq, ceil_div(cu_q[b + 1] - cu_q[b], a.stem_block_size));
@@ -192,46 +141,17 @@ Status stem_prepare(const StemPrepareArgs& a, const TensorView& qflat, const Ten
   RECOPS_RETURN_IF_ERROR(check_rank(kOp, "qflat", qflat, 4, "[B, Nq, Qmax, Ts·D]"));
   RECOPS_RETURN_IF_ERROR(check_rank(kOp, "kflat", kflat, 4, "[B, Nk, Kmax, Ts·D]"));
   const int64_t B = a.cu_seqlens_q.sizes[0] - 1, Nq = a.q.sizes[1], D = a.q.sizes[2];
-  const bool paged = a.block_table.has_value();
   const int64_t Nk = a.k.sizes[a.k.ndim - 2];
   const int64_t Df = a.stem_stride * D, Qmax = qflat.sizes[2], Kmax = kflat.sizes[2];
   const Shape sq = {B, Nq, Qmax, Df}, sk = {B, Nk, Kmax, Df}, sv = {B, Nk, Kmax};
-  RECOPS_CHECK(qflat.dtype == DType::bf16 && qflat.shape() == sq && qflat.is_contiguous(),
-               "recops.", kOp, ": qflat must be a contiguous bf16 ", shape_str(sq), ", got ",
-               describe(qflat));
-  RECOPS_CHECK(kflat.dtype == DType::bf16 && kflat.shape() == sk && kflat.is_contiguous(),
-               "recops.", kOp, ": kflat must be a contiguous bf16 ", shape_str(sk), ", got ",
-               describe(kflat));
-  RECOPS_CHECK(vbias.dtype == DType::fp32 && vbias.shape() == sv && vbias.is_contiguous(),
-               "recops.", kOp, ": vbias must be a contiguous fp32 ", shape_str(sv), ", got ",
-               describe(vbias));
+  RECOPS_RETURN_IF_ERROR(check_output(kOp, "qflat", qflat, DType::bf16, sq));
+  RECOPS_RETURN_IF_ERROR(check_output(kOp, "kflat", kflat, DType::bf16, sk));
+  RECOPS_RETURN_IF_ERROR(check_output(kOp, "vbias", vbias, DType::fp32, sv));
   for (const auto* o : {&qflat, &kflat, &vbias})
     RECOPS_RETURN_IF_ERROR(check_device(kOp, "q", a.q, "outputs", *o));
 
   ops::StemPrepareParams p;
-  p.dtype = a.q.dtype;
-  p.q = a.q.data;
-  p.k = a.k.data;
-  p.v = a.v.data;
-  p.q_tok_stride = a.q.strides[0];
-  p.q_head_stride = a.q.strides[1];
-  p.paged = paged;
-  const int o = paged ? 1 : 0;
-  p.k_tok_stride = a.k.strides[o];
-  p.k_head_stride = a.k.strides[o + 1];
-  p.v_tok_stride = a.v.strides[o];
-  p.v_head_stride = a.v.strides[o + 1];
-  if (paged) {
-    p.k_page_stride = a.k.strides[0];
-    p.v_page_stride = a.v.strides[0];
-    p.page_size = a.k.sizes[1];
-    p.num_pages = a.k.sizes[0];
-    p.max_pages = a.block_table->sizes[1];
-  }
-  p.B = B;
-  p.Nq = Nq;
-  p.Nk = Nk;
-  p.D = D;
+  set_qkv(a, &p);
   p.Dv = a.v.sizes[a.v.ndim - 1];
   p.Qmax = Qmax;
   p.Kmax = Kmax;
@@ -254,48 +174,18 @@ Status stem_prepare(const StemPrepareArgs& a, const TensorView& qflat, const Ten
   p.qflat = static_cast<uint16_t*>(qflat.data);
   p.kflat = static_cast<uint16_t*>(kflat.data);
   p.vbias = static_cast<float*>(vbias.data);
-  p.device_index = a.q.device.index;
-  set_device_index_tensors(a, paged, &p);
-  p.Tq = a.q.sizes[0];
-  p.Tk = a.k.sizes[0];
 
   // The CPU always reads the index tensors; CUDA kernels read device copies (the lengths are
   // still read here when value checks are on).
   if (value_checks_on(a.q, ctx)) {
-    RECOPS_RETURN_IF_ERROR(read_lengths(a, &p.cu_q, &p.Lk, ctx));
-    for (int64_t b = 0; b < B; ++b) {
+    RECOPS_RETURN_IF_ERROR(read_qkv_indices(kOp, a, B, &p, ctx, [&](int64_t b) -> Status {
       const int64_t Qb = ceil_div(p.cu_q[b + 1] - p.cu_q[b], p.Bs), Kb = ceil_div(p.Lk[b], p.Bs);
       RECOPS_CHECK(Qb <= Qmax, "recops.", kOp, ": batch ", b, " has ", Qb,
                    " query blocks, more than max_q_blocks (Qmax) = ", Qmax);
       RECOPS_CHECK(Kb <= Kmax, "recops.", kOp, ": batch ", b, " has ", Kb,
                    " key blocks, more than max_kv_blocks (Kmax) = ", Kmax);
-    }
-    if (paged) {
-      std::vector<int64_t> table;
-      RECOPS_RETURN_IF_ERROR(read_int32(
-          TensorView(a.block_table->data, DType::int32, a.block_table->device, {B * p.max_pages}),
-          &table, ctx));
-      for (int64_t b = 0; b < B; ++b) {
-        const int64_t np = ceil_div(p.Lk[b], p.page_size);
-        RECOPS_CHECK(np <= p.max_pages, "recops.", kOp, ": kv_seq_lens[", b, "]=", p.Lk[b],
-                     " needs ", np, " pages but block_table has max_pages=", p.max_pages);
-        for (int64_t q = 0; q < np; ++q) {
-          const int64_t id = table[b * p.max_pages + q];
-          RECOPS_CHECK(id >= 0 && id < p.num_pages, "recops.", kOp, ": block_table[", b, ", ", q,
-                       "]=", id, " is not a page id in [0, ", p.num_pages, ")");
-        }
-      }
-      p.table = std::move(table);
-    } else {
-      RECOPS_RETURN_IF_ERROR(read_int32(*a.cu_seqlens_kv, &p.cu_kv, ctx));
-      for (int64_t b = 0; b < B; ++b) {
-        RECOPS_CHECK(p.cu_kv[b] >= 0 && p.cu_kv[b + 1] >= p.cu_kv[b], "recops.", kOp,
-                     ": cu_seqlens_kv must be monotone (non-decreasing) from >= 0; b=", b);
-        RECOPS_CHECK(p.cu_kv[b] + p.Lk[b] <= a.k.sizes[0], "recops.", kOp, ": batch ", b,
-                     ": cu_seqlens_kv[b] + kv_seq_lens[b] = ", p.cu_kv[b] + p.Lk[b],
-                     " exceeds k's token count Tk=", a.k.sizes[0]);
-      }
-    }
+      return Status::Ok();
+    }));
   }
   if (qflat.numel() == 0 && kflat.numel() == 0 && vbias.numel() == 0) return Status::Ok();
   return core::dispatch(kOp, ops::impls(), a.q.device.type, p, ctx);
@@ -317,13 +207,7 @@ Status prepare_shapes(const StemPrepareArgs& a, std::vector<kit::OutSpec>* outs,
                "lengths on the host");
   // The layouts of the table's dense_from (the binding's copies).
   StemPrepareArgs b = a;
-  b.q = stem::inner_dense_layout(a.q);
-  b.k = stem::inner_dense_layout(a.k);
-  b.v = stem::inner_dense_layout(a.v);
-  b.cu_seqlens_q = stem::inner_dense_layout(a.cu_seqlens_q);
-  b.kv_seq_lens = stem::inner_dense_layout(a.kv_seq_lens);
-  b.cu_seqlens_kv = stem::inner_dense_layout(a.cu_seqlens_kv);
-  b.block_table = stem::dense_layout(a.block_table);
+  stem::dense_qkv_layouts(&b);
   b.q_scale = stem::dense_layout(a.q_scale);
   b.k_scale = stem::dense_layout(a.k_scale);
   b.v_scale = stem::dense_layout(a.v_scale);

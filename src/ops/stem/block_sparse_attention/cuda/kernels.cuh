@@ -21,6 +21,7 @@
 
 #include "core/cuda/mma.cuh"
 #include "ops/stem/block_sparse_attention/params.h"
+#include "ops/stem/common/cuda/qkv_args.cuh"
 
 namespace recops::ops::bsa_cuda {
 
@@ -29,33 +30,20 @@ constexpr int kThreads = kWarps * 32;
 constexpr int kQTile = 64;  // query tokens per CTA
 constexpr int kKTile = 64;  // keys per shared-memory stage
 
-struct Args {
-  const uint16_t* q;
-  const uint16_t* k;
-  const uint16_t* v;
-  int64_t q_tok_stride, q_head_stride;
-  int64_t k_tok_stride, k_head_stride, k_page_stride;
-  int64_t v_tok_stride, v_head_stride, v_page_stride;
-  bool paged;
-  int64_t page_size, num_pages, max_pages;
-  const int32_t* cu_q;
-  const int32_t* lk;
-  const int32_t* cu_kv;
-  const int32_t* table;
-  int64_t cu_q_stride, lk_stride, cu_kv_stride;
+// q, k, v (bf16 or fp16 bits) and the index tensors: stem/common/cuda/qkv_args.cuh.
+struct Args : stem_cuda::QkvArgs<uint16_t> {
   const int32_t* indices;
   const int32_t* seq_len;
   uint16_t* out;
   float* lse;
-  int64_t B, Nq, Nk, G, Tq, Tk, Qmax, Kmax, Bs, sub_per_block, num_tiles;
+  int64_t G, sub_per_block, num_tiles;
   float scale;
   bool causal;
   bool vec;  // 16-byte row loads are aligned
 };
 
-__device__ __forceinline__ int64_t clamp64(int64_t x, int64_t lo, int64_t hi) {
-  return x < lo ? lo : (x > hi ? hi : x);
-}
+using stem_cuda::clamp64;
+using stem_cuda::kv_token;
 
 template <class T>
 struct Ops;
@@ -91,13 +79,6 @@ __device__ __forceinline__ void copy8(uint16_t* dst, const uint16_t* src, bool v
   } else {
     for (int e = 0; e < 8; ++e) dst[e] = __ldg(src + e);
   }
-}
-
-// Flat token (packed row, or page·page_size + slot) of key s < Lk of batch b.
-__device__ __forceinline__ int64_t kv_token(const Args& a, int64_t b, int64_t kv0, int64_t s) {
-  if (!a.paged) return kv0 + s;
-  const int64_t page = clamp64(a.table[b * a.max_pages + s / a.page_size], 0, a.num_pages - 1);
-  return page * a.page_size + s % a.page_size;
 }
 
 template <class T, int kD>

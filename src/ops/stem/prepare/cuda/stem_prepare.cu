@@ -25,6 +25,7 @@
 #include <initializer_list>
 
 #include "core/cuda/launch.h"
+#include "ops/stem/common/cuda/qkv_args.cuh"
 #include "ops/stem/prepare/impls.h"
 
 namespace recops::ops {
@@ -37,20 +38,8 @@ constexpr int64_t kEllCache = 16384;  // floats of ℓ kept in shared memory (64
 
 enum class Elem : int { bf16 = 0, fp16 = 1, fp8 = 2 };
 
-struct Args {
-  const void* q;
-  const void* k;
-  const void* v;
-  int64_t q_tok_stride, q_head_stride;
-  int64_t k_tok_stride, k_head_stride, k_page_stride;
-  int64_t v_tok_stride, v_head_stride, v_page_stride;
-  bool paged;
-  int64_t page_size, num_pages, max_pages;
-  const int32_t* cu_q;
-  const int32_t* lk;
-  const int32_t* cu_kv;
-  const int32_t* table;
-  int64_t cu_q_stride, lk_stride, cu_kv_stride;
+// q, k, v (read by dtype) and the index tensors: stem/common/cuda/qkv_args.cuh.
+struct Args : stem_cuda::QkvArgs<void> {
   const float* q_scale;
   const float* k_scale;
   const float* v_scale;
@@ -58,14 +47,13 @@ struct Args {
   uint16_t* qflat;
   uint16_t* kflat;
   float* vbias;
-  int64_t B, Nq, Nk, D, Dv, Qmax, Kmax, Bs, Ts, R, Tq, Tk;
+  int64_t Dv, Ts, R;
   float lambda;
   Elem elem;
 };
 
-__device__ __forceinline__ int64_t clamp64(int64_t x, int64_t lo, int64_t hi) {
-  return x < lo ? lo : (x > hi ? hi : x);
-}
+using stem_cuda::clamp64;
+using stem_cuda::kv_token;
 
 __device__ __forceinline__ float load_elem(const void* base, int64_t off, Elem e) {
   if (e == Elem::bf16) {
@@ -99,12 +87,6 @@ __device__ __forceinline__ int64_t kv_len(const Args& a, int64_t b, int64_t* kv0
   return L < a.Tk - *kv0 ? L : a.Tk - *kv0;
 }
 
-// Flat token index (packed row or page·page_size + slot) of key token s < Lk of batch b.
-__device__ __forceinline__ int64_t kv_token(const Args& a, int64_t b, int64_t kv0, int64_t s) {
-  if (!a.paged) return kv0 + s;
-  const int64_t page = clamp64(a.table[b * a.max_pages + s / a.page_size], 0, a.num_pages - 1);
-  return page * a.page_size + s % a.page_size;
-}
 __device__ __forceinline__ int64_t k_off(const Args& a, int64_t tok, int64_t h) {
   if (!a.paged) return tok * a.k_tok_stride + h * a.k_head_stride;
   return tok / a.page_size * a.k_page_stride + tok % a.page_size * a.k_tok_stride +
@@ -354,28 +336,7 @@ Status stem_prepare_cuda(const StemPrepareParams& p, const Context& ctx) {
   core::cuda::ScopedDevice guard(p.device_index);
   RECOPS_RETURN_IF_ERROR(guard.status());
   Args a{};
-  a.q = p.q;
-  a.k = p.k;
-  a.v = p.v;
-  a.q_tok_stride = p.q_tok_stride;
-  a.q_head_stride = p.q_head_stride;
-  a.k_tok_stride = p.k_tok_stride;
-  a.k_head_stride = p.k_head_stride;
-  a.k_page_stride = p.k_page_stride;
-  a.v_tok_stride = p.v_tok_stride;
-  a.v_head_stride = p.v_head_stride;
-  a.v_page_stride = p.v_page_stride;
-  a.paged = p.paged;
-  a.page_size = p.page_size;
-  a.num_pages = p.num_pages;
-  a.max_pages = p.max_pages;
-  a.cu_q = p.d_cu_q;
-  a.lk = p.d_lk;
-  a.cu_kv = p.d_cu_kv;
-  a.table = p.d_table;
-  a.cu_q_stride = p.d_cu_q_stride;
-  a.lk_stride = p.d_lk_stride;
-  a.cu_kv_stride = p.d_cu_kv_stride;
+  stem_cuda::set_qkv_args(p, &a);
   a.q_scale = p.q_scale;
   a.k_scale = p.k_scale;
   a.v_scale = p.v_scale;
@@ -385,22 +346,11 @@ Status stem_prepare_cuda(const StemPrepareParams& p, const Context& ctx) {
   a.qflat = p.qflat;
   a.kflat = p.kflat;
   a.vbias = p.vbias;
-  a.B = p.B;
-  a.Nq = p.Nq;
-  a.Nk = p.Nk;
-  a.D = p.D;
   a.Dv = p.Dv;
-  a.Qmax = p.Qmax;
-  a.Kmax = p.Kmax;
-  a.Bs = p.Bs;
   a.Ts = p.Ts;
   a.R = p.R;
-  a.Tq = p.Tq;
-  a.Tk = p.Tk;
   a.lambda = static_cast<float>(p.lambda_mag);
   a.elem = p.dtype == DType::bf16 ? Elem::bf16 : (p.dtype == DType::fp16 ? Elem::fp16 : Elem::fp8);
-  // A paged cache with no pages has no key tokens: every batch reads as empty.
-  if (a.paged && a.num_pages == 0) a.max_pages = 0;
 
   const int64_t Df = p.Ts * p.D;
   // vbias first: in the scratch mode its ℓ values live in kflat until the key sums overwrite it.
@@ -440,23 +390,18 @@ Status stem_prepare_cuda(const StemPrepareParams& p, const Context& ctx) {
                     aligned(p.q, {p.q_tok_stride, p.q_head_stride}) &&
                     aligned(p.k, {p.k_tok_stride, p.k_head_stride, p.k_page_stride});
   const int64_t per = vec8 ? 8 : 1;
-  if (p.B * p.Nq * p.Qmax * Df > 0) {
-    auto* kq = vec8 ? &group_sum8_kernel<false> : &group_sum_kernel<false>;
+  // The group sums of `elems` output elements (qflat, then kflat).
+  auto group_sums = [&](auto* kernel, int64_t elems) -> Status {
+    if (elems <= 0) return Status::Ok();
     unsigned grid = 1;
-    RECOPS_RETURN_IF_ERROR(core::cuda::persistent_grid(reinterpret_cast<const void*>(kq), kThreads,
-                                                       0, p.B * p.Nq * p.Qmax * Df / per, &grid));
-    RECOPS_RETURN_IF_ERROR(
-        RECOPS_LAUNCH_KERNEL(kOp, kq, dim3(grid), dim3(kThreads), 0, ctx.stream, a));
-  }
-  if (p.B * p.Nk * p.Kmax * Df > 0) {
-    auto* kk = vec8 ? &group_sum8_kernel<true> : &group_sum_kernel<true>;
-    unsigned grid = 1;
-    RECOPS_RETURN_IF_ERROR(core::cuda::persistent_grid(reinterpret_cast<const void*>(kk), kThreads,
-                                                       0, p.B * p.Nk * p.Kmax * Df / per, &grid));
-    RECOPS_RETURN_IF_ERROR(
-        RECOPS_LAUNCH_KERNEL(kOp, kk, dim3(grid), dim3(kThreads), 0, ctx.stream, a));
-  }
-  return Status::Ok();
+    RECOPS_RETURN_IF_ERROR(core::cuda::persistent_grid(reinterpret_cast<const void*>(kernel),
+                                                       kThreads, 0, elems / per, &grid));
+    return RECOPS_LAUNCH_KERNEL(kOp, kernel, dim3(grid), dim3(kThreads), 0, ctx.stream, a);
+  };
+  RECOPS_RETURN_IF_ERROR(group_sums(vec8 ? &group_sum8_kernel<false> : &group_sum_kernel<false>,
+                                    p.B * p.Nq * p.Qmax * Df));
+  return group_sums(vec8 ? &group_sum8_kernel<true> : &group_sum_kernel<true>,
+                    p.B * p.Nk * p.Kmax * Df);
 }
 
 }  // namespace recops::ops
