@@ -3,16 +3,23 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "recops/status.h"
 #include "recops/tensor_view.h"
 
 namespace recops {
 
+// The byte count of a dense tensor of `shape` and `dtype` in *bytes, or an invalid_argument error
+// that names `who` (e.g. "jagged_to_padded_dense: output out") and the shape when a size is
+// negative, there are more than kMaxDims dims, or the count does not fit in int64.
+Status checked_nbytes(const std::string& who, const Shape& shape, DType dtype, int64_t* bytes);
+
 class Tensor {
  public:
   Tensor() = default;
-  // Throws recops::Error when the memory cannot be had (e.g. CUDA without a CUDA build).
+  // Throws recops::Error when the memory cannot be had (a shape whose byte count overflows, no
+  // host memory, CUDA without a CUDA build).
   static Tensor empty(const Shape& shape, DType dtype, Device device = Device::cpu());
 
   const TensorView& view() const { return view_; }

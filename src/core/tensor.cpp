@@ -20,17 +20,31 @@ std::string describe(const TensorView& t) {
   return std::string(dtype_name(t.dtype)) + shape_str(t.shape()) + " on " + t.device.str();
 }
 
+Status checked_nbytes(const std::string& who, const Shape& shape, DType dtype, int64_t* bytes) {
+  const std::string what = who + ": shape " + shape_str(shape);
+  if (shape.size() > static_cast<size_t>(kMaxDims))
+    return Status(StatusCode::invalid_argument,
+                  what + " has more than " + std::to_string(kMaxDims) + " dims");
+  int64_t n = dtype_size(dtype);
+  bool overflow = false, empty = false;
+  for (int64_t s : shape) {
+    if (s < 0) return Status(StatusCode::invalid_argument, what + " has a negative size");
+    empty = empty || s == 0;
+    if (!overflow) overflow = __builtin_mul_overflow(n, s, &n);
+  }
+  if (empty) n = 0;  // an empty tensor has no bytes, whatever its other extents
+  if (overflow && !empty)
+    return Status(StatusCode::invalid_argument,
+                  what + " of " + std::string(dtype_name(dtype)) + " needs more than 2^63-1 bytes");
+  *bytes = n;
+  return Status::Ok();
+}
+
 Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   Tensor t;
-  for (int64_t s : shape)
-    if (s < 0)
-      throw Error(Status(StatusCode::invalid_argument,
-                         "Tensor::empty: negative size in " + shape_str(shape)));
-  if (shape.size() > static_cast<size_t>(kMaxDims))
-    throw Error(Status(StatusCode::invalid_argument, "Tensor::empty: more than 8 dims"));
-  int64_t n = 1;
-  for (int64_t s : shape) n *= s;
-  const size_t bytes = static_cast<size_t>(n * dtype_size(dtype));
+  int64_t nbytes = 0;
+  throw_if_error(checked_nbytes("Tensor::empty", shape, dtype, &nbytes));
+  const auto bytes = static_cast<size_t>(nbytes);
   void* p = nullptr;
   if (device.is_cpu()) {
     // 64-byte alignment for vector loads; at least one byte so that empty tensors have a pointer.

@@ -10,12 +10,14 @@
 #include <torch/autograd.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <memory>
 #include <sstream>
 
 #include "recops/context.h"
+#include "recops/tensor.h"
 #include "torch/convert.h"
 #include "torch/kit_body.h"
 
@@ -168,11 +170,54 @@ const at::Tensor& device_tensor(const kit::OpDef& d, const Args& in) {
   return v.toTensor();
 }
 
+namespace {
+// A tensor on `meta` mixed with real ones would be read as memory it does not have: every tensor
+// argument is on `meta` exactly when the one the outputs follow is (the entries compare the
+// real devices).
+void check_meta_devices(const kit::OpDef& d, const Args& in) {
+  if (!has_tensor_args(d)) return;
+  const at::Tensor& like = device_tensor(d, in);
+  for (size_t i = 0; i < d.args.size(); ++i) {
+    if (!in[i].isTensor() || !in[i].toTensor().defined()) continue;
+    const at::Tensor& t = in[i].toTensor();
+    TORCH_CHECK(t.is_meta() == like.is_meta(), d.name, ": ", d.args[i].name, " is on ", t.device(),
+                " while ", d.args[static_cast<size_t>(d.device_arg)].name, " is on ", like.device(),
+                "; every tensor argument must be on the same device");
+  }
+}
+
+// The integer arguments whose value is one of `shape`'s extents, e.g. " (max_seq_len=2^62)":
+// where a size that cannot be allocated came from.
+std::string size_sources(const kit::OpDef& d, const Args& in, const Shape& shape) {
+  std::string s;
+  for (size_t i = 0; i < d.args.size(); ++i) {
+    if (!in[i].isInt()) continue;
+    const int64_t v = in[i].toInt();
+    if (v > 1 && std::find(shape.begin(), shape.end(), v) != shape.end())
+      s += (s.empty() ? " (from " : ", ") + d.args[i].name + "=" + std::to_string(v);
+  }
+  return s.empty() ? s : s + ")";
+}
+
+// Every output's byte count fits int64 before anything is allocated.
+void check_output_sizes(const kit::OpDef& d, const Args& in,
+                        const std::vector<kit::OutSpec>& specs) {
+  for (size_t i = 0; i < specs.size(); ++i) {
+    if (!specs[i].present) continue;
+    int64_t bytes = 0;
+    const Status st = checked_nbytes(d.name + ": output " + d.outs[i].name, specs[i].shape,
+                                     specs[i].dtype, &bytes);
+    if (!st.ok()) check(Status(st.code(), st.message() + size_sources(d, in, specs[i].shape)));
+  }
+}
+}  // namespace
+
 void run_boxed(const kit::OpDef& d, torch::jit::Stack* stack, const Context& ctx_in, bool meta) {
   const size_t n = d.args.size();
   Args in(std::make_move_iterator(stack->end() - static_cast<std::ptrdiff_t>(n)),
           std::make_move_iterator(stack->end()));
   torch::jit::drop(*stack, n);
+  check_meta_devices(d, in);
   std::vector<at::Tensor> outs;
   bool all_concrete = true;
   for (const auto& v : in) all_concrete = all_concrete && concrete(v);
@@ -201,6 +246,7 @@ void run_boxed(const kit::OpDef& d, torch::jit::Stack* stack, const Context& ctx
     check(d.shapes(args.get(), &specs, ctx_in), d.value_errors);
     TORCH_INTERNAL_ASSERT(specs.size() == d.outs.size(), d.name, ": shape function gave ",
                           specs.size(), " outputs, the table lists ", d.outs.size());
+    check_output_sizes(d, in, specs);
     const at::Tensor& like = device_tensor(d, in);
     kit::Outputs o;
     for (size_t i = 0; i < specs.size(); ++i) {
