@@ -6,24 +6,15 @@
 // an unbacked SymInt that only Python can create (fake.py, which calls _dense_to_jagged_meta).
 #include <ATen/ops/empty.h>
 
-#include "torch/kit.h"
+#include "ops/jagged/common/row_copy_binding.h"
 
 namespace {
 constexpr const char* kOp = "dense_to_jagged";
 }
 
 RECOPS_TORCH_HOOKS(dense_to_jagged) {
-  recops::binding::TorchHooks h;
-  h.save = [](const recops::binding::Args& a) -> recops::binding::Args {
-    const at::Tensor& dense = a[0].toTensor();
-    // dense of rank < 2 is refused by the op itself, with its own message.
-    return {a[1], dense.dim() >= 2 ? dense.sym_size(1) : c10::SymInt(0)};
-  };
-  h.backward = [](const recops::binding::Args& saved, const std::vector<at::Tensor>& grads) {
-    // grads[0]: [total_L, *E]
-    return recops::binding::call("jagged_to_padded_dense", {grads[0], saved[0], saved[1], 0.0});
-  };
-  return h;
+  // grads[0]: [total_L, *E]; saved: seq_offsets, S = dense.size(1)
+  return recops::ops::row_copy_grad_hooks(1, "jagged_to_padded_dense", 0.0);
 }
 
 RECOPS_TORCH_HOOKS(_dense_to_jagged_meta) {
@@ -34,10 +25,7 @@ RECOPS_TORCH_HOOKS(_dense_to_jagged_meta) {
     const c10::SymInt total_L = a[2].toSymInt();
     TORCH_CHECK(dense.dim() >= 2, kOp, ": dense must have at least 2 dims [B, S, *E], got ",
                 dense.dim(), "-D");
-    TORCH_CHECK(seq_offsets.dim() == 1, kOp, ": seq_offsets must be 1-D [B+1], got ",
-                seq_offsets.dim(), "-D");
-    TORCH_CHECK(seq_offsets.scalar_type() == at::kInt || seq_offsets.scalar_type() == at::kLong,
-                kOp, ": seq_offsets must be int32 or int64, got ", seq_offsets.scalar_type());
+    recops::ops::check_seq_offsets_meta(kOp, seq_offsets);
     TORCH_SYM_CHECK(dense.sym_size(0).sym_eq(seq_offsets.sym_size(0) - 1), kOp,
                     ": dense's batch must be B = seq_offsets.numel() - 1");
     TORCH_SYM_CHECK(total_L.sym_ge(0), kOp, ": total_L must be >= 0");

@@ -1,8 +1,8 @@
-// dense_to_jagged: the entry (validation, params, the ordered implementation list).
+// dense_to_jagged: the entry (the shape function and its checks). The checks it shares with
+// jagged_to_padded_dense, the params and the implementation list: ops/jagged/common/row_copy.h.
 #include <optional>
 #include <string>
 
-#include "core/dispatch.h"
 #include "core/kit/op_def.h"
 #include "core/offsets.h"
 #include "ops/jagged/dense_to_jagged/impls.h"
@@ -11,28 +11,7 @@
 namespace recops::ops {
 namespace {
 constexpr const char* kOp = "dense_to_jagged";
-using P = DenseToJaggedParams;
-
-const std::vector<core::Impl<P>>& impls() {
-  static const std::vector<core::Impl<P>> list = {
-#ifdef RECOPS_WITH_CUDA
-      {"cuda_sm80", DeviceType::cuda, core::cuda::any_device_reason,
-       core::cuda_capability_at_least<80, P>, dense_to_jagged_cuda,
-       dense_to_jagged_cuda_candidates},
-#endif
-      {"cpu_generic", DeviceType::cpu, core::always_available, core::accept_all<P>,
-       dense_to_jagged_cpu, dense_to_jagged_cpu_candidates},
-      {"reference", DeviceType::cpu, core::always_available, core::accept_all<P>,
-       dense_to_jagged_reference},
-  };
-  return list;
-}
 }  // namespace
-
-OpInfo dense_to_jagged_info() {
-  return {kOp, "jagged", core::describe_impls(impls())};
-}
-
 }  // namespace recops::ops
 
 namespace recops {
@@ -69,36 +48,9 @@ Status dense_to_jagged(const TensorView& dense, const TensorView& seq_offsets,
   const int64_t total_L = out.sizes[0];
   Shape expect;
   RECOPS_RETURN_IF_ERROR(dense_to_jagged_shape(dense, seq_offsets, total_L, &expect));
-  RECOPS_RETURN_IF_ERROR(core::check_same_device(kOp, "dense", dense, "seq_offsets", seq_offsets));
-  RECOPS_RETURN_IF_ERROR(core::check_same_device(kOp, "dense", dense, "out", out));
-  RECOPS_CHECK(out.shape() == expect, kOp, ": out has shape ", shape_str(out.shape()),
-               ", expected [total_L, *E] = ", shape_str(expect));
-  RECOPS_CHECK(out.dtype == dense.dtype, kOp, ": out dtype ", dtype_name(out.dtype),
-               " differs from dense dtype ", dtype_name(dense.dtype));
-  RECOPS_CHECK(dense.inner_contiguous(2), kOp,
-               ": dense's trailing dims must be dense (last stride 1); got ", describe(dense));
-  RECOPS_CHECK(out.inner_contiguous(1), kOp, ": out's trailing dims must be dense (last stride 1)");
-
-  ops::DenseToJaggedParams p;
-  p.dense = dense.data;
-  p.seq_offsets = seq_offsets.data;
-  p.out = out.data;
-  p.dtype = dense.dtype;
-  p.elem_size = dtype_size(dense.dtype);
-  p.offsets_int64 = seq_offsets.dtype == DType::int64;
-  p.offsets_stride = seq_offsets.strides[0];
-  p.B = dense.sizes[0];
-  p.S = dense.sizes[1];
-  p.D = dense.inner_numel(2);
-  p.total_L = total_L;
-  p.dense_batch_stride = dense.strides[0];
-  p.dense_row_stride = dense.strides[1];
-  p.out_row_stride = out.strides[0];
-  p.device_index = dense.device.index;
-  RECOPS_RETURN_IF_ERROR(core::validate_offsets(kOp, "seq_offsets", seq_offsets, total_L,
-                                                "total_L (out.size(0))", ctx));
-  if (out.numel() == 0) return Status::Ok();  // total_L = 0 or D = 0: nothing to launch
-  return core::dispatch(kOp, ops::impls(), dense.device.type, p, ctx);
+  return ops::row_copy_run(ops::RowCopyDir::to_jagged, dense, seq_offsets, out, expect,
+                           std::nullopt, ops::row_copy_impls<ops::dense_to_jagged_reference>(),
+                           ctx);
 }
 
 }  // namespace recops
@@ -177,7 +129,9 @@ Raises:
 RECOPS_REGISTER_OPS(reg) {
   using recops::ops::Args;
   using recops::ops::MetaArgs;
-  reg.add(recops::ops::dense_to_jagged_info());
+  reg.add(recops::ops::row_copy_info(
+      recops::ops::RowCopyDir::to_jagged,
+      recops::ops::row_copy_impls<recops::ops::dense_to_jagged_reference>()));
   // dense: trailing dims dense (the binding copies otherwise), batch and row strides free.
   reg.add(recops::kit::Def<Args>("dense_to_jagged", "jagged")
               .arg<&Args::dense>("dense", {.grad = true, .dense_from = 2})

@@ -1,20 +1,12 @@
-// dense_to_jagged/impls.h: the implementations the entry lists.
+// dense_to_jagged/impls.h: the op's own implementation: its golden (reference.cpp). The params,
+// cpu_generic and cuda_sm80 (with this folder's kernel) are the row-copy conversions' shared ones
+// (ops/jagged/common/row_copy.h).
 #pragma once
 
-#include "ops/jagged/dense_to_jagged/params.h"
-#include "recops/context.h"
-#include "recops/status.h"
-#include "recops/tuning.h"
+#include "ops/jagged/common/row_copy.h"
 
 namespace recops::ops {
 
-Status dense_to_jagged_reference(const DenseToJaggedParams& p, const Context& ctx);
-Status dense_to_jagged_cpu(const DenseToJaggedParams& p, const Context& ctx);
-// Candidate configurations of the tunable implementations (ops/jagged/common/row_copy_tuning.h).
-std::vector<TuneConfig> dense_to_jagged_cpu_candidates();
-#ifdef RECOPS_WITH_CUDA
-Status dense_to_jagged_cuda(const DenseToJaggedParams& p, const Context& ctx);
-std::vector<TuneConfig> dense_to_jagged_cuda_candidates();
-#endif
+Status dense_to_jagged_reference(const RowCopyParams& p, const Context& ctx);
 
 }  // namespace recops::ops

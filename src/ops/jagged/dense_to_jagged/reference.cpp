@@ -1,5 +1,6 @@
-// dense_to_jagged/reference.cpp: the golden, as the spec's formula, one element at a time:
-// row (b, l) of the output = dense[b, l] for l < min(L_b, S), 0 for S <= l < L_b.
+// dense_to_jagged/reference.cpp: the golden, as the spec's formula, one element at a time over the
+// jagged output: row r of sequence b (o_b <= r < o_{b+1}, l = r - o_b) is dense[b, l] for l < S,
+// and 0 for l >= S.
 #include <cstring>
 
 #include "core/scalar.h"
@@ -7,26 +8,26 @@
 
 namespace recops::ops {
 
-Status dense_to_jagged_reference(const DenseToJaggedParams& p, const Context&) {
-  const auto* dense = static_cast<const char*>(p.dense);
-  auto* out = static_cast<char*>(p.out);
+Status dense_to_jagged_reference(const RowCopyParams& p, const Context&) {
+  const auto* dense = static_cast<const char*>(p.src);
+  auto* out = static_cast<char*>(p.dst);
   const size_t es = static_cast<size_t>(p.elem_size);
-  auto offset = [&](int64_t i) {
-    return core::load_offset(p.seq_offsets, p.offsets_int64, p.offsets_stride, i);
-  };
-  for (int64_t b = 0; b < p.B; ++b) {
-    const int64_t start = offset(b), length = offset(b + 1) - start;
-    for (int64_t l = 0; l < length; ++l) {
-      for (int64_t d = 0; d < p.D; ++d) {
-        char* dst = out + ((start + l) * p.out_row_stride + d) * p.elem_size;
-        if (l < p.S) {
-          std::memcpy(dst,
-                      dense + (b * p.dense_batch_stride + l * p.dense_row_stride + d) * p.elem_size,
-                      es);
-        } else {
-          std::memset(dst, 0, es);  // all-zero bits are 0 in every dtype of dtype.h
-        }
+  // The sequence b of row r: the last one starting at or before r (the entry has checked the
+  // offsets, so it has row r).
+  int64_t b = 0;
+  for (int64_t r = 0; r < p.total_L; ++r) {
+    while (b + 1 < p.B &&
+           core::load_offset(p.seq_offsets, p.offsets_int64, p.offsets_stride, b + 1) <= r)
+      ++b;
+    const int64_t l = r - core::load_offset(p.seq_offsets, p.offsets_int64, p.offsets_stride, b);
+    for (int64_t d = 0; d < p.D; ++d) {
+      char* dst = out + (r * p.jagged_row_stride + d) * p.elem_size;
+      if (l >= p.S) {
+        std::memset(dst, 0, es);  // all-zero bits are 0 in every dtype of dtype.h
+        continue;
       }
+      std::memcpy(
+          dst, dense + (b * p.dense_batch_stride + l * p.dense_row_stride + d) * p.elem_size, es);
     }
   }
   return Status::Ok();

@@ -1,21 +1,12 @@
-// jagged_to_padded_dense/impls.h: the implementations the entry lists (definitions live in
-// reference.cpp, cpu/ and cuda/; none includes another).
+// jagged_to_padded_dense/impls.h: the op's own implementation: its golden (reference.cpp). The
+// params, cpu_generic and cuda_sm80 (with this folder's kernel) are the row-copy conversions'
+// shared ones (ops/jagged/common/row_copy.h).
 #pragma once
 
-#include "ops/jagged/jagged_to_padded_dense/params.h"
-#include "recops/context.h"
-#include "recops/status.h"
-#include "recops/tuning.h"
+#include "ops/jagged/common/row_copy.h"
 
 namespace recops::ops {
 
-Status jagged_to_padded_dense_reference(const JaggedToPaddedDenseParams& p, const Context& ctx);
-Status jagged_to_padded_dense_cpu(const JaggedToPaddedDenseParams& p, const Context& ctx);
-// Candidate configurations of the tunable implementations (ops/jagged/common/row_copy_tuning.h).
-std::vector<TuneConfig> jagged_to_padded_dense_cpu_candidates();
-#ifdef RECOPS_WITH_CUDA
-Status jagged_to_padded_dense_cuda(const JaggedToPaddedDenseParams& p, const Context& ctx);
-std::vector<TuneConfig> jagged_to_padded_dense_cuda_candidates();
-#endif
+Status jagged_to_padded_dense_reference(const RowCopyParams& p, const Context& ctx);
 
 }  // namespace recops::ops

@@ -1,39 +1,17 @@
-// jagged_to_padded_dense: the entry. All validation happens here, once; then the ordered
-// implementation list runs the first implementation that accepts.
+// jagged_to_padded_dense: the entry. All validation happens here, once (the checks it shares with
+// dense_to_jagged, the params and the implementation list: ops/jagged/common/row_copy.h); then the
+// ordered implementation list runs the first implementation that accepts.
 #include <string>
 
-#include "core/dispatch.h"
 #include "core/kit/op_def.h"
 #include "core/offsets.h"
-#include "core/scalar.h"
 #include "ops/jagged/jagged_to_padded_dense/impls.h"
 #include "recops/jagged.h"
 
 namespace recops::ops {
 namespace {
 constexpr const char* kOp = "jagged_to_padded_dense";
-using P = JaggedToPaddedDenseParams;
-
-const std::vector<core::Impl<P>>& impls() {
-  static const std::vector<core::Impl<P>> list = {
-#ifdef RECOPS_WITH_CUDA
-      {"cuda_sm80", DeviceType::cuda, core::cuda::any_device_reason,
-       core::cuda_capability_at_least<80, P>, jagged_to_padded_dense_cuda,
-       jagged_to_padded_dense_cuda_candidates},
-#endif
-      {"cpu_generic", DeviceType::cpu, core::always_available, core::accept_all<P>,
-       jagged_to_padded_dense_cpu, jagged_to_padded_dense_cpu_candidates},
-      {"reference", DeviceType::cpu, core::always_available, core::accept_all<P>,
-       jagged_to_padded_dense_reference},
-  };
-  return list;
-}
 }  // namespace
-
-OpInfo jagged_to_padded_dense_info() {
-  return {kOp, "jagged", core::describe_impls(impls())};
-}
-
 }  // namespace recops::ops
 
 namespace recops {
@@ -58,40 +36,9 @@ Status jagged_to_padded_dense(const TensorView& values, const TensorView& seq_of
   using ops::kOp;
   Shape expect;
   RECOPS_RETURN_IF_ERROR(jagged_to_padded_dense_shape(values, seq_offsets, max_seq_len, &expect));
-  RECOPS_RETURN_IF_ERROR(
-      core::check_same_device(kOp, "values", values, "seq_offsets", seq_offsets));
-  RECOPS_RETURN_IF_ERROR(core::check_same_device(kOp, "values", values, "out", out));
-  RECOPS_CHECK(out.shape() == expect, kOp, ": out has shape ", shape_str(out.shape()),
-               ", expected [B, max_seq_len, *E] = ", shape_str(expect));
-  RECOPS_CHECK(out.dtype == values.dtype, kOp, ": out dtype ", dtype_name(out.dtype),
-               " differs from values dtype ", dtype_name(values.dtype));
-  RECOPS_CHECK(values.inner_contiguous(1), kOp,
-               ": values' trailing dims must be dense (last stride 1); got strides of ",
-               describe(values));
-  RECOPS_CHECK(out.inner_contiguous(2), kOp, ": out's trailing dims must be dense (last stride 1)");
-
-  ops::JaggedToPaddedDenseParams p;
-  p.values = values.data;
-  p.seq_offsets = seq_offsets.data;
-  p.out = out.data;
-  p.dtype = values.dtype;
-  p.elem_size = dtype_size(values.dtype);
-  p.offsets_int64 = seq_offsets.dtype == DType::int64;
-  p.offsets_stride = seq_offsets.strides[0];
-  p.B = seq_offsets.sizes[0] - 1;
-  p.max_L = max_seq_len;
-  p.D = values.inner_numel(1);
-  p.total_L = values.sizes[0];
-  p.values_row_stride = values.ndim >= 1 ? values.strides[0] : 0;
-  p.out_batch_stride = out.strides[0];
-  p.out_row_stride = out.strides[1];
-  p.device_index = values.device.index;
-  RECOPS_RETURN_IF_ERROR(
-      core::encode_scalar(kOp, "padding_value", padding_value, values.dtype, &p.padding_bits));
-  RECOPS_RETURN_IF_ERROR(core::validate_offsets(kOp, "seq_offsets", seq_offsets, p.total_L,
-                                                "values.size(0) (total_L)", ctx));
-  if (out.numel() == 0) return Status::Ok();  // B = 0, max_L = 0 or D = 0: nothing to launch
-  return core::dispatch(kOp, ops::impls(), values.device.type, p, ctx);
+  return ops::row_copy_run(ops::RowCopyDir::to_dense, values, seq_offsets, out, expect,
+                           padding_value,
+                           ops::row_copy_impls<ops::jagged_to_padded_dense_reference>(), ctx);
 }
 
 }  // namespace recops
@@ -146,7 +93,9 @@ Raises:
 
 RECOPS_REGISTER_OPS(reg) {
   using recops::ops::Args;
-  reg.add(recops::ops::jagged_to_padded_dense_info());
+  reg.add(recops::ops::row_copy_info(
+      recops::ops::RowCopyDir::to_dense,
+      recops::ops::row_copy_impls<recops::ops::jagged_to_padded_dense_reference>()));
   // values: trailing dims dense (the binding copies otherwise), row stride free.
   reg.add(recops::kit::Def<Args>("jagged_to_padded_dense", "jagged")
               .arg<&Args::values>("values", {.grad = true, .dense_from = 1})

@@ -16,6 +16,7 @@
 #include <cstdint>
 
 #include "core/cuda/bits.cuh"
+#include "ops/jagged/common/cuda/row_copy_args.cuh"
 
 namespace recops::ops::d2j_cuda {
 
@@ -25,22 +26,8 @@ namespace recops::ops::d2j_cuda {
 // (no search; rows l >= n_b skipped) measured 71.9% / 79.5% (persistent) and was removed.
 inline constexpr int kMaxThreads = 512;  // the largest `threads` candidate
 
-template <class U>  // U: the unit (uint4, uint2, unsigned int, unsigned short, unsigned char)
-struct Args {
-  const U* dense;  // (B, S, W) units, strides dense_batch_stride, dense_row_stride
-  U* out;          // (total_L, W) units, row stride out_row_stride
-  core::cuda::ClampedOffsets offsets;  // offsets.total_L = total_L
-  int64_t B;
-  int64_t S;
-  int64_t total_L;
-  int64_t W;  // units per row: D * elem_size / sizeof(U)
-  int64_t dense_batch_stride;
-  int64_t dense_row_stride;
-  int64_t out_row_stride;
-  int64_t tile_rows;  // kRowsPerThread * (blockDim.x >> lanes_log2)
-  int64_t num_tiles;  // ceil(total_L / tile_rows)
-  int lanes_log2;     // G = 1 << lanes_log2 lanes per row
-};
+template <class U>
+using Args = row_copy_dev::Args<U>;  // src: dense, dst: the jagged out
 
 // Largest b in [0, B-1] with offsets(b) <= r, by one full warp (B >= 1). Each round tests 32
 // evenly spaced candidates and keeps the stretch between the last that passes and the next; with
@@ -91,8 +78,8 @@ __global__ void __launch_bounds__(kMaxThreads) dense_to_jagged_kernel(const Args
       const int64_t r = r0 + static_cast<int64_t>(k * groups + group);
       live[k] = r < r_end;
       copy[k] = false;
-      src[k] = a.dense;
-      dst[k] = a.out + r * a.out_row_stride;
+      src[k] = a.src;
+      dst[k] = a.dst + r * a.jagged_row_stride;
       if (live[k] && a.B > 0) {
         int64_t lo = b_lo, hi = b_hi;  // largest b in [lo, hi] with offsets(b) <= r
         while (lo < hi) {
@@ -106,7 +93,7 @@ __global__ void __launch_bounds__(kMaxThreads) dense_to_jagged_kernel(const Args
         const int64_t end = a.offsets(lo + 1);
         const int64_t l = r - start;
         copy[k] = r >= start && r < end && l < a.S;
-        if (copy[k]) src[k] = a.dense + lo * a.dense_batch_stride + l * a.dense_row_stride;
+        if (copy[k]) src[k] = a.src + lo * a.dense_batch_stride + l * a.dense_row_stride;
       }
     }
     const U zero{};

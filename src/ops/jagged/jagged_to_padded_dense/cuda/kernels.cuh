@@ -16,6 +16,7 @@
 #include <cstdint>
 
 #include "core/cuda/bits.cuh"
+#include "ops/jagged/common/cuda/row_copy_args.cuh"
 
 namespace recops::ops::j2pd_cuda {
 
@@ -26,22 +27,8 @@ namespace recops::ops::j2pd_cuda {
 // per lane fixed at compile time) gained under 0.5% at one block per tile and was not adopted.
 inline constexpr int kMaxThreads = 512;  // the largest `threads` candidate
 
-template <class U>  // U: the unit (uint4, uint2, unsigned int, unsigned short, unsigned char)
-struct Args {
-  const U* values;  // (total_L, W) units, row stride values_row_stride
-  U* out;           // (B, max_L, W) units, strides out_batch_stride, out_row_stride
-  core::cuda::ClampedOffsets offsets;
-  int64_t B;
-  int64_t max_L;
-  int64_t W;  // units per row: D * elem_size / sizeof(U)
-  int64_t values_row_stride;
-  int64_t out_batch_stride;
-  int64_t out_row_stride;
-  int64_t tile_rows;  // kRowsPerThread * (blockDim.x >> lanes_log2)
-  int64_t num_tiles;  // ceil(B * max_L / tile_rows)
-  U pad;
-  int lanes_log2;  // G = 1 << lanes_log2 lanes per row
-};
+template <class U>
+using Args = row_copy_dev::Args<U>;  // src: the jagged values, dst: the dense out
 
 template <class U, int kRowsPerThread>
 __global__ void __launch_bounds__(kMaxThreads) jagged_to_padded_dense_kernel(const Args<U> a) {
@@ -52,8 +39,8 @@ __global__ void __launch_bounds__(kMaxThreads) jagged_to_padded_dense_kernel(con
 
   for (int64_t tile = blockIdx.x; tile < a.num_tiles; tile += gridDim.x) {
     const int64_t r0 = tile * a.tile_rows;  // first output row of the tile
-    const int64_t b0 = r0 / a.max_L;
-    const int64_t l0 = r0 - b0 * a.max_L;
+    const int64_t b0 = r0 / a.S;
+    const int64_t l0 = r0 - b0 * a.S;
 
     const U* src[kRowsPerThread];
     U* dst[kRowsPerThread];
@@ -63,22 +50,22 @@ __global__ void __launch_bounds__(kMaxThreads) jagged_to_padded_dense_kernel(con
     for (int k = 0; k < kRowsPerThread; ++k) {
       int64_t l = l0 + static_cast<int64_t>(k * groups + group);
       int64_t b = b0;
-      if (l >= a.max_L) {  // the tile crossed into later sequences
-        const int64_t q = l / a.max_L;
+      if (l >= a.S) {  // the tile crossed into later sequences
+        const int64_t q = l / a.S;
         b += q;
-        l -= q * a.max_L;
+        l -= q * a.S;
       }
       live[k] = b < a.B;
       copy[k] = false;
-      src[k] = a.values;
-      dst[k] = a.out;
+      src[k] = a.src;
+      dst[k] = a.dst;
       if (live[k]) {
         const int64_t start = a.offsets(b);
         const int64_t end = a.offsets(b + 1);
-        const int64_t n = end > start ? (end - start < a.max_L ? end - start : a.max_L) : 0;
+        const int64_t n = end > start ? (end - start < a.S ? end - start : a.S) : 0;
         copy[k] = l < n;
-        src[k] = a.values + (start + l) * a.values_row_stride;
-        dst[k] = a.out + b * a.out_batch_stride + l * a.out_row_stride;
+        src[k] = a.src + (start + l) * a.jagged_row_stride;
+        dst[k] = a.dst + b * a.dense_batch_stride + l * a.dense_row_stride;
       }
     }
     for (int64_t c = lane; c < a.W; c += lanes) {
