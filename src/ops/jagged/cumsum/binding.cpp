@@ -26,23 +26,22 @@ recops::binding::TorchHooks cumsum_hooks(bool complete, const char* op) {
   };
   return h;
 }
-}  // namespace
 
-RECOPS_TORCH_HOOKS(complete_cumsum) {
-  return cumsum_hooks(true, "complete_cumsum");
+template <bool kComplete, const char* kOp>
+recops::binding::TorchHooks hooks() {
+  return cumsum_hooks(kComplete, kOp);
 }
-RECOPS_TORCH_HOOKS(exclusive_cumsum) {
-  return cumsum_hooks(false, "exclusive_cumsum");
-}
-RECOPS_TORCH_HOOKS(inclusive_cumsum) {
-  return cumsum_hooks(false, "inclusive_cumsum");
-}
-RECOPS_TORCH_HOOKS(asynchronous_complete_cumsum) {
-  return cumsum_hooks(true, "complete_cumsum");
-}
-RECOPS_TORCH_HOOKS(asynchronous_exclusive_cumsum) {
-  return cumsum_hooks(false, "exclusive_cumsum");
-}
-RECOPS_TORCH_HOOKS(asynchronous_inclusive_cumsum) {
-  return cumsum_hooks(false, "inclusive_cumsum");
-}
+constexpr char kComplete[] = "complete_cumsum";
+constexpr char kExclusive[] = "exclusive_cumsum";
+constexpr char kInclusive[] = "inclusive_cumsum";
+
+// The three ops and FBGEMM's names for them (whose messages name ours).
+const recops::binding::HooksRegistrar kRegistrars[] = {
+    {"complete_cumsum", &hooks<true, kComplete>},
+    {"exclusive_cumsum", &hooks<false, kExclusive>},
+    {"inclusive_cumsum", &hooks<false, kInclusive>},
+    {"asynchronous_complete_cumsum", &hooks<true, kComplete>},
+    {"asynchronous_exclusive_cumsum", &hooks<false, kExclusive>},
+    {"asynchronous_inclusive_cumsum", &hooks<false, kInclusive>},
+};
+}  // namespace
