@@ -36,13 +36,10 @@ namespace {
 
 class BlockSparseAttentionDriver final : public StemDriver {
  public:
-  std::vector<std::string> ops() const override { return {"block_sparse_attention"}; }
-  std::string folder() const override { return "stem/block_sparse_attention"; }
-  // The tags this driver reads (docs/cases.md); any other is refused.
-  std::optional<std::set<std::string>> tags(const std::string&) const override {
-    return std::set<std::string>{"bad",       "bs",    "delta", "fa_rows", "kmax",         "kv",
-                                 "noncausal", "paged", "qmax",  "sel",     "softmax_scale"};
-  }
+  BlockSparseAttentionDriver()
+      : StemDriver({"block_sparse_attention"}, "stem/block_sparse_attention",
+                   {"bad", "bs", "delta", "fa_rows", "kmax", "kv", "noncausal", "paged", "qmax",
+                    "sel", "softmax_scale"}) {}
 
   Status make(const CaseRow& row, Problem* p) const override {
     const CaseSpec& cs = *row.spec;

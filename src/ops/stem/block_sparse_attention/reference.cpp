@@ -51,15 +51,18 @@ void clear_uncovered(const BlockSparseAttentionParams& p) {
     }
 }
 
-}  // namespace
-
-Status block_sparse_attention_reference(const BlockSparseAttentionParams& p, const Context&) {
-  // Threads take whole (b, hq) pairs: every output element and lse is written by one thread with
-  // the same sequential arithmetic, so the golden is bit-identical for any thread count.
+// Softmax attention of every query token over its allowed keys in precision F (double: the
+// golden; float: the plain baseline): the dot products summed in F, score(dot) the scaled score,
+// weight(x, mx, lse, sum) the weight of a key of score x in a row of largest score mx; then the
+// uncovered rows are cleared. Threads take whole (b, hq) pairs: every output element and lse is
+// written by one thread with the same sequential arithmetic, so the result is bit-identical for
+// any thread count.
+template <class F, class Score, class Weight>
+void attend(const BlockSparseAttentionParams& p, Score score, Weight weight) {
   const int64_t pairs = p.B * p.Nq;
 #pragma omp parallel
   {
-    std::vector<double> x, acc(static_cast<size_t>(p.D));
+    std::vector<F> x, acc(static_cast<size_t>(p.D));
 #pragma omp for schedule(dynamic, 1)
     for (int64_t bh = 0; bh < pairs; ++bh) {
       const int64_t b = bh / p.Nq, hq = bh % p.Nq, hk = hq / p.G;
@@ -67,26 +70,27 @@ Status block_sparse_attention_reference(const BlockSparseAttentionParams& p, con
       for (int64_t t = 0; t < Lq; ++t) {
         const int64_t tok = p.cu_q[b] + t;
         const std::vector<int64_t> keys = allowed_keys(p, b, hq, t);
-        x.assign(keys.size(), 0.0);
-        double mx = -std::numeric_limits<double>::infinity();
+        x.assign(keys.size(), F{0});
+        F mx = -std::numeric_limits<F>::infinity();
         for (size_t n = 0; n < keys.size(); ++n) {
-          double dot = 0;
+          F dot = 0;
           for (int64_t d = 0; d < p.D; ++d)
-            dot += load(p.q, p.dtype, tok * p.q_tok_stride + hq * p.q_head_stride + d) *
-                   load(p.k, p.dtype, p.k_off(b, keys[n], hk) + d);
-          x[n] = p.scale * dot;
+            dot +=
+                static_cast<F>(load(p.q, p.dtype, tok * p.q_tok_stride + hq * p.q_head_stride + d) *
+                               load(p.k, p.dtype, p.k_off(b, keys[n], hk) + d));
+          x[n] = score(dot);
           mx = std::max(mx, x[n]);
         }
-        std::fill(acc.begin(), acc.end(), 0.0);
-        double lse = -std::numeric_limits<double>::infinity();
+        std::fill(acc.begin(), acc.end(), F{0});
+        F lse = -std::numeric_limits<F>::infinity();
         if (!keys.empty()) {
-          double sum = 0;
-          for (double xn : x) sum += std::exp(xn - mx);
+          F sum = 0;
+          for (F xn : x) sum += std::exp(xn - mx);
           lse = mx + std::log(sum);
           for (size_t n = 0; n < keys.size(); ++n) {
-            const double w = std::exp(x[n] - lse);
+            const F w = weight(x[n], mx, lse, sum);
             for (int64_t d = 0; d < p.D; ++d)
-              acc[d] += w * load(p.v, p.dtype, p.v_off(b, keys[n], hk) + d);
+              acc[d] += w * static_cast<F>(load(p.v, p.dtype, p.v_off(b, keys[n], hk) + d));
           }
         }
         for (int64_t d = 0; d < p.D; ++d)
@@ -96,56 +100,29 @@ Status block_sparse_attention_reference(const BlockSparseAttentionParams& p, con
     }
   }
   clear_uncovered(p);
+}
+
+}  // namespace
+
+Status block_sparse_attention_reference(const BlockSparseAttentionParams& p, const Context&) {
+  attend<double>(
+      p, [&](double dot) { return p.scale * dot; },
+      [](double x, double, double lse, double) { return std::exp(x - lse); });
   return Status::Ok();
 }
 
 Status block_sparse_attention_plain_impl(const BlockSparseAttentionParams& p) {
   // A framework composition in the dtype: S = round(round(QKᵀ)·scale), P = round(softmax(S))
   // with an fp32 softmax, O = round(P·V) accumulated in fp32; lse from the rounded scores.
-  // Threads take whole (b, hq) pairs, as in the reference (bit-identical for any thread count).
-  const int64_t pairs = p.B * p.Nq;
-#pragma omp parallel
-  {
-    std::vector<float> s;
-    std::vector<float> acc(static_cast<size_t>(p.D));
-#pragma omp for schedule(dynamic, 1)
-    for (int64_t bh = 0; bh < pairs; ++bh) {
-      const int64_t b = bh / p.Nq, hq = bh % p.Nq, hk = hq / p.G;
-      const int64_t Lq = p.cu_q[b + 1] - p.cu_q[b];
-      for (int64_t t = 0; t < Lq; ++t) {
-        const int64_t tok = p.cu_q[b] + t;
-        const std::vector<int64_t> keys = allowed_keys(p, b, hq, t);
-        s.assign(keys.size(), 0.0f);
-        float mx = -std::numeric_limits<float>::infinity();
-        for (size_t n = 0; n < keys.size(); ++n) {
-          float dot = 0;
-          for (int64_t d = 0; d < p.D; ++d)
-            dot += static_cast<float>(
-                load(p.q, p.dtype, tok * p.q_tok_stride + hq * p.q_head_stride + d) *
-                load(p.k, p.dtype, p.k_off(b, keys[n], hk) + d));
-          s[n] = static_cast<float>(
-              round_to(p.dtype, round_to(p.dtype, dot) * static_cast<float>(p.scale)));
-          mx = std::max(mx, s[n]);
-        }
-        std::fill(acc.begin(), acc.end(), 0.0f);
-        float lse = -std::numeric_limits<float>::infinity();
-        if (!keys.empty()) {
-          float sum = 0;
-          for (float x : s) sum += std::exp(x - mx);
-          lse = mx + std::log(sum);
-          for (size_t n = 0; n < keys.size(); ++n) {
-            const float w = static_cast<float>(round_to(p.dtype, std::exp(s[n] - mx) / sum));
-            for (int64_t d = 0; d < p.D; ++d)
-              acc[d] += w * static_cast<float>(load(p.v, p.dtype, p.v_off(b, keys[n], hk) + d));
-          }
-        }
-        for (int64_t d = 0; d < p.D; ++d)
-          store(p.out, p.dtype, (tok * p.Nq + hq) * p.D + d, acc[d]);
-        p.lse[hq * p.Tq + tok] = lse;
-      }
-    }
-  }
-  clear_uncovered(p);
+  attend<float>(
+      p,
+      [&](float dot) {
+        return static_cast<float>(
+            round_to(p.dtype, round_to(p.dtype, dot) * static_cast<float>(p.scale)));
+      },
+      [&](float x, float mx, float, float sum) {
+        return static_cast<float>(round_to(p.dtype, std::exp(x - mx) / sum));
+      });
   return Status::Ok();
 }
 

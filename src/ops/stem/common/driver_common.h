@@ -17,6 +17,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tools/recops/driver.h"
@@ -64,14 +65,25 @@ int64_t max_blocks(const std::vector<int64_t>& v, int64_t bs);
 Status make_kv(const CaseRow& row, const Tags& tags, const Lens& L, DType dt, int64_t Nk, int64_t D,
                int64_t Dv, uint64_t seed_k, uint64_t seed_v, double scale, Problem* p);
 
-// What the family's drivers share as drivers: the case fields shape, lengths and scale, and bf16 as
-// the default dtype.
+// What the family's drivers share as drivers: their ops, folder and tags (the tags a driver reads,
+// docs/cases.md; any other is refused) as given, the case fields shape, lengths and scale, and
+// bf16 as the default dtype.
 class StemDriver : public Driver {
  public:
+  StemDriver(std::vector<std::string> ops, std::string folder, std::set<std::string> tags)
+      : ops_(std::move(ops)), folder_(std::move(folder)), tags_(std::move(tags)) {}
+  std::vector<std::string> ops() const override { return ops_; }
+  std::string folder() const override { return folder_; }
+  std::optional<std::set<std::string>> tags(const std::string&) const override { return tags_; }
   std::set<std::string> fields(const std::string&) const override {
     return {"shape", "lengths", "scale"};
   }
   DType default_dtype(const std::string&) const override { return DType::bf16; }
+
+ private:
+  std::vector<std::string> ops_;
+  std::string folder_;
+  std::set<std::string> tags_;
 };
 
 // The inputs of prepare and attention in their order: q [Tq, Nq, D] (Tq = the sum of the q

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #if defined(__CUDACC__)
 #define RECOPS_STEM_HD __host__ __device__ __forceinline__
@@ -142,24 +143,27 @@ RECOPS_STEM_HD int64_t budget_k(const StemRules& r, int64_t Lq, int64_t Lk, int6
   return budget_k(r, batch_rules(r, Lq, Lk, Lp), i, num_candidates);
 }
 
-// The bits of an fp32 value and back (host and device).
-RECOPS_STEM_HD uint32_t f32_bits(float x) {
+// The bits of an fp32 value and back (host and device): x reread as To, one of float and
+// uint32_t, From the other.
+template <class To, class From>
+RECOPS_STEM_HD To reread32(From x) {
+  static_assert(sizeof(To) == 4 && sizeof(From) == 4);
 #if defined(__CUDA_ARCH__)
-  return __float_as_uint(x);
+  if constexpr (std::is_same_v<To, uint32_t>)
+    return __float_as_uint(x);
+  else
+    return __uint_as_float(x);
 #else
-  uint32_t u;
-  std::memcpy(&u, &x, 4);
-  return u;
+  To y;
+  std::memcpy(&y, &x, 4);
+  return y;
 #endif
 }
+RECOPS_STEM_HD uint32_t f32_bits(float x) {
+  return reread32<uint32_t>(x);
+}
 RECOPS_STEM_HD float bits_f32(uint32_t u) {
-#if defined(__CUDA_ARCH__)
-  return __uint_as_float(u);
-#else
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-#endif
+  return reread32<float>(u);
 }
 
 // fp32 -> bf16 -> fp32, round to nearest even (NaN is mapped before this is called).

@@ -48,18 +48,13 @@ namespace {
 
 class StemIndexerDriver final : public StemDriver {
  public:
-  std::vector<std::string> ops() const override {
-    return {"stem_indexer", "stem_indexer_metadata"};
-  }
-  std::string folder() const override { return "stem/indexer"; }
-  // The tags this driver reads (docs/cases.md); any other is refused.
-  std::optional<std::set<std::string>> tags(const std::string&) const override {
-    return std::set<std::string>{
-        "alpha",     "bad",        "bias_large",  "bias_medium", "bs",     "delta",
-        "gemm_rows", "initial",    "kmax",        "kslice",      "kv",     "meta",
-        "noncausal", "paged",      "path",        "prec",        "prompt", "prompt_extra",
-        "qmax",      "rate_large", "rate_medium", "scores",      "ts",     "window"};
-  }
+  StemIndexerDriver()
+      : StemDriver(
+            {"stem_indexer", "stem_indexer_metadata"}, "stem/indexer",
+            {"alpha",     "bad",        "bias_large",  "bias_medium", "bs",     "delta",
+             "gemm_rows", "initial",    "kmax",        "kslice",      "kv",     "meta",
+             "noncausal", "paged",      "path",        "prec",        "prompt", "prompt_extra",
+             "qmax",      "rate_large", "rate_medium", "scores",      "ts",     "window"}) {}
 
   Status make(const CaseRow& row, Problem* p) const override {
     const CaseSpec& cs = *row.spec;

@@ -32,13 +32,10 @@ namespace {
 
 class StemPrepareDriver final : public StemDriver {
  public:
-  std::vector<std::string> ops() const override { return {"stem_prepare"}; }
-  std::string folder() const override { return "stem/prepare"; }
-  // The tags this driver reads (docs/cases.md); any other is refused.
-  std::optional<std::set<std::string>> tags(const std::string&) const override {
-    return std::set<std::string>{"bad",    "bs",    "delta", "kmax",   "kscale", "kv",
-                                 "lambda", "paged", "qmax",  "qscale", "ts",     "vscale"};
-  }
+  StemPrepareDriver()
+      : StemDriver({"stem_prepare"}, "stem/prepare",
+                   {"bad", "bs", "delta", "kmax", "kscale", "kv", "lambda", "paged", "qmax",
+                    "qscale", "ts", "vscale"}) {}
 
   Status make(const CaseRow& row, Problem* p) const override {
     const CaseSpec& cs = *row.spec;

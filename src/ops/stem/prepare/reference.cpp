@@ -26,36 +26,34 @@ Status stem_prepare_reference(const StemPrepareParams& p, const Context&) {
   for (int64_t b = 0; b < p.B; ++b) {
     const int64_t Lq = p.cu_q[b + 1] - p.cu_q[b], Lk = p.Lk[b];
     const int64_t Kb = stem::ceil_div(Lk, p.Bs);
+    // out[b, h, i, slot·D + d] = bf16(Σ_r x(t, h, d)) over the block's group g (slot g, or Ts-1-g
+    // mirrored) of the first `len` tokens, t = i·Bs + g + r·Ts; x already scaled.
+    auto group_sums = [&](int64_t H, int64_t NB, int64_t len, bool mirrored, uint16_t* out,
+                          auto x) {
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t i = 0; i < NB; ++i)
+          for (int64_t g = 0; g < p.Ts; ++g)
+            for (int64_t d = 0; d < p.D; ++d) {
+              double sum = 0;
+              for (int64_t r = 0; r < p.R; ++r) {
+                const int64_t t = i * p.Bs + g + r * p.Ts;
+                if (t >= len) continue;
+                sum += x(t, h, d);
+              }
+              const int64_t slot = mirrored ? p.Ts - 1 - g : g;
+              out[((b * H + h) * NB + i) * Df + slot * p.D + d] = bf16_from_double(sum).bits;
+            }
+    };
     // qflat, natural group order.
-    for (int64_t h = 0; h < p.Nq; ++h)
-      for (int64_t i = 0; i < p.Qmax; ++i)
-        for (int64_t g = 0; g < p.Ts; ++g)
-          for (int64_t d = 0; d < p.D; ++d) {
-            double sum = 0;
-            for (int64_t r = 0; r < p.R; ++r) {
-              const int64_t t = i * p.Bs + g + r * p.Ts;
-              if (t >= Lq) continue;
-              const int64_t tok = p.cu_q[b] + t;
-              sum += static_cast<double>(p.q_scale_at(tok, h)) *
-                     load(p.q, p.dtype, tok * p.q_tok_stride + h * p.q_head_stride + d);
-            }
-            p.qflat[((b * p.Nq + h) * p.Qmax + i) * Df + g * p.D + d] = bf16_from_double(sum).bits;
-          }
+    group_sums(p.Nq, p.Qmax, Lq, false, p.qflat, [&](int64_t t, int64_t h, int64_t d) {
+      const int64_t tok = p.cu_q[b] + t;
+      return static_cast<double>(p.q_scale_at(tok, h)) *
+             load(p.q, p.dtype, tok * p.q_tok_stride + h * p.q_head_stride + d);
+    });
     // kflat, mirrored group order.
-    for (int64_t h = 0; h < p.Nk; ++h)
-      for (int64_t j = 0; j < p.Kmax; ++j)
-        for (int64_t g = 0; g < p.Ts; ++g)
-          for (int64_t d = 0; d < p.D; ++d) {
-            double sum = 0;
-            for (int64_t r = 0; r < p.R; ++r) {
-              const int64_t s = j * p.Bs + g + r * p.Ts;
-              if (s >= Lk) continue;
-              sum += static_cast<double>(p.k_scale_at(b, s, h)) *
-                     load(p.k, p.dtype, p.k_off(b, s, h) + d);
-            }
-            p.kflat[((b * p.Nk + h) * p.Kmax + j) * Df + (p.Ts - 1 - g) * p.D + d] =
-                bf16_from_double(sum).bits;
-          }
+    group_sums(p.Nk, p.Kmax, Lk, true, p.kflat, [&](int64_t s, int64_t h, int64_t d) {
+      return static_cast<double>(p.k_scale_at(b, s, h)) * load(p.k, p.dtype, p.k_off(b, s, h) + d);
+    });
     // vbias: value-magnitude statistics over n = R·Kb groups of Ts tokens (padded length).
     const int64_t n = p.R * Kb;
     for (int64_t h = 0; h < p.Nk; ++h) {

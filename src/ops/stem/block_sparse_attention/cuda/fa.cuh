@@ -96,19 +96,11 @@ __global__ void __launch_bounds__(kFaThreads / kMt, 2) bsa_fa_kernel(Args a) {
   constexpr int kRowStep = kThreadsT / kCh;
 
   for (int64_t tile = blockIdx.x; tile < a.num_tiles; tile += gridDim.x) {
-    const int64_t bh = tile % (a.B * a.Nq);
-    const int64_t sub = a.Qmax * a.sub_per_block - 1 - tile / (a.B * a.Nq);
-    const int64_t b = bh / a.Nq, hq = bh % a.Nq, hk = hq / a.G;
-    const int64_t i = sub / a.sub_per_block;
-    const int64_t q0 = clamp64(a.cu_q[b * a.cu_q_stride], 0, a.Tq);
-    const int Lq = static_cast<int>(clamp64(a.cu_q[(b + 1) * a.cu_q_stride], q0, a.Tq) - q0);
-    int64_t kv0 = 0, lk = clamp64(a.lk[b * a.lk_stride], 0, kFaTokenLimit);
-    if (a.paged) {
-      lk = lk < a.max_pages * a.page_size ? lk : a.max_pages * a.page_size;
-    } else {
-      kv0 = clamp64(a.cu_kv[b * a.cu_kv_stride], 0, a.Tk);
-      lk = lk < a.Tk - kv0 ? lk : a.Tk - kv0;
-    }
+    const TileAt at = tile_at(a, tile);
+    const int64_t b = at.b, hq = at.hq, hk = at.hk, i = at.i, sub = at.sub;
+    const BatchRows rows = batch_rows(a, b, kFaTokenLimit);
+    const int64_t q0 = rows.q0, kv0 = rows.kv0, lk = rows.Lk;
+    const int Lq = static_cast<int>(rows.Lq);
     const int Lk = static_cast<int>(lk), Bs = static_cast<int>(a.Bs);
     const int64_t t0l = i * a.Bs + (sub % a.sub_per_block) * kFaQTile;
     if (t0l >= Lq) continue;  // uniform across the CTA

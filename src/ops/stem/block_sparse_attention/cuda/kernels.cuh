@@ -45,28 +45,15 @@ struct Args : stem_cuda::QkvArgs<uint16_t> {
 using stem_cuda::clamp64;
 using stem_cuda::kv_token;
 
+// The m16n8k16 MMA and the packing of two fp32 values into a register, for T = bf16 or fp16.
 template <class T>
-struct Ops;
-template <>
-struct Ops<__nv_bfloat16> {
+struct Ops {
   static __device__ __forceinline__ void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
                                              uint32_t b1) {
-    core::cuda::mma_16816<__nv_bfloat16>(c, a, b0, b1);
+    core::cuda::mma_16816<T>(c, a, b0, b1);
   }
   static __device__ __forceinline__ uint32_t pack(float lo, float hi) {
-    const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<const uint32_t*>(&h);
-  }
-};
-template <>
-struct Ops<__half> {
-  static __device__ __forceinline__ void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
-                                             uint32_t b1) {
-    core::cuda::mma_16816<__half>(c, a, b0, b1);
-  }
-  static __device__ __forceinline__ uint32_t pack(float lo, float hi) {
-    const __half2 h = __floats2half2_rn(lo, hi);
-    return *reinterpret_cast<const uint32_t*>(&h);
+    return core::cuda::pack2<T>(lo, hi);
   }
 };
 
@@ -79,6 +66,39 @@ __device__ __forceinline__ void copy8(uint16_t* dst, const uint16_t* src, bool v
   } else {
     for (int e = 0; e < 8; ++e) dst[e] = __ldg(src + e);
   }
+}
+
+// The grid-stride walk's tile: batch b, query head hq (KV head hk), query block i and the tile's
+// place `sub` among the Qmax·sub_per_block sub-blocks (last query blocks first, the heads of one
+// query block adjacent).
+struct TileAt {
+  int64_t b, hq, hk, i, sub;
+};
+__device__ __forceinline__ TileAt tile_at(const Args& a, int64_t tile) {
+  const int64_t bh = tile % (a.B * a.Nq);
+  const int64_t sub = a.Qmax * a.sub_per_block - 1 - tile / (a.B * a.Nq);
+  const int64_t b = bh / a.Nq, hq = bh % a.Nq;
+  return {b, hq, hq / a.G, sub / a.sub_per_block, sub};
+}
+
+// Batch b's rows, read on the device and clamped into the tensors: q rows [q0, q0 + Lq) and keys
+// [kv0, kv0 + Lk) of k/v (kv0 = 0 when paged), Lk at most `cap`.
+struct BatchRows {
+  int64_t q0, Lq, kv0, Lk;
+};
+__device__ __forceinline__ BatchRows batch_rows(const Args& a, int64_t b, int64_t cap) {
+  BatchRows r;
+  r.q0 = clamp64(a.cu_q[b * a.cu_q_stride], 0, a.Tq);
+  r.Lq = clamp64(a.cu_q[(b + 1) * a.cu_q_stride], r.q0, a.Tq) - r.q0;
+  r.kv0 = 0;
+  r.Lk = clamp64(a.lk[b * a.lk_stride], 0, cap);
+  if (a.paged) {
+    r.Lk = r.Lk < a.max_pages * a.page_size ? r.Lk : a.max_pages * a.page_size;
+  } else {
+    r.kv0 = clamp64(a.cu_kv[b * a.cu_kv_stride], 0, a.Tk);
+    r.Lk = r.Lk < a.Tk - r.kv0 ? r.Lk : a.Tk - r.kv0;
+  }
+  return r;
 }
 
 template <class T, int kD>
@@ -94,19 +114,10 @@ __global__ void __launch_bounds__(kThreads) bsa_fwd_kernel(Args a) {
   const float ninf = -INFINITY;
 
   for (int64_t tile = blockIdx.x; tile < a.num_tiles; tile += gridDim.x) {
-    const int64_t bh = tile % (a.B * a.Nq);
-    const int64_t sub = a.Qmax * a.sub_per_block - 1 - tile / (a.B * a.Nq);
-    const int64_t b = bh / a.Nq, hq = bh % a.Nq, hk = hq / a.G;
-    const int64_t i = sub / a.sub_per_block;
-    const int64_t q0 = clamp64(a.cu_q[b * a.cu_q_stride], 0, a.Tq);
-    const int64_t Lq = clamp64(a.cu_q[(b + 1) * a.cu_q_stride], q0, a.Tq) - q0;
-    int64_t kv0 = 0, Lk = clamp64(a.lk[b * a.lk_stride], 0, INT32_MAX);
-    if (a.paged) {
-      Lk = Lk < a.max_pages * a.page_size ? Lk : a.max_pages * a.page_size;
-    } else {
-      kv0 = clamp64(a.cu_kv[b * a.cu_kv_stride], 0, a.Tk);
-      Lk = Lk < a.Tk - kv0 ? Lk : a.Tk - kv0;
-    }
+    const TileAt at = tile_at(a, tile);
+    const int64_t b = at.b, hq = at.hq, hk = at.hk, i = at.i, sub = at.sub;
+    const BatchRows rows = batch_rows(a, b, INT32_MAX);
+    const int64_t q0 = rows.q0, Lq = rows.Lq, kv0 = rows.kv0, Lk = rows.Lk;
     const int64_t t0 = i * a.Bs + (sub % a.sub_per_block) * kQTile;
     if (t0 >= Lq) continue;  // uniform across the CTA
     // Tokens of this tile: at most 64, inside query block i and inside the batch.

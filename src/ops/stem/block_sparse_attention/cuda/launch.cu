@@ -77,6 +77,53 @@ Status fill_args(const BlockSparseAttentionParams& p, const Context& ctx, bsa_cu
   return Status::Ok();
 }
 
+// The steps every CUDA implementation takes: the device, its refusal, the kernel arguments with
+// `sub_per_block` CTAs per (b, hq, query block), then launch(a) unless there are no tiles.
+template <class Launch>
+Status run_tiles(const BlockSparseAttentionParams& p, const Context& ctx,
+                 std::string (*reason)(const BlockSparseAttentionParams&), int64_t sub_per_block,
+                 Launch launch) {
+  core::cuda::ScopedDevice guard(p.device_index);
+  RECOPS_RETURN_IF_ERROR(guard.status());
+  const std::string why = reason(p);
+  if (!why.empty()) return Status(StatusCode::not_implemented, why);
+  bsa_cuda::Args a;
+  RECOPS_RETURN_IF_ERROR(fill_args(p, ctx, &a));
+  a.sub_per_block = sub_per_block;
+  a.num_tiles = p.B * p.Nq * p.Qmax * a.sub_per_block;
+  if (a.num_tiles == 0) return Status::Ok();
+  return launch(a);
+}
+
+// cuda_sm80_fa's (dtype, D, rows per warp) instantiation for these tiles.
+Status launch_fa_tuned(const BlockSparseAttentionParams& p, const bsa_cuda::Args& a,
+                       const Context& ctx) {
+  const bool bf = p.dtype == DType::bf16;
+  if (p.D == 64)
+    return bf ? bsa_cuda::launch_fa<__nv_bfloat16, 64, 1>(a, ctx)
+              : bsa_cuda::launch_fa<__half, 64, 1>(a, ctx);
+  // D = 128: 16 or 32 query rows per warp (tune parameter rows_per_warp; default 16).
+  static const std::vector<TuneConfig> candidates = block_sparse_attention_cuda_fa_candidates();
+  core::TuneQuery q;
+  q.op = "block_sparse_attention";
+  q.impl = "cuda_sm80_fa";
+  q.backend = DeviceType::cuda;
+  q.device_index = p.device_index;
+  q.dtype = p.dtype;
+  // The tile count's power-of-4 class: fewer, fuller CTAs (32) against more CTAs (16) depends on
+  // how many waves the grid makes, so a configuration tuned on one size does not carry to another.
+  q.bucket = "D=" + std::to_string(p.D) + ",tiles=" + core::pow2_bucket(a.num_tiles, 2);
+  q.candidates = &candidates;
+  q.fallback.set("rows_per_warp", 16);
+  TuneConfig cfg;
+  RECOPS_RETURN_IF_ERROR(core::resolve_config(q, ctx, &cfg));
+  if (cfg.get("rows_per_warp", 16) == 32)
+    return bf ? bsa_cuda::launch_fa<__nv_bfloat16, 128, 2>(a, ctx)
+              : bsa_cuda::launch_fa<__half, 128, 2>(a, ctx);
+  return bf ? bsa_cuda::launch_fa<__nv_bfloat16, 128, 1>(a, ctx)
+            : bsa_cuda::launch_fa<__half, 128, 1>(a, ctx);
+}
+
 }  // namespace
 
 std::string block_sparse_attention_cuda_fa_reason(const BlockSparseAttentionParams& p) {
@@ -123,17 +170,11 @@ std::string block_sparse_attention_cuda_sm90_reason(const BlockSparseAttentionPa
 }
 
 Status block_sparse_attention_cuda_sm90(const BlockSparseAttentionParams& p, const Context& ctx) {
-  core::cuda::ScopedDevice guard(p.device_index);
-  RECOPS_RETURN_IF_ERROR(guard.status());
-  const std::string why = block_sparse_attention_cuda_sm90_reason(p);
-  if (!why.empty()) return Status(StatusCode::not_implemented, why);
-  bsa_cuda::Args a;
-  RECOPS_RETURN_IF_ERROR(fill_args(p, ctx, &a));
-  a.sub_per_block = 1;
-  a.num_tiles = p.B * p.Nq * p.Qmax;
-  if (a.num_tiles == 0) return Status::Ok();
-  return p.dtype == DType::bf16 ? bsa_cuda::launch_sm90<__nv_bfloat16>(a, ctx)
-                                : bsa_cuda::launch_sm90<__half>(a, ctx);
+  return run_tiles(p, ctx, block_sparse_attention_cuda_sm90_reason, 1,
+                   [&](const bsa_cuda::Args& a) {
+                     return p.dtype == DType::bf16 ? bsa_cuda::launch_sm90<__nv_bfloat16>(a, ctx)
+                                                   : bsa_cuda::launch_sm90<__half>(a, ctx);
+                   });
 }
 
 // Tune parameter rows_per_warp (D = 128 only; D = 64 always runs 16): 16 = 8 warps x 16 query
@@ -143,63 +184,26 @@ std::vector<TuneConfig> block_sparse_attention_cuda_fa_candidates() {
 }
 
 Status block_sparse_attention_cuda_fa(const BlockSparseAttentionParams& p, const Context& ctx) {
-  core::cuda::ScopedDevice guard(p.device_index);
-  RECOPS_RETURN_IF_ERROR(guard.status());
-  const std::string why = block_sparse_attention_cuda_fa_reason(p);
-  if (!why.empty()) return Status(StatusCode::not_implemented, why);
-  bsa_cuda::Args a;
-  RECOPS_RETURN_IF_ERROR(fill_args(p, ctx, &a));
-  a.sub_per_block = p.Bs / bsa_cuda::kFaQTile;
-  a.num_tiles = p.B * p.Nq * p.Qmax * a.sub_per_block;
-  if (a.num_tiles == 0) return Status::Ok();
-  const bool bf = p.dtype == DType::bf16;
-  if (p.D == 64)
-    return bf ? bsa_cuda::launch_fa<__nv_bfloat16, 64, 1>(a, ctx)
-              : bsa_cuda::launch_fa<__half, 64, 1>(a, ctx);
-  // D = 128: 16 or 32 query rows per warp (tune parameter rows_per_warp; default 16).
-  static const std::vector<TuneConfig> candidates = block_sparse_attention_cuda_fa_candidates();
-  core::TuneQuery q;
-  q.op = "block_sparse_attention";
-  q.impl = "cuda_sm80_fa";
-  q.backend = DeviceType::cuda;
-  q.device_index = p.device_index;
-  q.dtype = p.dtype;
-  // The tile count's power-of-4 class: fewer, fuller CTAs (32) against more CTAs (16) depends on
-  // how many waves the grid makes, so a configuration tuned on one size does not carry to another.
-  q.bucket = "D=" + std::to_string(p.D) + ",tiles=" + core::pow2_bucket(a.num_tiles, 2);
-  q.candidates = &candidates;
-  q.fallback.set("rows_per_warp", 16);
-  TuneConfig cfg;
-  RECOPS_RETURN_IF_ERROR(core::resolve_config(q, ctx, &cfg));
-  if (cfg.get("rows_per_warp", 16) == 32)
-    return bf ? bsa_cuda::launch_fa<__nv_bfloat16, 128, 2>(a, ctx)
-              : bsa_cuda::launch_fa<__half, 128, 2>(a, ctx);
-  return bf ? bsa_cuda::launch_fa<__nv_bfloat16, 128, 1>(a, ctx)
-            : bsa_cuda::launch_fa<__half, 128, 1>(a, ctx);
+  return run_tiles(p, ctx, block_sparse_attention_cuda_fa_reason, p.Bs / bsa_cuda::kFaQTile,
+                   [&](const bsa_cuda::Args& a) { return launch_fa_tuned(p, a, ctx); });
 }
 
 Status block_sparse_attention_cuda(const BlockSparseAttentionParams& p, const Context& ctx) {
-  core::cuda::ScopedDevice guard(p.device_index);
-  RECOPS_RETURN_IF_ERROR(guard.status());
-  const std::string why = block_sparse_attention_cuda_reason(p);
-  if (!why.empty()) return Status(StatusCode::not_implemented, why);
-  bsa_cuda::Args a;
-  RECOPS_RETURN_IF_ERROR(fill_args(p, ctx, &a));
-  a.sub_per_block = (p.Bs + bsa_cuda::kQTile - 1) / bsa_cuda::kQTile;
-  a.num_tiles = p.B * p.Nq * p.Qmax * a.sub_per_block;
-  if (a.num_tiles == 0) return Status::Ok();
-  const bool bf = p.dtype == DType::bf16;
-  switch (p.D) {
-    case 64:
-      return bf ? bsa_cuda::launch_fwd<__nv_bfloat16, 64>(a, ctx)
-                : bsa_cuda::launch_fwd<__half, 64>(a, ctx);
-    case 128:
-      return bf ? bsa_cuda::launch_fwd<__nv_bfloat16, 128>(a, ctx)
-                : bsa_cuda::launch_fwd<__half, 128>(a, ctx);
-    default:
-      return bf ? bsa_cuda::launch_fwd<__nv_bfloat16, 256>(a, ctx)
-                : bsa_cuda::launch_fwd<__half, 256>(a, ctx);
-  }
+  const int64_t sub = (p.Bs + bsa_cuda::kQTile - 1) / bsa_cuda::kQTile;
+  return run_tiles(p, ctx, block_sparse_attention_cuda_reason, sub, [&](const bsa_cuda::Args& a) {
+    const bool bf = p.dtype == DType::bf16;
+    switch (p.D) {
+      case 64:
+        return bf ? bsa_cuda::launch_fwd<__nv_bfloat16, 64>(a, ctx)
+                  : bsa_cuda::launch_fwd<__half, 64>(a, ctx);
+      case 128:
+        return bf ? bsa_cuda::launch_fwd<__nv_bfloat16, 128>(a, ctx)
+                  : bsa_cuda::launch_fwd<__half, 128>(a, ctx);
+      default:
+        return bf ? bsa_cuda::launch_fwd<__nv_bfloat16, 256>(a, ctx)
+                  : bsa_cuda::launch_fwd<__half, 256>(a, ctx);
+    }
+  });
 }
 
 }  // namespace recops::ops

@@ -1,5 +1,6 @@
-// stem_indexer/cuda/lengths.cuh: the length tensors as the CUDA kernels read them (the selection
-// in stem_indexer.cu and the Hopper scoring GEMM in score_sm90.cu).
+// stem_indexer/cuda/lengths.cuh: what the CUDA kernels (the selection in stem_indexer.cu and the
+// Hopper scoring GEMM in score_sm90.cu) read alike: the length tensors, and the sizes, vbias and
+// rules of the scores.
 #pragma once
 
 #include <climits>
@@ -38,6 +39,36 @@ __device__ __forceinline__ Lengths batch_lengths(const DeviceLens& l, int64_t b,
   r.k = clamp(l.kv[b * l.kv_stride], 0, k_cap);
   r.p = l.prompt == nullptr ? r.k : clamp(l.prompt[b * l.prompt_stride], 0, INT32_MAX);
   return r;
+}
+
+// The kernel arguments both kernels share: vbias [B, Nk, Kmax] (element strides), the lengths,
+// the sizes, 1/R², the ranking precision and the rules.
+struct ScoreCommon {
+  const float* vbias;
+  int64_t vs0, vs1, vs2;
+  DeviceLens lens;
+  int64_t B, Nq, Nk, G, Qmax, Kmax, Df;
+  float inv_r2;
+  int precision;
+  stem::StemRules rules;
+};
+
+inline void set_score_common(const StemIndexerParams& p, ScoreCommon* a) {
+  a->vbias = p.vbias;
+  a->vs0 = p.v_stride[0];
+  a->vs1 = p.v_stride[1];
+  a->vs2 = p.v_stride[2];
+  a->lens = device_lens(p);
+  a->B = p.B;
+  a->Nq = p.Nq;
+  a->Nk = p.Nk;
+  a->G = p.G;
+  a->Qmax = p.Qmax;
+  a->Kmax = p.Kmax;
+  a->Df = p.Df;
+  a->inv_r2 = 1.0f / static_cast<float>(p.R * p.R);
+  a->precision = p.precision;
+  a->rules = p.rules;
 }
 
 }  // namespace recops::ops::stem_cuda

@@ -53,16 +53,10 @@ constexpr int kMaxMTiles = 256;                      // Qmax <= 32768 query bloc
 constexpr int kConsumerWarps = 8;
 static_assert(kBM == kBN, "the TMA boxes have the same row count");
 
-struct ScoreArgs {
-  const float* vbias;
-  int64_t vs0, vs1, vs2;
-  stem_cuda::DeviceLens lens;
+// vbias, the lengths, sizes and rules: stem_cuda::ScoreCommon (lengths.cuh).
+struct ScoreArgs : stem_cuda::ScoreCommon {
   uint32_t* keys;  // sparse_indices, [B, Nq, Qmax, Kmax]
-  int64_t B, Nq, Nk, G, Qmax, Kmax, Df;
-  float inv_r2;
-  int precision;
-  bool vec_out;  // 8-byte stores (Kmax even, base 8-byte aligned)
-  stem::StemRules rules;
+  bool vec_out;    // 8-byte stores (Kmax even, base 8-byte aligned)
   int m_tiles;
   int64_t tiles_per_section;
   int64_t pairs;  // ceil(G / kHeads): CTAs per (m-tile, n-tile) of a section
@@ -257,23 +251,9 @@ std::string score_sm90_reason(const StemIndexerParams& p) {
 
 Status score_sm90(const StemIndexerParams& p, const Context& ctx) {
   ScoreArgs a{};
-  a.vbias = p.vbias;
-  a.vs0 = p.v_stride[0];
-  a.vs1 = p.v_stride[1];
-  a.vs2 = p.v_stride[2];
-  a.lens = stem_cuda::device_lens(p);
+  stem_cuda::set_score_common(p, &a);
   a.keys = reinterpret_cast<uint32_t*>(p.indices);
-  a.B = p.B;
-  a.Nq = p.Nq;
-  a.Nk = p.Nk;
-  a.G = p.G;
-  a.Qmax = p.Qmax;
-  a.Kmax = p.Kmax;
-  a.Df = p.Df;
-  a.inv_r2 = 1.0f / static_cast<float>(p.R * p.R);
-  a.precision = p.precision;
   a.vec_out = p.Kmax % 2 == 0 && (reinterpret_cast<uintptr_t>(p.indices) & 7u) == 0;
-  a.rules = p.rules;
   const int64_t m_tiles = stem::ceil_div(p.Qmax, kBM), n_tiles = stem::ceil_div(p.Kmax, kBN);
   if (m_tiles > kMaxMTiles) return Status(StatusCode::not_implemented, score_sm90_reason(p));
   a.m_tiles = static_cast<int>(m_tiles);

@@ -62,23 +62,19 @@ constexpr int kThreads = kWarps * 32;
 constexpr int kNTiles = 4;  // n-tiles of 8 key blocks per warp pass (32 key blocks)
 constexpr size_t kHistBytes = kWarps * 256 * sizeof(uint32_t);
 
-struct Args {
+// vbias, the lengths, sizes and rules: stem_cuda::ScoreCommon (lengths.cuh).
+struct Args : stem_cuda::ScoreCommon {
   const uint16_t* qflat;
   const uint16_t* kflat;
-  const float* vbias;
-  int64_t qs0, qs1, qs2, ks0, ks1, ks2, vs0, vs1, vs2;
-  stem_cuda::DeviceLens lens;
+  int64_t qs0, qs1, qs2, ks0, ks1, ks2;
   int32_t* indices;
   int32_t* seq_len;
-  int64_t B, Nq, Nk, G, Qmax, Kmax, Df, tiles_per_section, num_tiles;
-  float inv_r2;
-  int precision;
+  int64_t tiles_per_section, num_tiles;
   bool vec;          // 16-byte loads are aligned (Df % 8 == 0, strides and bases aligned)
   bool keys_global;  // score keys in the rows of sparse_indices instead of shared memory
   bool score;        // false: the keys are already in the rows (a scoring GEMM ran first)
   bool raw;          // the rows hold fl32(dot · 1/R²) as fp32 (cuBLAS, path 3), not rank keys
   bool vec_out;      // sparse_indices rows start 16-byte aligned (base aligned, Kmax % 4 == 0)
-  stem::StemRules rules;
 };
 
 using stem_cuda::Lengths;
@@ -806,31 +802,17 @@ namespace {
 
 Args make_args(const StemIndexerParams& p) {
   Args a{};
+  stem_cuda::set_score_common(p, &a);
   a.qflat = p.qflat;
   a.kflat = p.kflat;
-  a.vbias = p.vbias;
   a.qs0 = p.q_stride[0];
   a.qs1 = p.q_stride[1];
   a.qs2 = p.q_stride[2];
   a.ks0 = p.k_stride[0];
   a.ks1 = p.k_stride[1];
   a.ks2 = p.k_stride[2];
-  a.vs0 = p.v_stride[0];
-  a.vs1 = p.v_stride[1];
-  a.vs2 = p.v_stride[2];
-  a.lens = stem_cuda::device_lens(p);
   a.indices = p.indices;
   a.seq_len = p.seq_len;
-  a.B = p.B;
-  a.Nq = p.Nq;
-  a.Nk = p.Nk;
-  a.G = p.G;
-  a.Qmax = p.Qmax;
-  a.Kmax = p.Kmax;
-  a.Df = p.Df;
-  a.inv_r2 = 1.0f / static_cast<float>(p.R * p.R);
-  a.precision = p.precision;
-  a.rules = p.rules;
   a.vec = p.Df % 8 == 0 && aligned16(p.qflat) && aligned16(p.kflat);
   a.vec_out = p.Kmax % 4 == 0 && aligned16(p.indices);
   for (int d = 0; d < 3; ++d) a.vec = a.vec && p.q_stride[d] % 8 == 0 && p.k_stride[d] % 8 == 0;

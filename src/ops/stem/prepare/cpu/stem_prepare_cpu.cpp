@@ -14,21 +14,15 @@
 namespace recops::ops {
 namespace {
 
-// Element loaders by dtype into fp32 (fp16 and fp8 through tables built once).
-const float* half_table() {
+// Element loaders by dtype into fp32 (fp16 and fp8 through tables built once): the fp32 value of
+// every bit pattern of the storage type S (Half, Fp8E4M3).
+template <class S>
+const float* value_table() {
+  using Bits = decltype(S::bits);
   static const std::vector<float> t = [] {
-    std::vector<float> v(65536);
-    for (uint32_t i = 0; i < 65536; ++i)
-      v[i] = static_cast<float>(to_double(Half{static_cast<uint16_t>(i)}));
-    return v;
-  }();
-  return t.data();
-}
-const float* fp8_table() {
-  static const std::vector<float> t = [] {
-    std::vector<float> v(256);
-    for (uint32_t i = 0; i < 256; ++i)
-      v[i] = static_cast<float>(to_double(Fp8E4M3{static_cast<uint8_t>(i)}));
+    std::vector<float> v(size_t{1} << (8 * sizeof(Bits)));
+    for (size_t i = 0; i < v.size(); ++i)
+      v[i] = static_cast<float>(to_double(S{static_cast<Bits>(i)}));
     return v;
   }();
   return t.data();
@@ -45,11 +39,11 @@ void axpy(float* dst, const void* src, DType dtype, int64_t n, float scale) {
       dst[d] += scale * f;
     }
   } else if (dtype == DType::fp16) {
-    const float* t = half_table();
+    const float* t = value_table<Half>();
     const auto* s = static_cast<const uint16_t*>(src);
     for (int64_t d = 0; d < n; ++d) dst[d] += scale * t[s[d]];
   } else {
-    const float* t = fp8_table();
+    const float* t = value_table<Fp8E4M3>();
     const auto* s = static_cast<const uint8_t*>(src);
     for (int64_t d = 0; d < n; ++d) dst[d] += scale * t[s[d]];
   }
