@@ -1,13 +1,13 @@
 // ops/jagged/common/cuda/row_copy_launch.cu: cuda_sm80 of both conversions: the configuration
 // (tuned or default), unit width choice, lanes per row, grid, checked launch of the op's kernel
-// (jagged_to_padded_dense/cuda/kernels.cuh, dense_to_jagged/cuda/kernels.cuh).
+// (common/cuda/to_dense_kernel.cuh, common/cuda/to_jagged_kernel.cuh).
 #include <cstdint>
 
 #include "core/cuda/bits.cuh"
 #include "core/cuda/launch.h"
 #include "ops/jagged/common/row_copy.h"
-#include "ops/jagged/dense_to_jagged/cuda/kernels.cuh"
-#include "ops/jagged/jagged_to_padded_dense/cuda/kernels.cuh"
+#include "ops/jagged/common/cuda/to_jagged_kernel.cuh"
+#include "ops/jagged/common/cuda/to_dense_kernel.cuh"
 
 namespace recops::ops {
 namespace {

@@ -1,4 +1,4 @@
-// jagged_to_padded_dense/cuda/kernels.cuh: the conversion kernel, which moves units of bits.
+// common/cuda/to_dense_kernel.cuh: the conversion kernel, which moves units of bits.
 //
 // out[b, l, :] = values[o_b + l, :] for l < n_b = min(L_b, max_L), else the padding pattern.
 //

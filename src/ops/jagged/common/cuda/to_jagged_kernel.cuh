@@ -1,4 +1,4 @@
-// dense_to_jagged/cuda/kernels.cuh: the conversion kernel, which moves units of bits.
+// common/cuda/to_jagged_kernel.cuh: the conversion kernel, which moves units of bits.
 //
 // Output row r of sequence b (o_b <= r < o_{b+1}, l = r - o_b) = dense[b, l] for l < S, else 0.
 //
