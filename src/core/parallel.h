@@ -10,13 +10,23 @@
 
 namespace recops::core {
 
+// The threads a CPU kernel may start: `requested` (0: OpenMP's default), at most four per
+// processor. A request of tens of thousands (torch.set_num_threads(60000), Context::num_threads)
+// would otherwise make libgomp fail to create them and crash; oversubscribing beyond 4x only adds
+// switching. Callers cap further at their work items.
 inline int max_threads(int requested = 0) {
 #ifdef _OPENMP
-  return requested > 0 ? requested : omp_get_max_threads();
+  const int cap = 4 * std::max(1, omp_get_num_procs());
+  return std::min(requested > 0 ? requested : omp_get_max_threads(), cap);
 #else
   (void)requested;
   return 1;
 #endif
+}
+
+// max_threads(requested), and no more than `work` items (at least 1).
+inline int max_threads(int requested, int64_t work) {
+  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(max_threads(requested), work)));
 }
 
 // Calls fn(begin, end) over [0, n) split into contiguous chunks of at least `grain` items,

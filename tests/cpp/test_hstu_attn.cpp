@@ -233,6 +233,32 @@ TEST(HstuAttn, BackwardIsDeterministic) {
   EXPECT_TRUE(testing::bytes_equal(dv1, dv2));
 }
 
+// A thread request far beyond the machine (torch.set_num_threads(60000), Context::num_threads =
+// 100000) is capped (core::max_threads) instead of making libgomp fail to create the threads; the
+// results are the same bytes as with one thread (issue 21, memory safety 4).
+TEST(HstuAttn, HugeThreadRequestIsCapped) {
+  Problem p = make_problem(DType::fp32, 40, true);
+  Shape os, sq, sk, sv, sr;
+  ASSERT_TRUE(hstu_attn_fwd_shape(p.a, &os).ok());
+  ASSERT_TRUE(hstu_attn_bwd_shape(p.a, &sq, &sk, &sv, &sr).ok());
+  const Tensor w = uniform(os, DType::fp32, 8);
+  for (const char* impl : {"reference", "cpu_generic"}) {
+    std::vector<Tensor> got[2];
+    for (int run = 0; run < 2; ++run) {
+      Context ctx = with_impl(impl);
+      ctx.num_threads = run == 0 ? 1 : 100000;
+      Tensor out = Tensor::empty(os, DType::fp32), dq = Tensor::empty(sq, DType::fp32);
+      Tensor dk = Tensor::empty(sk, DType::fp32), dv = Tensor::empty(sv, DType::fp32);
+      Tensor drab = Tensor::empty(sr, DType::fp32);
+      ASSERT_TRUE(hstu_attn_fwd(p.a, out, ctx).ok()) << impl;
+      ASSERT_TRUE(hstu_attn_bwd(w, p.a, dq, dk, dv, &drab.view(), ctx).ok()) << impl;
+      got[run] = {out, dq, dk, dv, drab};
+    }
+    for (size_t t = 0; t < got[0].size(); ++t)
+      EXPECT_TRUE(testing::bytes_equal(got[0][t], got[1][t])) << impl << " output " << t;
+  }
+}
+
 TEST(HstuAttn, BadInputsNameTheRule) {
   Problem p = make_problem(DType::fp32, 40, false);
   Shape os;

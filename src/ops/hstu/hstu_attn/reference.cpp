@@ -11,6 +11,7 @@
 #include <cmath>
 #include <vector>
 
+#include "core/parallel.h"
 #include "ops/hstu/hstu_attn/impls.h"
 
 namespace recops::ops {
@@ -135,7 +136,8 @@ double score(const P& p, int64_t b, int64_t hq, int64_t i, int64_t c, int64_t q_
 // same sums in the same order as one thread.
 Status hstu_attn_fwd_reference(const HstuAttnParams& p, const Context&) {
   const int64_t group = p.Hq / p.Hk;
-#pragma omp parallel
+  const int nt = core::max_threads(0, p.B * p.Hq);
+#pragma omp parallel num_threads(nt)
   {
     std::vector<double> acc(static_cast<size_t>(p.dv));
 #pragma omp for collapse(2) schedule(dynamic, 1)
@@ -183,7 +185,7 @@ Status hstu_attn_bwd_reference(const HstuAttnParams& p, const Context&) {
   // sums over every head of a sequence: then only sequences run in parallel.
   const bool shared_drab = p.drab != nullptr && Hr == 1;
   const int64_t units = shared_drab ? p.B : p.B * p.Hk;
-#pragma omp parallel for schedule(dynamic, 1)
+#pragma omp parallel for schedule(dynamic, 1) num_threads(core::max_threads(0, units))
   for (int64_t u = 0; u < units; ++u) {
     const int64_t b = shared_drab ? u : u / p.Hk;
     const int64_t h_lo = shared_drab ? 0 : (u % p.Hk) * group;

@@ -7,6 +7,7 @@
 #include <limits>
 #include <vector>
 
+#include "core/parallel.h"
 #include "ops/stem/block_sparse_attention/impls.h"
 
 namespace recops::ops {
@@ -60,7 +61,7 @@ void clear_uncovered(const BlockSparseAttentionParams& p) {
 template <class F, class Score, class Weight>
 void attend(const BlockSparseAttentionParams& p, Score score, Weight weight) {
   const int64_t pairs = p.B * p.Nq;
-#pragma omp parallel
+#pragma omp parallel num_threads(core::max_threads(0, pairs))
   {
     std::vector<F> x, acc(static_cast<size_t>(p.D));
 #pragma omp for schedule(dynamic, 1)
