@@ -118,8 +118,8 @@ step build 330 "$OUT/build.log" cmake --build "$BUILD" -j "$JOBS" "${build_targe
 # ---- tests, accuracy and timing (most valuable first: the budget may run out) -----------------
 wants ctest && step ctest 150 "$OUT/tests.log" ctest --test-dir "$BUILD" --output-on-failure -j 8
 # DEVICE_CHECK_ARGS / DEVICE_BENCH_ARGS / DEVICE_PEERS_ARGS (e.g. "--op dense_to_jagged") narrow
-# a short run's selection. DEVICE_CHECK_S limits the check (default 300 s: the whole matrix took
-# 156 s at 2bcecd1 and ran past a 180 s limit at 4659bbb with the cases added since).
+# a short run's selection. DEVICE_CHECK_S limits the check (default 300 s: every op's whole matrix,
+# 658 rows, took 193-199 s at e2b0645 and 33533a3 once the HSTU golden ran on all cores).
 wants check && step "check cuda" "${DEVICE_CHECK_S:-300}" "$OUT/check_bench.log" \
   "$RECOPS" check --backend cuda ${DEVICE_CHECK_ARGS:-} --json "$OUT/check_cuda.json"
 wants kernels && step kernels 120 "$OUT/check_bench.log" \
@@ -139,15 +139,19 @@ if wants peers_cpu && have_file bench/jagged_peers.py; then
 fi
 
 # ---- sanitizers over a small selection -----------------------------------------------------------
-# Small cases of each op family (ids from the ops' cases.yaml): conversions with empty sequences
-# and tile edges; cumsum with many rows, two tiles, and 256 tiles of look-back.
-SAN_CASES=${SAN_CASES:-"uniform_b37_d3 mixed_empty tile_edges r37_n199 r65536_n16 flat_n4097 n_2p20"}
+# Small cases of every op (ids from the ops' cases.yaml): conversions with empty sequences and tile
+# edges; cumsum with many rows, two tiles, and 256 tiles of look-back; HSTU's worked example,
+# zero lengths and a d = 128 jagged case with tails (the sm90 path); Stem prepare, indexer and
+# block-sparse attention with tails, empty sequences and a paged cache.
+SAN_CASES=${SAN_CASES:-"uniform_b37_d3 mixed_empty tile_edges r37_n199 r65536_n16 flat_n4097 n_2p20
+  worked_example zero_lengths d128_jagged_tails packed_tails paged_16 tails both_empty_mixed
+  full_selection_causal empty_rows"}
 san_args=(check --backend cuda)
 for c in $SAN_CASES; do san_args+=(--case "$c"); done
 if wants sanitizer; then
-  step memcheck 45 "$OUT/sanitizer.log" \
+  step memcheck "${DEVICE_SAN_S:-120}" "$OUT/sanitizer.log" \
     compute-sanitizer --tool memcheck --leak-check no --error-exitcode 99 "$RECOPS" "${san_args[@]}"
-  step racecheck 45 "$OUT/sanitizer.log" \
+  step racecheck "${DEVICE_SAN_S:-120}" "$OUT/sanitizer.log" \
     compute-sanitizer --tool racecheck --racecheck-report all --error-exitcode 99 "$RECOPS" \
     "${san_args[@]}"
 fi
