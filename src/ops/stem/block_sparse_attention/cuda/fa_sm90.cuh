@@ -35,7 +35,7 @@
 #include "core/cuda/launch.h"
 #include "core/cuda/sm90.cuh"
 #include "core/cuda/tma.h"
-#include "ops/stem/block_sparse_attention/cuda/kernels.cuh"
+#include "ops/stem/block_sparse_attention/cuda/common.cuh"
 #include "recops/context.h"
 #include "recops/status.h"
 
