@@ -230,7 +230,7 @@ Status write_baselines(const CaseFile& file,
 int run_bench(const BenchOptions& o) {
   const auto t_start = Clock::now();
   Selection sel;
-  if (!select("bench", o.cases_dir, o.ops, o.backends, &sel)) return 2;
+  if (!select("bench", o.cases_dir, o.ops, o.backends, &sel, o.impl)) return 2;
   const double threshold = o.threshold_pct / 100.0;
   const bool against_file = !o.against.empty() && o.against != "baseline";
   std::map<std::string, double> against;
@@ -302,6 +302,7 @@ int run_bench(const BenchOptions& o) {
   };
 
   std::vector<CaseFile> files = load_case_files(sel, "perf.yaml", FileKind::perf, schema, &errors);
+  if (!ids_known("bench", "shape", files, sel, o.shape_ids)) return 2;
   // The filters: a shape runs when it passes them, on each backend its entry allows.
   const RowFilter filter{sel.ops, o.shape_ids, o.dtypes, {}, {}, o.quick};
   const int64_t total = count_runs(files, filter, sel.backends, o.impl);

@@ -43,7 +43,7 @@ std::string first_line(const std::string& s) {
 int run_check(const CheckOptions& o, const std::string& argv0) {
   const auto t0 = std::chrono::steady_clock::now();
   Selection sel;
-  if (!select("check", o.cases_dir, o.ops, o.backends, &sel)) return 2;
+  if (!select("check", o.cases_dir, o.ops, o.backends, &sel, o.impl)) return 2;
   for (const auto& lst : {o.dtypes, o.offsets_dtypes, o.out_dtypes})
     for (const auto& s : lst)
       if (!dtype_from_name(s)) {

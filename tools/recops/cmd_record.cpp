@@ -101,7 +101,7 @@ std::string shape_str(const Shape& s) {
 int run_record(const RecordOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();
   Selection sel;
-  if (!select("record", o.cases_dir, o.ops, o.backends, &sel)) return 2;
+  if (!select("record", o.cases_dir, o.ops, o.backends, &sel, o.impl)) return 2;
   if (sel.backends.size() != 1) {
     std::cerr << "recops record: give exactly one --backend\n";
     return 2;

@@ -180,7 +180,7 @@ Status read_tuning_file(const std::string& path, json* doc) {
 int run_tune(const TuneOptions& o) {
   const auto t_start = Clock::now();
   Selection sel;
-  if (!select("tune", o.cases_dir, o.ops, o.backends, &sel)) return 2;
+  if (!select("tune", o.cases_dir, o.ops, o.backends, &sel, o.impl)) return 2;
   const CaseSchema schema = case_schema();
   const std::string commit = project_commit(sel.dir);
   const std::string date = today();
@@ -199,6 +199,7 @@ int run_tune(const TuneOptions& o) {
     std::cerr << "error: " << e.what() << "\n";
     return 2;
   }
+  if (!ids_known("tune", "shape", files, sel, o.shape_ids)) return 2;
   // The accuracy standard of each op: its folder's cases.yaml.
   std::map<std::string, core::Standard> standards;
   for (const auto& op : sel.ops) {

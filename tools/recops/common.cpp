@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -148,7 +149,7 @@ std::string backend_unavailable(DeviceType backend) {
 }
 
 bool select(const char* command, const std::string& cases_dir, const std::vector<std::string>& ops,
-            const std::vector<std::string>& backends, Selection* sel) {
+            const std::vector<std::string>& backends, Selection* sel, const std::string& impl) {
   try {
     sel->dir = ops_dir(cases_dir);
     sel->ops = select_ops(ops);
@@ -160,6 +161,34 @@ bool select(const char* command, const std::string& cases_dir, const std::vector
   sel->backends = select_backends(backends, &err);
   if (!err.empty()) {
     std::cerr << "recops " << command << ": " << err << "\n";
+    return false;
+  }
+  if (impl.empty()) return true;
+  std::set<std::string> known;
+  for (const auto& op : sel->ops)
+    for (DeviceType bt : sel->backends)
+      for (const auto& id : impl_ids(op, bt)) known.insert(id);
+  if (known.count(impl)) return true;
+  std::cerr << "recops " << command << ": --impl " << impl
+            << " is not an implementation of the selected ops on the selected backends (they have:";
+  for (const auto& id : known) std::cerr << " " << id;
+  std::cerr << ")\n";
+  return false;
+}
+
+bool ids_known(const char* command, const char* what, const std::vector<CaseFile>& files,
+               const Selection& sel, const std::vector<std::string>& wanted) {
+  std::set<std::string> ids;
+  for (const CaseFile& f : files)
+    for (const CaseRow& row : expand(f))
+      if (std::find(sel.ops.begin(), sel.ops.end(), row.op) != sel.ops.end())
+        ids.insert(row.spec->id);
+  for (const auto& id : wanted) {
+    if (ids.count(id)) continue;
+    std::cerr << "recops " << command << ": no " << what << " '" << id
+              << "' among the selected ops (they have:";
+    for (const auto& k : ids) std::cerr << " " << k;
+    std::cerr << ")\n";
     return false;
   }
   return true;

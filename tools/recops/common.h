@@ -35,8 +35,15 @@ struct Selection {
   std::vector<std::string> ops;
   std::vector<DeviceType> backends;
 };
+// `impl` (when not empty) must be an implementation of a selected op on a selected backend; else
+// the error lists the ones there are.
 bool select(const char* command, const std::string& cases_dir, const std::vector<std::string>& ops,
-            const std::vector<std::string>& backends, Selection* sel);
+            const std::vector<std::string>& backends, Selection* sel, const std::string& impl = {});
+
+// Every id of `wanted` (case or shape ids of --case / --shape) names a row of `files`; else an
+// error on stderr listing the ids there are, and false.
+bool ids_known(const char* command, const char* what, const std::vector<CaseFile>& files,
+               const Selection& sel, const std::vector<std::string>& wanted);
 
 // The case files (`file_name`: cases.yaml or perf.yaml) of the selected ops' folders under `dir`.
 // A file that does not load is reported on stderr and counted in *errors; the others still load.
