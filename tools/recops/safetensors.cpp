@@ -114,11 +114,16 @@ Status read_safetensors(const std::string& path, SafetensorsFile* out) {
       const auto offs = e.at("data_offsets").get<std::vector<uint64_t>>();
       if (offs.size() != 2 || offs[0] > offs[1] || offs[1] > data_size)
         return bad(path, "tensor '" + name + "': data_offsets out of the data section");
-      Tensor t = Tensor::empty(shape, *dt);
-      if (static_cast<uint64_t>(t.nbytes()) != offs[1] - offs[0])
+      // The shape's byte count, overflow-checked, before anything is allocated: a file from
+      // elsewhere may claim [2^61 + 2] elements over 16 bytes.
+      int64_t need = 0;
+      if (Status st = checked_nbytes("tensor '" + name + "'", shape, *dt, &need); !st.ok())
+        return bad(path, st.message());
+      if (static_cast<uint64_t>(need) != offs[1] - offs[0])
         return bad(path, "tensor '" + name + "': data_offsets span " +
                              std::to_string(offs[1] - offs[0]) + " bytes, its shape needs " +
-                             std::to_string(t.nbytes()));
+                             std::to_string(need));
+      Tensor t = Tensor::empty(shape, *dt);
       if (t.nbytes() > 0)
         std::memcpy(t.data(), bytes.data() + data_begin + offs[0], static_cast<size_t>(t.nbytes()));
       by_offset.push_back({offs[0], {name, std::move(t)}});

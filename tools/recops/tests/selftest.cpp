@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,7 @@
 #include "tools/recops/casefile.h"
 #include "tools/recops/gen.h"
 #include "tools/recops/judge.h"
+#include "tools/recops/safetensors.h"
 
 using namespace recops;
 using namespace recops::cli;
@@ -149,6 +151,25 @@ void test_generators() {
   expect(make_lengths(un, 7) == std::vector<int64_t>({43, 84, 80, 11, 70, 68, 50, 49}),
          "generators: uniform lengths match Python");
 }
+
+// A recording from another machine is untrusted: a header whose shape's byte count overflows
+// int64 ([2^61 + 2] fp64 over 16 bytes) is refused before anything is allocated (issue 21).
+void test_safetensors_overflow() {
+  const std::string path = "selftest_overflow.safetensors";
+  const std::string header =
+      R"({"t":{"dtype":"F64","shape":[2305843009213693954],"data_offsets":[0,16]}})";
+  {
+    std::ofstream f(path, std::ios::binary);
+    const uint64_t n = header.size();
+    f.write(reinterpret_cast<const char*>(&n), 8);
+    f << header << std::string(16, '\0');
+  }
+  SafetensorsFile file;
+  const Status st = read_safetensors(path, &file);
+  expect(!st.ok() && st.message().find("needs more than 2^63-1 bytes") != std::string::npos,
+         "safetensors: an overflowing shape is refused");
+  std::remove(path.c_str());
+}
 }  // namespace
 
 int main() {
@@ -157,6 +178,7 @@ int main() {
   test_double();
   test_parser();
   test_generators();
+  test_safetensors_overflow();
   if (failures) {
     std::printf("%d check(s) failed\n", failures);
     return 1;
