@@ -1,0 +1,159 @@
+// jagged/jagged_softmax/cpu/jagged_softmax_cpu.cpp: cpu_generic. Work items are (sequence, block of
+// up to kCols columns); threads take contiguous item ranges of equal cost (rows x columns, each
+// sequence counted one row more so that empty ones cost something), found by binary search over
+// the items' cost prefix. Per item, passes over the sequence's rows with the column block's
+// statistics in fp32 (fp64 for fp64; the backward's dot in fp64 always), plain loops over the block
+// the compiler can vectorise:
+//   forward:  max, sum of exp(x - max), write exp(x - max) / sum
+//   backward: dot = sum grad * y, write y * (grad - dot)
+// Truncated rows (n_b <= l < L_b) are written 0. Offsets are clamped into [0, total_L].
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "core/parallel.h"
+#include "core/scalar.h"
+#include "ops/jagged/jagged_softmax/impls.h"
+
+namespace recops::ops::jagged_softmax_ns {
+namespace {
+constexpr int64_t kCols = 64;          // the column block of one work item
+constexpr int64_t kMinCost = 1 << 15;  // elements per thread below which fewer threads start
+
+template <class Acc, class T>
+Acc load(T v) {
+  if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>)
+    return to_float(v);
+  else
+    return static_cast<Acc>(v);
+}
+template <class T, class Acc>
+T store(Acc v) {
+  if constexpr (std::is_same_v<T, Half>)
+    return half_from_double(static_cast<double>(v));
+  else if constexpr (std::is_same_v<T, BFloat16>)
+    return bf16_from_float(v);
+  else
+    return static_cast<T>(v);
+}
+
+template <class T>
+T store_d(double v) {  // one rounding from fp64
+  if constexpr (std::is_same_v<T, Half>)
+    return half_from_double(v);
+  else if constexpr (std::is_same_v<T, BFloat16>)
+    return bf16_from_double(v);
+  else
+    return static_cast<T>(v);
+}
+
+struct Item {
+  int64_t start, rows, n, h0, w;  // rows: L_b (clamped); n = min(rows, max_L); columns [h0, h0+w)
+};
+
+template <class T, class Acc>
+void forward_item(const Params& p, const Item& it) {
+  const T* x = static_cast<const T*>(p.a);
+  T* y = static_cast<T*>(p.out);
+  Acc m[kCols], s[kCols];
+  const Acc inf = std::numeric_limits<Acc>::infinity();
+  for (int64_t j = 0; j < it.w; ++j) m[j] = -inf, s[j] = 0;
+  for (int64_t l = 0; l < it.n; ++l) {
+    const T* row = x + (it.start + l) * p.a_row_stride + it.h0;
+    for (int64_t j = 0; j < it.w; ++j) {
+      const Acc v = load<Acc>(row[j]);
+      m[j] = (v > m[j] || v != v) ? v : m[j];  // a NaN sticks: nothing compares above it
+    }
+  }
+  for (int64_t l = 0; l < it.n; ++l) {
+    const T* row = x + (it.start + l) * p.a_row_stride + it.h0;
+    for (int64_t j = 0; j < it.w; ++j) s[j] += std::exp(load<Acc>(row[j]) - m[j]);
+  }
+  for (int64_t l = 0; l < it.n; ++l) {
+    const T* row = x + (it.start + l) * p.a_row_stride + it.h0;
+    T* orow = y + (it.start + l) * p.H + it.h0;
+    for (int64_t j = 0; j < it.w; ++j)
+      orow[j] = store<T>(m[j] == -inf ? Acc(0) : std::exp(load<Acc>(row[j]) - m[j]) / s[j]);
+  }
+}
+
+template <class T, class Acc>
+void backward_item(const Params& p, const Item& it) {
+  const T* g = static_cast<const T*>(p.a);
+  const T* yv = static_cast<const T*>(p.b);
+  T* dx = static_cast<T*>(p.out);
+  // fp64 for every dtype: grad - dot cancels wherever grad is close to the column's mean.
+  double dot[kCols];
+  for (int64_t j = 0; j < it.w; ++j) dot[j] = 0;
+  for (int64_t l = 0; l < it.n; ++l) {
+    const T* grow = g + (it.start + l) * p.a_row_stride + it.h0;
+    const T* yrow = yv + (it.start + l) * p.b_row_stride + it.h0;
+    for (int64_t j = 0; j < it.w; ++j)
+      dot[j] += static_cast<double>(load<Acc>(grow[j])) * load<Acc>(yrow[j]);
+  }
+  for (int64_t l = 0; l < it.n; ++l) {
+    const T* grow = g + (it.start + l) * p.a_row_stride + it.h0;
+    const T* yrow = yv + (it.start + l) * p.b_row_stride + it.h0;
+    T* orow = dx + (it.start + l) * p.H + it.h0;
+    for (int64_t j = 0; j < it.w; ++j)
+      orow[j] = store_d<T>(static_cast<double>(load<Acc>(yrow[j])) * (load<Acc>(grow[j]) - dot[j]));
+  }
+}
+
+template <class T, class Acc>
+void compute(const Params& p, int threads) {
+  const int64_t blocks = (p.H + kCols - 1) / kCols;
+  const int64_t items = p.B * blocks;
+  auto offset = [&](int64_t i) {
+    return core::clamp_offset(
+        core::load_offset(p.seq_offsets, p.offsets_int64, p.offsets_stride, i), p.total_L);
+  };
+  // cost[i]: the cost of the items before i (item i = (b, block) = (i / blocks, i % blocks)).
+  std::vector<int64_t> cost(static_cast<size_t>(items) + 1, 0);
+  for (int64_t i = 0; i < items; ++i) {
+    const int64_t b = i / blocks, h0 = (i % blocks) * kCols;
+    const int64_t rows = std::max<int64_t>(0, offset(b + 1) - offset(b));
+    cost[i + 1] = cost[i] + (rows + 1) * std::min(kCols, p.H - h0);
+  }
+  const int64_t total = cost.back();
+  const int nt = core::max_threads(threads, std::max<int64_t>(1, total / kMinCost));
+  auto first_item = [&](int64_t t) {  // the first item whose cost prefix reaches t's share
+    return static_cast<int64_t>(std::lower_bound(cost.begin(), cost.end() - 1, total * t / nt) -
+                                cost.begin());
+  };
+  core::parallel_for(nt, 1, nt, [&](int64_t t0, int64_t t1) {
+    const int64_t end_item = t1 == nt ? items : first_item(t1);
+    T* out = static_cast<T*>(p.out);
+    for (int64_t i = first_item(t0); i < end_item; ++i) {
+      Item it;
+      const int64_t b = i / blocks;
+      it.start = offset(b);
+      it.rows = std::max<int64_t>(0, offset(b + 1) - it.start);
+      it.n = std::min(it.rows, p.max_L);
+      it.h0 = (i % blocks) * kCols;
+      it.w = std::min(kCols, p.H - it.h0);
+      if (p.backward)
+        backward_item<T, Acc>(p, it);
+      else
+        forward_item<T, Acc>(p, it);
+      for (int64_t l = it.n; l < it.rows; ++l)  // truncated rows
+        std::fill_n(out + (it.start + l) * p.H + it.h0, it.w, store<T>(Acc(0)));
+    }
+  });
+}
+}  // namespace
+
+Status run_cpu(const Params& p, const Context& ctx) {
+  switch (p.dtype) {
+    case DType::fp64: compute<double, double>(p, ctx.num_threads); break;
+    case DType::fp32: compute<float, float>(p, ctx.num_threads); break;
+    case DType::fp16: compute<Half, float>(p, ctx.num_threads); break;
+    case DType::bf16: compute<BFloat16, float>(p, ctx.num_threads); break;
+    default:
+      return Status(StatusCode::internal, "jagged_softmax: cpu_generic reached with a bad dtype");
+  }
+  return Status::Ok();
+}
+
+}  // namespace recops::ops::jagged_softmax_ns
