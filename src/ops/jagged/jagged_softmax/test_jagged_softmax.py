@@ -1,5 +1,6 @@
-"""jagged_softmax through PyTorch: the torch formula, opcheck (schema, fake/Meta, autograd registration,
-torch.compile) and gradcheck. Collected by `pytest src/ops` (scripts/test_all.sh)."""
+"""jagged_softmax and jagged_softmax_bwd through PyTorch: the torch formula on random jagged data
+(truncation included), opcheck (schema, fake/Meta, autograd registration), gradcheck in fp64, the
+special values and the errors. Collected by `pytest src/ops` (scripts/test_all.sh)."""
 
 import pytest
 import torch
@@ -9,33 +10,149 @@ import recops
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
 
+def make(lengths, H, dtype=torch.float32, device="cpu", offsets_dtype=torch.int64, scale=1.0,
+         one_d=False):
+    lengths = torch.tensor(lengths, dtype=torch.int64)
+    offsets = torch.zeros(len(lengths) + 1, dtype=torch.int64)
+    offsets[1:] = torch.cumsum(lengths, 0)
+    total = int(offsets[-1])
+    shape = (total,) if one_d else (total, H)
+    values = (torch.randn(shape, dtype=torch.float64) * scale).to(dtype).to(device)
+    return values, offsets.to(offsets_dtype).to(device)
+
+
+def torch_softmax(values, offsets, max_L):
+    """The formula with torch ops, per sequence, in fp64."""
+    x = values.double().reshape(values.shape[0], -1)
+    y = torch.zeros_like(x)
+    off = offsets.tolist()
+    for b in range(len(off) - 1):
+        s, n = off[b], min(off[b + 1] - off[b], max_L)
+        if n > 0:
+            seg = x[s:s + n]
+            col_all_neg_inf = torch.isneginf(seg).all(0)
+            p = torch.softmax(seg, dim=0)
+            p[:, col_all_neg_inf] = 0
+            y[s:s + n] = p
+    return y.reshape(values.shape)
+
+
+def torch_softmax_bwd(grad, y, offsets, max_L):
+    g = grad.double().reshape(grad.shape[0], -1)
+    yy = y.double().reshape(y.shape[0], -1)
+    dx = torch.zeros_like(g)
+    off = offsets.tolist()
+    for b in range(len(off) - 1):
+        s, n = off[b], min(off[b + 1] - off[b], max_L)
+        if n > 0:
+            dot = (g[s:s + n] * yy[s:s + n]).sum(0, keepdim=True)
+            dx[s:s + n] = yy[s:s + n] * (g[s:s + n] - dot)
+    return dx.reshape(grad.shape)
+
+
+TOL = {torch.float64: 1e-12, torch.float32: 1e-5, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}
+
+
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
-@pytest.mark.parametrize("shape", [(1,), (37, 97), (0, 5)])
-def test_matches_formula(device, dtype, shape):
-    x = torch.randn(shape, dtype=dtype, device=device)
-    out = recops.jagged_softmax(x, -0.75)
-    torch.testing.assert_close(out, (x.float() * -0.75).to(dtype))
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("offsets_dtype", [torch.int32, torch.int64])
+@pytest.mark.parametrize("max_L", [0, 1, 9, 100])
+def test_matches_formula(device, dtype, offsets_dtype, max_L):
+    torch.manual_seed(max_L)
+    values, offsets = make([0, 3, 17, 1, 0, 40, 9], 5, dtype, device, offsets_dtype)
+    y = recops.jagged_softmax(values, offsets, max_L)
+    tol = TOL[dtype]
+    torch.testing.assert_close(y.double(), torch_softmax(values, offsets, max_L).to(device),
+                               atol=tol, rtol=tol)
+    grad = torch.randn_like(values)
+    dx = torch.ops.recops.jagged_softmax_bwd(grad, y, offsets, max_L)
+    torch.testing.assert_close(dx.double(), torch_softmax_bwd(grad, y, offsets, max_L).to(device),
+                               atol=tol, rtol=tol)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_truncated_rows_are_zero_and_one_d_values(device):
+    values, offsets = make([5, 12, 2], 1, torch.float32, device, one_d=True)
+    y = recops.jagged_softmax(values, offsets, 4)
+    assert y.shape == values.shape
+    assert (y[4:5] == 0).all() and (y[9:17] == 0).all()
+    torch.testing.assert_close(y.double(), torch_softmax(values, offsets, 4).to(device))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_special_values(device):
+    values, offsets = make([6, 4], 3, torch.float32, device)
+    values[:6, 0] = float("-inf")   # an all -inf column: 0
+    values[6, 1] = float("nan")     # a NaN: its column NaN
+    values[:6, 2] = float("-inf")
+    values[3, 2] = 2.0              # one finite entry among -inf: 1 there, 0 elsewhere
+    y = recops.jagged_softmax(values, offsets, 10)
+    assert (y[:6, 0] == 0).all()
+    assert torch.isnan(y[6:, 1]).all() and not torch.isnan(y[:6, 1]).any()
+    assert y[3, 2] == 1 and (y[:3, 2] == 0).all() and (y[4:6, 2] == 0).all()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_fp16_large_magnitude(device):
+    values, offsets = make([50, 30], 4, torch.float16, device, scale=1e4)
+    y = recops.jagged_softmax(values, offsets, 64)
+    assert torch.isfinite(y).all()
+    torch.testing.assert_close(y.double(), torch_softmax(values, offsets, 64).to(device),
+                               atol=2e-3, rtol=2e-3)
+
+
+def test_noncontiguous_rows():
+    values, offsets = make([7, 0, 11], 8)
+    wide = torch.randn(values.shape[0], 16)
+    wide[:, ::2] = values
+    strided = wide[:, ::2]  # last stride 2: the binding copies
+    rows = torch.randn(values.shape[0], 12)[:, :8]  # row stride 12: used as is
+    rows.copy_(values)
+    for v in (strided, rows):
+        torch.testing.assert_close(recops.jagged_softmax(v, offsets, 9),
+                                   recops.jagged_softmax(values, offsets, 9))
 
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_opcheck(device):
-    x = torch.randn(7, 5, device=device, requires_grad=True)
-    torch.library.opcheck(torch.ops.recops.jagged_softmax.default, (x, 2.5))
+    values, offsets = make([3, 0, 6], 4, device=device)
+    values.requires_grad_(True)
+    torch.library.opcheck(torch.ops.recops.jagged_softmax.default, (values, offsets, 5))
+    y = recops.jagged_softmax(values.detach(), offsets, 5)
     torch.library.opcheck(torch.ops.recops.jagged_softmax_bwd.default,
-                          (torch.randn(7, 5, device=device), x.detach(), 2.5))
+                          (torch.randn_like(y), y, offsets, 5))
 
 
 def test_gradcheck():
-    x = torch.randn(4, 3, dtype=torch.float64, requires_grad=True)
-    assert torch.autograd.gradcheck(lambda t: recops.jagged_softmax(t, 1.25), (x,))
+    values, offsets = make([3, 0, 6, 2], 3, torch.float64)
+    values.requires_grad_(True)
+    assert torch.autograd.gradcheck(lambda t: recops.jagged_softmax(t, offsets, 4), (values,))
 
 
-def test_noncontiguous_input_is_copied():
-    x = torch.randn(8, 6)[:, ::2]
-    torch.testing.assert_close(recops.jagged_softmax(x, 2.0), x * 2.0)
+def test_backward_matches_torch_autograd():
+    values, offsets = make([4, 9], 2, torch.float64)
+    v1 = values.clone().requires_grad_(True)
+    v2 = values.clone().requires_grad_(True)
+    g = torch.randn_like(values)
+    (recops.jagged_softmax(v1, offsets, 6) * g).sum().backward()
+    parts = [torch.softmax(v2[0:4], 0), torch.softmax(v2[4:10], 0), v2[10:13] * 0]
+    (torch.cat(parts) * g).sum().backward()
+    torch.testing.assert_close(v1.grad, v2.grad)
 
 
-def test_bad_dtype_names_the_argument():
-    with pytest.raises(RuntimeError, match="x must be fp64, fp32, fp16 or bf16"):
-        recops.jagged_softmax(torch.ones(3, dtype=torch.int32), 2.0)
+def test_errors_name_the_argument():
+    values, offsets = make([2, 3], 2)
+    with pytest.raises(RuntimeError, match="jagged_softmax: values must be fp64, fp32, fp16 or bf16"):
+        recops.jagged_softmax(values.int(), offsets, 4)
+    with pytest.raises(RuntimeError, match="jagged_softmax: max_seq_len=-1 must be >= 0"):
+        recops.jagged_softmax(values, offsets, -1)
+    with pytest.raises(RuntimeError, match=r"jagged_softmax: seq_offsets must be int32 or int64"):
+        recops.jagged_softmax(values, offsets.float(), 4)
+    with pytest.raises(RuntimeError, match=r"jagged_softmax: values must be \[total_L, H\]"):
+        recops.jagged_softmax(values.reshape(5, 2, 1), offsets, 4)
+    with pytest.raises(RuntimeError, match="non-decreasing"):
+        recops.jagged_softmax(values, torch.tensor([0, 4, 2, 5]).clamp(max=5), 4)
+    with pytest.raises(RuntimeError, match=r"jagged_softmax: seq_offsets\[2\]=4"):
+        recops.jagged_softmax(values, torch.tensor([0, 2, 4]), 4)
+    with pytest.raises(RuntimeError, match="jagged_softmax_bwd: grad"):
+        torch.ops.recops.jagged_softmax_bwd(values[:4], values, offsets, 4)
