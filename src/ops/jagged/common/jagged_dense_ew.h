@@ -1,0 +1,93 @@
+// ops/jagged/common/jagged_dense_ew.h: what the jagged-dense elementwise ops share
+// (jagged_dense_elementwise_add, jagged_dense_elementwise_mul and its backward; jagged_ops.md
+// §2.3, §2.4(a)). x is jagged [total_L, D] by seq_offsets, y dense [B, S, D]; row (b, l) of x
+// meets y[b, l] while l < S. They differ only in the per-element step and in what rows l >= S get.
+//
+// Here: the flat params, the shared checks and dispatch of the entries (jagged_dense_ew.cpp), the
+// cpu_generic (jagged_dense_ew_cpu.cpp) and cuda_sm80 (cuda/jagged_dense_ew_launch.cu)
+// implementations, and the implementation list. Each op keeps its shape function, its fp64
+// reference and its registration.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/dispatch.h"
+#include "recops/context.h"
+#include "recops/dtype.h"
+#include "recops/registry.h"
+#include "recops/status.h"
+#include "recops/tensor_view.h"
+
+namespace recops::ops {
+
+enum class JdEwMode {
+  add,      // out(b,l) = x(b,l) + y[b,l] for l < S, x(b,l) for l >= S
+  mul,      // out(b,l) = x(b,l) * y[b,l] for l < S, 0 for l >= S
+  mul_bwd,  // dx(b,l) = grad(b,l) * y[b,l] (l < S, else 0);
+            // dy[b,l] = grad(b,l) * x(b,l) for l < min(L_b, S), else 0
+};
+
+struct JdEwParams {
+  JdEwMode mode = JdEwMode::add;
+  // Jagged operands [total_L, D], row r at r * row stride elements, D dense within a row.
+  const void* a = nullptr;  // add/mul: x; mul_bwd: grad
+  const void* x = nullptr;  // mul_bwd: the forward's x; else unused
+  const void* y = nullptr;  // dense [B, S, D]: (b, l) at b * y_batch_stride + l * y_row_stride
+  void* out = nullptr;      // jagged [total_L, D], contiguous (mul_bwd: dx)
+  void* dy = nullptr;       // mul_bwd: dense [B, S, D], contiguous; else unused
+  const void* seq_offsets = nullptr;  // [B+1] int32 or int64, element stride offsets_stride
+
+  DType dtype = DType::fp32;  // of every floating tensor
+  bool offsets_int64 = false;
+  int64_t offsets_stride = 1;
+  int64_t B = 0;
+  int64_t S = 0;
+  int64_t D = 1;
+  int64_t total_L = 0;
+  int64_t a_row_stride = 0;
+  int64_t x_row_stride = 0;
+  int64_t y_batch_stride = 0;
+  int64_t y_row_stride = 0;
+  int device_index = 0;
+};
+
+Status jd_ew_cpu(const JdEwParams& p, const Context& ctx);
+#ifdef RECOPS_WITH_CUDA
+Status jd_ew_cuda(const JdEwParams& p, const Context& ctx);
+#endif
+
+// The implementation list of one op, best first: the shared cuda_sm80 (which also serves sm90) and
+// cpu_generic, then the op's own golden.
+template <Status (*kReference)(const JdEwParams&, const Context&)>
+const std::vector<core::Impl<JdEwParams>>& jd_ew_impls() {
+  using P = JdEwParams;
+  static const std::vector<core::Impl<P>> list = {
+#ifdef RECOPS_WITH_CUDA
+      {"cuda_sm80", DeviceType::cuda, core::cuda::any_device_reason,
+       core::cuda_capability_at_least<80, P>, jd_ew_cuda},
+#endif
+      {"cpu_generic", DeviceType::cpu, core::always_available, core::accept_all<P>, jd_ew_cpu},
+      {"reference", DeviceType::cpu, core::always_available, core::accept_all<P>, kReference},
+  };
+  return list;
+}
+
+// The tensors of one call. a: x (forward) or grad (mul_bwd); x: mul_bwd's x (else empty).
+struct JdEwTensors {
+  TensorView a, x, seq_offsets, y;
+  TensorView out;  // [total_L, *E]
+  TensorView dy;   // mul_bwd: [B, S, *E]
+};
+
+// The shape rules of the forward: x [total_L, *E], seq_offsets [B+1], y [B, S, *E] -> [total_L,
+// *E]. `a_name` names the jagged input in messages ("x_values" or "grad").
+Status jd_ew_shape(const char* op, const char* a_name, const TensorView& a,
+                   const TensorView& seq_offsets, const TensorView& y, Shape* out_shape);
+
+// Every check of a call (shapes, dtypes, devices, layouts, the offsets' contents), the params and
+// the dispatch. Empty work launches nothing.
+Status jd_ew_run(const char* op, JdEwMode mode, const JdEwTensors& t,
+                 const std::vector<core::Impl<JdEwParams>>& impls, const Context& ctx);
+
+}  // namespace recops::ops

@@ -1,0 +1,86 @@
+// jagged/jagged_dense_elementwise_add/jagged_dense_elementwise_add.cpp: the entry (jagged_ops.md
+// §2.3). The checks, params and implementation list it shares with jagged_dense_elementwise_mul:
+// ops/jagged/common/jagged_dense_ew.h. At the end: the OpInfo and the argument table.
+#include "ops/jagged/jagged_dense_elementwise_add/jagged_dense_elementwise_add.h"
+
+#include "core/kit/op_def.h"
+#include "ops/jagged/jagged_dense_elementwise_add/impls.h"
+
+namespace recops::ops {
+namespace {
+constexpr const char* kOp = "jagged_dense_elementwise_add";
+}  // namespace
+}  // namespace recops::ops
+
+namespace recops {
+
+Status jagged_dense_elementwise_add_shape(const JaggedDenseElementwiseAddArgs& a,
+                                          Shape* out_shape) {
+  return ops::jd_ew_shape(ops::kOp, "x_values", a.x_values, a.seq_offsets, a.y, out_shape);
+}
+
+Status jagged_dense_elementwise_add(const JaggedDenseElementwiseAddArgs& a, const TensorView& out,
+                                    const Context& ctx) {
+  ops::JdEwTensors t;
+  t.a = a.x_values;
+  t.seq_offsets = a.seq_offsets;
+  t.y = a.y;
+  t.out = out;
+  return ops::jd_ew_run(ops::kOp, ops::JdEwMode::add, t,
+                        ops::jd_ew_impls<ops::jagged_dense_elementwise_add_reference>(), ctx);
+}
+
+}  // namespace recops
+
+// ---- registration: the OpInfo and the argument table (core/kit/op_def.h) ----
+namespace recops::ops {
+namespace {
+using Args = JaggedDenseElementwiseAddArgs;
+
+Status shapes(const Args& a, std::vector<kit::OutSpec>* outs) {
+  Shape s;
+  RECOPS_RETURN_IF_ERROR(jagged_dense_elementwise_add_shape(a, &s));
+  outs->push_back({s, a.x_values.dtype});
+  return Status::Ok();
+}
+Status run(const Args& a, const kit::Outputs& o, const Context& ctx) {
+  return jagged_dense_elementwise_add(a, o.views[0], ctx);
+}
+
+constexpr const char* kDoc = R"(Adds a dense batch to a jagged tensor; the result is jagged.
+
+Args:
+    x_values: ``[total_L, *E]``, fp64, fp32, fp16 or bf16.
+    seq_offsets: ``[B+1]`` int32 or int64 on x_values' device, valid offsets.
+    y: ``[B, S, *E]``, x_values' dtype.
+
+Returns:
+    ``[total_L, *E]`` with seq_offsets' layout: row ``(b, l)`` is ``x(b, l) + y[b, l]`` for
+    ``l < S`` and ``x(b, l)`` for ``l >= S`` (S is y's extent; S = 0 returns x).
+
+Differentiable in ``x_values`` (``dx = grad``) and ``y`` (``dy =
+jagged_to_padded_dense(grad, seq_offsets, S, 0)``). Double backward raises.
+
+Raises:
+    RuntimeError naming the argument and the rule: ``y.size(0) != B``; y's trailing dims not
+    x_values' E; dtypes that differ or are not floating; invalid offsets (first not 0,
+    decreasing, last not total_L); tensors on different devices.
+)";
+}  // namespace
+}  // namespace recops::ops
+
+RECOPS_REGISTER_OPS(reg) {
+  using namespace recops;
+  using ops::Args;
+  reg.add(OpInfo{
+      ops::kOp, "jagged",
+      core::describe_impls(ops::jd_ew_impls<ops::jagged_dense_elementwise_add_reference>())});
+  reg.add(kit::Def<Args>(ops::kOp, "jagged")
+              .arg<&Args::x_values>("x_values", {.grad = true, .dense_from = 1})
+              .arg<&Args::seq_offsets>("seq_offsets")
+              .arg<&Args::y>("y", {.grad = true, .dense_from = 2})
+              .out_like("out", "x_values")
+              .shapes(ops::shapes)
+              .run(ops::run)
+              .doc("", ops::kDoc));
+}
