@@ -3,22 +3,18 @@
 // only; shares no code with cpu/ or cuda/.
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "ops/jagged/jagged_softmax/impls.h"
 
 namespace recops::ops::jagged_softmax_ns {
 namespace {
-double to_d(double v) {
-  return v;
-}
-double to_d(float v) {
-  return v;
-}
-double to_d(Half v) {
-  return to_double(v);
-}
-double to_d(BFloat16 v) {
-  return to_double(v);
+template <class T>
+double to_d(T v) {
+  if constexpr (std::is_floating_point_v<T>)
+    return v;
+  else
+    return to_double(v);
 }
 template <class T>
 T from_d(double v) {

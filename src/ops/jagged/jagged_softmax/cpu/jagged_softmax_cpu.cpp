@@ -28,20 +28,13 @@ Acc load(T v) {
   else
     return static_cast<Acc>(v);
 }
-template <class T, class Acc>
-T store(Acc v) {
+// One rounding from float or double to T.
+template <class T, class V>
+T store(V v) {
   if constexpr (std::is_same_v<T, Half>)
     return half_from_double(static_cast<double>(v));
-  else if constexpr (std::is_same_v<T, BFloat16>)
+  else if constexpr (std::is_same_v<T, BFloat16> && std::is_same_v<V, float>)
     return bf16_from_float(v);
-  else
-    return static_cast<T>(v);
-}
-
-template <class T>
-T store_d(double v) {  // one rounding from fp64
-  if constexpr (std::is_same_v<T, Half>)
-    return half_from_double(v);
   else if constexpr (std::is_same_v<T, BFloat16>)
     return bf16_from_double(v);
   else
@@ -97,7 +90,7 @@ void backward_item(const Params& p, const Item& it) {
     const T* yrow = yv + (it.start + l) * p.b_row_stride + it.h0;
     T* orow = dx + (it.start + l) * p.H + it.h0;
     for (int64_t j = 0; j < it.w; ++j)
-      orow[j] = store_d<T>(static_cast<double>(load<Acc>(yrow[j])) * (load<Acc>(grow[j]) - dot[j]));
+      orow[j] = store<T>(static_cast<double>(load<Acc>(yrow[j])) * (load<Acc>(grow[j]) - dot[j]));
   }
 }
 
