@@ -156,3 +156,34 @@ def test_errors_name_the_argument():
         recops.jagged_softmax(values, torch.tensor([0, 2, 4]), 4)
     with pytest.raises(RuntimeError, match="jagged_softmax_bwd: grad"):
         torch.ops.recops.jagged_softmax_bwd(values[:4], values, offsets, 4)
+
+
+def test_compile_dynamic_no_recompiles():
+    """torch.compile(fullgraph=True, dynamic=True): one graph over varying B, total_L and max_L;
+    forward and backward (the hook's recompute and the _bwd op) equal to eager."""
+    import contextlib
+
+    import torch._dynamo
+
+    def model(v, off, max_L):
+        return recops.jagged_softmax(v, off, max_L) * 3.0
+
+    torch._dynamo.reset()
+    torch._dynamo.utils.counters.clear()
+    compiled = torch.compile(model, fullgraph=True, dynamic=True, backend="aot_eager")
+    for i, (lengths, max_L) in enumerate([([5, 0, 9, 3], 6), ([2, 11, 7, 1, 4, 8], 9),
+                                          ([13, 3, 6], 12)]):
+        torch.manual_seed(i)
+        values, offsets = make(lengths, 3)
+        v1 = values.clone().requires_grad_(True)
+        v2 = values.clone().requires_grad_(True)
+        ctx = torch._dynamo.config.patch(error_on_recompile=True) if i > 0 else contextlib.nullcontext()
+        with ctx:
+            got = compiled(v1, offsets, max_L)
+        want = model(v2, offsets, max_L)
+        torch.testing.assert_close(got, want)
+        g = torch.randn_like(want)
+        got.backward(g)
+        want.backward(g)
+        torch.testing.assert_close(v1.grad, v2.grad)
+    assert torch._dynamo.utils.counters["stats"]["unique_graphs"] == 1
