@@ -4,11 +4,14 @@
 // the items' cost prefix. Per item, passes over the sequence's rows with the column block's
 // statistics in fp32 (fp64 for fp64; the backward's dot in fp64 always), plain loops over the block
 // the compiler can vectorise:
-//   forward:  max, sum of exp(x - max), write exp(x - max) / sum
+//   forward:  max, sum of exp(x - max), write exp(x - max) / sum (fp32 and fp64 keep the
+//             exponentials in the output between the last two passes)
 //   backward: dot = sum grad * y, write y * (grad - dot)
 // Truncated rows (n_b <= l < L_b) are written 0. Offsets are clamped into [0, total_L].
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -21,9 +24,50 @@ namespace {
 constexpr int64_t kCols = 64;          // the column block of one work item
 constexpr int64_t kMinCost = 1 << 15;  // elements per thread below which fewer threads start
 
+// fp16 through the compiler's _Float16 where it has one (exact widening, one round-to-nearest-even
+// narrowing from float or double); the library's portable Half conversions are far slower.
+#if defined(__FLT16_MAX__)
+inline float half_to_float(Half v) {
+  _Float16 h;
+  std::memcpy(&h, &v.bits, sizeof h);
+  return static_cast<float>(h);
+}
+template <class V>
+Half half_from(V v) {
+  const _Float16 h = static_cast<_Float16>(v);
+  Half r;
+  std::memcpy(&r.bits, &h, sizeof h);
+  return r;
+}
+#else
+inline float half_to_float(Half v) {
+  return to_float(v);
+}
+template <class V>
+Half half_from(V v) {
+  return half_from_double(static_cast<double>(v));
+}
+#endif
+
+// bf16 from double in one rounding: to float rounding to odd (24 bits keep the information a
+// correct 8-bit rounding needs), then the fast float -> bf16 round to nearest even.
+inline BFloat16 bf16_from(double v) {
+  float f = static_cast<float>(v);
+  if (std::isfinite(f) && static_cast<double>(f) != v) {
+    uint32_t u;
+    std::memcpy(&u, &f, sizeof u);
+    if (std::fabs(static_cast<double>(f)) > std::fabs(v)) --u;  // toward zero
+    u |= 1u;                                                    // odd: marks "inexact"
+    std::memcpy(&f, &u, sizeof u);
+  }
+  return bf16_from_float(f);
+}
+
 template <class Acc, class T>
 Acc load(T v) {
-  if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>)
+  if constexpr (std::is_same_v<T, Half>)
+    return half_to_float(v);
+  else if constexpr (std::is_same_v<T, BFloat16>)
     return to_float(v);
   else
     return static_cast<Acc>(v);
@@ -32,11 +76,11 @@ Acc load(T v) {
 template <class T, class V>
 T store(V v) {
   if constexpr (std::is_same_v<T, Half>)
-    return half_from_double(static_cast<double>(v));
+    return half_from(v);
   else if constexpr (std::is_same_v<T, BFloat16> && std::is_same_v<V, float>)
     return bf16_from_float(v);
   else if constexpr (std::is_same_v<T, BFloat16>)
-    return bf16_from_double(v);
+    return bf16_from(v);
   else
     return static_cast<T>(v);
 }
@@ -59,15 +103,29 @@ void forward_item(const Params& p, const Item& it) {
       m[j] = (v > m[j] || v != v) ? v : m[j];  // a NaN sticks: nothing compares above it
     }
   }
-  for (int64_t l = 0; l < it.n; ++l) {
-    const T* row = x + (it.start + l) * p.a_row_stride + it.h0;
-    for (int64_t j = 0; j < it.w; ++j) s[j] += std::exp(load<Acc>(row[j]) - m[j]);
-  }
-  for (int64_t l = 0; l < it.n; ++l) {
-    const T* row = x + (it.start + l) * p.a_row_stride + it.h0;
-    T* orow = y + (it.start + l) * p.H + it.h0;
-    for (int64_t j = 0; j < it.w; ++j)
-      orow[j] = store<T>(m[j] == -inf ? Acc(0) : std::exp(load<Acc>(row[j]) - m[j]) / s[j]);
+  if constexpr (std::is_same_v<T, Acc>) {
+    // fp32 and fp64: the exponentials go to the output, then are divided in place (one exp each).
+    for (int64_t l = 0; l < it.n; ++l) {
+      const T* row = x + (it.start + l) * p.a_row_stride + it.h0;
+      T* orow = y + (it.start + l) * p.H + it.h0;
+      for (int64_t j = 0; j < it.w; ++j) s[j] += (orow[j] = std::exp(row[j] - m[j]));
+    }
+    for (int64_t l = 0; l < it.n; ++l) {
+      T* orow = y + (it.start + l) * p.H + it.h0;
+      for (int64_t j = 0; j < it.w; ++j) orow[j] = m[j] == -inf ? Acc(0) : orow[j] / s[j];
+    }
+  } else {
+    // 16-bit outputs cannot hold the unrounded exponentials: computed again in the write pass.
+    for (int64_t l = 0; l < it.n; ++l) {
+      const T* row = x + (it.start + l) * p.a_row_stride + it.h0;
+      for (int64_t j = 0; j < it.w; ++j) s[j] += std::exp(load<Acc>(row[j]) - m[j]);
+    }
+    for (int64_t l = 0; l < it.n; ++l) {
+      const T* row = x + (it.start + l) * p.a_row_stride + it.h0;
+      T* orow = y + (it.start + l) * p.H + it.h0;
+      for (int64_t j = 0; j < it.w; ++j)
+        orow[j] = store<T>(m[j] == -inf ? Acc(0) : std::exp(load<Acc>(row[j]) - m[j]) / s[j]);
+    }
   }
 }
 
