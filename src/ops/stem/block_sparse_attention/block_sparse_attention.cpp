@@ -137,10 +137,11 @@ Status make_params(const BlockSparseAttentionArgs& a, const TensorView& out, con
   if (value_checks_on(a.q, ctx)) {
     RECOPS_RETURN_IF_ERROR(read_qkv_indices(kOp, a, p.B, &p, ctx, [&](int64_t b) -> Status {
       const int64_t Lq = p.cu_q[b + 1] - p.cu_q[b];
-      RECOPS_CHECK(Lq <= p.Qmax * p.Bs, "recops.", kOp, ": batch ", b, ": q length ", Lq,
-                   " exceeds the limit Qmax·sparse_block_size = ", p.Qmax * p.Bs);
-      RECOPS_CHECK(p.Lk[b] <= p.Kmax * p.Bs, "recops.", kOp, ": kv_seq_lens[", b, "]=", p.Lk[b],
-                   " exceeds the limit Kmax·sparse_block_size = ", p.Kmax * p.Bs);
+      RECOPS_CHECK(Lq <= mul_saturated(p.Qmax, p.Bs), "recops.", kOp, ": batch ", b, ": q length ",
+                   Lq, " exceeds the limit Qmax·sparse_block_size = ", p.Qmax, "·", p.Bs);
+      RECOPS_CHECK(p.Lk[b] <= mul_saturated(p.Kmax, p.Bs), "recops.", kOp, ": kv_seq_lens[", b,
+                   "]=", p.Lk[b], " exceeds the limit Kmax·sparse_block_size = ", p.Kmax, "·",
+                   p.Bs);
       return Status::Ok();
     }));
     // E20: the valid prefixes (host copies on CUDA).
@@ -169,6 +170,19 @@ Status make_params(const BlockSparseAttentionArgs& a, const TensorView& out, con
           }
         }
     }
+  }
+  // A block at least as long as every sequence makes one block per sequence, whatever its size:
+  // a huge sparse_block_size is handed to the implementations as the longest length (or 2^31,
+  // above any int32 length, when the lengths are not read), so that their block arithmetic
+  // (t0 + Bs, Bs-token buffers) cannot overflow. Sizes up to 2^20 are passed as given.
+  if (p.Bs > (int64_t{1} << 20)) {
+    int64_t longest = int64_t{1} << 31;
+    if (!p.cu_q.empty()) {
+      longest = 1;
+      for (int64_t b = 0; b < p.B; ++b)
+        longest = std::max({longest, p.cu_q[b + 1] - p.cu_q[b], p.Lk[b]});
+    }
+    p.Bs = std::min(p.Bs, longest);
   }
   return Status::Ok();
 }

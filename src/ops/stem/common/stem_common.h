@@ -59,6 +59,28 @@ inline Status check_rank(const std::string& op, const char* arg, const TensorVie
   return Status::Ok();
 }
 
+// a·b, or INT64_MAX where the product overflows (for limits that bound lengths, which are int32).
+inline int64_t mul_saturated(int64_t a, int64_t b) {
+  int64_t r = 0;
+  return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
+}
+
+// *out = a·b of a size, or an error naming the op, the size and both factors.
+inline Status checked_mul(const std::string& op, const char* size, const char* a_name, int64_t a,
+                          const char* b_name, int64_t b, int64_t* out) {
+  RECOPS_CHECK(!__builtin_mul_overflow(a, b, out), "recops.", op, ": ", size, " = ", a_name, "·",
+               b_name, " = ", a, "·", b, " overflows int64");
+  return Status::Ok();
+}
+
+// An attribute that is stored or computed as int32 (the plan's words, int32 lengths): refused
+// where it does not fit.
+inline Status check_fits_int32(const std::string& op, const char* arg, int64_t v) {
+  RECOPS_CHECK(v >= INT32_MIN && v <= INT32_MAX, "recops.", op, ": ", arg, "=", v,
+               " does not fit in int32 (must lie in [-2^31, 2^31-1])");
+  return Status::Ok();
+}
+
 inline Status check_device(const std::string& op, const char* a_name, const TensorView& a,
                            const char* b_name, const TensorView& b) {
   RECOPS_CHECK(a.device == b.device, "recops.", op, ": every tensor must be on one device; ",

@@ -24,7 +24,7 @@ inline constexpr int64_t kTierLarge = 160;  // P at which the large tier starts
 inline constexpr int64_t kBudgetCap = 256;  // K̂ never exceeds this
 
 RECOPS_STEM_HD int64_t ceil_div(int64_t a, int64_t b) {
-  return a <= 0 ? 0 : (a + b - 1) / b;
+  return a <= 0 ? 0 : (a - 1) / b + 1;  // b > 0; no a + b overflow
 }
 
 RECOPS_STEM_HD float f32_mul(float a, float b) {

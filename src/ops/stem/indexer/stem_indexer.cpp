@@ -292,10 +292,10 @@ Status stem_indexer(const StemIndexerArgs& a, const TensorView& sparse_indices,
                    " must be >= 0");
       RECOPS_CHECK(p.Lp[b] >= 0, "recops.", op, ": num_prompt_tokens[", b, "]=", p.Lp[b],
                    " must be >= 0");
-      RECOPS_CHECK(p.Lq[b] <= p.Qmax * Bs, "recops.", op, ": q_seq_lens[", b, "]=", p.Lq[b],
-                   " exceeds the limit Qmax·stem_block_size = ", p.Qmax * Bs);
-      RECOPS_CHECK(p.Lk[b] <= p.Kmax * Bs, "recops.", op, ": kv_seq_lens[", b, "]=", p.Lk[b],
-                   " exceeds the limit Kmax·stem_block_size = ", p.Kmax * Bs);
+      RECOPS_CHECK(p.Lq[b] <= mul_saturated(p.Qmax, Bs), "recops.", op, ": q_seq_lens[", b,
+                   "]=", p.Lq[b], " exceeds the limit Qmax·stem_block_size = ", p.Qmax, "·", Bs);
+      RECOPS_CHECK(p.Lk[b] <= mul_saturated(p.Kmax, Bs), "recops.", op, ": kv_seq_lens[", b,
+                   "]=", p.Lk[b], " exceeds the limit Kmax·stem_block_size = ", p.Kmax, "·", Bs);
       RECOPS_CHECK(p.Lp[b] >= p.Lk[b], "recops.", op, ": num_prompt_tokens[", b, "]=", p.Lp[b],
                    " must be >= kv_seq_lens[", b, "]=", p.Lk[b]);
     }
@@ -345,7 +345,17 @@ Status stem_indexer_metadata_shape(const StemIndexerMetadataArgs& a, Shape* out)
                " must be > 0");
   RECOPS_CHECK(a.dim_qkflat > 0, "recops.", op, ": dim_qkflat=", a.dim_qkflat, " must be > 0");
   RECOPS_CHECK(a.window_size >= 0, "recops.", op, ": window_size=", a.window_size, " must be >= 0");
-  *out = {2 * B * a.kv_heads + 17};
+  // The plan stores these as int32 words (spec §5): refuse what would be narrowed.
+  for (auto [name, v] :
+       {std::pair{"q_heads", a.q_heads}, std::pair{"kv_heads", a.kv_heads},
+        std::pair{"stem_block_size", a.stem_block_size}, std::pair{"dim_qkflat", a.dim_qkflat},
+        std::pair{"window_size", a.window_size}})
+    RECOPS_RETURN_IF_ERROR(check_fits_int32(op, name, v));
+  const int64_t words = 2 * B * a.kv_heads + 17;  // B <= 2^16, kv_heads < 2^31: no overflow
+  RECOPS_CHECK(words <= INT32_MAX, "recops.", op, ": the plan of 2·B·kv_heads + 17 = ", words,
+               " words (B=", B, ", kv_heads=", a.kv_heads,
+               ") does not fit int32 offsets; use fewer kv_heads or batches");
+  *out = {words};
   return Status::Ok();
 }
 

@@ -81,6 +81,10 @@ Status check_meta(const StemPrepareArgs& a) {
                ": need stem_block_size > 0, stem_stride > 0 and stem_block_size % stem_stride "
                "== 0; got stem_block_size=",
                Bs, ", stem_stride=", Ts);
+  // The indexer's plan stores stem_block_size as int32 (stem_indexer.md §5).
+  RECOPS_RETURN_IF_ERROR(check_fits_int32(kOp, "stem_block_size", Bs));
+  int64_t Df = 0;
+  RECOPS_RETURN_IF_ERROR(checked_mul(kOp, "Df", "stem_stride", Ts, "D", a.q.sizes[2], &Df));
   RECOPS_CHECK(std::isfinite(a.lambda_mag), "recops.", kOp, ": lambda_mag=", a.lambda_mag,
                " must be finite");
   RECOPS_CHECK(a.max_q_blocks >= -1 && a.max_kv_blocks >= -1, "recops.", kOp,
@@ -128,7 +132,7 @@ Status stem_prepare_shape(const StemPrepareArgs& a, Shape* qflat, Shape* kflat, 
     if (Qmax < 0) Qmax = mq;
     if (Kmax < 0) Kmax = mk;
   }
-  const int64_t Df = a.stem_stride * D;
+  const int64_t Df = a.stem_stride * D;  // check_meta: no overflow
   *qflat = {B, Nq, Qmax, Df};
   *kflat = {B, Nk, Kmax, Df};
   *vbias = {B, Nk, Kmax};
@@ -142,7 +146,8 @@ Status stem_prepare(const StemPrepareArgs& a, const TensorView& qflat, const Ten
   RECOPS_RETURN_IF_ERROR(check_rank(kOp, "kflat", kflat, 4, "[B, Nk, Kmax, Ts·D]"));
   const int64_t B = a.cu_seqlens_q.sizes[0] - 1, Nq = a.q.sizes[1], D = a.q.sizes[2];
   const int64_t Nk = a.k.sizes[a.k.ndim - 2];
-  const int64_t Df = a.stem_stride * D, Qmax = qflat.sizes[2], Kmax = kflat.sizes[2];
+  const int64_t Df = a.stem_stride * D /* check_meta: no overflow */, Qmax = qflat.sizes[2],
+                Kmax = kflat.sizes[2];
   const Shape sq = {B, Nq, Qmax, Df}, sk = {B, Nk, Kmax, Df}, sv = {B, Nk, Kmax};
   RECOPS_RETURN_IF_ERROR(check_output(kOp, "qflat", qflat, DType::bf16, sq));
   RECOPS_RETURN_IF_ERROR(check_output(kOp, "kflat", kflat, DType::bf16, sk));
