@@ -4,6 +4,7 @@
 // Data-dependent rules (offsets, lengths against max_seq_len, contexts/targets, page ids) are
 // read from CPU tensors, and from CUDA tensors when validation is enabled outside graph capture
 // (check_data); the CUDA kernels never read offsets on the host.
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -101,8 +102,10 @@ Status check_meta(const char* op, const HstuAttnArgs& a, P* p) {
                " (q and k share d)");
   RECOPS_CHECK(v.sizes[h] == Hk, op, ": v has ", v.sizes[h], " heads but k has ", Hk,
                " (k and v share Hk)");
-  RECOPS_CHECK(Hk >= 1 && Hq >= 1, op, ": q and k need at least one head, got Hq=", Hq, " Hk=", Hk);
-  RECOPS_CHECK(Hq % Hk == 0, op, ": Hq=", Hq, " is not a multiple of Hk=", Hk,
+  // Zero query heads is an empty product (an empty output); k needs heads whenever q has some.
+  RECOPS_CHECK(Hk >= 1 || Hq == 0, op, ": k has no heads (Hk=0) but q has Hq=", Hq,
+               " (GQA needs Hq % Hk == 0 with Hk >= 1)");
+  RECOPS_CHECK(Hq == 0 || Hq % Hk == 0, op, ": Hq=", Hq, " is not a multiple of Hk=", Hk,
                " (GQA needs Hq % Hk == 0)");
   for (const auto& [t, name] : {std::pair{&q, "q"}, {&k, "k"}, {&v, "v"}})
     RECOPS_CHECK(t->sizes[rank - 1] <= 1 || t->strides[rank - 1] == 1, op, ": ", name,
@@ -313,6 +316,13 @@ Status check_meta(const char* op, const HstuAttnArgs& a, P* p) {
     p->targets_stride = a.num_targets->strides[0];
   }
   p->group_size = a.target_group_size;
+  // Spec §3 rule 4 compares c with r ± bound, where |c - r| < every length Lq, Lk. A bound at
+  // least as long as any sequence can hold (a tensor's tokens, cached pages included) never masks
+  // and is handed on as -1 (unbounded), so that no implementation computes r ± a huge bound.
+  const int64_t longest =
+      std::max({p->Sq, p->Sk, p->total_q, p->total_k + p->num_page_ids * p->page_size});
+  if (p->window_left >= longest) p->window_left = -1;
+  if (p->window_right >= longest) p->window_right = -1;
   return Status::Ok();
 }
 
@@ -410,6 +420,12 @@ Status check_out(const char* op, const char* name, const TensorView& t, const Sh
                ", got ", dtype_name(t.dtype));
   RECOPS_CHECK(t.ndim == 0 || t.sizes[t.ndim - 1] <= 1 || t.strides[t.ndim - 1] == 1, op, ": ",
                name, "'s last dim must be contiguous");
+  // Elements that share memory would overwrite each other (e.g. batches with batch stride 0).
+  if (t.numel() > 0)
+    for (int i = 0; i < t.ndim; ++i)
+      RECOPS_CHECK(t.sizes[i] <= 1 || t.strides[i] != 0, op, ": ", name, " has stride 0 on dim ", i,
+                   " of size ", t.sizes[i], " (", describe(t),
+                   "); an output's elements must not alias");
   return core::check_same_device(op, "q", a.q, name, t);
 }
 
@@ -452,6 +468,11 @@ Status bwd_meta(const HstuAttnArgs& a, P* p) {
   RECOPS_RETURN_IF_ERROR(check_meta(kBwd, a, p));
   RECOPS_CHECK(!a.kv_cache, kBwd,
                ": paged KV is inference only (no gradient is defined for the cache)");
+  // No query heads: dq is empty, and dk, dv (and drab) would be all zeros, which no
+  // implementation writes; take the empty case only.
+  RECOPS_CHECK(p->Hq > 0 || (p->Hk == 0 && !a.rab), kBwd,
+               ": q has no heads (Hq=0); the gradient needs k and v without heads too (Hk=", p->Hk,
+               ") and no rab");
   return Status::Ok();
 }
 
@@ -786,8 +807,9 @@ struct OneSeq {
 };
 
 Status check_lengths(const HstuSeqMaskArgs& s) {
-  RECOPS_CHECK(s.seq_len >= 0 && s.seq_len_k.value_or(0) >= 0, "hstu_mask: seq_len=", s.seq_len,
-               " and seq_len_k=", s.seq_len_k.value_or(s.seq_len), " must be >= 0");
+  RECOPS_CHECK(s.seq_len >= 0, "hstu_mask: seq_len=", s.seq_len, " must be >= 0");
+  RECOPS_CHECK(s.seq_len_k.value_or(0) >= 0, "hstu_mask: seq_len_k=", *s.seq_len_k,
+               " must be >= 0");
   return Status::Ok();
 }
 Status seq_mask_shapes(const HstuSeqMaskArgs& s, std::vector<kit::OutSpec>* outs) {

@@ -80,8 +80,9 @@ bool valid(const P& p, int64_t b, int64_t hq, int64_t i, int64_t c, int64_t Lq, 
   const int64_t r = i + (Lk - Lq);  // delta-q: the last query aligns with the last key
   const int64_t C = p.contexts(b), T = p.targets(b), h = Lk - T;
   if (C > 0 && r < C) return c < h;  // rule 3: contexts see contexts + history
-  if (p.window_right >= 0 && c > r + p.window_right) return false;  // rule 4
-  if (p.window_left >= 0 && c < r - p.window_left) return false;
+  // rule 4, as differences: |c - r| < Lk, so a huge bound cannot overflow
+  if (p.window_right >= 0 && c - r > p.window_right) return false;
+  if (p.window_left >= 0 && r - c > p.window_left) return false;
   if (T > 0 && r >= h && c >= h) {  // rule 5: target groups
     const int64_t g = (r - h) / p.group_size;
     if (c < h + g * p.group_size) return false;
