@@ -44,6 +44,12 @@ Status row_copy_run(RowCopyDir dir, const TensorView& src, const TensorView& seq
   RECOPS_CHECK(src.inner_contiguous(to_dense ? 1 : 2), op, ": ", w.src_dense, describe(src));
   RECOPS_CHECK(out.inner_contiguous(to_dense ? 2 : 1), op,
                ": out's trailing dims must be dense (last stride 1)");
+  // Rows that share memory would overwrite each other (e.g. batches with batch stride 0).
+  if (out.numel() > 0)
+    for (int i = 0; i < (to_dense ? 2 : 1); ++i)
+      RECOPS_CHECK(out.sizes[i] <= 1 || out.strides[i] != 0, op, ": out has stride 0 on dim ", i,
+                   " of size ", out.sizes[i], " (", describe(out),
+                   "); an output's elements must not alias");
 
   RowCopyParams p;
   p.dir = dir;

@@ -70,6 +70,12 @@ Status shapes(const Args& a, std::vector<kit::OutSpec>* outs, const Context& ctx
   int64_t rows = 0;
   if (a.total_L) {
     rows = *a.total_L;
+    // CPU offsets are host memory: a total_L that disagrees with them is refused here, before
+    // the output of total_L rows is allocated (CUDA offsets are checked by the run).
+    if (a.seq_offsets.device.is_cpu() && a.seq_offsets.data != nullptr && rows >= 0 &&
+        core::check_offsets_meta(kOp, "seq_offsets", a.seq_offsets).ok())
+      RECOPS_RETURN_IF_ERROR(
+          core::validate_offsets(kOp, "seq_offsets", a.seq_offsets, rows, "total_L", ctx));
   } else {
     RECOPS_RETURN_IF_ERROR(dense_to_jagged_total_L(a.seq_offsets, &rows, ctx));
   }
