@@ -101,6 +101,9 @@ def make_wrapper(info: dict):
             b = args[i + 1]
             pname, annotation = face["pair"], "Tuple[int, int]"
             defaults[pname] = (a.default_value, b.default_value)
+            checks.append(f"    if not isinstance({pname}, (tuple, list)) or len({pname}) != 2:\n"
+                          f"        raise ValueError(f\"{name}: {pname}={{{pname}!r}} must be a "
+                          f"pair ({a.name}, {b.name}) of two ints\")\n")
             call += [(a, f"{pname}[0]"), (b, f"{pname}[1]")]
         elif "names" in face:
             names = face["names"].split()
