@@ -43,3 +43,115 @@ def test_output_byte_overflow_refused(where):
                        r"\[1, 4611686018427387904, 2\] of fp32 needs more than 2\^63-1 bytes "
                        r"\(from max_seq_len=4611686018427387904\)"):
         recops.jagged_to_padded_dense(v, o, 2**62)
+
+
+# ---- integer overflow with huge sizes, valid input rejected (issue 21) ----
+
+def _i32(x):
+    return torch.tensor(x, dtype=torch.int32)
+
+
+def test_stem_indexer_huge_block_size_selects_like_one_block():
+    # 2^63-16 used to overflow ceil(L / Bs) and silently select nothing; every sequence is one
+    # block, as with any block size longer than it.
+    qf = torch.zeros(1, 1, 1, 16, dtype=torch.bfloat16)
+    vb = torch.zeros(1, 1, 1)
+    want = recops.stem_indexer(qf, qf, vb, _i32([100]), _i32([100]), stem_block_size=128)
+    got = recops.stem_indexer(qf, qf, vb, _i32([100]), _i32([100]), stem_block_size=2**63 - 16)
+    assert int(got[1][0, 0, 0]) == 1 and int(got[0][0, 0, 0, 0]) == 0
+    assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
+
+
+def test_block_sparse_attention_huge_block_size():
+    # Qmax·sparse_block_size used to overflow ("limit = -9223372036854775808").
+    g = torch.Generator().manual_seed(0)
+    q = torch.randn(5, 2, 8, generator=g).bfloat16()
+    k = torch.randn(5, 1, 8, generator=g).bfloat16()
+    v = torch.randn(5, 1, 8, generator=g).bfloat16()
+    idx = torch.zeros(1, 2, 1, 1, dtype=torch.int32)
+    n = torch.ones(1, 2, 1, dtype=torch.int32)
+    kw = dict(cu_seqlens_q=_i32([0, 5]), kv_seq_lens=_i32([5]), cu_seqlens_kv=_i32([0, 5]))
+    want = recops.block_sparse_attention(q, k, v, idx, n, sparse_block_size=8, **kw)
+    for bs in (2**62, 2**63 - 1):
+        got = recops.block_sparse_attention(q, k, v, idx, n, sparse_block_size=bs, **kw)
+        torch.testing.assert_close(got[0], want[0])
+        torch.testing.assert_close(got[1], want[1])
+    with pytest.raises(ValueError, match=r"q length 5 exceeds the limit Qmax·sparse_block_size = "
+                       r"1·4"):
+        recops.block_sparse_attention(q, k, v, idx, n, sparse_block_size=4, **kw)
+
+
+def test_stem_prepare_huge_block_size_refused():
+    q = torch.randn(4, 1, 8).bfloat16()
+    with pytest.raises(ValueError, match=r"stem_prepare: stem_block_size=4611686018427387904 does "
+                       r"not fit in int32"):
+        recops.stem_prepare(q, q, q, _i32([0, 4]), _i32([4]), cu_seqlens_kv=_i32([0, 4]),
+                            stem_block_size=2**62, stem_stride=2**61)
+
+
+@pytest.mark.parametrize("arg,value", [("q_heads", 2**32 + 2), ("stem_block_size", 2**32 + 128),
+                                       ("dim_qkflat", 2**31)])
+def test_stem_metadata_refuses_what_int32_cannot_hold(arg, value):
+    kw = dict(q_heads=2, kv_heads=1)
+    kw[arg] = value
+    with pytest.raises(ValueError, match=rf"stem_indexer_metadata: {arg}={value} does not fit in "
+                       r"int32"):
+        recops.stem_indexer_metadata(_i32([100]), _i32([100]), kw.pop("q_heads"),
+                                     kw.pop("kv_heads"), **kw)
+
+
+def _hstu(H=2, lens=(5, 3), d=8, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    T = sum(lens)
+    q, k, v = (torch.randn(T, H, d, generator=g) for _ in range(3))
+    off = torch.tensor([0] + list(torch.tensor(lens).cumsum(0)))
+    return q, k, v, off
+
+
+@pytest.mark.parametrize("window", [(2**63 - 1, 2**63 - 1), (-1, 2**63 - 1), (2**63 - 1, -1),
+                                    (5, 5)])
+def test_hstu_huge_window_is_unbounded(window):
+    # A bound >= every length never masks; (2^63-1, 2^63-1) used to wrap and zero rows.
+    q, k, v, off = _hstu()
+    want = recops.hstu_attn(q, k, v, off, window=(-1, -1))
+    torch.testing.assert_close(recops.hstu_attn(q, k, v, off, window=window), want, rtol=0, atol=0)
+    m = recops.hstu_mask(5, window=window)
+    assert bool(m.all()), m
+
+
+def test_hstu_zero_heads_gives_empty_output():
+    q = torch.randn(6, 0, 8, requires_grad=True)
+    out = recops.hstu_attn(q, q, q, torch.tensor([0, 6]))
+    assert out.shape == (6, 0, 8)
+    out.sum().backward()
+    assert q.grad.shape == (6, 0, 8)
+
+
+def test_hstu_empty_batch_accepted():
+    q = torch.randn(0, 2, 8)
+    assert recops.hstu_attn(q, q, q, torch.tensor([0])).shape == (0, 2, 8)
+    assert recops.hstu_attn(q, q, q, torch.tensor([0, 0])).shape == (0, 2, 8)
+
+
+@pytest.mark.parametrize("window", [(1,), None, (1, 2, 3), 5])
+def test_pair_argument_checked_by_the_wrapper(window):
+    q, k, v, off = _hstu()
+    with pytest.raises(ValueError, match=r"hstu_attn: window=.* must be a pair \(window_left, "
+                       r"window_right\) of two ints"):
+        recops.hstu_attn(q, k, v, off, window=window)
+    with pytest.raises(ValueError, match=r"window=.* must be a pair"):
+        recops.hstu_mask(4, window=window)
+
+
+def test_hstu_mask_negative_length_names_seq_len():
+    with pytest.raises(RuntimeError, match=r"hstu_mask: seq_len=-1 must be >= 0"):
+        recops.hstu_mask(-1)
+    with pytest.raises(RuntimeError, match=r"hstu_mask: seq_len_k=-2 must be >= 0"):
+        recops.hstu_mask(3, -2)
+
+
+def test_dense_to_jagged_total_L_checked_before_allocating():
+    # total_L = 2^40 used to allocate 8 TiB before the offsets were compared with it.
+    with pytest.raises(RuntimeError, match=r"dense_to_jagged: seq_offsets.*total_L is "
+                       r"1099511627776; the last offset must equal it"):
+        recops.dense_to_jagged(torch.randn(1, 4, 2), torch.tensor([0, 3]), total_L=2**40)
