@@ -17,7 +17,11 @@ import json
 import sys
 from pathlib import Path
 
-import matplotlib
+try:
+    import matplotlib
+except ImportError:  # recops report names the interpreter and how to choose another (exit 3)
+    print(f"report: matplotlib is not installed for {sys.executable}", file=sys.stderr)
+    sys.exit(3)
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -30,18 +34,29 @@ def load(paths):
     """Records keyed by (op, phase, shape id, dtype, backend); a record with a peer wins."""
     merged, sources = {}, []
     for path in paths:
-        data = json.loads(Path(path).read_text())
+        try:
+            data = json.loads(Path(path).read_text())
+        except (OSError, ValueError) as e:
+            print(f"report: skipping {path}: cannot read it as JSON ({e})", file=sys.stderr)
+            continue
         if not isinstance(data, list):
-            raise SystemExit(f"{path}: expected a JSON list of records")
+            print(f"report: skipping {path}: not a JSON list of records", file=sys.stderr)
+            continue
         meta = set()
         # An accuracy file (recops check / compare: every record has a verdict and no time_ms) has
         # nothing to plot: it is skipped and named, so `report bench/results/<device>/*.json` works.
         if data and all(isinstance(r, dict) and "verdict" in r and "time_ms" not in r for r in data):
             print(f"report: skipping {path}: accuracy records (no time_ms)", file=sys.stderr)
             continue
+        # Files of other shapes (bench/ scripts' own records, e.g. stem_indexer_split) are skipped
+        # and named, like the accuracy files.
+        odd = next((r for r in data if not isinstance(r, dict) or "op" not in r
+                    or "time_ms" not in r), None)
+        if odd is not None:
+            print(f"report: skipping {path}: a record lacks op or time_ms: {str(odd)[:100]}",
+                  file=sys.stderr)
+            continue
         for r in data:
-            if not isinstance(r, dict) or "op" not in r or "time_ms" not in r:
-                raise SystemExit(f"{path}: a record lacks op or time_ms: {str(r)[:120]}")
             if r.get("time_ms") is None:
                 continue
             shape = r.get("shape") or {}

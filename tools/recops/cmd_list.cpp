@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <map>
 #include <iostream>
 
 #include "core/cpu_features.h"
@@ -12,6 +13,7 @@
 #include "recops/tuning.h"
 #include "tools/recops/commands.h"
 #include "tools/recops/common.h"
+#include "tools/recops/driver.h"
 
 namespace recops::cli {
 namespace {
@@ -86,9 +88,48 @@ int list_tuning(bool as_json) {
   return errors.empty() ? 0 : 1;
 }
 
+// `list --cases`: the case ids of each selected op's cases.yaml with their dtypes, to pick one for
+// `check --case ID`.
+int list_cases(bool as_json, const std::vector<std::string>& ops, const std::string& cases_dir) {
+  Selection sel;
+  if (!select("list", cases_dir, ops, {"cpu"}, &sel)) return 2;
+  int errors = 0;
+  const std::vector<CaseFile> files =
+      load_case_files(sel, "cases.yaml", FileKind::cases, case_schema(), &errors);
+  nlohmann::json j = nlohmann::json::array();
+  Table t({"op", "case", "dtypes", "expects"});
+  for (const CaseFile& f : files) {
+    std::map<std::pair<std::string, std::string>, std::vector<std::string>> dtypes;
+    std::vector<std::pair<std::string, const CaseSpec*>> order;
+    for (const CaseRow& row : expand(f)) {
+      if (std::find(sel.ops.begin(), sel.ops.end(), row.op) == sel.ops.end()) continue;
+      auto& d = dtypes[{row.op, row.spec->id}];
+      if (d.empty()) order.push_back({row.op, row.spec});
+      const std::string dt(
+          dtype_name(row.dtype.value_or(driver_for(row.op)->default_dtype(row.op))));
+      if (std::find(d.begin(), d.end(), dt) == d.end()) d.push_back(dt);
+    }
+    for (const auto& [op, spec] : order) {
+      const auto& d = dtypes[{op, spec->id}];
+      std::string joined;
+      for (const auto& x : d) joined += (joined.empty() ? "" : ",") + x;
+      const std::string expects = spec->expect_error ? "error" : "values";
+      t.add({op, spec->id, joined, expects});
+      j.push_back({{"op", op}, {"case", spec->id}, {"dtypes", d}, {"expects", expects}});
+    }
+  }
+  if (as_json)
+    std::cout << j.dump(2) << "\n";
+  else
+    std::cout << t.str();
+  return errors ? 1 : 0;
+}
+
 }  // namespace
 
-int run_list(bool as_json, bool tuning) {
+int run_list(bool as_json, bool tuning, bool cases, const std::vector<std::string>& selected,
+             const std::string& cases_dir) {
+  if (cases) return list_cases(as_json, selected, cases_dir);
   if (tuning) return list_tuning(as_json);
   const auto ops = list_ops();
   const int ndev = core::cuda::device_count();

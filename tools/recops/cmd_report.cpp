@@ -46,9 +46,13 @@ int run_report(const ReportOptions& o) {
     std::cerr << "recops report: could not run " << cmd << "\n";
     return 2;
   }
-  if (WEXITSTATUS(st) != 0)
-    std::cerr << "recops report: " << cmd << " exited with " << WEXITSTATUS(st)
-              << " (matplotlib installed? set RECOPS_PYTHON to an interpreter that has it)\n";
+  // bench/plot.py exits 3 when matplotlib is missing; other failures say what went wrong.
+  if (WEXITSTATUS(st) == 3)
+    std::cerr << "recops report: " << python
+              << " has no matplotlib: install it there or set RECOPS_PYTHON to an interpreter "
+                 "that has it\n";
+  else if (WEXITSTATUS(st) != 0)
+    std::cerr << "recops report: bench/plot.py exited with " << WEXITSTATUS(st) << "\n";
   return WEXITSTATUS(st) == 0 ? 0 : 1;
 }
 

@@ -76,7 +76,8 @@ struct ReportOptions {
   std::string out, cases_dir;
 };
 
-int run_list(bool json, bool tuning);
+int run_list(bool json, bool tuning, bool cases, const std::vector<std::string>& ops,
+             const std::string& cases_dir);
 int run_check(const CheckOptions& o, const std::string& argv0);
 int run_bench(const BenchOptions& o);
 int run_record(const RecordOptions& o);

@@ -366,14 +366,18 @@ std::string fmt_duration(double s) {
 Progress::Progress(std::string what, int64_t total, bool quiet)
     : what_(std::move(what)),
       total_(total),
-      active_(!quiet && total > 0 && isatty(2)),
+      active_(!quiet && total > 0),
+      tty_(isatty(2) != 0),
       start_(now_s()) {}
 
+// On a terminal one line redrawn at most 10 times a second; elsewhere (CI logs, a pipe) a plain
+// line every 10 s, so that a long run shows it is alive and where it is.
 void Progress::step(const std::string& label) {
   ++done_;
   if (!active_) return;
   const double t = now_s(), el = t - start_;
-  if (done_ < total_ && t - last_draw_ < 0.1) return;  // at most 10 redraws a second
+  if (tty_ && done_ < total_ && t - last_draw_ < 0.1) return;
+  if (!tty_ && (done_ == total_ || t - (last_draw_ < 0 ? start_ : last_draw_) < 10.0)) return;
   last_draw_ = t;
   std::string line = "[" + what_ + "] " + std::to_string(done_) + "/" + std::to_string(total_) +
                      ", " + fmt_duration(el) + " elapsed";
@@ -382,11 +386,14 @@ void Progress::step(const std::string& label) {
             fmt_duration(el / static_cast<double>(done_) * static_cast<double>(total_ - done_));
   line += "  " + label;
   if (line.size() > 118) line = line.substr(0, 115) + "...";
-  std::cerr << "\r\033[K" << line << std::flush;
+  if (tty_)
+    std::cerr << "\r\033[K" << line << std::flush;
+  else
+    std::cerr << line << std::endl;
 }
 
 void Progress::finish() {
-  if (active_ && last_draw_ >= 0) std::cerr << "\r\033[K" << std::flush;
+  if (active_ && tty_ && last_draw_ >= 0) std::cerr << "\r\033[K" << std::flush;
   active_ = false;
 }
 

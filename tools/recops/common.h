@@ -122,7 +122,7 @@ class Progress {
  private:
   std::string what_;
   int64_t total_ = 0, done_ = 0;
-  bool active_ = false;
+  bool active_ = false, tty_ = false;
   double start_ = 0, last_draw_ = -1;
 };
 

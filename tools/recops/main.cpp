@@ -39,12 +39,22 @@ void add_variant_filters(CLI::App* sub, recops::cli::RowFilterOptions& f,
 int main(int argc, char** argv) {
   CLI::App app{"recops: list, check, benchmark, record and compare the recops operators"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("recops ") + RECOPS_VERSION + " (commit " +
+                                        RECOPS_BUILD_COMMIT + ")");
   app.footer("Each subcommand takes --help. Case files: docs/cases.md.");
 
   bool list_json = false, list_tuning = false;
   auto* list = app.add_subcommand(
       "list", "ops, their implementations per backend, and what this build and machine can run");
   list->add_flag("--json", list_json, "print JSON instead of a table");
+  bool list_case_ids = false;
+  std::vector<std::string> list_ops_sel;
+  std::string list_cases_dir;
+  list->add_flag("--cases", list_case_ids,
+                 "the case ids of each op's cases.yaml with their dtypes (for check --case)");
+  list->add_option("--op", list_ops_sel, "with --cases: only these ops, folders or families")
+      ->delimiter(',');
+  list->add_option("--cases-dir", list_cases_dir, "with --cases: the directory holding the ops");
   list->add_flag("--tuning", list_tuning,
                  "the tunable implementations and what the tuning files hold for this machine's "
                  "devices ($RECOPS_TUNING_FILE, else tuning/ of the source tree)");
@@ -176,7 +186,9 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
-  if (list->parsed()) return recops::cli::run_list(list_json, list_tuning);
+  if (list->parsed())
+    return recops::cli::run_list(list_json, list_tuning, list_case_ids, list_ops_sel,
+                                 list_cases_dir);
   if (tune->parsed()) return recops::cli::run_tune(to);
   if (check->parsed()) return recops::cli::run_check(co, argv[0]);
   if (bench->parsed()) return recops::cli::run_bench(bo);
