@@ -48,10 +48,8 @@ struct Hstu {
     a.q = q;
     a.k = k;
     a.v = v;
-    a.seq_offsets_q = off.view();
-    a.seq_offsets_k = off.view();
-    a.max_seq_len_q = 5;
-    a.max_seq_len_k = 5;
+    a.seq_offsets_q = a.seq_offsets_k = off.view();  // self-attention: one length per sequence
+    a.max_seq_len_q = a.max_seq_len_k = 5;
     return a;
   }
 };
