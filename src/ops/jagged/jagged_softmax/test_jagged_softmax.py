@@ -21,33 +21,32 @@ def make(lengths, H, dtype=torch.float32, device="cpu", offsets_dtype=torch.int6
     return values, offsets.to(offsets_dtype).to(device)
 
 
-def torch_softmax(values, offsets, max_L):
-    """The formula with torch ops, per sequence, in fp64."""
-    x = values.double().reshape(values.shape[0], -1)
-    y = torch.zeros_like(x)
+def per_sequence(fn, offsets, max_L, *tensors):
+    """Applies fn to the valid rows (l < n_b) of each sequence of the fp64 2-D views of tensors;
+    truncated rows are 0."""
+    views = [t.double().reshape(t.shape[0], -1) for t in tensors]
+    out = torch.zeros_like(views[0])
     off = offsets.tolist()
     for b in range(len(off) - 1):
         s, n = off[b], min(off[b + 1] - off[b], max_L)
         if n > 0:
-            seg = x[s:s + n]
-            col_all_neg_inf = torch.isneginf(seg).all(0)
-            p = torch.softmax(seg, dim=0)
-            p[:, col_all_neg_inf] = 0
-            y[s:s + n] = p
-    return y.reshape(values.shape)
+            out[s:s + n] = fn(*[v[s:s + n] for v in views])
+    return out.reshape(tensors[0].shape)
+
+
+def softmax_cols(x):
+    p = torch.softmax(x, dim=0)
+    p[:, torch.isneginf(x).all(0)] = 0  # an all -inf column gives 0
+    return p
+
+
+def torch_softmax(values, offsets, max_L):
+    return per_sequence(softmax_cols, offsets, max_L, values)
 
 
 def torch_softmax_bwd(grad, y, offsets, max_L):
-    g = grad.double().reshape(grad.shape[0], -1)
-    yy = y.double().reshape(y.shape[0], -1)
-    dx = torch.zeros_like(g)
-    off = offsets.tolist()
-    for b in range(len(off) - 1):
-        s, n = off[b], min(off[b + 1] - off[b], max_L)
-        if n > 0:
-            dot = (g[s:s + n] * yy[s:s + n]).sum(0, keepdim=True)
-            dx[s:s + n] = yy[s:s + n] * (g[s:s + n] - dot)
-    return dx.reshape(grad.shape)
+    return per_sequence(lambda g, yy: yy * (g - (g * yy).sum(0, keepdim=True)), offsets, max_L,
+                        grad, y)
 
 
 TOL = {torch.float64: 1e-12, torch.float32: 1e-5, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}

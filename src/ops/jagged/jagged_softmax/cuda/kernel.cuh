@@ -87,15 +87,25 @@ __device__ __forceinline__ void zero_tail(const Params& p, const Work& w, int g,
     out[(w.start + l) * p.H + w.h] = round_to<T>(0.0f);
 }
 
+// Runs f(w, g, groups) for each of this CTA's work items (g: the thread's row group, groups: their
+// count), then zeroes the item's truncated rows.
+template <class T, class F>
+__device__ __forceinline__ void for_each_item(const Params& p, int cols, F&& f) {
+  const int groups = kThreads / cols, g = static_cast<int>(threadIdx.x) / cols;
+  const int64_t tiles = (p.H + cols - 1) / cols, items = p.B * tiles;
+  for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
+    const Work w = work_of(p, item, tiles, cols);
+    f(w, g, groups);
+    zero_tail<T>(p, w, g, groups);
+  }
+}
+
 template <class T, class Acc>
 __global__ void __launch_bounds__(kThreads) softmax_fwd_kernel(Params p, int cols) {
   __shared__ Acc sm[kThreads], ss[kThreads];
   const T* x = static_cast<const T*>(p.a);
   T* y = static_cast<T*>(p.out);
-  const int groups = kThreads / cols, g = static_cast<int>(threadIdx.x) / cols;
-  const int64_t tiles = (p.H + cols - 1) / cols, items = p.B * tiles;
-  for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
-    const Work w = work_of(p, item, tiles, cols);
+  for_each_item<T>(p, cols, [&](const Work& w, int g, int groups) {
     Acc m = -INFINITY, s = 0;
     if (w.col_ok) {
       for (int64_t l = g; l < w.n; l += groups) {
@@ -128,8 +138,7 @@ __global__ void __launch_bounds__(kThreads) softmax_fwd_kernel(Params p, int col
         y[(w.start + l) * p.H + w.h] = round_to<T>(M == -INFINITY ? Acc(0) : exp(v - M) / S);
       }
     }
-    zero_tail<T>(p, w, g, groups);
-  }
+  });
 }
 
 template <class T>
@@ -138,10 +147,7 @@ __global__ void __launch_bounds__(kThreads) softmax_bwd_kernel(Params p, int col
   const T* gr = static_cast<const T*>(p.a);
   const T* yv = static_cast<const T*>(p.b);
   T* dx = static_cast<T*>(p.out);
-  const int groups = kThreads / cols, g = static_cast<int>(threadIdx.x) / cols;
-  const int64_t tiles = (p.H + cols - 1) / cols, items = p.B * tiles;
-  for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
-    const Work w = work_of(p, item, tiles, cols);
+  for_each_item<T>(p, cols, [&](const Work& w, int g, int groups) {
     // fp64: grad - dot cancels wherever grad is close to the column's weighted mean.
     double dot = 0;
     if (w.col_ok)
@@ -163,8 +169,7 @@ __global__ void __launch_bounds__(kThreads) softmax_bwd_kernel(Params p, int col
         dx[(w.start + l) * p.H + w.h] = round_to<T>(y * (gv - dot));
       }
     }
-    zero_tail<T>(p, w, g, groups);
-  }
+  });
 }
 
 }  // namespace recops::ops::jagged_softmax_ns
