@@ -51,13 +51,16 @@ def _i32(x):
     return torch.tensor(x, dtype=torch.int32)
 
 
-def test_stem_indexer_huge_block_size_selects_like_one_block():
-    # 2^63-16 used to overflow ceil(L / Bs) and silently select nothing; every sequence is one
-    # block, as with any block size longer than it.
+def test_stem_indexer_huge_block_size():
+    # 2^63-16 used to overflow ceil(L / Bs) and silently select nothing: a block size the plan's
+    # int32 word cannot hold is refused; the largest it can hold makes one block per sequence.
     qf = torch.zeros(1, 1, 1, 16, dtype=torch.bfloat16)
     vb = torch.zeros(1, 1, 1)
+    with pytest.raises(ValueError, match=r"stem_indexer: stem_block_size=9223372036854775792 does "
+                       r"not fit in int32"):
+        recops.stem_indexer(qf, qf, vb, _i32([100]), _i32([100]), stem_block_size=2**63 - 16)
     want = recops.stem_indexer(qf, qf, vb, _i32([100]), _i32([100]), stem_block_size=128)
-    got = recops.stem_indexer(qf, qf, vb, _i32([100]), _i32([100]), stem_block_size=2**63 - 16)
+    got = recops.stem_indexer(qf, qf, vb, _i32([100]), _i32([100]), stem_block_size=2**31 - 16)
     assert int(got[1][0, 0, 0]) == 1 and int(got[0][0, 0, 0, 0]) == 0
     assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
 

@@ -186,6 +186,8 @@ Status stem_indexer_shape(const StemIndexerArgs& a, Shape* sparse_indices, Shape
                ": need stem_block_size > 0, stem_stride > 0, stem_block_size % stem_stride == 0 "
                "and Df % stem_stride == 0; got stem_block_size=",
                Bs, ", stem_stride=", Ts, ", Df=", Df);
+  // The plan stores stem_block_size as int32 (§5), and R = Bs/Ts enters the scores as R².
+  RECOPS_RETURN_IF_ERROR(check_fits_int32(op, "stem_block_size", Bs));
   // E9-E12.
   RECOPS_CHECK(a.initial_blocks >= 0, "recops.", op, ": initial_blocks=", a.initial_blocks,
                " must be >= 0");
