@@ -158,3 +158,20 @@ def test_dense_to_jagged_total_L_checked_before_allocating():
     with pytest.raises(RuntimeError, match=r"dense_to_jagged: seq_offsets.*total_L is "
                        r"1099511627776; the last offset must equal it"):
         recops.dense_to_jagged(torch.randn(1, 4, 2), torch.tensor([0, 3]), total_L=2**40)
+
+
+def test_stem_zero_heads_give_empty_outputs():
+    # q of shape [6, 0, 8] (no heads) is an empty product: empty outputs, not an error.
+    q = torch.zeros(6, 0, 8, dtype=torch.bfloat16)
+    kw = dict(cu_seqlens_q=_i32([0, 6]), kv_seq_lens=_i32([6]), cu_seqlens_kv=_i32([0, 6]))
+    idx = torch.zeros(1, 0, 1, 1, dtype=torch.int32)
+    out, lse = recops.block_sparse_attention(q, q, q, idx, torch.zeros(1, 0, 1, dtype=torch.int32),
+                                             sparse_block_size=8, **kw)
+    assert out.shape == (6, 0, 8) and lse.shape == (0, 6)
+    qf, kf, vb = recops.stem_prepare(q, q, q, kw["cu_seqlens_q"], kw["kv_seq_lens"],
+                                     cu_seqlens_kv=kw["cu_seqlens_kv"])
+    assert qf.shape[1] == 0 and kf.shape[1] == 0 and vb.shape[1] == 0
+    si, sl = recops.stem_indexer(qf, kf, vb, _i32([6]), _i32([6]))
+    assert si.shape[1] == 0 and sl.shape[1] == 0
+    with pytest.raises(ValueError, match=r"positive multiple of the KV heads"):
+        recops.stem_indexer_metadata(_i32([6]), _i32([6]), 0, 0)

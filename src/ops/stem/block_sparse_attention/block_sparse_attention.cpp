@@ -127,7 +127,7 @@ Status make_params(const BlockSparseAttentionArgs& a, const TensorView& out, con
   p.seq_len = static_cast<const int32_t*>(a.sparse_seq_len.data);
   p.out = out.data;
   p.lse = static_cast<float*>(lse.data);
-  p.G = p.Nq / p.Nk;
+  p.G = p.Nk > 0 ? p.Nq / p.Nk : 0;  // no heads: empty outputs, nothing runs
   p.Qmax = a.sparse_indices.sizes[2];
   p.Kmax = a.sparse_indices.sizes[3];
   p.Bs = a.sparse_block_size;

@@ -195,15 +195,22 @@ Status check_kv_index_meta(const std::string& op, const Args& a, int64_t B) {
   return Status::Ok();
 }
 
-// k has q's head dim; the query heads are a positive multiple of the KV heads.
+// Nq query heads over Nk KV heads: a positive multiple, or both 0 (an empty product, whose
+// outputs are empty).
+inline bool heads_ok(int64_t Nq, int64_t Nk) {
+  return (Nq == 0 && Nk == 0) || (Nk > 0 && Nq > 0 && Nq % Nk == 0);
+}
+
+// k has q's head dim; the query heads are a positive multiple of the KV heads (or both 0).
 template <class Args>
 Status check_heads(const std::string& op, const Args& a) {
   const int64_t Nq = a.q.sizes[1], D = a.q.sizes[2], Nk = a.k.sizes[a.k.ndim - 2];
   RECOPS_CHECK(a.k.sizes[a.k.ndim - 1] == D, "recops.", op, ": k ", shape_str(a.k.shape()),
                " must have q's head dim D=", D);
-  RECOPS_CHECK(Nk > 0 && Nq > 0 && Nq % Nk == 0, "recops.", op,
-               ": the query heads must be a positive multiple of the KV heads; got Nq=", Nq,
-               ", Nk=", Nk);
+  RECOPS_CHECK(heads_ok(Nq, Nk), "recops.", op,
+               ": the query heads must be a positive multiple of the KV heads (or both 0); got "
+               "Nq=",
+               Nq, ", Nk=", Nk);
   return Status::Ok();
 }
 

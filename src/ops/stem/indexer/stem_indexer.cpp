@@ -35,11 +35,14 @@ const std::vector<core::Impl<P>>& impls() {
 constexpr int64_t kMaxBatch = 65536;
 constexpr int32_t kMagic = 0x4D455453;  // "STEM"
 
-Status check_common_scalars(const std::string& op, int64_t B, int64_t Nq, int64_t Nk) {
-  RECOPS_CHECK(Nk > 0 && Nq > 0 && Nq % Nk == 0, "recops.", op,
+// `no_heads`: Nq = Nk = 0 is accepted (stem_indexer: empty outputs; a plan needs heads).
+Status check_common_scalars(const std::string& op, int64_t B, int64_t Nq, int64_t Nk,
+                            bool no_heads) {
+  RECOPS_CHECK(no_heads ? stem::heads_ok(Nq, Nk) : (Nk > 0 && Nq > 0 && Nq % Nk == 0), "recops.",
+               op,
                ": the query heads must be a positive multiple of the KV heads (Nq % Nk == 0, "
-               "Nk >= 1); got Nq=",
-               Nq, ", Nk=", Nk);
+               "Nk >= 1",
+               no_heads ? "; or both 0" : "", "); got Nq=", Nq, ", Nk=", Nk);
   RECOPS_CHECK(B >= 1 && B <= kMaxBatch, "recops.", op, ": batch size B=", B,
                " must lie in [1, 65536]");
   return Status::Ok();
@@ -66,7 +69,7 @@ Status check_word(const std::vector<int32_t>& m, size_t w, int64_t want, const c
 }  // namespace
 
 std::vector<int32_t> stem_metadata_words(const StemIndexerMetadataParams& p) {
-  const int64_t S = p.B * p.Nk, G = p.Nq / p.Nk;
+  const int64_t S = p.B * p.Nk, G = p.Nk > 0 ? std::max<int64_t>(1, p.Nq / p.Nk) : 1;
   const int64_t Tq = std::max<int64_t>(1, 128 / G);
   std::vector<int32_t> m(static_cast<size_t>(2 * S + 17), 0);
   m[0] = kMagic;
@@ -179,7 +182,7 @@ Status stem_indexer_shape(const StemIndexerArgs& a, Shape* sparse_indices, Shape
     RECOPS_RETURN_IF_ERROR(check_rank(op, "metadata", *a.metadata, 1, "[2·B·Nk + 17]"));
   }
   // E6, E7.
-  RECOPS_RETURN_IF_ERROR(ops::check_common_scalars(op, B, Nq, Nk));
+  RECOPS_RETURN_IF_ERROR(ops::check_common_scalars(op, B, Nq, Nk, true));
   // E8.
   const int64_t Bs = a.stem_block_size, Ts = a.stem_stride;
   RECOPS_CHECK(Bs > 0 && Ts > 0 && Bs % Ts == 0 && Df % Ts == 0, "recops.", op,
@@ -245,7 +248,7 @@ Status stem_indexer(const StemIndexerArgs& a, const TensorView& sparse_indices,
   p.Qmax = si[2];
   p.Kmax = si[3];
   p.Nk = a.kflat.sizes[1];
-  p.G = p.Nq / p.Nk;
+  p.G = p.Nk > 0 ? p.Nq / p.Nk : 0;  // no heads: empty outputs, nothing runs
   p.Df = a.qflat.sizes[3];
   p.R = a.stem_block_size / a.stem_stride;
   p.precision = static_cast<int>(a.topk_score_precision);
@@ -342,7 +345,7 @@ Status stem_indexer_metadata_shape(const StemIndexerMetadataArgs& a, Shape* out)
   RECOPS_RETURN_IF_ERROR(
       check_device(op, "q_seq_lens", a.q_seq_lens, "kv_seq_lens", a.kv_seq_lens));
   const int64_t B = a.q_seq_lens.sizes[0];
-  RECOPS_RETURN_IF_ERROR(ops::check_common_scalars(op, B, a.q_heads, a.kv_heads));
+  RECOPS_RETURN_IF_ERROR(ops::check_common_scalars(op, B, a.q_heads, a.kv_heads, false));
   RECOPS_CHECK(a.stem_block_size > 0, "recops.", op, ": stem_block_size=", a.stem_block_size,
                " must be > 0");
   RECOPS_CHECK(a.dim_qkflat > 0, "recops.", op, ": dim_qkflat=", a.dim_qkflat, " must be > 0");
