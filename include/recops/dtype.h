@@ -11,6 +11,7 @@
 #include <cstring>
 #include <optional>
 #include <string_view>
+#include <type_traits>
 
 namespace recops {
 
@@ -187,8 +188,72 @@ inline BFloat16 bf16_from_float(float f) {
   u += 0x7FFFu + ((u >> 16) & 1u);
   return BFloat16{static_cast<uint16_t>(u >> 16)};
 }
+// Exact: every half is a float. The exponent is rebiased in the integer domain (no floating
+// multiply, so flush-to-zero modes cannot touch subnormal halves).
 inline float to_float(Half h) {
-  return static_cast<float>(to_double(h));
+  const uint32_t sign = static_cast<uint32_t>(h.bits & 0x8000u) << 16;
+  const uint32_t em = h.bits & 0x7FFFu;
+  if (em >= 0x7C00u) return detail::bits_f32(sign | 0x7F800000u | ((em & 0x3FFu) << 13));
+  if (em >= 0x0400u) return detail::bits_f32(sign | ((em + (112u << 10)) << 13));
+  const float v = static_cast<float>(em) * 0x1p-24f;  // subnormal or zero
+  return sign ? -v : v;
+}
+// Single rounding to nearest even, the same bits as half_from_double(f): normal halves by bit
+// arithmetic, the rest (zero, subnormal, overflow, inf, NaN) by the exact path.
+inline Half half_from_float(float f) {
+  const uint32_t u = detail::f32_bits(f);
+  const uint32_t a = u & 0x7FFFFFFFu;
+  if (a >= 0x38800000u && a < 0x477FF000u) {  // [2^-14, 65520)
+    const uint32_t r = a + 0xFFFu + ((a >> 13) & 1u) - (112u << 23);
+    return Half{static_cast<uint16_t>(((u >> 16) & 0x8000u) | (r >> 13))};
+  }
+  return half_from_double(f);
+}
+
+// Templated code over the floating dtypes (fp64, fp32, fp16, bf16): exact widening to double and
+// float (fp64 narrows to float by rounding), single rounding back.
+inline double to_double(double v) {
+  return v;
+}
+inline double to_double(float v) {
+  return v;
+}
+inline float to_float(float v) {
+  return v;
+}
+inline float to_float(double v) {
+  return static_cast<float>(v);
+}
+template <class T>
+T from_double(double v) {
+  if constexpr (std::is_same_v<T, Half>)
+    return half_from_double(v);
+  else if constexpr (std::is_same_v<T, BFloat16>)
+    return bf16_from_double(v);
+  else
+    return static_cast<T>(v);
+}
+template <class T>
+T from_float(float v) {
+  if constexpr (std::is_same_v<T, Half>)
+    return half_from_float(v);
+  else if constexpr (std::is_same_v<T, BFloat16>)
+    return bf16_from_float(v);
+  else
+    return static_cast<T>(v);
+}
+
+// Calls f(T{}) with T the C++ type of a floating dtype (double, float, Half, BFloat16) and
+// returns true; false for any other dtype.
+template <class F>
+bool visit_floating(DType t, F&& f) {
+  switch (t) {
+    case DType::fp64: f(double{}); return true;
+    case DType::fp32: f(float{}); return true;
+    case DType::fp16: f(Half{}); return true;
+    case DType::bf16: f(BFloat16{}); return true;
+    default: return false;
+  }
 }
 
 }  // namespace recops

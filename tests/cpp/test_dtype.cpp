@@ -36,6 +36,45 @@ TEST(DType, BFloat16AllPatternsRoundTripAndMatchFloatPath) {
   }
 }
 
+// The fast half paths of the CPU kernels agree bit for bit with the exact ones: to_float over every
+// pattern, half_from_float over every float around the half range's edges and a hash-spread
+// sample of all 2^32 patterns.
+TEST(DType, HalfFastPathsMatchExact) {
+  for (uint32_t b = 0; b < 65536; ++b) {
+    const Half h{static_cast<uint16_t>(b)};
+    const float f = to_float(h), g = static_cast<float>(to_double(h));
+    if (std::isnan(g)) {
+      EXPECT_TRUE(std::isnan(f)) << b;
+      continue;
+    }
+    uint32_t fb, gb;
+    std::memcpy(&fb, &f, 4);
+    std::memcpy(&gb, &g, 4);
+    EXPECT_EQ(fb, gb) << b;
+  }
+  auto same = [](uint32_t u) {
+    float f;
+    std::memcpy(&f, &u, 4);
+    return half_from_float(f).bits == half_from_double(f).bits;
+  };
+  // Every float whose top 19 bits match a half boundary neighbourhood, then a sample.
+  for (uint32_t edge : {0x38800000u, 0x477FF000u, 0x477FE000u, 0x33000000u, 0x387FC000u}) {
+    for (uint32_t d = 0; d < (1u << 14); ++d) {
+      EXPECT_TRUE(same(edge + d - (1u << 13))) << std::hex << edge + d - (1u << 13);
+      EXPECT_TRUE(same((edge + d - (1u << 13)) | 0x80000000u));
+    }
+  }
+  uint64_t x = 0x9E3779B97F4A7C15ull;
+  for (int i = 0; i < (1 << 22); ++i) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    const auto u = static_cast<uint32_t>(x);
+    if (!same(u)) {
+      ADD_FAILURE() << "half_from_float differs at bits 0x" << std::hex << u;
+      break;
+    }
+  }
+}
+
 TEST(DType, Fp8AllPatternsRoundTrip) {
   for (uint32_t b = 0; b < 256; ++b) {
     const double v = to_double(Fp8E4M3{static_cast<uint8_t>(b)});
