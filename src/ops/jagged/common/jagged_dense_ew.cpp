@@ -27,6 +27,19 @@ Status check_jagged_like(const char* op, const char* name, const TensorView& t, 
 
 }  // namespace
 
+const std::vector<core::Impl<JdEwParams>>& jd_ew_impls() {
+  using P = JdEwParams;
+  static const std::vector<core::Impl<P>> list = {
+#ifdef RECOPS_WITH_CUDA
+      {"cuda_sm80", DeviceType::cuda, core::cuda::any_device_reason,
+       core::cuda_capability_at_least<80, P>, jd_ew_cuda},
+#endif
+      {"cpu_generic", DeviceType::cpu, core::always_available, core::accept_all<P>, jd_ew_cpu},
+      {"reference", DeviceType::cpu, core::always_available, core::accept_all<P>, jd_ew_reference},
+  };
+  return list;
+}
+
 Status jd_ew_shape(const char* op, const char* a_name, const TensorView& a,
                    const TensorView& seq_offsets, const TensorView& y, Shape* out_shape) {
   RECOPS_CHECK(a.ndim >= 1, op, ": ", a_name, " must have at least 1 dim [total_L, *E], got 0-D");

@@ -5,8 +5,8 @@
 //
 // Here: the flat params, the shared checks and dispatch of the entries (jagged_dense_ew.cpp), the
 // cpu_generic (jagged_dense_ew_cpu.cpp) and cuda_sm80 (cuda/jagged_dense_ew_launch.cu)
-// implementations, and the implementation list. Each op keeps its shape function, its fp64
-// reference and its registration.
+// implementations, the fp64 golden (jagged_dense_ew_reference.cpp) and the implementation list.
+// Each op keeps its registration.
 #pragma once
 
 #include <cstdint>
@@ -57,21 +57,12 @@ Status jd_ew_cpu(const JdEwParams& p, const Context& ctx);
 Status jd_ew_cuda(const JdEwParams& p, const Context& ctx);
 #endif
 
-// The implementation list of one op, best first: the shared cuda_sm80 (which also serves sm90) and
-// cpu_generic, then the op's own golden.
-template <Status (*kReference)(const JdEwParams&, const Context&)>
-const std::vector<core::Impl<JdEwParams>>& jd_ew_impls() {
-  using P = JdEwParams;
-  static const std::vector<core::Impl<P>> list = {
-#ifdef RECOPS_WITH_CUDA
-      {"cuda_sm80", DeviceType::cuda, core::cuda::any_device_reason,
-       core::cuda_capability_at_least<80, P>, jd_ew_cuda},
-#endif
-      {"cpu_generic", DeviceType::cpu, core::always_available, core::accept_all<P>, jd_ew_cpu},
-      {"reference", DeviceType::cpu, core::always_available, core::accept_all<P>, kReference},
-  };
-  return list;
-}
+// The fp64 golden of every mode (jagged_dense_ew_reference.cpp).
+Status jd_ew_reference(const JdEwParams& p, const Context& ctx);
+
+// The implementation list, best first: cuda_sm80 (which also serves sm90), cpu_generic, then the
+// golden.
+const std::vector<core::Impl<JdEwParams>>& jd_ew_impls();
 
 // The tensors of one call. a: x (forward) or grad (mul_bwd); x: mul_bwd's x (else empty).
 struct JdEwTensors {

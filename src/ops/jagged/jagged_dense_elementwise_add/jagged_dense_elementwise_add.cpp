@@ -1,10 +1,11 @@
 // jagged/jagged_dense_elementwise_add/jagged_dense_elementwise_add.cpp: the entry (jagged_ops.md
-// §2.3). The checks, params and implementation list it shares with jagged_dense_elementwise_mul:
-// ops/jagged/common/jagged_dense_ew.h. At the end: the OpInfo and the argument table.
+// §2.3). The checks, params, implementation list and golden it shares with
+// jagged_dense_elementwise_mul: ops/jagged/common/jagged_dense_ew.h. At the end: the OpInfo and the
+// argument table.
 #include "ops/jagged/jagged_dense_elementwise_add/jagged_dense_elementwise_add.h"
 
 #include "core/kit/op_def.h"
-#include "ops/jagged/jagged_dense_elementwise_add/impls.h"
+#include "ops/jagged/common/jagged_dense_ew.h"
 
 namespace recops::ops {
 namespace {
@@ -26,8 +27,7 @@ Status jagged_dense_elementwise_add(const JaggedDenseElementwiseAddArgs& a, cons
   t.seq_offsets = a.seq_offsets;
   t.y = a.y;
   t.out = out;
-  return ops::jd_ew_run(ops::kOp, ops::JdEwMode::add, t,
-                        ops::jd_ew_impls<ops::jagged_dense_elementwise_add_reference>(), ctx);
+  return ops::jd_ew_run(ops::kOp, ops::JdEwMode::add, t, ops::jd_ew_impls(), ctx);
 }
 
 }  // namespace recops
@@ -72,9 +72,7 @@ Raises:
 RECOPS_REGISTER_OPS(reg) {
   using namespace recops;
   using ops::Args;
-  reg.add(OpInfo{
-      ops::kOp, "jagged",
-      core::describe_impls(ops::jd_ew_impls<ops::jagged_dense_elementwise_add_reference>())});
+  reg.add(OpInfo{ops::kOp, "jagged", core::describe_impls(ops::jd_ew_impls())});
   reg.add(kit::Def<Args>(ops::kOp, "jagged")
               .arg<&Args::x_values>("x_values", {.grad = true, .dense_from = 1})
               .arg<&Args::seq_offsets>("seq_offsets")

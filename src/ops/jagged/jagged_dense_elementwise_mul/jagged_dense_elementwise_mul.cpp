@@ -1,20 +1,16 @@
 // jagged/jagged_dense_elementwise_mul/jagged_dense_elementwise_mul.cpp: the entries of the op and
-// its backward (jagged_ops.md §2.4(a)). The checks, params and implementation list they share with
-// jagged_dense_elementwise_add: ops/jagged/common/jagged_dense_ew.h. At the end: the OpInfos and
-// the argument tables.
+// its backward (jagged_ops.md §2.4(a)). The checks, params, implementation list and golden they
+// share with jagged_dense_elementwise_add: ops/jagged/common/jagged_dense_ew.h. At the end: the
+// OpInfos and the argument tables.
 #include "ops/jagged/jagged_dense_elementwise_mul/jagged_dense_elementwise_mul.h"
 
 #include "core/kit/op_def.h"
-#include "ops/jagged/jagged_dense_elementwise_mul/impls.h"
+#include "ops/jagged/common/jagged_dense_ew.h"
 
 namespace recops::ops {
 namespace {
 constexpr const char* kOp = "jagged_dense_elementwise_mul";
 constexpr const char* kBwd = "jagged_dense_elementwise_mul_bwd";
-
-const std::vector<core::Impl<JdEwParams>>& impls() {
-  return jd_ew_impls<jagged_dense_elementwise_mul_reference>();
-}
 }  // namespace
 }  // namespace recops::ops
 
@@ -32,7 +28,7 @@ Status jagged_dense_elementwise_mul(const JaggedDenseElementwiseMulArgs& a, cons
   t.seq_offsets = a.seq_offsets;
   t.y = a.y;
   t.out = out;
-  return ops::jd_ew_run(ops::kOp, ops::JdEwMode::mul, t, ops::impls(), ctx);
+  return ops::jd_ew_run(ops::kOp, ops::JdEwMode::mul, t, ops::jd_ew_impls(), ctx);
 }
 
 Status jagged_dense_elementwise_mul_bwd(const JaggedDenseElementwiseMulBwdArgs& a,
@@ -45,7 +41,7 @@ Status jagged_dense_elementwise_mul_bwd(const JaggedDenseElementwiseMulBwdArgs& 
   t.y = a.y;
   t.out = dx;
   t.dy = dy;
-  return ops::jd_ew_run(ops::kBwd, ops::JdEwMode::mul_bwd, t, ops::impls(), ctx);
+  return ops::jd_ew_run(ops::kBwd, ops::JdEwMode::mul_bwd, t, ops::jd_ew_impls(), ctx);
 }
 
 }  // namespace recops
@@ -103,8 +99,8 @@ RECOPS_REGISTER_OPS(reg) {
   using namespace recops;
   using ops::Args;
   using ops::BwdArgs;
-  reg.add(OpInfo{ops::kOp, "jagged", core::describe_impls(ops::impls())});
-  reg.add(OpInfo{ops::kBwd, "jagged", core::describe_impls(ops::impls())});
+  reg.add(OpInfo{ops::kOp, "jagged", core::describe_impls(ops::jd_ew_impls())});
+  reg.add(OpInfo{ops::kBwd, "jagged", core::describe_impls(ops::jd_ew_impls())});
   reg.add(kit::Def<Args>(ops::kOp, "jagged")
               .arg<&Args::x_values>("x_values", {.grad = true, .dense_from = 1})
               .arg<&Args::seq_offsets>("seq_offsets")
