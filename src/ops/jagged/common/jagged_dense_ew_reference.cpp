@@ -1,41 +1,18 @@
 // ops/jagged/common/jagged_dense_ew_reference.cpp: the golden of the jagged-dense elementwise ops
 // (accuracy.md): the formulas of jagged_ops.md §2.3 (add) and §2.4(a) (mul and its backward) in
-// fp64, element by element, rounded once to the dtype. Plain loops over (b, l, d); it shares only
-// the params struct with the implementations it judges.
+// fp64, element by element, rounded once to the dtype (recops/dtype.h's to_double, from_double).
+// Plain loops over (b, l, d); it shares only the params struct with the implementations it judges.
 //   add: rows outside every sequence (only with invalid offsets, which the entry refuses on the
 //        CPU) are left alone.
 //   mul, mul_bwd: every output element is written: zeros first, then the products over
 //        (b, l < min(L_b, S), d).
 #include <algorithm>
 #include <string>
-#include <type_traits>
 
 #include "ops/jagged/common/jagged_dense_ew.h"
 
 namespace recops::ops {
 namespace {
-
-double as_double(double v) {
-  return v;
-}
-double as_double(float v) {
-  return v;
-}
-double as_double(Half v) {
-  return to_double(v);
-}
-double as_double(BFloat16 v) {
-  return to_double(v);
-}
-template <class T>
-T round_to(double v) {
-  if constexpr (std::is_same_v<T, Half>)
-    return half_from_double(v);
-  else if constexpr (std::is_same_v<T, BFloat16>)
-    return bf16_from_double(v);
-  else
-    return static_cast<T>(v);
-}
 
 int64_t offset_at(const JdEwParams& p, int64_t i) {
   const int64_t k = i * p.offsets_stride;
@@ -53,9 +30,9 @@ void golden(const JdEwParams& p) {
   T* out = static_cast<T*>(p.out);  // out, or dx
   T* dy = static_cast<T*>(p.dy);
   if (!add)
-    for (int64_t i = 0; i < p.total_L * p.D; ++i) out[i] = round_to<T>(0.0);
+    for (int64_t i = 0; i < p.total_L * p.D; ++i) out[i] = from_double<T>(0.0);
   if (bwd)
-    for (int64_t i = 0; i < p.B * p.S * p.D; ++i) dy[i] = round_to<T>(0.0);
+    for (int64_t i = 0; i < p.B * p.S * p.D; ++i) dy[i] = from_double<T>(0.0);
   for (int64_t b = 0; b < p.B; ++b) {
     const int64_t start = offset_at(p, b);
     const int64_t length = offset_at(p, b + 1) - start;
@@ -63,16 +40,16 @@ void golden(const JdEwParams& p) {
     const int64_t rows = add ? length : std::min(length, p.S);
     for (int64_t l = 0; l < rows; ++l) {
       for (int64_t d = 0; d < p.D; ++d) {
-        const double av = as_double(a[(start + l) * p.a_row_stride + d]);
+        const double av = to_double(a[(start + l) * p.a_row_stride + d]);
         double v = av;  // add's rows l >= S keep x as it is
         if (l < p.S) {
-          const double yv = as_double(y[b * p.y_batch_stride + l * p.y_row_stride + d]);
+          const double yv = to_double(y[b * p.y_batch_stride + l * p.y_row_stride + d]);
           v = add ? av + yv : av * yv;
         }
-        out[(start + l) * p.D + d] = round_to<T>(v);
+        out[(start + l) * p.D + d] = from_double<T>(v);
         if (bwd)
           dy[(b * p.S + l) * p.D + d] =
-              round_to<T>(av * as_double(x[(start + l) * p.x_row_stride + d]));
+              from_double<T>(av * to_double(x[(start + l) * p.x_row_stride + d]));
       }
     }
   }
