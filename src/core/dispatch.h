@@ -8,9 +8,11 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/cuda/runtime.h"
+#include "core/kit/impls.h"
 #include "recops/context.h"
 #include "recops/device.h"
 #include "recops/registry.h"
@@ -46,6 +48,30 @@ std::string accept_all(const Params&) {
 template <int kMinCc, class Params>
 std::string cuda_capability_at_least(const Params& p) {
   return cuda::capability_reason(p.device_index, kMinCc);
+}
+
+// A list ending in the usual two CPU implementations: `first` (the CUDA ones, best first), then
+// the multi-threaded CPU one ("cpu_generic") and the fp64 reference ("reference").
+template <class Params>
+std::vector<Impl<Params>> with_cpu_impls(std::vector<Impl<Params>> first,
+                                         Status (*cpu)(const Params&, const Context&),
+                                         Status (*reference)(const Params&, const Context&)) {
+  first.push_back({"cpu_generic", DeviceType::cpu, always_available, accept_all<Params>, cpu});
+  first.push_back({"reference", DeviceType::cpu, always_available, accept_all<Params>, reference});
+  return first;
+}
+
+// The usual list: "cuda_sm80" (compute capability 8.0 or newer; pass RECOPS_IF_CUDA(f), nullptr
+// leaves it out), "cpu_generic", "reference".
+template <class Params>
+std::vector<Impl<Params>> standard_impls(Status (*cuda_run)(const Params&, const Context&),
+                                         Status (*cpu)(const Params&, const Context&),
+                                         Status (*reference)(const Params&, const Context&)) {
+  std::vector<Impl<Params>> first;
+  if (cuda_run)
+    first.push_back({"cuda_sm80", DeviceType::cuda, cuda::any_device_reason,
+                     cuda_capability_at_least<80, Params>, cuda_run});
+  return with_cpu_impls<Params>(std::move(first), cpu, reference);
 }
 
 template <class Params>

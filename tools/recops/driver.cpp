@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "core/cuda/runtime.h"
+#include "tools/recops/inputs.h"
 #include "tools/recops/judge.h"
 
 namespace recops::cli {
@@ -23,6 +24,14 @@ std::vector<Input> inputs_on(const std::vector<Input>& in, Device dev) {
     out.push_back(std::move(y));
   }
   return out;
+}
+
+Status Driver::begin_make(const CaseRow& row, Problem* p, const char* shape_what) const {
+  p->op = row.op;
+  p->dtype = row.dtype.value_or(default_dtype(row.op));
+  if (shape_what && !row.spec->shape)
+    return case_error(row, std::string("needs `shape` (") + shape_what + ")");
+  return Status::Ok();
 }
 
 Status Driver::golden(const Problem& p, std::vector<Tensor>* out) const {

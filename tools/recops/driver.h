@@ -6,7 +6,9 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "recops/context.h"
@@ -102,6 +104,35 @@ class Driver {
   // The byte floor (jagged_ops.md §6.1) and FLOPs (< 0: not meaningful) of one call.
   virtual double bytes(const Problem& p) const = 0;
   virtual double flops(const Problem& p) const { return -1; }
+
+ protected:
+  // The start of make(): sets p->op and p->dtype (the row's, else default_dtype). With
+  // `shape_what`, a case without `shape` is refused: "needs `shape` (<shape_what>)".
+  Status begin_make(const CaseRow& row, Problem* p, const char* shape_what = nullptr) const;
+};
+
+// A driver whose ops, folder, fields, args, tags and default dtype are fixed at construction and
+// the same for every op it serves.
+class FixedDriver : public Driver {
+ public:
+  struct Spec {
+    std::vector<std::string> ops;
+    std::string folder;
+    std::set<std::string> fields;
+    DType dtype;
+    std::map<std::string, ArgKind> args = {};
+    std::set<std::string> tags = {};  // the tags read (any other is refused)
+  };
+  explicit FixedDriver(Spec s) : s_(std::move(s)) {}
+  std::vector<std::string> ops() const override { return s_.ops; }
+  std::string folder() const override { return s_.folder; }
+  std::set<std::string> fields(const std::string&) const override { return s_.fields; }
+  std::map<std::string, ArgKind> args(const std::string&) const override { return s_.args; }
+  std::optional<std::set<std::string>> tags(const std::string&) const override { return s_.tags; }
+  DType default_dtype(const std::string&) const override { return s_.dtype; }
+
+ private:
+  Spec s_;
 };
 
 // Every driver, ordered by folder (src/ops/<family>/<op>).

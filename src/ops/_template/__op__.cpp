@@ -13,15 +13,8 @@ constexpr const char* kOp = "__op__";
 constexpr const char* kBwd = "__op___bwd";
 
 const std::vector<core::Impl<Params>>& impls() {
-  static const std::vector<core::Impl<Params>> list = {
-#ifdef RECOPS_WITH_CUDA
-      {"cuda_sm80", DeviceType::cuda, core::cuda::any_device_reason,
-       core::cuda_capability_at_least<80, Params>, run_cuda},
-#endif
-      {"cpu_generic", DeviceType::cpu, core::always_available, core::accept_all<Params>, run_cpu},
-      {"reference", DeviceType::cpu, core::always_available, core::accept_all<Params>,
-       run_reference},
-  };
+  static const auto list =
+      core::standard_impls<Params>(RECOPS_IF_CUDA(run_cuda), run_cpu, run_reference);
   return list;
 }
 

@@ -13,24 +13,18 @@ double factor_of(const CaseSpec& cs) {
   return it == cs.args.end() ? 1.5 : it->second.f;
 }
 
-class __Op__Driver final : public Driver {
+class __Op__Driver final : public FixedDriver {
  public:
-  std::vector<std::string> ops() const override { return {"__op__", "__op___bwd"}; }
-  std::string folder() const override { return "__family__/__op__"; }
-  std::set<std::string> fields(const std::string&) const override { return {"shape"}; }
-  std::map<std::string, ArgKind> args(const std::string&) const override {
-    return {{"factor", ArgKind::number}};
-  }
-  std::optional<std::set<std::string>> tags(const std::string&) const override {
-    return std::set<std::string>{};
-  }
-  DType default_dtype(const std::string&) const override { return DType::fp32; }
+  __Op__Driver()
+      : FixedDriver({.ops = {"__op__", "__op___bwd"},
+                     .folder = "__family__/__op__",
+                     .fields = {"shape"},
+                     .dtype = DType::fp32,
+                     .args = {{"factor", ArgKind::number}}}) {}
 
   Status make(const CaseRow& row, Problem* p) const override {
     const CaseSpec& cs = *row.spec;
-    p->op = row.op;
-    p->dtype = row.dtype.value_or(DType::fp32);
-    if (!cs.shape) return case_error(row, "needs `shape` (x's)");
+    RECOPS_RETURN_IF_ERROR(begin_make(row, p, "x's"));
     const Shape& shape = *cs.shape;
     p->inputs.clear();
     if (row.op == "__op___bwd")

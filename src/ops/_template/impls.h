@@ -2,16 +2,11 @@
 // Definitions live in reference.cpp, cpu/ and cuda/; none includes another.
 #pragma once
 
+#include "core/kit/impls.h"
 #include "ops/__family__/__op__/params.h"
-#include "recops/context.h"
-#include "recops/status.h"
 
 namespace recops::ops::__op___ns {
 
-Status run_reference(const Params& p, const Context& ctx);
-Status run_cpu(const Params& p, const Context& ctx);
-#ifdef RECOPS_WITH_CUDA
-Status run_cuda(const Params& p, const Context& ctx);
-#endif
+RECOPS_DECLARE_IMPLS(Params, run_reference, run_cpu, run_cuda);
 
 }  // namespace recops::ops::__op___ns

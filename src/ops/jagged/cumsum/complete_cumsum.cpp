@@ -13,14 +13,8 @@ namespace {
 using P = CumsumParams;
 
 const std::vector<core::Impl<P>>& impls() {
-  static const std::vector<core::Impl<P>> list = {
-#ifdef RECOPS_WITH_CUDA
-      {"cuda_sm80", DeviceType::cuda, core::cuda::any_device_reason,
-       core::cuda_capability_at_least<80, P>, cumsum_cuda},
-#endif
-      {"cpu_generic", DeviceType::cpu, core::always_available, core::accept_all<P>, cumsum_cpu},
-      {"reference", DeviceType::cpu, core::always_available, core::accept_all<P>, cumsum_reference},
-  };
+  static const auto list =
+      core::standard_impls<P>(RECOPS_IF_CUDA(cumsum_cuda), cumsum_cpu, cumsum_reference);
   return list;
 }
 

@@ -10,26 +10,17 @@
 namespace recops::cli {
 namespace {
 
-class Cumsum final : public Driver {
+class Cumsum final : public FixedDriver {
  public:
-  std::vector<std::string> ops() const override {
-    return {"complete_cumsum", "exclusive_cumsum", "inclusive_cumsum"};
-  }
-  std::string folder() const override { return "jagged/cumsum"; }
-  // The tags this driver reads (docs/cases.md); any other is refused.
-  std::optional<std::set<std::string>> tags(const std::string&) const override {
-    return std::set<std::string>{};
-  }
-  std::set<std::string> fields(const std::string&) const override {
-    return {"shape", "out_dtype", "range", "row_pad", "out_shape"};
-  }
-  DType default_dtype(const std::string&) const override { return DType::int64; }
+  Cumsum()
+      : FixedDriver({.ops = {"complete_cumsum", "exclusive_cumsum", "inclusive_cumsum"},
+                     .folder = "jagged/cumsum",
+                     .fields = {"shape", "out_dtype", "range", "row_pad", "out_shape"},
+                     .dtype = DType::int64}) {}
 
   Status make(const CaseRow& row, Problem* p) const override {
     const CaseSpec& cs = *row.spec;
-    p->op = row.op;
-    p->dtype = row.dtype.value_or(DType::int64);
-    if (!cs.shape) return case_error(row, "needs `shape` (the input's, e.g. [n] or [R, n])");
+    RECOPS_RETURN_IF_ERROR(begin_make(row, p, "the input's, e.g. [n] or [R, n]"));
     const Shape& shape = *cs.shape;
     // Rows are every dim but the last; row_pad spaces them apart.
     Shape lead(shape.begin(), shape.empty() ? shape.end() : shape.end() - 1);

@@ -68,22 +68,14 @@ Status make_kv(const CaseRow& row, const Tags& tags, const Lens& L, DType dt, in
 // What the family's drivers share as drivers: their ops, folder and tags (the tags a driver reads,
 // docs/cases.md; any other is refused) as given, the case fields shape, lengths and scale, and
 // bf16 as the default dtype.
-class StemDriver : public Driver {
+class StemDriver : public FixedDriver {
  public:
   StemDriver(std::vector<std::string> ops, std::string folder, std::set<std::string> tags)
-      : ops_(std::move(ops)), folder_(std::move(folder)), tags_(std::move(tags)) {}
-  std::vector<std::string> ops() const override { return ops_; }
-  std::string folder() const override { return folder_; }
-  std::optional<std::set<std::string>> tags(const std::string&) const override { return tags_; }
-  std::set<std::string> fields(const std::string&) const override {
-    return {"shape", "lengths", "scale"};
-  }
-  DType default_dtype(const std::string&) const override { return DType::bf16; }
-
- private:
-  std::vector<std::string> ops_;
-  std::string folder_;
-  std::set<std::string> tags_;
+      : FixedDriver({.ops = std::move(ops),
+                     .folder = std::move(folder),
+                     .fields = {"shape", "lengths", "scale"},
+                     .dtype = DType::bf16,
+                     .tags = std::move(tags)}) {}
 };
 
 // The inputs of prepare and attention in their order: q [Tq, Nq, D] (Tq = the sum of the q

@@ -31,17 +31,8 @@ std::string cuda_can_implement(const P& p) {
   return why.empty() ? kReason(p) : why;
 }
 
-// An op's implementation list: `cuda` (best first), then cpu_generic, then the reference.
-template <class P>
-std::vector<core::Impl<P>> with_cpu_impls(std::vector<core::Impl<P>> cuda,
-                                          Status (*cpu)(const P&, const Context&),
-                                          Status (*reference)(const P&, const Context&)) {
-  cuda.push_back(
-      {"cpu_generic", DeviceType::cpu, core::always_available, core::accept_all<P>, cpu});
-  cuda.push_back(
-      {"reference", DeviceType::cpu, core::always_available, core::accept_all<P>, reference});
-  return cuda;
-}
+// An op's implementation list: the CUDA ones (best first), then cpu_generic, then the reference.
+using core::with_cpu_impls;
 
 // ---- argument checks ----
 

@@ -2,16 +2,12 @@
 // cpu/ and cuda/; none includes another).
 #pragma once
 
+#include "core/kit/impls.h"
 #include "ops/stem/prepare/params.h"
-#include "recops/context.h"
-#include "recops/status.h"
 
 namespace recops::ops {
 
-Status stem_prepare_reference(const StemPrepareParams& p, const Context& ctx);
-Status stem_prepare_cpu(const StemPrepareParams& p, const Context& ctx);
-#ifdef RECOPS_WITH_CUDA
-Status stem_prepare_cuda(const StemPrepareParams& p, const Context& ctx);
-#endif
+RECOPS_DECLARE_IMPLS(StemPrepareParams, stem_prepare_reference, stem_prepare_cpu,
+                     stem_prepare_cuda);
 
 }  // namespace recops::ops

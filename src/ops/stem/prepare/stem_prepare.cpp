@@ -17,14 +17,8 @@ const std::string kOp = "stem_prepare";
 using P = StemPrepareParams;
 
 const std::vector<core::Impl<P>>& impls() {
-  static const std::vector<core::Impl<P>> list = stem::with_cpu_impls<P>(
-      {
-#ifdef RECOPS_WITH_CUDA
-          {"cuda_sm80", DeviceType::cuda, core::cuda::any_device_reason,
-           core::cuda_capability_at_least<80, P>, stem_prepare_cuda},
-#endif
-      },
-      stem_prepare_cpu, stem_prepare_reference);
+  static const auto list = core::standard_impls<P>(RECOPS_IF_CUDA(stem_prepare_cuda),
+                                                   stem_prepare_cpu, stem_prepare_reference);
   return list;
 }
 }  // namespace
