@@ -115,4 +115,14 @@ Status jd_ew_run(const char* op, JdEwMode mode, const JdEwTensors& t,
   return core::dispatch(op, impls, t.a.device.type, p, ctx);
 }
 
+Status jd_ew_forward(const char* op, JdEwMode mode, const JaggedDenseElementwiseArgs& a,
+                     const TensorView& out, const Context& ctx) {
+  JdEwTensors t;
+  t.a = a.x_values;
+  t.seq_offsets = a.seq_offsets;
+  t.y = a.y;
+  t.out = out;
+  return jd_ew_run(op, mode, t, jd_ew_impls(), ctx);
+}
+
 }  // namespace recops::ops

@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "core/dispatch.h"
+#include "ops/jagged/common/jagged_dense_ew_api.h"
+#include "ops/jagged/common/jagged_dims.h"
 #include "recops/context.h"
 #include "recops/dtype.h"
 #include "recops/registry.h"
@@ -28,7 +30,8 @@ enum class JdEwMode {
             // dy[b,l] = grad(b,l) * x(b,l) for l < min(L_b, S), else 0
 };
 
-struct JdEwParams {
+// JaggedDims: seq_offsets, dtype (of every floating tensor), B, S, D, total_L, the device.
+struct JdEwParams : JaggedDims {
   JdEwMode mode = JdEwMode::add;
   // Jagged operands [total_L, D], row r at r * row stride elements, D dense within a row.
   const void* a = nullptr;  // add/mul: x; mul_bwd: grad
@@ -36,20 +39,10 @@ struct JdEwParams {
   const void* y = nullptr;  // dense [B, S, D]: (b, l) at b * y_batch_stride + l * y_row_stride
   void* out = nullptr;      // jagged [total_L, D], contiguous (mul_bwd: dx)
   void* dy = nullptr;       // mul_bwd: dense [B, S, D], contiguous; else unused
-  const void* seq_offsets = nullptr;  // [B+1] int32 or int64, element stride offsets_stride
-
-  DType dtype = DType::fp32;  // of every floating tensor
-  bool offsets_int64 = false;
-  int64_t offsets_stride = 1;
-  int64_t B = 0;
-  int64_t S = 0;
-  int64_t D = 1;
-  int64_t total_L = 0;
   int64_t a_row_stride = 0;
   int64_t x_row_stride = 0;
   int64_t y_batch_stride = 0;
   int64_t y_row_stride = 0;
-  int device_index = 0;
 };
 
 Status jd_ew_cpu(const JdEwParams& p, const Context& ctx);
@@ -80,5 +73,9 @@ Status jd_ew_shape(const char* op, const char* a_name, const TensorView& a,
 // the dispatch. Empty work launches nothing.
 Status jd_ew_run(const char* op, JdEwMode mode, const JdEwTensors& t,
                  const std::vector<core::Impl<JdEwParams>>& impls, const Context& ctx);
+
+// A forward entry's body (add or mul): x_values into a, the checks and the dispatch.
+Status jd_ew_forward(const char* op, JdEwMode mode, const JaggedDenseElementwiseArgs& a,
+                     const TensorView& out, const Context& ctx);
 
 }  // namespace recops::ops

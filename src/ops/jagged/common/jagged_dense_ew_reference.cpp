@@ -1,7 +1,8 @@
 // ops/jagged/common/jagged_dense_ew_reference.cpp: the golden of the jagged-dense elementwise ops
 // (accuracy.md): the formulas of jagged_ops.md §2.3 (add) and §2.4(a) (mul and its backward) in
 // fp64, element by element, rounded once to the dtype (recops/dtype.h's to_double, from_double).
-// Plain loops over (b, l, d); it shares only the params struct with the implementations it judges.
+// Plain loops over (b, l, d); it shares only the params struct with the implementations it judges
+// (the offsets lookup comes from the goldens-only common/golden_offsets.h).
 //   add: rows outside every sequence (only with invalid offsets, which the entry refuses on the
 //        CPU) are left alone.
 //   mul, mul_bwd: every output element is written: zeros first, then the products over
@@ -9,15 +10,14 @@
 #include <algorithm>
 #include <string>
 
+#include "ops/jagged/common/golden_offsets.h"
 #include "ops/jagged/common/jagged_dense_ew.h"
 
 namespace recops::ops {
 namespace {
 
 int64_t offset_at(const JdEwParams& p, int64_t i) {
-  const int64_t k = i * p.offsets_stride;
-  return p.offsets_int64 ? static_cast<const int64_t*>(p.seq_offsets)[k]
-                         : static_cast<const int32_t*>(p.seq_offsets)[k];
+  return golden_offset(p.seq_offsets, p.offsets_int64, p.offsets_stride, i);
 }
 
 template <class T>
@@ -58,17 +58,11 @@ void golden(const JdEwParams& p) {
 }  // namespace
 
 Status jd_ew_reference(const JdEwParams& p, const Context&) {
-  switch (p.dtype) {
-    case DType::fp64: golden<double>(p); break;
-    case DType::fp32: golden<float>(p); break;
-    case DType::fp16: golden<Half>(p); break;
-    case DType::bf16: golden<BFloat16>(p); break;
-    default:
-      return Status(StatusCode::internal,
-                    std::string(p.mode == JdEwMode::add ? "jagged_dense_elementwise_add"
-                                                        : "jagged_dense_elementwise_mul") +
-                        ": reference reached with a bad dtype");
-  }
+  if (!visit_floating(p.dtype, [&](auto t) { golden<decltype(t)>(p); }))
+    return Status(StatusCode::internal,
+                  std::string(p.mode == JdEwMode::add ? "jagged_dense_elementwise_add"
+                                                      : "jagged_dense_elementwise_mul") +
+                      ": reference reached with a bad dtype");
   return Status::Ok();
 }
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/dispatch.h"
+#include "ops/jagged/common/jagged_dims.h"
 #include "ops/jagged/common/row_copy_tuning.h"
 #include "recops/context.h"
 #include "recops/dtype.h"
@@ -28,32 +29,22 @@ enum class RowCopyDir {
   to_jagged,  // dense_to_jagged: src is the dense tensor, dst the jagged out
 };
 
-struct RowCopyParams {
+// JaggedDims: seq_offsets, dtype (of src and dst; the ops move bits, so only its size matters),
+// B, S (max_seq_len of jagged_to_padded_dense), D, total_L, the device.
+struct RowCopyParams : JaggedDims {
   RowCopyDir dir = RowCopyDir::to_dense;
   // The jagged side: (total_L, D) by seq_offsets; row r starts at r*jagged_row_stride elements.
   // The dense side: (B, S, D); row (b, l) starts at b*dense_batch_stride + l*dense_row_stride.
   // A row's D elements are dense on both sides.
   const void* src = nullptr;  // to_dense: the jagged side; to_jagged: the dense side
   void* dst = nullptr;        // the other side
-  // seq_offsets: (B+1,) int32 or int64, element stride offsets_stride.
-  const void* seq_offsets = nullptr;
-
-  DType dtype = DType::fp32;  // of src and dst; the ops move bits, so only its size matters
   int64_t elem_size = 4;
-  bool offsets_int64 = false;
-  int64_t offsets_stride = 1;
-
-  int64_t B = 0;
-  int64_t S = 0;  // dense rows per batch (max_seq_len of jagged_to_padded_dense)
-  int64_t D = 1;
-  int64_t total_L = 0;
   int64_t jagged_row_stride = 0;
   int64_t dense_batch_stride = 0;
   int64_t dense_row_stride = 0;
 
   // to_dense: padding_value encoded in dtype (low elem_size bytes); to_jagged: 0 (zeros).
   uint64_t padding_bits = 0;
-  int device_index = 0;
 };
 
 // The op a direction is: "jagged_to_padded_dense" or "dense_to_jagged".

@@ -4,8 +4,8 @@
 // argument table.
 #include "ops/jagged/jagged_dense_elementwise_add/jagged_dense_elementwise_add.h"
 
-#include "core/kit/op_def.h"
 #include "ops/jagged/common/jagged_dense_ew.h"
+#include "ops/jagged/common/jagged_dense_ew_def.h"
 
 namespace recops::ops {
 namespace {
@@ -22,12 +22,7 @@ Status jagged_dense_elementwise_add_shape(const JaggedDenseElementwiseAddArgs& a
 
 Status jagged_dense_elementwise_add(const JaggedDenseElementwiseAddArgs& a, const TensorView& out,
                                     const Context& ctx) {
-  ops::JdEwTensors t;
-  t.a = a.x_values;
-  t.seq_offsets = a.seq_offsets;
-  t.y = a.y;
-  t.out = out;
-  return ops::jd_ew_run(ops::kOp, ops::JdEwMode::add, t, ops::jd_ew_impls(), ctx);
+  return ops::jd_ew_forward(ops::kOp, ops::JdEwMode::add, a, out, ctx);
 }
 
 }  // namespace recops
@@ -35,18 +30,6 @@ Status jagged_dense_elementwise_add(const JaggedDenseElementwiseAddArgs& a, cons
 // ---- registration: the OpInfo and the argument table (core/kit/op_def.h) ----
 namespace recops::ops {
 namespace {
-using Args = JaggedDenseElementwiseAddArgs;
-
-Status shapes(const Args& a, std::vector<kit::OutSpec>* outs) {
-  Shape s;
-  RECOPS_RETURN_IF_ERROR(jagged_dense_elementwise_add_shape(a, &s));
-  outs->push_back({s, a.x_values.dtype});
-  return Status::Ok();
-}
-Status run(const Args& a, const kit::Outputs& o, const Context& ctx) {
-  return jagged_dense_elementwise_add(a, o.views[0], ctx);
-}
-
 constexpr const char* kDoc = R"(Adds a dense batch to a jagged tensor; the result is jagged.
 
 Args:
@@ -71,14 +54,7 @@ Raises:
 
 RECOPS_REGISTER_OPS(reg) {
   using namespace recops;
-  using ops::Args;
   reg.add(OpInfo{ops::kOp, "jagged", core::describe_impls(ops::jd_ew_impls())});
-  reg.add(kit::Def<Args>(ops::kOp, "jagged")
-              .arg<&Args::x_values>("x_values", {.grad = true, .dense_from = 1})
-              .arg<&Args::seq_offsets>("seq_offsets")
-              .arg<&Args::y>("y", {.grad = true, .dense_from = 2})
-              .out_like("out", "x_values")
-              .shapes(ops::shapes)
-              .run(ops::run)
-              .doc("", ops::kDoc));
+  reg.add(ops::jd_ew_forward_def<jagged_dense_elementwise_add_shape, jagged_dense_elementwise_add>(
+      ops::kOp, ops::kDoc));
 }

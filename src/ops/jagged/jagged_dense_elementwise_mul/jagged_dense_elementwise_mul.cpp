@@ -4,8 +4,8 @@
 // OpInfos and the argument tables.
 #include "ops/jagged/jagged_dense_elementwise_mul/jagged_dense_elementwise_mul.h"
 
-#include "core/kit/op_def.h"
 #include "ops/jagged/common/jagged_dense_ew.h"
+#include "ops/jagged/common/jagged_dense_ew_def.h"
 
 namespace recops::ops {
 namespace {
@@ -23,12 +23,7 @@ Status jagged_dense_elementwise_mul_shape(const JaggedDenseElementwiseMulArgs& a
 
 Status jagged_dense_elementwise_mul(const JaggedDenseElementwiseMulArgs& a, const TensorView& out,
                                     const Context& ctx) {
-  ops::JdEwTensors t;
-  t.a = a.x_values;
-  t.seq_offsets = a.seq_offsets;
-  t.y = a.y;
-  t.out = out;
-  return ops::jd_ew_run(ops::kOp, ops::JdEwMode::mul, t, ops::jd_ew_impls(), ctx);
+  return ops::jd_ew_forward(ops::kOp, ops::JdEwMode::mul, a, out, ctx);
 }
 
 Status jagged_dense_elementwise_mul_bwd(const JaggedDenseElementwiseMulBwdArgs& a,
@@ -49,18 +44,8 @@ Status jagged_dense_elementwise_mul_bwd(const JaggedDenseElementwiseMulBwdArgs& 
 // ---- registration: the OpInfos and the argument tables (core/kit/op_def.h) ----
 namespace recops::ops {
 namespace {
-using Args = JaggedDenseElementwiseMulArgs;
 using BwdArgs = JaggedDenseElementwiseMulBwdArgs;
 
-Status fwd_shapes(const Args& a, std::vector<kit::OutSpec>* outs) {
-  Shape s;
-  RECOPS_RETURN_IF_ERROR(jagged_dense_elementwise_mul_shape(a, &s));
-  outs->push_back({s, a.x_values.dtype});
-  return Status::Ok();
-}
-Status fwd_run(const Args& a, const kit::Outputs& o, const Context& ctx) {
-  return jagged_dense_elementwise_mul(a, o.views[0], ctx);
-}
 Status bwd_shapes(const BwdArgs& a, std::vector<kit::OutSpec>* outs) {
   Shape s;
   RECOPS_RETURN_IF_ERROR(jd_ew_shape(kBwd, "grad", a.grad, a.seq_offsets, a.y, &s));
@@ -97,19 +82,12 @@ Raises:
 
 RECOPS_REGISTER_OPS(reg) {
   using namespace recops;
-  using ops::Args;
   using ops::BwdArgs;
   reg.add(OpInfo{ops::kOp, "jagged", core::describe_impls(ops::jd_ew_impls())});
   reg.add(OpInfo{ops::kBwd, "jagged", core::describe_impls(ops::jd_ew_impls())});
-  reg.add(kit::Def<Args>(ops::kOp, "jagged")
-              .arg<&Args::x_values>("x_values", {.grad = true, .dense_from = 1})
-              .arg<&Args::seq_offsets>("seq_offsets")
-              .arg<&Args::y>("y", {.grad = true, .dense_from = 2})
-              .out_like("out", "x_values")
-              .shapes(ops::fwd_shapes)
-              .run(ops::fwd_run)
-              .backward(ops::kBwd)
-              .doc("", ops::kDoc));
+  reg.add(ops::jd_ew_forward_def<jagged_dense_elementwise_mul_shape, jagged_dense_elementwise_mul>(
+              ops::kOp, ops::kDoc)
+              .backward(ops::kBwd));
   reg.add(kit::Def<BwdArgs>(ops::kBwd, "jagged")
               .arg<&BwdArgs::grad>("grad", {.dense_from = 1})
               .arg<&BwdArgs::x_values>("x_values", {.dense_from = 1})

@@ -1,35 +1,17 @@
 // jagged/jagged_softmax/reference.cpp: the golden (accuracy.md): the formulas in fp64, one
-// (sequence, column) at a time, each output rounded once to the dtype. Includes params.h and core
-// only; shares no code with cpu/ or cuda/.
+// (sequence, column) at a time, each output rounded once to the dtype. Includes params.h, core and
+// the goldens-only common/golden_offsets.h; shares no code with cpu/ or cuda/.
+#include <algorithm>
 #include <cmath>
 #include <limits>
-#include <type_traits>
 
+#include "ops/jagged/common/golden_offsets.h"
 #include "ops/jagged/jagged_softmax/impls.h"
 
 namespace recops::ops::jagged_softmax_ns {
 namespace {
-template <class T>
-double to_d(T v) {
-  if constexpr (std::is_floating_point_v<T>)
-    return v;
-  else
-    return to_double(v);
-}
-template <class T>
-T from_d(double v) {
-  if constexpr (std::is_same_v<T, Half>)
-    return half_from_double(v);
-  else if constexpr (std::is_same_v<T, BFloat16>)
-    return bf16_from_double(v);
-  else
-    return static_cast<T>(v);
-}
-
 int64_t offset(const Params& p, int64_t i) {
-  const int64_t v = p.offsets_int64
-                        ? static_cast<const int64_t*>(p.seq_offsets)[i * p.offsets_stride]
-                        : static_cast<const int32_t*>(p.seq_offsets)[i * p.offsets_stride];
+  const int64_t v = golden_offset(p.seq_offsets, p.offsets_int64, p.offsets_stride, i);
   return v < 0 ? 0 : (v > p.total_L ? p.total_L : v);
 }
 
@@ -45,9 +27,9 @@ void compute(const Params& p) {
     const int64_t end = std::max(start, offset(p, b + 1));
     const int64_t n = std::min(end - start, p.max_L);
     for (int64_t h = 0; h < p.H; ++h) {
-      auto A = [&](int64_t l) { return to_d(a[(start + l) * p.a_row_stride + h]); };
-      auto Y = [&](int64_t l) { return to_d(yb[(start + l) * p.b_row_stride + h]); };
-      auto put = [&](int64_t l, double v) { out[(start + l) * p.H + h] = from_d<T>(v); };
+      auto A = [&](int64_t l) { return to_double(a[(start + l) * p.a_row_stride + h]); };
+      auto Y = [&](int64_t l) { return to_double(yb[(start + l) * p.b_row_stride + h]); };
+      auto put = [&](int64_t l, double v) { out[(start + l) * p.H + h] = from_double<T>(v); };
       if (!p.backward) {
         // m: the column maximum over l < n; a NaN anywhere makes it NaN.
         double m = -inf;
@@ -73,14 +55,8 @@ void compute(const Params& p) {
 }  // namespace
 
 Status run_reference(const Params& p, const Context&) {
-  switch (p.dtype) {
-    case DType::fp64: compute<double>(p); break;
-    case DType::fp32: compute<float>(p); break;
-    case DType::fp16: compute<Half>(p); break;
-    case DType::bf16: compute<BFloat16>(p); break;
-    default:
-      return Status(StatusCode::internal, "jagged_softmax: reference reached with a bad dtype");
-  }
+  if (!visit_floating(p.dtype, [&](auto t) { compute<decltype(t)>(p); }))
+    return Status(StatusCode::internal, "jagged_softmax: reference reached with a bad dtype");
   return Status::Ok();
 }
 

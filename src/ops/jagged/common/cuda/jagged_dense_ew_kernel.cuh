@@ -19,6 +19,7 @@
 #include <type_traits>
 
 #include "core/cuda/bits.cuh"
+#include "ops/jagged/common/cuda/acc.cuh"
 
 namespace recops::ops::jd_ew_dev {
 
@@ -39,27 +40,8 @@ struct DevArgs {
   int64_t tile_rows, num_tiles;
 };
 
-__device__ __forceinline__ float to_acc(float v) {
-  return v;
-}
-__device__ __forceinline__ double to_acc(double v) {
-  return v;
-}
-__device__ __forceinline__ float to_acc(__half v) {
-  return __half2float(v);
-}
-__device__ __forceinline__ float to_acc(__nv_bfloat16 v) {
-  return __bfloat162float(v);
-}
-template <class T, class A>
-__device__ __forceinline__ T from_acc(A v) {
-  if constexpr (std::is_same_v<T, __half>)
-    return __float2half_rn(v);
-  else if constexpr (std::is_same_v<T, __nv_bfloat16>)
-    return __float2bfloat16_rn(v);
-  else
-    return v;
-}
+using jagged_dev::from_acc;  // common/cuda/acc.cuh
+using jagged_dev::to_acc;
 
 // One add or multiply, rounded to nearest (the _rn intrinsics are never contracted into an FMA).
 __device__ __forceinline__ float op_rn(float p, float q, bool is_add) {

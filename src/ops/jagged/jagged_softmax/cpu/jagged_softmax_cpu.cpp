@@ -17,37 +17,13 @@
 
 #include "core/parallel.h"
 #include "core/scalar.h"
+#include "ops/jagged/common/cpu_half.h"
 #include "ops/jagged/jagged_softmax/impls.h"
 
 namespace recops::ops::jagged_softmax_ns {
 namespace {
 constexpr int64_t kCols = 64;          // the column block of one work item
 constexpr int64_t kMinCost = 1 << 15;  // elements per thread below which fewer threads start
-
-// fp16 through the compiler's _Float16 where it has one (exact widening, one round-to-nearest-even
-// narrowing from float or double); the library's portable Half conversions are far slower.
-#if defined(__FLT16_MAX__)
-inline float half_to_float(Half v) {
-  _Float16 h;
-  std::memcpy(&h, &v.bits, sizeof h);
-  return static_cast<float>(h);
-}
-template <class V>
-Half half_from(V v) {
-  const _Float16 h = static_cast<_Float16>(v);
-  Half r;
-  std::memcpy(&r.bits, &h, sizeof h);
-  return r;
-}
-#else
-inline float half_to_float(Half v) {
-  return to_float(v);
-}
-template <class V>
-Half half_from(V v) {
-  return half_from_double(static_cast<double>(v));
-}
-#endif
 
 // bf16 from double in one rounding: to float rounding to odd (24 bits keep the information a
 // correct 8-bit rounding needs), then the fast float -> bf16 round to nearest even.
@@ -66,7 +42,7 @@ inline BFloat16 bf16_from(double v) {
 template <class Acc, class T>
 Acc load(T v) {
   if constexpr (std::is_same_v<T, Half>)
-    return half_to_float(v);
+    return cpu_half_to_float(v);
   else if constexpr (std::is_same_v<T, BFloat16>)
     return to_float(v);
   else
@@ -76,7 +52,7 @@ Acc load(T v) {
 template <class T, class V>
 T store(V v) {
   if constexpr (std::is_same_v<T, Half>)
-    return half_from(v);
+    return cpu_half_from(v);  // common/cpu_half.h
   else if constexpr (std::is_same_v<T, BFloat16> && std::is_same_v<V, float>)
     return bf16_from_float(v);
   else if constexpr (std::is_same_v<T, BFloat16>)

@@ -14,35 +14,22 @@
 #include <cuda_fp16.h>
 
 #include "core/cuda/bits.cuh"
+#include "ops/jagged/common/cuda/acc.cuh"
 #include "ops/jagged/jagged_softmax/cuda/tiles.h"
 #include "ops/jagged/jagged_softmax/params.h"
 
 namespace recops::ops::jagged_softmax_ns {
 
-__device__ __forceinline__ float to_acc(float v) {
-  return v;
-}
-__device__ __forceinline__ double to_acc(double v) {
-  return v;
-}
-__device__ __forceinline__ float to_acc(__half v) {
-  return __half2float(v);
-}
-__device__ __forceinline__ float to_acc(__nv_bfloat16 v) {
-  return __bfloat162float(v);
-}
+using jagged_dev::to_acc;  // common/cuda/acc.cuh
+
 template <class T, class V>
 __device__ __forceinline__ T round_to(V v) {  // one rounding from float or double
   if constexpr (std::is_same_v<T, __half> && std::is_same_v<V, double>)
     return __double2half(v);
-  else if constexpr (std::is_same_v<T, __half>)
-    return __float2half_rn(v);
   else if constexpr (std::is_same_v<T, __nv_bfloat16> && std::is_same_v<V, double>)
     return __double2bfloat16(v);
-  else if constexpr (std::is_same_v<T, __nv_bfloat16>)
-    return __float2bfloat16_rn(v);
   else
-    return static_cast<T>(v);
+    return jagged_dev::from_acc<T>(v);
 }
 
 // The larger of a and b, NaN if either is NaN.
