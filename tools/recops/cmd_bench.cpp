@@ -257,15 +257,10 @@ int run_bench(const BenchOptions& o) {
       if (!r.error.empty()) continue;
       const double gbps = r.bytes / (r.timing.median_ms * 1e6);
       const nlohmann::json null;
-      nlohmann::json rec = {
-          {"op", r.op},
-          {"impl", r.impl},
-          {"backend", r.backend},
-          {"device", r.device},
+      nlohmann::json rec =
+          record_key<nlohmann::json>(r.op, r.case_id, r.dtype, r.backend, r.device, r.impl);
+      rec.update(nlohmann::json{
           {"shape", r.shape},
-          {"dtype", r.dtype},
-          {"phase", "fwd"},
-          {"case", r.case_id},
           {"time_ms", r.timing.median_ms},
           {"time_ms_p10", r.timing.p10_ms},
           {"time_ms_p90", r.timing.p90_ms},
@@ -292,7 +287,7 @@ int run_bench(const BenchOptions& o) {
           {"config_source", r.tune.source.empty() ? null : nlohmann::json(r.tune.source)},
           {"tuning_bucket", r.tune.source.empty() ? null : nlohmann::json(r.tune.bucket)},
           {"commit", commit},
-          {"date", date}};
+          {"date", date}});
       if (r.backend == "cpu") rec["threads"] = core::max_threads();
       arr.push_back(rec);
     }

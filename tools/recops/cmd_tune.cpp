@@ -534,27 +534,22 @@ int run_tune(const TuneOptions& o) {
       json dcfg = json::object(), cfg = json::object();
       for (const auto& [k, v] : r.trials[0].config.values) dcfg[k] = v;
       for (const auto& [k, v] : b.config.values) cfg[k] = v;
-      arr.push_back({{"op", r.op},
-                     {"case", r.shape_id},
-                     {"dtype", r.dtype},
-                     {"backend", r.backend},
-                     {"device", r.device},
-                     {"impl", r.impl},
-                     {"phase", "fwd"},
-                     {"bucket", r.bucket},
-                     {"config_source", r.source},
-                     {"config", cfg},
-                     {"default_config", dcfg},
-                     {"time_ms", tm},
-                     {"default_time_ms", dm},
-                     {"speedup_vs_default", dm / tm},
-                     {"method", "interleaved blocks (recops tune --check), " +
-                                    std::to_string(o.rounds) + " rounds"},
-                     {"same_as_default", same},
-                     {"at_least_as_fast", ok},
-                     {"threshold_pct", o.threshold_pct},
-                     {"commit", commit},
-                     {"date", date}});
+      json rec = record_key<json>(r.op, r.shape_id, r.dtype, r.backend, r.device, r.impl);
+      rec.update(json{{"bucket", r.bucket},
+                      {"config_source", r.source},
+                      {"config", cfg},
+                      {"default_config", dcfg},
+                      {"time_ms", tm},
+                      {"default_time_ms", dm},
+                      {"speedup_vs_default", dm / tm},
+                      {"method", "interleaved blocks (recops tune --check), " +
+                                     std::to_string(o.rounds) + " rounds"},
+                      {"same_as_default", same},
+                      {"at_least_as_fast", ok},
+                      {"threshold_pct", o.threshold_pct},
+                      {"commit", commit},
+                      {"date", date}});
+      arr.push_back(std::move(rec));
     }
     std::cout << t.str();
     if (!o.json.empty()) {

@@ -126,4 +126,20 @@ class Progress {
   double start_ = 0, last_draw_ = -1;
 };
 
+// The fields that name a bench or tune record, in the order tune writes them: op, case, dtype,
+// backend, device, impl and phase "fwd" (Json: nlohmann::json or nlohmann::ordered_json).
+template <class Json>
+Json record_key(const std::string& op, const std::string& case_id, const std::string& dtype,
+                const std::string& backend, const std::string& device, const std::string& impl) {
+  Json j = Json::object();
+  j["op"] = op;
+  j["case"] = case_id;
+  j["dtype"] = dtype;
+  j["backend"] = backend;
+  j["device"] = device;
+  j["impl"] = impl;
+  j["phase"] = "fwd";
+  return j;
+}
+
 }  // namespace recops::cli

@@ -34,6 +34,13 @@ void add_variant_filters(CLI::App* sub, recops::cli::RowFilterOptions& f,
       ->delimiter(',');
 }
 
+// --dtype and --shape: only the perf shapes of these dtypes and ids (bench, tune).
+template <class Options>
+void add_shape_filters(CLI::App* sub, Options& o, const std::string& shape_help) {
+  sub->add_option("--dtype", o.dtypes, "only shapes of these dtypes")->delimiter(',');
+  sub->add_option("--shape", o.shape_ids, shape_help)->delimiter(',');
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -89,9 +96,7 @@ int main(int argc, char** argv) {
       "bench", "time each op's perf.yaml shapes; GB/s against this run's copy ceiling; baselines");
   add_common(bench, bo);
   bench->add_option("--impl", bo.impl, "force one implementation id");
-  bench->add_option("--dtype", bo.dtypes, "only shapes of these dtypes")->delimiter(',');
-  bench->add_option("--shape", bo.shape_ids, "only the shape(s) with this id (e.g. S3)")
-      ->delimiter(',');
+  add_shape_filters(bench, bo, "only the shape(s) with this id (e.g. S3)");
   bench->add_flag("--update-baseline", bo.update_baseline,
                   "store this run's times as the baselines of this device in each perf.yaml");
   bench->add_flag("--fail-on-regression", bo.fail_on_regression,
@@ -128,8 +133,7 @@ int main(int argc, char** argv) {
   tune->add_option("--impl", to.impl, "tune only this implementation id");
   tune->add_option("--shapes", to.shapes,
                    "a perf.yaml file to take the shapes from (default: each op's perf.yaml)");
-  tune->add_option("--dtype", to.dtypes, "only shapes of these dtypes")->delimiter(',');
-  tune->add_option("--shape", to.shape_ids, "only the shape(s) with this id")->delimiter(',');
+  add_shape_filters(tune, to, "only the shape(s) with this id");
   tune->add_option("--out", to.out,
                    "the tuning file to write or update (default: tuning/<device-slug>.json in the "
                    "source tree, one per device)");
