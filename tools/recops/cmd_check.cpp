@@ -14,6 +14,8 @@
 #include <map>
 #include <optional>
 
+#include <unistd.h>
+
 #include "core/cuda/runtime.h"
 #include "recops/context.h"
 #include "tools/recops/commands.h"
@@ -113,7 +115,9 @@ int run_check(const CheckOptions& o, const std::string& argv0) {
             if (o.repeat > 1) cmd += " --repeat " + std::to_string(o.repeat);
             r.reproducer = cmd;
           }
-          if (o.verbose)
+          // Off a terminal a failure is said when it happens, so a run cut short by a time
+          // limit still shows it (the table comes only at the end).
+          if (o.verbose || (!pass && isatty(2) == 0))
             std::cerr << r.verdict << " " << r.op << " " << r.case_id << " " << r.dtype << " "
                       << r.variant << " " << r.backend << " " << r.impl << " " << first_line(detail)
                       << "\n";
