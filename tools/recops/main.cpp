@@ -8,7 +8,10 @@
 
 namespace {
 
-void add_common(CLI::App* sub, recops::cli::CommonOptions& o) {
+// A subcommand that runs ops (check, bench, tune, record) with the options they all take.
+CLI::App* add_run_command(CLI::App& app, const std::string& name, const std::string& help,
+                          recops::cli::CommonOptions& o) {
+  CLI::App* sub = app.add_subcommand(name, help);
   sub->add_option("--op", o.ops, "op name or family (folder) to run; repeatable; default: all")
       ->delimiter(',');
   sub->add_option("--backend", o.backends,
@@ -22,6 +25,7 @@ void add_common(CLI::App* sub, recops::cli::CommonOptions& o) {
   sub->add_flag("--quick", o.quick, "skip cases tagged `large` (the CI tier)");
   sub->add_flag("-q,--quiet", o.quiet,
                 "no progress on stderr (the default when stderr is not a terminal)");
+  return sub;
 }
 
 // --offsets-dtype and --out-dtype: only the rows `which` ("whose case lists", "recorded with")
@@ -67,9 +71,8 @@ int main(int argc, char** argv) {
                  "devices ($RECOPS_TUNING_FILE, else tuning/ of the source tree)");
 
   recops::cli::CheckOptions co;
-  auto* check = app.add_subcommand(
-      "check", "accuracy over each op's cases.yaml against the reference (accuracy.md)");
-  add_common(check, co);
+  auto* check = add_run_command(
+      app, "check", "accuracy over each op's cases.yaml against the reference (accuracy.md)", co);
   check->add_option(
       "--impl", co.impl,
       "force one implementation id (as `recops list` prints it); ops without it are skipped");
@@ -92,9 +95,9 @@ int main(int argc, char** argv) {
   check->add_flag("-v,--verbose", co.verbose, "print each result as it finishes (stderr)");
 
   recops::cli::BenchOptions bo;
-  auto* bench = app.add_subcommand(
-      "bench", "time each op's perf.yaml shapes; GB/s against this run's copy ceiling; baselines");
-  add_common(bench, bo);
+  auto* bench = add_run_command(
+      app, "bench",
+      "time each op's perf.yaml shapes; GB/s against this run's copy ceiling; baselines", bo);
   bench->add_option("--impl", bo.impl, "force one implementation id");
   add_shape_filters(bench, bo, "only the shape(s) with this id (e.g. S3)");
   bench->add_flag("--update-baseline", bo.update_baseline,
@@ -124,12 +127,12 @@ int main(int argc, char** argv) {
                      "the source tree (its root or src/ops) holding bench/plot.py");
 
   recops::cli::TuneOptions to;
-  auto* tune = app.add_subcommand(
-      "tune",
+  auto* tune = add_run_command(
+      app, "tune",
       "time every candidate configuration of the tunable implementations on each perf shape "
       "(rejecting inaccurate ones) and write the fastest per device, op, impl, dtype and shape "
-      "bucket into the device's tuning file");
-  add_common(tune, to);
+      "bucket into the device's tuning file",
+      to);
   tune->add_option("--impl", to.impl, "tune only this implementation id");
   tune->add_option("--shapes", to.shapes,
                    "a perf.yaml file to take the shapes from (default: each op's perf.yaml)");
@@ -156,11 +159,11 @@ int main(int argc, char** argv) {
                    "--check: percent the tuned configuration may be slower (default 3)");
 
   recops::cli::RecordOptions ro;
-  auto* record = app.add_subcommand(
-      "record",
+  auto* record = add_run_command(
+      app, "record",
       "run each case on one backend and write its inputs and outputs (safetensors + "
-      "manifest.json) for `compare` on another backend or machine");
-  add_common(record, ro);
+      "manifest.json) for `compare` on another backend or machine",
+      ro);
   record->add_option("--impl", ro.impl, "force one implementation id");
   record->add_option("--dtype", ro.dtypes, "only rows of these dtypes")->delimiter(',');
   record->add_option("--case", ro.case_ids, "only the case(s) with this id")->delimiter(',');

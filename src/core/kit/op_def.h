@@ -274,6 +274,25 @@ class Def {
     };
     return *this;
   }
+  // One output: its shape from the op's shape function `F` (Status F(const Args&, Shape*)), its
+  // dtype that of the TensorView argument `M`.
+  template <auto F, auto M>
+  Def& shapes_from() {
+    return shapes(+[](const Args& a, std::vector<OutSpec>* o) {
+      Shape s;
+      RECOPS_RETURN_IF_ERROR(F(a, &s));
+      o->push_back({s, (a.*M).dtype});
+      return Status::Ok();
+    });
+  }
+  // One output with the shape and dtype of the TensorView argument `M`.
+  template <auto M>
+  Def& shapes_like() {
+    return shapes(+[](const Args& a, std::vector<OutSpec>* o) {
+      o->push_back({(a.*M).shape(), (a.*M).dtype});
+      return Status::Ok();
+    });
+  }
   // With a plan: the shape function validates once and keeps what the run needs.
   Def& shapes(Status (*f)(const Args&, Plan*, std::vector<OutSpec>*)) {
     d_.shapes = [f](void* c, std::vector<OutSpec>* o, const Context&) {
@@ -287,6 +306,13 @@ class Def {
       return f(args_of(c), o, ctx);
     };
     return *this;
+  }
+  // The run of an op with one output: its entry `F` (Status F(const Args&, const TensorView& out,
+  // const Context&)).
+  template <auto F>
+  Def& run_one() {
+    return run(
+        +[](const Args& a, const Outputs& o, const Context& ctx) { return F(a, o.views[0], ctx); });
   }
   Def& run(Status (*f)(const Args&, const Plan&, const Outputs&, const Context&)) {
     d_.run = [f](const void* c, const Outputs& o, const Context& ctx) {

@@ -70,23 +70,6 @@ Status __op___bwd(const __Op__BwdArgs& a, const TensorView& dx, const Context& c
 // ---- registration: the OpInfos and the argument tables (core/kit/op_def.h) ----
 namespace recops::ops::__op___ns {
 namespace {
-Status fwd_shapes(const __Op__Args& a, std::vector<kit::OutSpec>* outs) {
-  Shape s;
-  RECOPS_RETURN_IF_ERROR(__op___shape(a, &s));
-  outs->push_back({s, a.x.dtype});
-  return Status::Ok();
-}
-Status fwd_run(const __Op__Args& a, const kit::Outputs& o, const Context& ctx) {
-  return __op__(a, o.views[0], ctx);
-}
-Status bwd_shapes(const __Op__BwdArgs& a, std::vector<kit::OutSpec>* outs) {
-  outs->push_back({a.x.shape(), a.x.dtype});
-  return Status::Ok();
-}
-Status bwd_run(const __Op__BwdArgs& a, const kit::Outputs& o, const Context& ctx) {
-  return __op___bwd(a, o.views[0], ctx);
-}
-
 constexpr const char* kDoc = R"(Scales a tensor: ``out = factor * x``.
 
 Args:
@@ -110,8 +93,8 @@ RECOPS_REGISTER_OPS(reg) {
               .arg<&__Op__Args::x>("x", {.grad = true, .dense_from = 0})
               .arg<&__Op__Args::factor>("factor", {.def = "1.0"})
               .out_like("out", "x")
-              .shapes(fwd_shapes)
-              .run(fwd_run)
+              .shapes_from<&__op___shape, &__Op__Args::x>()
+              .run_one<&__op__>()
               .backward(kBwd)
               .doc("", kDoc));
   reg.add(kit::Def<__Op__BwdArgs>(kBwd, "__family__")
@@ -119,7 +102,7 @@ RECOPS_REGISTER_OPS(reg) {
               .arg<&__Op__BwdArgs::x>("x", {.dense_from = 0})
               .arg<&__Op__BwdArgs::factor>("factor", {.def = "1.0"})
               .out_like("dx", "x")
-              .shapes(bwd_shapes)
-              .run(bwd_run)
+              .shapes_like<&__Op__BwdArgs::x>()
+              .run_one<&__op___bwd>()
               .doc("-", ""));
 }
