@@ -23,7 +23,7 @@ PY_PACKAGES := torch numpy pytest pyyaml safetensors scikit-build-core ninja mat
 
 run: deps build
 	$(RECOPS) list
-	$(RECOPS) check --backend cpu
+	$(RECOPS) check --backend cpu --quick
 	$(RECOPS) bench --backend cpu --quick
 
 test: deps build

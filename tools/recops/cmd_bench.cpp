@@ -447,7 +447,8 @@ int run_bench(const BenchOptions& o) {
                                       fmt_g(r.bytes / (r.timing.median_ms * 1e6), 4) + " GB/s"
                                 : "error: " + r.error;
         if (r.tune.source == "tuned") line += " [tuned " + r.tune.config.str() + "]";
-        if (progress.active())
+        // A terminal gets the redrawn progress line; a log gets every shape's line.
+        if (progress.active() && progress.on_terminal())
           progress.step(line);
         else if (!o.quiet)
           std::cerr << "[bench] " << line << "\n";

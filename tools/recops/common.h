@@ -114,6 +114,7 @@ class Progress {
   Progress(std::string what, int64_t total, bool quiet);
   ~Progress() { finish(); }
   bool active() const { return active_; }
+  bool on_terminal() const { return tty_; }
   // One more item done; `label` names it.
   void step(const std::string& label);
   // Clears the line (before printing the results, or from the destructor).
