@@ -175,3 +175,26 @@ def test_stem_zero_heads_give_empty_outputs():
     assert si.shape[1] == 0 and sl.shape[1] == 0
     with pytest.raises(ValueError, match=r"positive multiple of the KV heads"):
         recops.stem_indexer_metadata(_i32([6]), _i32([6]), 0, 0)
+
+
+@pytest.mark.parametrize("op,folder,tags,msg", [
+    ("hstu_attn_fwd", "hstu/hstu_attn", "[window=3x:2]", "tag 'window': '3x' is not an integer"),
+    ("hstu_attn_fwd", "hstu/hstu_attn", "[alpha=0.5z]", "tag 'alpha': '0.5z' is not a number"),
+    ("stem_indexer", "stem/indexer", "[kv=12:q]", "tag 'kv': 'q' is not an integer"),
+])
+def test_cli_bad_tag_value_named(tmp_path, op, folder, tags, msg):
+    """A case file's malformed tag number names the tag and the value (not std::stoll's "stoll")."""
+    import subprocess
+    from _cli import recops_binary
+    binary = recops_binary()
+    if binary is None:
+        pytest.skip("no recops binary")
+    d = tmp_path / folder
+    d.mkdir(parents=True)
+    shape = "[1, 1, 16]" if op.startswith("hstu") else "[16, 16, 64]"
+    (d / "cases.yaml").write_text(f"op: {op}\nstandard: double\ncases:\n  - id: bad_tag\n"
+                                  f"    lengths: [9]\n    shape: {shape}\n    tags: {tags}\n")
+    proc = subprocess.run([binary, "check", "--op", op, "--backend", "cpu", "--cases-dir",
+                           str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0
+    assert msg in proc.stdout + proc.stderr

@@ -33,6 +33,7 @@
 #include "recops/hstu.h"
 #include "tools/recops/inputs.h"
 #include "tools/recops/gen.h"
+#include "tools/recops/tag_value.h"
 
 namespace recops::cli {
 namespace {
@@ -99,7 +100,7 @@ class HstuAttn final : public Driver {
     auto tags = feature_tags(cs);
     auto tag = [&](const std::string& k) { return tags.count(k) > 0; };
     auto tag_int = [&](const std::string& k, int64_t dflt) {
-      return tag(k) && !tags[k].empty() ? std::stoll(tags[k]) : dflt;
+      return tag(k) && !tags[k].empty() ? tag_to_int(k, tags[k]) : dflt;
     };
     p->op = row.op;
     p->dtype = row.dtype.value_or(DType::fp32);
@@ -174,7 +175,7 @@ class HstuAttn final : public Driver {
       for (int64_t b = 0; b < B; ++b)
         c[b] = tags[name] == "rand"
                    ? rand_int(cs.seed, salt + static_cast<uint64_t>(b), 0, Lk[b] / 3)
-                   : std::stoll(tags[name]);
+                   : tag_to_int(name, tags[name]);
       return c;
     };
     if (tag("contexts"))
@@ -254,16 +255,17 @@ class HstuAttn final : public Driver {
       const std::string w = tags["window"];
       const auto colon = w.find(':');
       if (colon == std::string::npos) return case_error(row, "window=L:R expected");
-      p->sizes.push_back({"window_left", std::stoll(w.substr(0, colon))});
-      p->sizes.push_back({"window_right", std::stoll(w.substr(colon + 1))});
+      p->sizes.push_back({"window_left", tag_to_int("window", w.substr(0, colon))});
+      p->sizes.push_back({"window_right", tag_to_int("window", w.substr(colon + 1))});
     }
     if (tag("group")) p->sizes.push_back({"group", tag_int("group", 1)});
     // Real scalars travel as their bit patterns.
     if (tag("alpha"))
-      p->sizes.push_back({"alpha_bits", std::bit_cast<int64_t>(std::stod(tags["alpha"]))});
-    if (tag("silu_scale"))
       p->sizes.push_back(
-          {"silu_scale_bits", std::bit_cast<int64_t>(std::stod(tags["silu_scale"]))});
+          {"alpha_bits", std::bit_cast<int64_t>(tag_to_double("alpha", tags["alpha"]))});
+    if (tag("silu_scale"))
+      p->sizes.push_back({"silu_scale_bits",
+                          std::bit_cast<int64_t>(tag_to_double("silu_scale", tags["silu_scale"]))});
     if (row.op == "hstu_attn_bwd") {
       Shape os = qs;
       os.back() = dv + (bad == "dout_shape" ? 1 : 0);

@@ -9,6 +9,7 @@
 
 #include "ops/stem/common/stem_rules.h"
 #include "tools/recops/gen.h"
+#include "tools/recops/tag_value.h"
 #include "tools/recops/inputs.h"
 
 namespace recops::cli::stem {
@@ -29,14 +30,12 @@ bool has(const Tags& t, const std::string& k) {
 }
 int64_t tag_int(const Tags& t, const std::string& k, int64_t d) {
   auto it = t.find(k);
-  return it == t.end() || it->second.empty() ? d : std::stoll(it->second);
+  return it == t.end() || it->second.empty() ? d : tag_to_int(k, it->second);
 }
 double tag_double(const Tags& t, const std::string& k, double d) {
   auto it = t.find(k);
   if (it == t.end() || it->second.empty()) return d;
-  if (it->second == "nan") return std::nan("");
-  if (it->second == "inf") return INFINITY;
-  return std::stod(it->second);
+  return tag_to_double(k, it->second);
 }
 std::string tag_str(const Tags& t, const std::string& k) {
   auto it = t.find(k);
@@ -47,7 +46,7 @@ std::vector<int64_t> tag_list(const Tags& t, const std::string& k) {
   std::stringstream ss(tag_str(t, k));
   std::string item;
   while (std::getline(ss, item, ':'))
-    if (!item.empty()) v.push_back(std::stoll(item));
+    if (!item.empty()) v.push_back(tag_to_int(k, item));
   return v;
 }
 int64_t size_of(const Problem& p, const std::string& key, int64_t dflt) {
