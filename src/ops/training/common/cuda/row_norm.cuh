@@ -1,0 +1,170 @@
+// training/common/cuda/row_norm.cuh: the device half of the row-reduction kit the row-norm ops
+// share (training_ops.md §1: fp32 statistics, deterministic reductions, no float atomics).
+//
+// A row is owned by a row group of `width` threads: one warp (width 32) for short rows, the whole
+// CTA (width = blockDim.x, a multiple of 32) above. The row is cut into vectors of kN elements
+// (kN = 16 / sizeof(T) when every row start is 16-byte aligned, else 1); thread `lane` takes
+// vectors s = lane, lane + width, ... The first kSlots of them stay in registers between the
+// passes over the row (RowCache); later ones, if any, are read again from global memory (L2).
+// Group sums: a warp butterfly (every lane gets the same bits), then for CTA groups the warps'
+// sums added in warp order through shared memory.
+//
+// Owners: the rows are split into O contiguous ranges (training::partial_begin), one per row
+// group of the grid; with a weight gradient, O = training::norm_partials(rows, D) and owner o
+// writes its column sums to row o of a [O, D] fp32 workspace, which column_sum_kernel then adds
+// in order of o. Nothing depends on timing.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+#include "core/cuda/numeric.cuh"
+#include "ops/training/common/row_norm.h"
+
+namespace recops::ops::training_dev {
+
+using core::cuda::from_float;
+using core::cuda::to_float;
+
+// kN elements of T at p (aligned to kN * sizeof(T) bytes when kN > 1) as floats.
+template <class T, int kN>
+__device__ __forceinline__ void load_vec(const T* p, float (&out)[kN]) {
+  if constexpr (kN == 1) {
+    out[0] = to_float(*p);
+  } else {
+    static_assert(kN * sizeof(T) == 16, "row_norm: a vector is 16 bytes");
+    union {
+      uint4 u;
+      T t[kN];
+    } v;
+    v.u = *reinterpret_cast<const uint4*>(p);
+#pragma unroll
+    for (int j = 0; j < kN; ++j) out[j] = to_float(v.t[j]);
+  }
+}
+
+// Rounds kN floats once to T and stores them at p (aligned as for load_vec).
+template <class T, int kN>
+__device__ __forceinline__ void store_vec(T* p, const float (&in)[kN]) {
+  if constexpr (kN == 1) {
+    *p = from_float<T>(in[0]);
+  } else {
+    union {
+      uint4 u;
+      T t[kN];
+    } v;
+#pragma unroll
+    for (int j = 0; j < kN; ++j) v.t[j] = from_float<T>(in[j]);
+    *reinterpret_cast<uint4*>(p) = v.u;
+  }
+}
+
+// The row group of this thread: `width` threads from `first` (warp-aligned).
+struct RowGroup {
+  int lane;       // 0 .. width-1
+  int width;      // 32, or blockDim.x
+  int index;      // the group's index in the grid
+  int count;      // groups in the grid
+  int per_block;  // groups per CTA
+};
+
+__device__ __forceinline__ RowGroup row_group(int width) {
+  RowGroup g;
+  g.width = width;
+  g.per_block = static_cast<int>(blockDim.x) / width;
+  g.lane = static_cast<int>(threadIdx.x) % width;
+  g.index = static_cast<int>(blockIdx.x) * g.per_block + static_cast<int>(threadIdx.x) / width;
+  g.count = static_cast<int>(gridDim.x) * g.per_block;
+  return g;
+}
+
+// The sum of v (float or double) over the row group, the same bits in every thread of it.
+// smem: blockDim.x / 32 values (used only by CTA-wide groups, which call this uniformly across
+// the CTA).
+template <class V>
+__device__ __forceinline__ V group_sum(V v, const RowGroup& g, V* smem) {
+#pragma unroll
+  for (int m = 16; m > 0; m /= 2) v += __shfl_xor_sync(0xffffffffu, v, m);
+  if (g.width == 32) return v;
+  const int warp = static_cast<int>(threadIdx.x) / 32, warps = g.width / 32;
+  __syncthreads();  // the previous sum's readers are done with smem
+  if (threadIdx.x % 32 == 0) smem[warp] = v;
+  __syncthreads();
+  V s = 0;
+  for (int w = 0; w < warps; ++w) s += smem[w];
+  return s;
+}
+
+// Calls f(k, s) for this thread's vectors s of a row of `nvec` vectors, k the slot: k < kSlots
+// for the register-cached ones (unrolled, so k is a constant after inlining), kSlots for the rest.
+template <int kSlots, class F>
+__device__ __forceinline__ void for_slots(int64_t nvec, const RowGroup& g, F&& f) {
+#pragma unroll
+  for (int k = 0; k < kSlots; ++k) {
+    const int64_t s = g.lane + static_cast<int64_t>(k) * g.width;
+    if (s < nvec) f(k, s);
+  }
+  for (int64_t s = g.lane + static_cast<int64_t>(kSlots) * g.width; s < nvec; s += g.width)
+    f(kSlots, s);
+}
+
+// Calls f(o, r0, r1) for each owner o of this row group (owners o = index, index + count, ...),
+// [r0, r1) its contiguous range of the rows (training::partial_begin).
+template <class F>
+__device__ __forceinline__ void for_owners(int64_t rows, int64_t owners, const RowGroup& g, F&& f) {
+  for (int64_t o = g.index; o < owners; o += g.count)
+    f(o, training::partial_begin(rows, owners, o), training::partial_begin(rows, owners, o + 1));
+}
+
+// kSlots vectors of one row held in registers as floats.
+template <int kN, int kSlots>
+struct RowCache {
+  float v[kSlots > 0 ? kSlots : 1][kN];
+
+  // Vector s of `row` into out; cached in slot k when k < kSlots.
+  template <class T>
+  __device__ __forceinline__ void load(int k, int64_t s, const T* row, float (&out)[kN]) {
+    load_vec<T, kN>(row + s * kN, out);
+    if (k < kSlots) {
+#pragma unroll
+      for (int j = 0; j < kN; ++j) v[k][j] = out[j];
+    }
+  }
+  // Vector s again: from the cache when k < kSlots, else from memory.
+  template <class T>
+  __device__ __forceinline__ void get(int k, int64_t s, const T* row, float (&out)[kN]) const {
+    if (k < kSlots) {
+#pragma unroll
+      for (int j = 0; j < kN; ++j) out[j] = v[k][j];
+    } else {
+      load_vec<T, kN>(row + s * kN, out);
+    }
+  }
+  // Loads this thread's vectors of `row` (caching the first kSlots) and returns the sum of their
+  // squares in V (this thread's part only; group_sum adds the parts).
+  template <class V, class T>
+  __device__ __forceinline__ V load_sum_sq(const T* row, int64_t nvec, const RowGroup& g) {
+    V ss = 0;
+    for_slots<kSlots>(nvec, g, [&](int k, int64_t s) {
+      float v[kN];
+      load(k, s, row, v);
+#pragma unroll
+      for (int j = 0; j < kN; ++j) ss += static_cast<V>(v[j]) * v[j];
+    });
+    return ss;
+  }
+};
+
+// out[d] = Σ_{i < P} part[i * D + d] in order of i, rounded once to W (P = 0: zeros).
+template <class W>
+__global__ void column_sum_kernel(const float* part, int64_t P, int64_t D, W* out) {
+  const int64_t d = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (d >= D) return;
+  float s = 0.f;
+  for (int64_t i = 0; i < P; ++i) s += part[i * D + d];
+  out[d] = from_float<W>(s);
+}
+
+}  // namespace recops::ops::training_dev

@@ -1,0 +1,86 @@
+// training/common/row_norm_cpu.h: the CPU half of the row-reduction kit that the row-norm ops
+// share. Rows (all leading dims flattened) run in parallel (core::parallel_for, static chunks);
+// each row's reductions are plain loops over kLanes independent partial sums combined by a fixed
+// tree (the compiler vectorises them; the order never depends on threads). Statistics are Acc:
+// float for fp32/fp16/bf16, double for fp64 (training_ops.md §1).
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include "core/parallel.h"
+#include "ops/training/common/row_norm.h"
+#include "recops/dtype.h"
+
+namespace recops::ops::training {
+
+template <class T>
+using acc_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
+
+template <class T>
+inline acc_t<T> ld(T v) {
+  if constexpr (std::is_same_v<T, double> || std::is_same_v<T, float>)
+    return v;
+  else
+    return to_float(v);
+}
+
+// One rounding from Acc (float or double) to T.
+template <class T, class A>
+inline T st(A v) {
+  if constexpr (std::is_same_v<A, double>)
+    return from_double<T>(v);
+  else
+    return from_float<T>(v);
+}
+
+inline constexpr int kLanes = 16;
+
+// Σ_{d < D} f(d) in Acc: lane j sums d ≡ j (mod kLanes), lanes combined by a fixed tree.
+template <class Acc, class F>
+inline Acc row_sum(int64_t D, F&& f) {
+  Acc lane[kLanes] = {};
+  int64_t d = 0;
+  for (; d + kLanes <= D; d += kLanes)
+    for (int j = 0; j < kLanes; ++j) lane[j] += f(d + j);
+  for (int j = 0; d + j < D; ++j) lane[j] += f(d + j);
+  for (int w = kLanes / 2; w > 0; w /= 2)
+    for (int j = 0; j < w; ++j) lane[j] += lane[j + w];
+  return lane[0];
+}
+
+// Calls fn(r0, r1) over [0, rows) in parallel, chunks of at least ~32K elements.
+template <class F>
+inline void for_rows(int64_t rows, int64_t D, int threads, F&& fn) {
+  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 15) / std::max<int64_t>(1, D));
+  core::parallel_for(rows, grain, threads, fn);
+}
+
+// Weight gradients in two fixed-order stages. fn(row, part) adds row's contribution to the
+// chunk's partial part[0, D) (zeroed here first); then out[d] = Σ_i partials[i][d] in order of i,
+// rounded once to W. ws: [P, D] Acc with P = norm_partials(rows, D).
+template <class W, class Acc, class F>
+inline void column_grad(int64_t rows, int64_t D, Acc* ws, W* out, int threads, F&& fn) {
+  const int64_t P = norm_partials(rows, D);
+  core::parallel_for(P, 1, threads, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      Acc* part = ws + i * D;
+      for (int64_t d = 0; d < D; ++d) part[d] = Acc(0);
+      const int64_t r1 = partial_begin(rows, P, i + 1);
+      for (int64_t r = partial_begin(rows, P, i); r < r1; ++r) fn(r, part);
+    }
+  });
+  constexpr int64_t kCols = 1024;
+  core::parallel_for((D + kCols - 1) / kCols, 1, threads, [&](int64_t c0, int64_t c1) {
+    Acc sum[kCols];
+    for (int64_t c = c0; c < c1; ++c) {
+      const int64_t d0 = c * kCols, w = std::min(kCols, D - d0);
+      for (int64_t j = 0; j < w; ++j) sum[j] = Acc(0);
+      for (int64_t i = 0; i < P; ++i)
+        for (int64_t j = 0; j < w; ++j) sum[j] += ws[i * D + d0 + j];
+      for (int64_t j = 0; j < w; ++j) out[d0 + j] = st<W>(sum[j]);
+    }
+  });
+}
+
+}  // namespace recops::ops::training
