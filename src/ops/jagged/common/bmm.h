@@ -1,0 +1,25 @@
+// ops/jagged/common/bmm.h: what the jagged matmuls' entries (common/bmm.cpp) and their op folders
+// share: the implementation lists and the implementations' declarations. The goldens live in the
+// op folders (jagged_dense_bmm/reference.cpp, jagged_jagged_bmm/reference.cpp); the CPU path in
+// common/bmm_cpu.cpp, the CUDA path in common/cuda/bmm_launch.cu.
+#pragma once
+
+#include <vector>
+
+#include "core/dispatch.h"
+#include "ops/jagged/common/bmm_params.h"
+
+namespace recops::ops::bmm {
+
+Status run_cpu(const BmmParams& p, const Context& ctx);
+#ifdef RECOPS_WITH_CUDA
+Status run_cuda(const BmmParams& p, const Context& ctx);
+#endif
+// The fp64 goldens (and, with p.plain, the plain baselines) of each op.
+Status jagged_dense_bmm_reference(const BmmParams& p, const Context& ctx);
+Status jagged_jagged_bmm_reference(const BmmParams& p, const Context& ctx);
+
+// cuda_sm80, cpu_generic, reference (the mode's golden).
+const std::vector<core::Impl<BmmParams>>& bmm_impls(BmmMode mode);
+
+}  // namespace recops::ops::bmm

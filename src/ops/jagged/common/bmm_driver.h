@@ -1,0 +1,198 @@
+// ops/jagged/common/bmm_driver.h: the `recops` CLI's driver of the jagged matmuls
+// (tools/recops/driver.h), included by jagged_dense_bmm/driver.cpp and jagged_jagged_bmm/driver.cpp
+// (CLI code only). One class serves a folder's forward op and its backward.
+//
+// Case fields beyond the common ones: lengths | offsets, offsets_dtype, offsets_shape,
+// max_seq_len (required), total_L (jagged rows when they should differ from offsets[B]), row_pad
+// (the jagged inputs' row stride is width + row_pad), out_shape (a wrong first output), scale.
+// args: K, N (jagged_dense_bmm), M, N (jagged_jagged_bmm), allow_tf32, y_transposed (the dense
+// operand, y or the backward's grad of jagged_jagged_bmm, given as a transposed view of a
+// [B, N, K] buffer), y_batch (the dense operand's B, for refusals).
+// Judged by the double standard: the baseline is the plain same-precision implementation.
+#pragma once
+
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ops/jagged/common/bmm_api.h"
+#include "tools/recops/gen.h"
+#include "tools/recops/inputs.h"
+
+namespace recops::cli {
+
+// kDense: jagged_dense_bmm's folder, else jagged_jagged_bmm's.
+template <bool kDense>
+class BmmDriver final : public Driver {
+ public:
+  std::vector<std::string> ops() const override { return {fwd_name(), fwd_name() + "_bwd"}; }
+  std::string folder() const override { return "jagged/" + fwd_name(); }
+  std::set<std::string> fields(const std::string&) const override {
+    return {"lengths", "offsets", "offsets_dtype", "offsets_shape", "max_seq_len",
+            "total_L", "row_pad", "out_shape",     "scale"};
+  }
+  std::map<std::string, ArgKind> args(const std::string&) const override {
+    return {{dense_ ? "K" : "M", ArgKind::integer},
+            {"N", ArgKind::integer},
+            {"allow_tf32", ArgKind::boolean},
+            {"y_transposed", ArgKind::boolean},
+            {"y_batch", ArgKind::integer}};
+  }
+  std::optional<std::set<std::string>> tags(const std::string&) const override {
+    return std::set<std::string>{};
+  }
+  DType default_dtype(const std::string&) const override { return DType::fp32; }
+
+  Status make(const CaseRow& row, Problem* p) const override {
+    const CaseSpec& cs = *row.spec;
+    RECOPS_RETURN_IF_ERROR(begin_make(row, p));
+    const bool bwd = row.op != fwd_name();
+    if (!cs.max_seq_len) return case_error(row, "needs `max_seq_len`");
+    p->max_seq_len = *cs.max_seq_len;
+    const int64_t W = int_arg(cs, dense_ ? "K" : "M", 3), N = int_arg(cs, "N", 5);
+    p->scalars["allow_tf32"] = bool_arg(cs, "allow_tf32") ? 1 : 0;
+    Input off;
+    RECOPS_RETURN_IF_ERROR(make_offsets_input(row, &off, &p->offsets));
+    const int64_t total_L = cs.total_L ? *cs.total_L : (p->offsets.empty() ? 0 : p->offsets.back());
+    if (total_L < 0) return case_error(row, "total_L must be >= 0");
+    const int64_t B = int_arg(cs, "y_batch", std::max<int64_t>(0, off.view.numel() - 1));
+    // The dense operand: y [B, W, N] (jagged_dense_bmm) or grad [B, W, N] (jagged_jagged_bmm_bwd).
+    auto dense = [&](const char* name, uint64_t slot) {
+      const bool t = bool_arg(cs, "y_transposed");
+      Input in = data_input(name, p->dtype, t ? Shape{B, N, W} : Shape{B, W, N},
+                            tensor_seed(cs.seed, slot), cs.scale);
+      if (t) {
+        std::swap(in.view.sizes[1], in.view.sizes[2]);
+        std::swap(in.view.strides[1], in.view.strides[2]);
+      }
+      return in;
+    };
+    auto jagged = [&](const char* name, int64_t width, uint64_t slot, Input* in) {
+      return make_rowpadded_input(row, name, p->dtype, {total_L}, {width}, cs.row_pad, slot, in);
+    };
+    p->inputs.clear();
+    Input a, b;
+    if (dense_) {  // [grad,] x_values, seq_offsets, y
+      if (bwd) {
+        RECOPS_RETURN_IF_ERROR(jagged("grad", N, 3, &a));
+        p->inputs.push_back(std::move(a));
+      }
+      RECOPS_RETURN_IF_ERROR(jagged("x_values", W, 1, &b));
+      p->inputs.push_back(std::move(b));
+      p->inputs.push_back(std::move(off));
+      p->inputs.push_back(dense("y", 2));
+    } else {  // [grad,] x_values, y_values, seq_offsets
+      if (bwd) p->inputs.push_back(dense("grad", 3));
+      RECOPS_RETURN_IF_ERROR(jagged("x_values", W, 1, &a));
+      RECOPS_RETURN_IF_ERROR(jagged("y_values", N, 2, &b));
+      p->inputs.push_back(std::move(a));
+      p->inputs.push_back(std::move(b));
+      p->inputs.push_back(std::move(off));
+    }
+    p->sizes = {{"B", B},
+                {"max_L", p->max_seq_len},
+                {dense_ ? "K" : "M", W},
+                {"N", N},
+                {"total_L", total_L}};
+    if (cs.row_pad) p->sizes.push_back({"row_pad", cs.row_pad});
+    const auto in = views(p->inputs);
+    if (bwd) {
+      // The entry makes every check; dx and dy are like the forward's inputs.
+      const size_t y = dense_ ? 3 : 2;
+      p->outputs = {{"dx", in[1].shape(), p->dtype}, {"dy", in[y].shape(), p->dtype}};
+    } else {
+      Shape z;
+      p->shape_error =
+          dense_ ? jagged_dense_bmm_shape(jd(*p, in), &z) : jagged_jagged_bmm_shape(jj(*p, in), &z);
+      if (!p->shape_error.ok()) return Status::Ok();
+      p->outputs = {{"z", z, p->dtype}};
+    }
+    if (cs.out_shape) p->outputs[0].shape = *cs.out_shape;
+    return Status::Ok();
+  }
+
+  Status run(const Problem& p, const std::vector<TensorView>& in,
+             const std::vector<TensorView>& out, const Context& ctx) const override {
+    if (p.op == fwd_name())
+      return dense_ ? jagged_dense_bmm(jd(p, in), out[0], ctx)
+                    : jagged_jagged_bmm(jj(p, in), out[0], ctx);
+    return dense_ ? jagged_dense_bmm_bwd(jd_bwd(p, in), out[0], out[1], ctx)
+                  : jagged_jagged_bmm_bwd(jj_bwd(p, in), out[0], out[1], ctx);
+  }
+
+  Status baseline(const Problem& p, std::vector<Tensor>* out) const override {
+    *out = alloc_outputs(p, Device::cpu());
+    const auto in = views(p.inputs);
+    const auto o = views(*out);
+    if (p.op == fwd_name())
+      return dense_ ? jagged_dense_bmm_plain(jd(p, in), o[0])
+                    : jagged_jagged_bmm_plain(jj(p, in), o[0]);
+    return dense_ ? jagged_dense_bmm_bwd_plain(jd_bwd(p, in), o[0], o[1])
+                  : jagged_jagged_bmm_bwd_plain(jj_bwd(p, in), o[0], o[1]);
+  }
+
+  // The floor (jagged_ops.md §6.1): the valid rows of each jagged input, every dense input and
+  // every output byte once, the offsets once.
+  double bytes(const Problem& p) const override {
+    const double item = static_cast<double>(dtype_size(p.dtype));
+    const double valid = static_cast<double>(valid_rows(p.offsets, p.max_seq_len));
+    double elems = 0;
+    for (const Input& in : p.inputs) {
+      if (in.name == "seq_offsets") continue;
+      const bool jag = in.view.ndim == 2;
+      elems += jag ? valid * static_cast<double>(in.view.sizes[1])
+                   : static_cast<double>(in.view.numel());
+    }
+    for (const Output& o : p.outputs) {
+      double n = 1;
+      for (int64_t s : o.shape) n *= static_cast<double>(s);
+      elems += n;
+    }
+    const TensorView& off = offsets_view(p);
+    return elems * item + static_cast<double>(off.numel() * off.itemsize());
+  }
+  // 2·W·N·Σn_b (W = K or M); the backward twice that.
+  double flops(const Problem& p) const override {
+    const double valid = static_cast<double>(valid_rows(p.offsets, p.max_seq_len));
+    double w = 1, n = 1;
+    for (const auto& [k, v] : p.sizes) {
+      if (k == "K" || k == "M") w = static_cast<double>(v);
+      if (k == "N") n = static_cast<double>(v);
+    }
+    return (p.op == fwd_name() ? 2.0 : 4.0) * w * n * valid;
+  }
+
+ private:
+  static constexpr bool dense_ = kDense;
+  std::string fwd_name() const { return dense_ ? "jagged_dense_bmm" : "jagged_jagged_bmm"; }
+
+  static int64_t int_arg(const CaseSpec& cs, const char* k, int64_t def) {
+    const auto it = cs.args.find(k);
+    return it == cs.args.end() ? def : it->second.i;
+  }
+  static bool bool_arg(const CaseSpec& cs, const char* k) {
+    const auto it = cs.args.find(k);
+    return it != cs.args.end() && it->second.b;
+  }
+  static const TensorView& offsets_view(const Problem& p) {
+    for (const Input& in : p.inputs)
+      if (in.name == "seq_offsets") return in.view;
+    return p.inputs.back().view;
+  }
+  static bool tf32(const Problem& p) { return p.scalars.at("allow_tf32") != 0; }
+  static JaggedDenseBmmArgs jd(const Problem& p, const std::vector<TensorView>& in) {
+    return {in[0], in[1], in[2], p.max_seq_len, tf32(p)};
+  }
+  static JaggedDenseBmmBwdArgs jd_bwd(const Problem& p, const std::vector<TensorView>& in) {
+    return {in[0], in[1], in[2], in[3], p.max_seq_len, tf32(p)};
+  }
+  static JaggedJaggedBmmArgs jj(const Problem& p, const std::vector<TensorView>& in) {
+    return {in[0], in[1], in[2], p.max_seq_len, tf32(p)};
+  }
+  static JaggedJaggedBmmBwdArgs jj_bwd(const Problem& p, const std::vector<TensorView>& in) {
+    return {in[0], in[1], in[2], in[3], p.max_seq_len, tf32(p)};
+  }
+};
+
+}  // namespace recops::cli

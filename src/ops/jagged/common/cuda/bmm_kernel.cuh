@@ -1,0 +1,110 @@
+// ops/jagged/common/cuda/bmm_kernel.cuh: cuda_sm80 of the jagged matmuls (reads only the params).
+// One CTA of kThreads = 256 threads computes a kBm x kBn tile of one sequence's C = A · B
+// (bmm_gemm() in bmm_params.h: jagged_dense_bmm's rows l < n_b, or jagged_jagged_bmm's M x N
+// block) from a flattened work list (sequence, row tile, column tile) walked grid-stride, so no
+// grid dim is tied to B. The inner extent goes in steps of kBk: each step stages A^T (kBk x kBm)
+// and B (kBk x kBn) in shared memory as the accumulator type (zeros past the edges: any K, N, M),
+// then each thread adds the products for its 4 x 4 outputs (rows ty + 16r, columns tx + 16c).
+// Accumulation in fp32 (fp64 for fp64), exact fp32 products (no TF32 here), each output's sum in
+// order of k by one thread: deterministic, no atomics. 64-bit index math.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "ops/jagged/common/bmm_params.h"
+#include "ops/jagged/common/cuda/acc.cuh"
+
+namespace recops::ops::bmm {
+
+inline constexpr int kThreads = 256;  // 16 x 16 threads, 4 x 4 outputs each
+inline constexpr int kBm = 64, kBn = 64, kBk = 16;
+
+// Sequence b's rows [*o, *o + *rows), offsets clamped; *n = min(rows, max_L).
+__device__ __forceinline__ void seq_rows(const BmmParams& p, int64_t b, int64_t* o, int64_t* rows,
+                                         int64_t* n) {
+  *o = bmm_offset(p, b);
+  const int64_t e = bmm_offset(p, b + 1);
+  *rows = e > *o ? e - *o : 0;
+  *n = *rows < p.max_L ? *rows : p.max_L;
+}
+
+// items = B * tiles_per_seq; tile t of a sequence is (t / col_tiles, t % col_tiles). Tiles past a
+// sequence's rows (jagged_dense_bmm: n_b < row_tiles * kBm) are skipped by the whole CTA.
+template <class T, class Acc>
+__global__ void __launch_bounds__(kThreads)
+    bmm_tile_kernel(BmmParams p, int64_t tiles_per_seq, int64_t col_tiles) {
+  __shared__ Acc As[kBk][kBm + 1];  // As[k][i] = A(i0 + i, k0 + k)
+  __shared__ Acc Bs[kBk][kBn + 1];  // Bs[k][j] = B(k0 + k, j0 + j)
+  const T* x = static_cast<const T*>(p.x);
+  const T* y = static_cast<const T*>(p.y);
+  T* z = static_cast<T*>(p.z);
+  const int tx = static_cast<int>(threadIdx.x) % 16, ty = static_cast<int>(threadIdx.x) / 16;
+  const int64_t items = p.B * tiles_per_seq;
+  for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
+    const int64_t b = item / tiles_per_seq, t = item % tiles_per_seq;
+    int64_t o, rows, n;
+    seq_rows(p, b, &o, &rows, &n);
+    const BmmGemm g = bmm_gemm(p, b, o, n);
+    const int64_t i0 = (t / col_tiles) * kBm, j0 = (t % col_tiles) * kBn;
+    if (i0 >= g.rows) continue;  // the same for every thread of the CTA
+    // Staging order: consecutive threads along the operand's unit-stride dim (coalesced).
+    const bool a_k_fast = g.a_sk == 1, b_j_fast = g.b_sj == 1;
+    Acc acc[4][4] = {};
+    for (int64_t k0 = 0; k0 < g.inner; k0 += kBk) {
+      for (int e = threadIdx.x; e < kBm * kBk; e += kThreads) {
+        const int i = a_k_fast ? e / kBk : e % kBm, k = a_k_fast ? e % kBk : e / kBm;
+        const int64_t gi = i0 + i, gk = k0 + k;
+        As[k][i] = gi < g.rows && gk < g.inner
+                       ? jagged_dev::to_acc(x[g.a + gi * g.a_si + gk * g.a_sk])
+                       : Acc(0);
+      }
+      for (int e = threadIdx.x; e < kBk * kBn; e += kThreads) {
+        const int j = b_j_fast ? e % kBn : e / kBk, k = b_j_fast ? e / kBn : e % kBk;
+        const int64_t gj = j0 + j, gk = k0 + k;
+        Bs[k][j] = gj < p.N && gk < g.inner ? jagged_dev::to_acc(y[g.b + gk * g.b_sk + gj * g.b_sj])
+                                            : Acc(0);
+      }
+      __syncthreads();
+#pragma unroll
+      for (int k = 0; k < kBk; ++k) {
+        Acc a[4], bv[4];
+#pragma unroll
+        for (int r = 0; r < 4; ++r) a[r] = As[k][ty + 16 * r];
+#pragma unroll
+        for (int c = 0; c < 4; ++c) bv[c] = Bs[k][tx + 16 * c];
+#pragma unroll
+        for (int r = 0; r < 4; ++r)
+#pragma unroll
+          for (int c = 0; c < 4; ++c) acc[r][c] += a[r] * bv[c];
+      }
+      __syncthreads();
+    }
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      const int64_t i = i0 + ty + 16 * r;
+      if (i >= g.rows) continue;
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        const int64_t j = j0 + tx + 16 * c;
+        if (j < p.N) z[g.c + i * g.c_si + j] = jagged_dev::from_acc<T>(acc[r][c]);
+      }
+    }
+  }
+}
+
+// jagged_dense_bmm's truncated rows [o + n_b, o + L_b) of z get 0: one CTA per sequence,
+// grid-stride over the sequences.
+template <class T>
+__global__ void __launch_bounds__(kThreads) bmm_zero_truncated_kernel(BmmParams p) {
+  T* z = static_cast<T*>(p.z);
+  for (int64_t b = blockIdx.x; b < p.B; b += gridDim.x) {
+    int64_t o, rows, n;
+    seq_rows(p, b, &o, &rows, &n);
+    const int64_t count = (rows - n) * p.N;
+    T* dst = z + (o + n) * p.N;
+    for (int64_t e = threadIdx.x; e < count; e += kThreads) dst[e] = T(0.0f);
+  }
+}
+
+}  // namespace recops::ops::bmm

@@ -1,0 +1,52 @@
+// ops/jagged/common/cuda/bmm_launch.cu: cuda_sm80 of jagged_dense_bmm and jagged_jagged_bmm:
+// dtype switch, grid, checked launches (kernels: bmm_kernel.cuh). Untuned: one 64 x 64 x 16 tile
+// shape for every problem; the Hopper (wgmma) path comes later. Four dtypes x two small kernels
+// in this one file (a few seconds of nvcc, no per-instance files needed).
+#include <algorithm>
+
+#include "core/cuda/launch.h"
+#include "ops/jagged/common/bmm.h"
+#include "ops/jagged/common/cuda/bmm_kernel.cuh"
+
+namespace recops::ops::bmm {
+namespace {
+constexpr int64_t kMaxBlocks = 8192;  // grid-stride beyond this (H200: 132 SMs)
+
+const char* op_name(const BmmParams& p) {
+  return p.mode == BmmMode::jagged_dense ? "jagged_dense_bmm" : "jagged_jagged_bmm";
+}
+
+template <class T, class Acc>
+Status launch(const BmmParams& p, void* stream) {
+  // Row tiles per sequence: jagged_dense_bmm at most n_b <= min(max_L, total_L) rows (the CTAs
+  // of tiles past a shorter sequence's rows return at once); jagged_jagged_bmm M rows.
+  const int64_t rows = p.mode == BmmMode::jagged_dense ? std::min(p.max_L, p.total_L) : p.M;
+  const int64_t col_tiles = (p.N + kBn - 1) / kBn;
+  const int64_t tiles_per_seq = (rows + kBm - 1) / kBm * col_tiles;
+  const dim3 block(kThreads);
+  if (tiles_per_seq > 0) {
+    const dim3 grid(static_cast<unsigned>(std::min(p.B * tiles_per_seq, kMaxBlocks)));
+    RECOPS_RETURN_IF_ERROR(RECOPS_LAUNCH_KERNEL(op_name(p), (bmm_tile_kernel<T, Acc>), grid, block,
+                                                0, stream, p, tiles_per_seq, col_tiles));
+  }
+  if (p.mode == BmmMode::jagged_dense && p.max_L < p.total_L) {  // some rows may be truncated
+    const dim3 grid(static_cast<unsigned>(std::min(p.B, kMaxBlocks)));
+    RECOPS_RETURN_IF_ERROR(
+        RECOPS_LAUNCH_KERNEL(op_name(p), bmm_zero_truncated_kernel<T>, grid, block, 0, stream, p));
+  }
+  return Status::Ok();
+}
+}  // namespace
+
+Status run_cuda(const BmmParams& p, const Context& ctx) {
+  if (p.B == 0) return Status::Ok();  // no sequences: nothing to write
+  switch (p.dtype) {
+    case DType::fp64: return launch<double, double>(p, ctx.stream);
+    case DType::fp32: return launch<float, float>(p, ctx.stream);
+    case DType::fp16: return launch<__half, float>(p, ctx.stream);
+    case DType::bf16: return launch<__nv_bfloat16, float>(p, ctx.stream);
+    default: return Status(StatusCode::internal, "jagged bmm: cuda_sm80 reached with a bad dtype");
+  }
+}
+
+}  // namespace recops::ops::bmm
