@@ -56,3 +56,37 @@ def asynchronous_exclusive_cumsum(t: torch.Tensor) -> torch.Tensor:
 
 def asynchronous_inclusive_cumsum(t: torch.Tensor) -> torch.Tensor:
     return _ops.asynchronous_inclusive_cumsum(t)
+
+
+def _max_len(y: torch.Tensor) -> int:
+    return y.size(1)
+
+
+def jagged_dense_elementwise_add(x_values: torch.Tensor, x_offsets: List[torch.Tensor],
+                                 y: torch.Tensor) -> torch.Tensor:
+    """FBGEMM form, **dense** output: ``x`` padded with zeros to ``y``'s ``[B, max_L, D]`` plus
+    ``y`` (rows of ``x`` past ``max_L`` are dropped; positions past a sequence's end are ``y``)."""
+    off = _one(x_offsets, "x_offsets", "jagged_dense_elementwise_add")
+    return _ops.jagged_to_padded_dense(x_values, off, _max_len(y), 0.0) + y
+
+
+def jagged_dense_elementwise_add_jagged_output(
+        x_values: torch.Tensor, x_offsets: List[torch.Tensor],
+        y: torch.Tensor) -> Tuple[torch.Tensor, List[torch.Tensor]]:
+    """FBGEMM form of ``recops.jagged_dense_elementwise_add``: returns ``(values, x_offsets)``."""
+    off = _one(x_offsets, "x_offsets", "jagged_dense_elementwise_add_jagged_output")
+    return _ops.jagged_dense_elementwise_add(x_values, off, y), list(x_offsets)
+
+
+def jagged_dense_elementwise_mul(x_values: torch.Tensor, x_offsets: List[torch.Tensor],
+                                 y: torch.Tensor) -> Tuple[torch.Tensor, List[torch.Tensor]]:
+    """FBGEMM form of ``recops.jagged_dense_elementwise_mul``: returns ``(values, x_offsets)``."""
+    off = _one(x_offsets, "x_offsets", "jagged_dense_elementwise_mul")
+    return _ops.jagged_dense_elementwise_mul(x_values, off, y), list(x_offsets)
+
+
+def jagged_softmax(values: torch.Tensor, x_offsets: torch.Tensor,
+                   max_L: int) -> Tuple[torch.Tensor, torch.Tensor]:
+    """FBGEMM form of ``recops.jagged_softmax`` (softmax over each sequence's first ``max_L``
+    rows, per column): returns ``(output, x_offsets)``."""
+    return _ops.jagged_softmax(values, x_offsets, max_L), x_offsets
