@@ -1,0 +1,12 @@
+// jagged/segment_sum_csr/impls.h: the implementations the entry lists, best first, reference last.
+// Definitions live in reference.cpp, cpu/ and cuda/; none includes another.
+#pragma once
+
+#include "core/kit/impls.h"
+#include "ops/jagged/segment_sum_csr/params.h"
+
+namespace recops::ops::segment_sum_csr_ns {
+
+RECOPS_DECLARE_IMPLS(Params, run_reference, run_cpu, run_cuda);
+
+}  // namespace recops::ops::segment_sum_csr_ns
