@@ -1,0 +1,28 @@
+// jagged/jagged_index_select/binding.cpp: the torch hook the generic binding cannot derive: the
+// Meta kernel for symbolic sizes (dynamic torch.compile). out is [num_dense_output_rows, *E]
+// (the argument is required there: without data the size is unknown), out_lengths is [K].
+#include <ATen/ops/empty.h>
+
+#include "torch/kit.h"
+
+RECOPS_TORCH_HOOKS(jagged_index_select) {
+  recops::binding::TorchHooks h;
+  h.meta = [](const recops::binding::Args& a) -> std::vector<at::Tensor> {
+    const at::Tensor& values = a[0].toTensor();
+    const at::Tensor& lengths = a[1].toTensor();
+    const at::Tensor& indices = a[2].toTensor();
+    TORCH_CHECK(values.dim() >= 1, "jagged_index_select: values must be [total_L, *E]");
+    TORCH_CHECK(lengths.dim() == 1 && indices.dim() == 1,
+                "jagged_index_select: seq_lengths and indices must be 1-D");
+    TORCH_CHECK(!a[3].isNone(),
+                "jagged_index_select: num_dense_output_rows (the sum of seq_lengths[indices]) "
+                "must be given for tensors without data (Meta, torch.compile)");
+    const c10::SymInt rows = a[3].toSymInt();
+    TORCH_SYM_CHECK(rows.sym_ge(0), "jagged_index_select: num_dense_output_rows must be >= 0");
+    std::vector<c10::SymInt> shape = {rows};
+    for (int64_t i = 1; i < values.dim(); ++i) shape.push_back(values.sym_size(i));
+    return {at::empty_symint(shape, values.options()),
+            at::empty_symint({indices.sym_size(0)}, lengths.options())};
+  };
+  return h;
+}

@@ -1,0 +1,120 @@
+"""jagged_index_select and jagged_index_select_bwd through PyTorch: the torch formula (fp64) on
+random data, opcheck, gradcheck in fp64, the output size rules and the errors. Collected by
+`pytest src/ops`."""
+
+import pytest
+import torch
+
+import recops
+
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+
+
+def make(lengths, E, dtype=torch.float32, device="cpu", len_dtype=torch.int64):
+    lengths = torch.tensor(lengths, dtype=len_dtype)
+    total = int(lengths.sum())
+    values = torch.randn((total, *E), dtype=torch.float64).to(dtype)
+    return values.to(device), lengths.to(device)
+
+
+def torch_select(values, lengths, indices):
+    off = [0] + torch.cumsum(lengths.cpu().long(), 0).tolist()
+    parts = [values.cpu()[off[i]:off[i + 1]] for i in indices.cpu().tolist()]
+    out = torch.cat(parts) if parts else values.cpu()[:0]
+    return out, lengths.cpu()[indices.cpu().long()]
+
+
+def torch_select_bwd(grad, lengths, indices, total):
+    off = [0] + torch.cumsum(lengths.cpu().long(), 0).tolist()
+    gv = torch.zeros((total, *grad.shape[1:]), dtype=torch.float64)
+    pos = 0
+    for i in indices.cpu().tolist():
+        n = off[i + 1] - off[i]
+        gv[off[i]:off[i] + n] += grad.cpu().double()[pos:pos + n]
+        pos += n
+    return gv
+
+
+TOL = {torch.float64: 1e-12, torch.float32: 1e-6, torch.float16: 1e-3, torch.bfloat16: 8e-3}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("len_dtype", [torch.int32, torch.int64])
+@pytest.mark.parametrize("idx_dtype", [torch.int32, torch.int64])
+def test_matches_formula(device, dtype, len_dtype, idx_dtype):
+    torch.manual_seed(0)
+    values, lengths = make([0, 3, 17, 1, 0, 40, 9], (5,), dtype, device, len_dtype)
+    indices = torch.tensor([5, 1, 1, 0, 6, 3, 5, 5], dtype=idx_dtype, device=device)
+    rows = int(lengths.cpu()[indices.cpu().long()].sum())
+    out, out_len = recops.jagged_index_select(values, lengths, indices, rows)
+    want, want_len = torch_select(values, lengths, indices)
+    assert torch.equal(out.cpu(), want) and torch.equal(out_len.cpu(), want_len)
+    assert out_len.dtype == len_dtype
+    grad = torch.randn(out.shape, dtype=torch.float64).to(dtype).to(device)
+    gv = torch.ops.recops.jagged_index_select_bwd(grad, values, lengths, indices, rows)
+    tol = TOL[dtype]
+    torch.testing.assert_close(gv.double().cpu(),
+                               torch_select_bwd(grad, lengths, indices, values.shape[0]),
+                               atol=tol, rtol=tol)
+
+
+def test_every_dtype_and_host_rows():
+    values, lengths = make([2, 0, 3], (2,))
+    indices = torch.tensor([2, 0, 2])
+    for dt in (torch.int32, torch.int64, torch.uint8, torch.bool, torch.float16):
+        v = (values * 10).to(dt)
+        out, _ = recops.jagged_index_select(v, lengths, indices)  # rows computed on the host
+        assert torch.equal(out, torch_select(v, lengths, indices)[0])
+
+
+def test_noncontiguous_and_1d():
+    values, lengths = make([4, 1, 6], (6,))
+    indices = torch.tensor([2, 2, 0])
+    strided = torch.randn(values.shape[0], 12)[:, ::2]
+    strided.copy_(values)
+    torch.testing.assert_close(recops.jagged_index_select(strided, lengths, indices)[0],
+                               recops.jagged_index_select(values, lengths, indices)[0])
+    v1 = values[:, 0].contiguous()
+    assert torch.equal(recops.jagged_index_select(v1, lengths, indices)[0],
+                       torch_select(v1, lengths, indices)[0])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_opcheck(device):
+    values, lengths = make([3, 0, 6], (4,), device=device)
+    indices = torch.tensor([2, 0, 2], device=device)
+    values.requires_grad_(True)
+    torch.library.opcheck(torch.ops.recops.jagged_index_select.default,
+                          (values, lengths, indices, 15))
+    torch.library.opcheck(torch.ops.recops.jagged_index_select_bwd.default,
+                          (torch.randn(15, 4, device=device), values.detach(), lengths, indices, 15))
+
+
+def test_gradcheck():
+    values, lengths = make([3, 0, 2, 4], (3,), torch.float64)
+    indices = torch.tensor([3, 0, 3, 2, 0])
+    values.requires_grad_(True)
+    assert torch.autograd.gradcheck(
+        lambda t: recops.jagged_index_select(t, lengths, indices, 16)[0], (values,))
+
+
+def test_cuda_or_meta_needs_rows():
+    values, lengths = make([2, 3], (2,))
+    with pytest.raises(RuntimeError, match="num_dense_output_rows .* must be given"):
+        torch.ops.recops.jagged_index_select(values.to("meta"), lengths.to("meta"),
+                                             torch.tensor([1], device="meta"))
+
+
+def test_errors_name_the_argument():
+    values, lengths = make([2, 3], (2,))
+    with pytest.raises(RuntimeError, match=r"jagged_index_select: indices\[1\]=2 is out of range"):
+        recops.jagged_index_select(values, lengths, torch.tensor([0, 2]))
+    with pytest.raises(RuntimeError, match=r"seq_lengths\[1\]=-1 is negative"):
+        recops.jagged_index_select(values, torch.tensor([6, -1]), torch.tensor([0]))
+    with pytest.raises(RuntimeError, match="seq_lengths sum to 4 but values.size"):
+        recops.jagged_index_select(values, torch.tensor([1, 3]), torch.tensor([0]))
+    with pytest.raises(RuntimeError, match="the selected sequences hold 3 rows"):
+        recops.jagged_index_select(values, lengths, torch.tensor([1]), 4)
+    with pytest.raises(RuntimeError, match="jagged_index_select: indices must be int32 or int64"):
+        recops.jagged_index_select(values, lengths, torch.tensor([1.0]))
