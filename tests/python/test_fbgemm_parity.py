@@ -127,9 +127,42 @@ def test_jagged_softmax(seed, B, L, D, dt, odt):
     assert offs is off
     # FBGEMM leaves the rows past max_L unwritten (torch.empty): compare the rows it computes; recops
     # writes 0 there (jagged_ops.md §4).
+    keep = _keep_rows(off, x.size(0), L)
+    _close(got[keep], want[keep])
+    assert not got[~keep].any()
+
+
+# ---- recops.compat.sll against fbgemm_gpu.sll's CPU ops ----
+
+def _keep_rows(off, total, L):
     o = off.long()
-    keep = torch.zeros(x.size(0), dtype=torch.bool)
+    keep = torch.zeros(total, dtype=torch.bool)
     for b in range(off.numel() - 1):
         keep[o[b]:min(int(o[b + 1]), int(o[b]) + L)] = True
+    return keep
+
+
+@pytest.fixture(scope="module")
+def sll_ops():
+    pytest.importorskip("fbgemm_gpu.sll", reason="fbgemm_gpu.sll is not installed")
+    from recops.compat import sll
+    return sll
+
+
+@pytest.mark.parametrize("seed,B,L,D,dt,odt", _EW)
+def test_sll_jagged_dense_elementwise_add(sll_ops, seed, B, L, D, dt, odt):
+    x, off, y = _jagged_case(seed, B, L, D, dt, odt)
+    keep = _keep_rows(off, x.size(0), L)
+    want = _fbgemm(F.sll_jagged_dense_elementwise_add, x, off, y, L)
+    got = sll_ops.sll_jagged_dense_elementwise_add(x, off, y, L)
+    _close(got[keep], want[keep])
+
+
+@pytest.mark.parametrize("seed,B,L,D,dt,odt", _EW)
+def test_sll_jagged_softmax(sll_ops, seed, B, L, D, dt, odt):
+    x, off, _ = _jagged_case(seed, B, L, D, dt, odt)
+    keep = _keep_rows(off, x.size(0), L)
+    want = _fbgemm(F.sll_jagged_softmax, x, off, L)
+    got = sll_ops.sll_jagged_softmax(x, off, L)
     _close(got[keep], want[keep])
     assert not got[~keep].any()

@@ -1,4 +1,5 @@
-"""Drop-in forms of upstream APIs: ``recops.compat.fbgemm`` (jagged_ops.md §1.4) and
+"""Drop-in forms of upstream APIs: ``recops.compat.fbgemm`` and ``recops.compat.sll`` (FBGEMM and
+its SLL names, jagged_ops.md §1.4) and
 ``recops.compat.nvidia`` / ``recops.compat.meta`` (NVIDIA's ``hstu_attn_varlen_func``, Meta's
 ``hstu_mha``; hstu_attention.md §4)."""
 

@@ -1,0 +1,42 @@
+"""FBGEMM SLL's names and argument orders (``torch.ops.fbgemm.sll_X`` / ``fbgemm_gpu.sll``) over the
+recops ops, for drop-in use (jagged_ops.md §1.4). ``use_fbgemm_kernel`` is accepted and ignored:
+there is one implementation per device here. The differences from SLL are recops' fixes, listed in
+jagged_ops.md §4 (rows past ``max_seq_len`` are 0 in every jagged output, where SLL's CPU path
+leaves them unwritten). Each function is a thin adapter; tests/python/test_fbgemm_parity.py checks
+it against SLL's CPU ops on the same inputs where fbgemm_gpu is installed."""
+
+import torch
+
+_ops = torch.ops.recops
+
+
+def sll_jagged_dense_elementwise_add(x: torch.Tensor, x_offsets: torch.Tensor, y: torch.Tensor,
+                                     max_seq_len: int,
+                                     use_fbgemm_kernel: bool = True) -> torch.Tensor:
+    """``x [total_L, D]`` jagged + ``y [B, max_seq_len, D]`` -> jagged ``[total_L, D]``; rows past
+    ``max_seq_len`` are 0."""
+    del use_fbgemm_kernel
+    return _ops.jagged_dense_elementwise_add(x, x_offsets, y[:, :max_seq_len])
+
+
+def sll_jagged_softmax(x: torch.Tensor, x_offsets: torch.Tensor, max_seq_len: int,
+                       use_fbgemm_kernel: bool = True) -> torch.Tensor:
+    """Softmax over each sequence's first ``max_seq_len`` rows, per column; rows past it are 0."""
+    del use_fbgemm_kernel
+    return _ops.jagged_softmax(x, x_offsets, max_seq_len)
+
+
+def sll_jagged_dense_bmm(x: torch.Tensor, y: torch.Tensor, x_offsets: torch.Tensor, N: int,
+                         allow_tf32: bool, use_fbgemm_kernel: bool = True) -> torch.Tensor:
+    """``x [total_L, K]`` jagged times ``y [B, K, N']`` per sequence -> ``[total_L, N']``; ``N`` is
+    SLL's name for the longest sequence (rows past it are 0)."""
+    del use_fbgemm_kernel
+    return _ops.jagged_dense_bmm(x, x_offsets, y, N, allow_tf32)
+
+
+def sll_jagged_jagged_bmm(x: torch.Tensor, y: torch.Tensor, x_offsets: torch.Tensor, N: int,
+                          allow_tf32: bool, use_fbgemm_kernel: bool = True) -> torch.Tensor:
+    """``x [total_L, M]``, ``y [total_L, N']`` jagged -> ``[B, M, N']``, ``z[b] = x_bᵀ y_b`` over
+    each sequence's first ``N`` rows."""
+    del use_fbgemm_kernel
+    return _ops.jagged_jagged_bmm(x, y, x_offsets, N, allow_tf32)
