@@ -8,6 +8,7 @@
 #include "core/dispatch.h"
 #include "core/kit/op_def.h"
 #include "core/offsets.h"
+#include "ops/jagged/common/select_entry.h"
 #include "ops/jagged/common/select_host.h"
 #include "ops/jagged/jagged_index_select/impls.h"
 
@@ -73,40 +74,6 @@ Status check_rows(const char* op, int64_t selected, int64_t rows, const char* ro
   return Status::Ok();
 }
 
-Params params_of(const TensorView& src, const TensorView& lengths, const TensorView& indices) {
-  Params p;
-  p.src = src.data;
-  p.src_row_stride = src.ndim >= 1 ? src.strides[0] : 0;
-  p.dtype = src.dtype;
-  p.D = src.inner_numel(1);
-  p.lengths = lengths.data;
-  p.lengths_int64 = lengths.dtype == DType::int64;
-  p.lengths_stride = lengths.strides[0];
-  p.indices = indices.data;
-  p.indices_int64 = indices.dtype == DType::int64;
-  p.indices_stride = indices.strides[0];
-  p.B = lengths.sizes[0];
-  p.K = indices.sizes[0];
-  p.device_index = src.device.index;
-  return p;
-}
-
-size_t workspace_for(const Params& p, DeviceType dev) {
-#ifdef RECOPS_WITH_CUDA
-  if (dev == DeviceType::cuda) return select_cuda_workspace_bytes(p);
-#endif
-  (void)p, (void)dev;
-  return 0;
-}
-
-Status check_workspace(const char* op, const Params& p, DeviceType dev, const Context& ctx) {
-  const size_t need = workspace_for(p, dev);
-  RECOPS_CHECK(ctx.workspace_bytes >= need && (need == 0 || ctx.workspace != nullptr), op,
-               ": needs ", need, " bytes of workspace (", op, "_workspace_bytes), got ",
-               ctx.workspace_bytes);
-  return Status::Ok();
-}
-
 Shape rows_shape(int64_t rows, const TensorView& like) {
   Shape s = {rows};
   for (int i = 1; i < like.ndim; ++i) s.push_back(like.sizes[i]);
@@ -142,7 +109,9 @@ size_t jagged_index_select_workspace_bytes(const JaggedIndexSelectArgs& a) {
   using namespace ops::jagged_index_select_ns;
   if (!check_meta(kOp, "values", a.values, a.seq_lengths, a.indices, a.num_dense_output_rows).ok())
     return 0;
-  return workspace_for(params_of(a.values, a.seq_lengths, a.indices), a.values.device.type);
+  return ops::select_workspace_bytes(
+      ops::select_params(a.values, a.seq_lengths, a.indices, a.seq_lengths.sizes[0]),
+      a.values.device.type);
 }
 
 Status jagged_index_select(const JaggedIndexSelectArgs& a, const TensorView& out,
@@ -170,24 +139,21 @@ Status jagged_index_select(const JaggedIndexSelectArgs& a, const TensorView& out
   RECOPS_RETURN_IF_ERROR(
       check_contents(kOp, a.seq_lengths, a.indices, a.values.sizes[0], ctx, &selected));
   RECOPS_RETURN_IF_ERROR(check_rows(kOp, selected, rows, "num_dense_output_rows (out.size(0))"));
-  Params p = params_of(a.values, a.seq_lengths, a.indices);
+  Params p = ops::select_params(a.values, a.seq_lengths, a.indices, a.seq_lengths.sizes[0]);
   p.dst = out.data;
   p.out_lengths = out_lengths.data;
   p.total_L = a.values.sizes[0];
   p.out_rows = rows;
   if (p.K == 0) return Status::Ok();  // no sequences selected: both outputs are empty
-  RECOPS_RETURN_IF_ERROR(check_workspace(kOp, p, a.values.device.type, ctx));
-  p.workspace = ctx.workspace;
-  p.workspace_bytes = ctx.workspace_bytes;
-  return core::dispatch(kOp, impls(), a.values.device.type, p, ctx);
+  return ops::select_dispatch(kOp, impls(), p, a.values.device.type, ctx);
 }
 
 size_t jagged_index_select_bwd_workspace_bytes(const JaggedIndexSelectBwdArgs& a) {
   using namespace ops::jagged_index_select_ns;
   if (!check_meta(kBwd, "grad", a.grad, a.seq_lengths, a.indices, std::nullopt).ok()) return 0;
-  Params p = params_of(a.grad, a.seq_lengths, a.indices);
+  Params p = ops::select_params(a.grad, a.seq_lengths, a.indices, a.seq_lengths.sizes[0]);
   p.backward = true;
-  return workspace_for(p, a.grad.device.type);
+  return ops::select_workspace_bytes(p, a.grad.device.type);
 }
 
 Status jagged_index_select_bwd(const JaggedIndexSelectBwdArgs& a, const TensorView& grad_values,
@@ -210,16 +176,13 @@ Status jagged_index_select_bwd(const JaggedIndexSelectBwdArgs& a, const TensorVi
   RECOPS_RETURN_IF_ERROR(
       check_contents(kBwd, a.seq_lengths, a.indices, a.values.sizes[0], ctx, &selected));
   RECOPS_RETURN_IF_ERROR(check_rows(kBwd, selected, a.grad.sizes[0], "grad.size(0)"));
-  Params p = params_of(a.grad, a.seq_lengths, a.indices);
+  Params p = ops::select_params(a.grad, a.seq_lengths, a.indices, a.seq_lengths.sizes[0]);
   p.backward = true;
   p.dst = grad_values.data;
   p.total_L = a.values.sizes[0];
   p.out_rows = a.grad.sizes[0];
   if (grad_values.numel() == 0) return Status::Ok();  // nothing to write
-  RECOPS_RETURN_IF_ERROR(check_workspace(kBwd, p, a.grad.device.type, ctx));
-  p.workspace = ctx.workspace;
-  p.workspace_bytes = ctx.workspace_bytes;
-  return core::dispatch(kBwd, impls(), a.grad.device.type, p, ctx);
+  return ops::select_dispatch(kBwd, impls(), p, a.grad.device.type, ctx);
 }
 
 }  // namespace recops
