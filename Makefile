@@ -17,7 +17,13 @@ CMAKE_ARGS ?=
 
 APT_PACKAGES := cmake ninja-build g++ clang clang-format libclang-rt-14-dev libomp-dev ccache \
   libyaml-cpp-dev libcli11-dev nlohmann-json3-dev libgtest-dev
-PY_PACKAGES := torch numpy pytest pyyaml safetensors scikit-build-core ninja matplotlib
+# torch is pinned to the release that PyPI's newest loadable fbgemm-gpu-cpu was built against
+# (fbgemm-gpu-cpu 1.9.0's CPU wheel links libnvidia-ml and does not load without a GPU driver), so
+# that the FBGEMM parity tests run in CI in the same process as recops. torchrec goes in without
+# its dependency list (which names the GPU package fbgemm-gpu); what it imports is listed here.
+PY_PACKAGES := torch==2.13.0 fbgemm-gpu-cpu==1.8.0 numpy pytest pyyaml safetensors \
+  scikit-build-core ninja matplotlib tensordict torchmetrics==1.0.3 tqdm pyre-extensions iopath
+PY_NODEPS := torchrec==1.8.0
 
 .PHONY: run test deps deps-apt deps-py build check bench ctest pytest asan format format-check fuzz clean
 
@@ -47,6 +53,7 @@ deps-py: $(VENV)/.recops-deps
 $(VENV)/.recops-deps: Makefile
 	@[ -x $(PY) ] || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check $(PY_PACKAGES)
+	$(PY) -m pip install -q --disable-pip-version-check --no-deps $(PY_NODEPS)
 	@site=$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'); \
 	  echo "$(ROOT)/python" > $$site/recops-dev.pth
 	@touch $@
