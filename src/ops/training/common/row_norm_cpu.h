@@ -34,6 +34,15 @@ inline T st(A v) {
     return from_float<T>(v);
 }
 
+// Calls f(T{}, U{}) with the C++ types of two floating dtypes (recops/dtype.h's
+// visit_floating); false when either is not floating.
+template <class F>
+inline bool visit_floating2(DType a, DType b, F&& f) {
+  bool ok = false;
+  visit_floating(a, [&](auto t) { ok = visit_floating(b, [&](auto u) { f(t, u); }); });
+  return ok;
+}
+
 inline constexpr int kLanes = 16;
 
 // Σ_{d < D} f(d) in Acc: lane j sums d ≡ j (mod kLanes), lanes combined by a fixed tree.
@@ -47,6 +56,15 @@ inline Acc row_sum(int64_t D, F&& f) {
   for (int w = kLanes / 2; w > 0; w /= 2)
     for (int j = 0; j < w; ++j) lane[j] += lane[j + w];
   return lane[0];
+}
+
+// Σ_{d < D} x_d² of one row in A (float or double).
+template <class A, class T>
+inline A row_sum_sq(const T* x, int64_t D) {
+  return row_sum<A>(D, [&](int64_t d) {
+    const A v = ld(x[d]);
+    return v * v;
+  });
 }
 
 // Calls fn(r0, r1) over [0, rows) in parallel, chunks of at least ~32K elements.

@@ -9,10 +9,15 @@
 #include "core/kit/op_def.h"
 #include "core/offsets.h"
 #include "ops/training/common/row_norm.h"
+#include "ops/training/common/row_norm_entry.h"
 #include "ops/training/rms_norm/impls.h"
 
 namespace recops::ops::rms_norm_ns {
 namespace {
+using training::check_like;
+using training::check_out_dtype;
+using training::check_rows_x;
+
 constexpr const char* kOp = "rms_norm";
 constexpr const char* kBwd = "rms_norm_bwd";
 constexpr const char* kRstd = "rms_norm_rstd";
@@ -36,21 +41,6 @@ const std::vector<core::Impl<Params>>& impls() {
   return list;
 }
 
-bool is_float(DType t) {
-  return t == DType::fp64 || t == DType::fp32 || t == DType::fp16 || t == DType::bf16;
-}
-
-// x: [..., D], D >= 1, floating, contiguous; eps >= 0 and finite.
-Status check_x(const char* op, const TensorView& x, double eps) {
-  RECOPS_CHECK(is_float(x.dtype), op, ": x must be fp64, fp32, fp16 or bf16, got ",
-               dtype_name(x.dtype));
-  RECOPS_CHECK(x.ndim >= 1 && x.sizes[x.ndim - 1] >= 1, op,
-               ": x must be [..., D] with D >= 1; got ", describe(x));
-  RECOPS_CHECK(x.is_contiguous(), op, ": x must be contiguous; got ", describe(x));
-  RECOPS_CHECK(std::isfinite(eps) && eps >= 0, op, ": eps=", eps, " must be finite and >= 0");
-  return Status::Ok();
-}
-
 Status check_weight(const char* op, const TensorView& x, const std::optional<TensorView>& w,
                     double weight_offset) {
   RECOPS_CHECK(std::isfinite(weight_offset), op, ": weight_offset=", weight_offset,
@@ -65,26 +55,10 @@ Status check_weight(const char* op, const TensorView& x, const std::optional<Ten
   return core::check_same_device(op, "x", x, "weight", *w);
 }
 
-// out: contiguous, `shape` and `dtype`, on x's device.
-Status check_out(const char* op, const char* name, const TensorView& out, const TensorView& x,
-                 const Shape& shape, DType dtype) {
-  RECOPS_RETURN_IF_ERROR(core::check_same_device(op, "x", x, name, out));
-  RECOPS_CHECK(out.shape() == shape && out.dtype == dtype && out.is_contiguous(), op, ": ", name,
-               " must be contiguous ", dtype_name(dtype), shape_str(shape), "; got ",
-               describe(out));
-  return Status::Ok();
-}
-
 Shape r_shape_of(const TensorView& x) {
   Shape s = x.shape();
   s.back() = 1;
   return s;
-}
-
-Status check_r_dtype(const char* op, const std::optional<DType>& out_dtype) {
-  RECOPS_CHECK(!out_dtype || is_float(*out_dtype), op,
-               ": out_dtype must be fp64, fp32, fp16 or bf16, got ", dtype_name(*out_dtype));
-  return Status::Ok();
 }
 
 Params params_of(Mode mode, const TensorView& x, double eps, const TensorView& out) {
@@ -111,7 +85,7 @@ namespace recops {
 
 Status rms_norm_shape(const RmsNormArgs& a, Shape* y_shape) {
   using namespace ops::rms_norm_ns;
-  RECOPS_RETURN_IF_ERROR(check_x(kOp, a.x, a.eps));
+  RECOPS_RETURN_IF_ERROR(check_rows_x(kOp, a.x, a.eps));
   RECOPS_RETURN_IF_ERROR(check_weight(kOp, a.x, a.weight, a.weight_offset));
   *y_shape = a.x.shape();
   return Status::Ok();
@@ -121,7 +95,7 @@ Status rms_norm(const RmsNormArgs& a, const TensorView& y, const Context& ctx) {
   using namespace ops::rms_norm_ns;
   Shape s;
   RECOPS_RETURN_IF_ERROR(rms_norm_shape(a, &s));
-  RECOPS_RETURN_IF_ERROR(check_out(kOp, "y", y, a.x, s, a.x.dtype));
+  RECOPS_RETURN_IF_ERROR(check_like(kOp, "y", y, a.x, s, a.x.dtype));
   Params p = params_of(Mode::norm, a.x, a.eps, y);
   p.weight = a.weight ? a.weight->data : nullptr;
   p.weight_offset = a.weight_offset;
@@ -138,14 +112,14 @@ size_t rms_norm_bwd_workspace_bytes(const RmsNormBwdArgs& a) {
 Status rms_norm_bwd(const RmsNormBwdArgs& a, const TensorView& dx, const TensorView* dweight,
                     const Context& ctx) {
   using namespace ops::rms_norm_ns;
-  RECOPS_RETURN_IF_ERROR(check_x(kBwd, a.x, a.eps));
+  RECOPS_RETURN_IF_ERROR(check_rows_x(kBwd, a.x, a.eps));
   RECOPS_RETURN_IF_ERROR(check_weight(kBwd, a.x, a.weight, a.weight_offset));
   RECOPS_CHECK(
       a.grad_y.shape() == a.x.shape() && a.grad_y.dtype == a.x.dtype && a.grad_y.is_contiguous(),
       kBwd, ": grad_y must be contiguous with x's shape and dtype (", describe(a.x), "); got ",
       describe(a.grad_y));
   RECOPS_RETURN_IF_ERROR(core::check_same_device(kBwd, "x", a.x, "grad_y", a.grad_y));
-  RECOPS_RETURN_IF_ERROR(check_out(kBwd, "dx", dx, a.x, a.x.shape(), a.x.dtype));
+  RECOPS_RETURN_IF_ERROR(check_like(kBwd, "dx", dx, a.x, a.x.shape(), a.x.dtype));
   const bool with_dw = a.weight && a.want_dweight;
   RECOPS_CHECK(with_dw == (dweight != nullptr), kBwd, ": dweight must be given exactly when ",
                "weight is given and want_dweight is true");
@@ -155,7 +129,7 @@ Status rms_norm_bwd(const RmsNormBwdArgs& a, const TensorView& dx, const TensorV
   p.weight_offset = a.weight_offset;
   if (with_dw) {
     RECOPS_RETURN_IF_ERROR(
-        check_out(kBwd, "dweight", *dweight, a.x, a.weight->shape(), a.weight->dtype));
+        check_like(kBwd, "dweight", *dweight, a.x, a.weight->shape(), a.weight->dtype));
     const size_t need = rms_norm_bwd_workspace_bytes(a);
     RECOPS_CHECK(ctx.workspace_bytes >= need && (need == 0 || ctx.workspace != nullptr), kBwd,
                  ": the workspace must hold ", need, " bytes (rms_norm_bwd_workspace_bytes); got ",
@@ -171,8 +145,8 @@ Status rms_norm_bwd(const RmsNormBwdArgs& a, const TensorView& dx, const TensorV
 
 Status rms_norm_rstd_shape(const RmsNormRstdArgs& a, Shape* r_shape, DType* r_dtype) {
   using namespace ops::rms_norm_ns;
-  RECOPS_RETURN_IF_ERROR(check_x(kRstd, a.x, a.eps));
-  RECOPS_RETURN_IF_ERROR(check_r_dtype(kRstd, a.out_dtype));
+  RECOPS_RETURN_IF_ERROR(check_rows_x(kRstd, a.x, a.eps));
+  RECOPS_RETURN_IF_ERROR(check_out_dtype(kRstd, a.out_dtype));
   *r_shape = r_shape_of(a.x);
   *r_dtype = a.out_dtype.value_or(DType::fp32);
   return Status::Ok();
@@ -183,7 +157,7 @@ Status rms_norm_rstd(const RmsNormRstdArgs& a, const TensorView& r, const Contex
   Shape s;
   DType t;
   RECOPS_RETURN_IF_ERROR(rms_norm_rstd_shape(a, &s, &t));
-  RECOPS_RETURN_IF_ERROR(check_out(kRstd, "r", r, a.x, s, t));
+  RECOPS_RETURN_IF_ERROR(check_like(kRstd, "r", r, a.x, s, t));
   Params p = params_of(Mode::rstd, a.x, a.eps, r);
   p.r_dtype = t;
   return run(kRstd, p, a.x.device.type, ctx);
@@ -191,15 +165,15 @@ Status rms_norm_rstd(const RmsNormRstdArgs& a, const TensorView& r, const Contex
 
 Status rms_norm_rstd_bwd(const RmsNormRstdBwdArgs& a, const TensorView& dx, const Context& ctx) {
   using namespace ops::rms_norm_ns;
-  RECOPS_RETURN_IF_ERROR(check_x(kRstdBwd, a.x, a.eps));
-  RECOPS_RETURN_IF_ERROR(check_r_dtype(kRstdBwd, a.out_dtype));
+  RECOPS_RETURN_IF_ERROR(check_rows_x(kRstdBwd, a.x, a.eps));
+  RECOPS_RETURN_IF_ERROR(check_out_dtype(kRstdBwd, a.out_dtype));
   const DType t = a.out_dtype.value_or(DType::fp32);
   const Shape rs = r_shape_of(a.x);
   RECOPS_CHECK(a.grad_r.shape() == rs && a.grad_r.dtype == t && a.grad_r.is_contiguous(), kRstdBwd,
                ": grad_r must be contiguous ", dtype_name(t), shape_str(rs),
                " (r's shape and dtype); got ", describe(a.grad_r));
   RECOPS_RETURN_IF_ERROR(core::check_same_device(kRstdBwd, "x", a.x, "grad_r", a.grad_r));
-  RECOPS_RETURN_IF_ERROR(check_out(kRstdBwd, "dx", dx, a.x, a.x.shape(), a.x.dtype));
+  RECOPS_RETURN_IF_ERROR(check_like(kRstdBwd, "dx", dx, a.x, a.x.shape(), a.x.dtype));
   Params p = params_of(Mode::rstd_bwd, a.x, a.eps, dx);
   p.grad = a.grad_r.data;
   p.r_dtype = t;
@@ -212,7 +186,7 @@ Status rms_norm_rstd_bwd(const RmsNormRstdBwdArgs& a, const TensorView& dx, cons
 namespace recops::ops::rms_norm_ns {
 namespace {
 Status bwd_shapes(const RmsNormBwdArgs& a, std::vector<kit::OutSpec>* outs) {
-  RECOPS_RETURN_IF_ERROR(check_x(kBwd, a.x, a.eps));
+  RECOPS_RETURN_IF_ERROR(check_rows_x(kBwd, a.x, a.eps));
   RECOPS_RETURN_IF_ERROR(check_weight(kBwd, a.x, a.weight, a.weight_offset));
   const bool with_dw = a.weight && a.want_dweight;
   outs->push_back({a.x.shape(), a.x.dtype});

@@ -16,13 +16,11 @@ using training::ld;
 using training::row_sum;
 using training::st;
 
+// 1 / sqrt(mean of x² + eps) in Acc.
 template <class Acc, class T>
 Acc rstd_of(const T* x, int64_t D, double eps) {
-  const Acc ss = row_sum<Acc>(D, [&](int64_t d) {
-    const Acc v = ld(x[d]);
-    return v * v;
-  });
-  return Acc(1) / std::sqrt(ss / static_cast<Acc>(D) + static_cast<Acc>(eps));
+  return Acc(1) /
+         std::sqrt(training::row_sum_sq<Acc>(x, D) / static_cast<Acc>(D) + static_cast<Acc>(eps));
 }
 
 template <class T, class R>
@@ -84,12 +82,10 @@ void compute(const Params& p, int threads) {
 }  // namespace
 
 Status run_cpu(const Params& p, const Context& ctx) {
-  bool ok = false;
-  visit_floating(p.dtype, [&](auto t) {
-    ok = visit_floating(p.r_dtype,
-                        [&](auto r) { compute<decltype(t), decltype(r)>(p, ctx.num_threads); });
-  });
-  if (!ok) return Status(StatusCode::internal, "rms_norm: cpu_generic reached with a bad dtype");
+  if (!training::visit_floating2(p.dtype, p.r_dtype, [&](auto t, auto u) {
+        compute<decltype(t), decltype(u)>(p, ctx.num_threads);
+      }))
+    return Status(StatusCode::internal, "rms_norm: cpu_generic reached with a bad dtype");
   return Status::Ok();
 }
 

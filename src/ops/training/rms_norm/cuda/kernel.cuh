@@ -16,8 +16,8 @@
 
 #include "core/cuda/launch.h"
 #include "ops/training/common/cuda/row_norm.cuh"
+#include "ops/training/common/cuda/row_tiles.h"
 #include "ops/training/rms_norm/cuda/launch.h"
-#include "ops/training/rms_norm/cuda/tiles.h"
 
 namespace recops::ops::rms_norm_ns {
 
@@ -26,8 +26,11 @@ using training_dev::for_slots;
 using training_dev::group_sum;
 using training_dev::load_vec;
 using training_dev::row_group;
+using training_dev::row_launch;
 using training_dev::RowCache;
 using training_dev::RowGroup;
+using training_dev::RowLaunch;
+constexpr int kSlots = training_dev::kRowSlots;
 using training_dev::store_vec;
 
 // r and dr: [rows] of r_dtype.
@@ -189,26 +192,9 @@ bool vectorizable(const Params& p) {
          (p.weight == nullptr || aligned(p.weight));
 }
 
-// The launch shape: threads per row, CTA size, CTAs and owners (row ranges).
-struct LaunchShape {
-  int width, block;
-  int64_t blocks, owners;
-};
-
-inline LaunchShape shape_of(const Params& p, int64_t nvec, int64_t owners) {
-  LaunchShape s;
-  s.width = row_width(nvec);
-  s.block = s.width == 32 ? kWarpBlock : s.width;
-  const int64_t per_block = s.block / s.width;
-  if (owners == 0) owners = std::min<int64_t>(p.rows, kMaxBlocks * per_block);
-  s.owners = owners;
-  s.blocks = (owners + per_block - 1) / per_block;
-  return s;
-}
-
 template <class T, int kN>
 Status launch_fwd_n(const Params& p, const Context& ctx) {
-  const LaunchShape s = shape_of(p, p.D / kN, 0);
+  const RowLaunch s = row_launch(p.rows, p.D / kN, 0);
   return RECOPS_LAUNCH_KERNEL("rms_norm", (fwd_kernel<T, kN>),
                               dim3(static_cast<unsigned>(s.blocks)), dim3(s.block), 0, ctx.stream,
                               p, s.width, s.owners);
@@ -219,7 +205,7 @@ Status launch_bwd_n(const Params& p, const Context& ctx) {
   const bool with_dw = p.mode == Mode::norm_bwd && p.dweight != nullptr;
   const int64_t P = with_dw ? training::norm_partials(p.rows, p.D) : 0;
   if (p.rows > 0) {
-    const LaunchShape s = shape_of(p, p.D / kN, P);
+    const RowLaunch s = row_launch(p.rows, p.D / kN, P);
     RECOPS_RETURN_IF_ERROR(RECOPS_LAUNCH_KERNEL(
         "rms_norm_bwd", (bwd_kernel<T, kN>), dim3(static_cast<unsigned>(s.blocks)), dim3(s.block),
         0, ctx.stream, p, s.width, s.owners));

@@ -1,0 +1,23 @@
+// training/common/cuda/row_launchers.h: the declarations of a row op's per-dtype launchers, one
+// line per op: launch_fwd<T> and launch_bwd<T> for float, __half and __nv_bfloat16, defined in the
+// op's cuda/kernel.cuh and instantiated one per file in its inst/ (scripts/gen_instances.py), so
+// that launch.cu's dtype switch compiles no kernel itself.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "recops/context.h"
+#include "recops/status.h"
+
+#define RECOPS_TRAINING_ROW_LAUNCHER(name, P)                    \
+  template <class T>                                             \
+  Status name(const P& p, const Context& ctx);                   \
+  extern template Status name<float>(const P&, const Context&);  \
+  extern template Status name<__half>(const P&, const Context&); \
+  extern template Status name<__nv_bfloat16>(const P&, const Context&)
+
+// launch_fwd<T> and launch_bwd<T> over the op's params type P.
+#define RECOPS_TRAINING_ROW_LAUNCHERS(P)       \
+  RECOPS_TRAINING_ROW_LAUNCHER(launch_fwd, P); \
+  RECOPS_TRAINING_ROW_LAUNCHER(launch_bwd, P)

@@ -1,0 +1,44 @@
+// training/common/row_norm_entry.h: the entry checks the row-norm ops share (x [..., D] with
+// D >= 1, eps, outputs, float dtypes), with messages naming the op, the argument and the rule.
+#pragma once
+
+#include <cmath>
+
+#include "core/offsets.h"
+#include "recops/status.h"
+#include "recops/tensor_view.h"
+
+namespace recops::ops::training {
+
+inline bool is_float(DType t) {
+  return t == DType::fp64 || t == DType::fp32 || t == DType::fp16 || t == DType::bf16;
+}
+
+// x: [..., D], D >= 1, floating, contiguous; eps >= 0 and finite.
+inline Status check_rows_x(const char* op, const TensorView& x, double eps) {
+  RECOPS_CHECK(is_float(x.dtype), op, ": x must be fp64, fp32, fp16 or bf16, got ",
+               dtype_name(x.dtype));
+  RECOPS_CHECK(x.ndim >= 1 && x.sizes[x.ndim - 1] >= 1, op,
+               ": x must be [..., D] with D >= 1; got ", describe(x));
+  RECOPS_CHECK(x.is_contiguous(), op, ": x must be contiguous; got ", describe(x));
+  RECOPS_CHECK(std::isfinite(eps) && eps >= 0, op, ": eps=", eps, " must be finite and >= 0");
+  return Status::Ok();
+}
+
+// `name` (an output or an incoming gradient): contiguous, `shape` and `dtype`, on x's device.
+inline Status check_like(const char* op, const char* name, const TensorView& t, const TensorView& x,
+                         const Shape& shape, DType dtype) {
+  RECOPS_RETURN_IF_ERROR(core::check_same_device(op, "x", x, name, t));
+  RECOPS_CHECK(t.shape() == shape && t.dtype == dtype && t.is_contiguous(), op, ": ", name,
+               " must be contiguous ", dtype_name(dtype), shape_str(shape), "; got ", describe(t));
+  return Status::Ok();
+}
+
+// An optional dtype argument: floating when given.
+inline Status check_out_dtype(const char* op, const std::optional<DType>& t) {
+  RECOPS_CHECK(!t || is_float(*t), op, ": out_dtype must be fp64, fp32, fp16 or bf16, got ",
+               dtype_name(*t));
+  return Status::Ok();
+}
+
+}  // namespace recops::ops::training
