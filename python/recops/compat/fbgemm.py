@@ -90,3 +90,40 @@ def jagged_softmax(values: torch.Tensor, x_offsets: torch.Tensor,
     """FBGEMM form of ``recops.jagged_softmax`` (softmax over each sequence's first ``max_L``
     rows, per column): returns ``(output, x_offsets)``."""
     return _ops.jagged_softmax(values, x_offsets, max_L), x_offsets
+
+
+def jagged_dense_bmm(x_values: torch.Tensor, x_offsets: torch.Tensor, y: torch.Tensor,
+                     max_L: int) -> Tuple[torch.Tensor, torch.Tensor]:
+    """FBGEMM form of ``recops.jagged_dense_bmm``: ``x [total_L, K]`` times ``y [B, K, N]`` per
+    sequence; returns ``(z [total_L, N], x_offsets)``; rows past ``max_L`` are 0."""
+    return _ops.jagged_dense_bmm(x_values, x_offsets, y, max_L), x_offsets
+
+
+def jagged_jagged_bmm(x_values: torch.Tensor, y_values: torch.Tensor, x_offsets: torch.Tensor,
+                      max_L: int) -> torch.Tensor:
+    """FBGEMM form of ``recops.jagged_jagged_bmm``: ``z[b] = x_bᵀ y_b`` over each sequence's first
+    ``max_L`` rows, ``[B, M, N]``."""
+    return _ops.jagged_jagged_bmm(x_values, y_values, x_offsets, max_L)
+
+
+def segment_sum_csr(batch_size: int, csr_seg: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+    """``out[i] = sum(values[csr_seg[i]·batch_size : csr_seg[i+1]·batch_size])``."""
+    return _ops.segment_sum_csr(batch_size, csr_seg, values)
+
+
+def jagged_index_select(values: torch.Tensor, lengths: torch.Tensor, indices: torch.Tensor,
+                        num_dense_output_rows: Optional[int] = None) -> List[torch.Tensor]:
+    """FBGEMM form: ``[values of the selected sequences, their lengths]``."""
+    return list(_ops.jagged_index_select(values, lengths, indices, num_dense_output_rows))
+
+
+def keyed_jagged_index_select_dim1(values: torch.Tensor, lengths: torch.Tensor,
+                                   offsets: torch.Tensor, indices: torch.Tensor, batch_size: int,
+                                   weights: Optional[torch.Tensor] = None,
+                                   selected_lengths_sum: Optional[int] = None
+                                   ) -> List[torch.Tensor]:
+    """FBGEMM form: the batch positions ``indices`` selected in every key of a KJT; returns
+    ``[values, lengths]`` or, with ``weights``, ``[values, lengths, weights]``."""
+    out = _ops.keyed_jagged_index_select_dim1(values, lengths, offsets, indices, batch_size,
+                                              weights, selected_lengths_sum)
+    return list(out) if weights is not None else [out[0], out[1]]
