@@ -88,10 +88,12 @@ void backward(const SelectParams& p, const Offsets& o, int threads) {
   const auto store = [](Acc a) -> T {
     if constexpr (std::is_same_v<T, double>)
       return a;
+    else if constexpr (std::is_same_v<T, float>)
+      return static_cast<float>(a);
     else if constexpr (std::is_same_v<T, Half>)
       return cpu_half_from(a);
     else
-      return from_double<T>(a);
+      return select_bf16_from_double(a);
   };
   // Stable counting sort: group[first[s] .. first[s+1]) holds the output segments j of input
   // segment s, ascending.
@@ -108,16 +110,36 @@ void backward(const SelectParams& p, const Offsets& o, int threads) {
   select_balanced_for(
       n_in, threads, [&](int64_t b) { return o.in[b]; },
       [&](int64_t b) {
-        std::vector<Acc> acc(static_cast<size_t>(p.D));
-        for (int64_t l = 0; l < o.in[b + 1] - o.in[b]; ++l) {
-          std::fill(acc.begin(), acc.end(), Acc{0});
-          for (int64_t j = first[b]; j < first[b + 1]; ++j) {
-            const T* row = g + (o.out[group[j]] + l) * p.src_row_stride;
-            for (int64_t d = 0; d < p.D; ++d) acc[d] += load(row[d]);
-          }
-          T* out = gv + (o.in[b] + l) * p.D;
-          for (int64_t d = 0; d < p.D; ++d) out[d] = store(acc[d]);
+        // The segment's L rows summed as one block: acc[l*D + d] over its group in ascending
+        // order; dense rows (stride D) are one run of L*D elements per group member.
+        const int64_t L = o.in[b + 1] - o.in[b];
+        T* out = gv + o.in[b] * p.D;
+        if (first[b + 1] == first[b]) {  // no member: zeros
+          std::fill(out, out + L * p.D, store(Acc{0}));
+          return;
         }
+        if (first[b + 1] - first[b] == 1) {  // one member: its value (a -0 becomes 0 + -0 = +0)
+          const T* src = g + o.out[group[first[b]]] * p.src_row_stride;
+          for (int64_t l = 0; l < L; ++l)
+            for (int64_t d = 0; d < p.D; ++d) {
+              const T x = src[l * p.src_row_stride + d];
+              out[l * p.D + d] = load(x) == Acc{0} ? store(Acc{0}) : x;
+            }
+          return;
+        }
+        const bool dense = p.src_row_stride == p.D;
+        const int64_t rows = dense ? 1 : L, width = dense ? L * p.D : p.D;
+        thread_local std::vector<Acc> acc;  // reused across segments
+        acc.assign(static_cast<size_t>(L * p.D), Acc{0});
+        for (int64_t j = first[b]; j < first[b + 1]; ++j) {
+          const T* src = g + o.out[group[j]] * p.src_row_stride;
+          for (int64_t r = 0; r < rows; ++r) {
+            const T* row = src + r * p.src_row_stride;
+            Acc* a = acc.data() + r * width;
+            for (int64_t d = 0; d < width; ++d) a[d] += load(row[d]);
+          }
+        }
+        for (int64_t i = 0; i < L * p.D; ++i) out[i] = store(acc[i]);
       });
 }
 }  // namespace

@@ -1,0 +1,56 @@
+// jagged/jagged_index_select/test_jagged_index_select.cpp: torch-free checks beyond `recops check`:
+// the CPU backward's fast bf16 rounding (common/select_cpu.h) gives the library's exact bits, and
+// a refusal message.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "ops/jagged/common/select_cpu.h"
+#include "ops/jagged/jagged_index_select/jagged_index_select.h"
+#include "recops/tensor.h"
+
+namespace recops {
+namespace {
+
+TEST(JaggedIndexSelect, FastBf16RoundingMatchesExact) {
+  uint64_t s = 0x9E3779B97F4A7C15ull;
+  const auto check = [](double v) {
+    EXPECT_EQ(ops::select_bf16_from_double(v).bits, bf16_from_double(v).bits) << v;
+  };
+  for (int i = 0; i < 200000; ++i) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    uint64_t bits = s;
+    double v;
+    std::memcpy(&v, &bits, sizeof v);
+    check(v);  // any bit pattern (any exponent, NaN, inf)
+    check(std::ldexp(static_cast<double>(s >> 11), -53 + static_cast<int>(s % 40) - 20));
+  }
+  // Ties at the rounding bit, both parities, and the edges of the normal range.
+  for (double v :
+       {1.0 + 0x1p-8, 1.0 + 0x1p-7 + 0x1p-8, -(1.0 + 0x1p-8), 0x1p-126, 0x1.ffp-127,
+        3.3895313892515355e38, 3.4e38, 0.0, -0.0, std::numeric_limits<double>::infinity(),
+        std::numeric_limits<double>::quiet_NaN(), 5e-324})
+    check(v);
+}
+
+TEST(JaggedIndexSelect, RefusesIndexOutOfRange) {
+  Tensor values = Tensor::empty({5, 2}, DType::fp32);
+  Tensor lengths = Tensor::empty({2}, DType::int64);
+  Tensor indices = Tensor::empty({1}, DType::int64);
+  static_cast<int64_t*>(lengths.data())[0] = 2;
+  static_cast<int64_t*>(lengths.data())[1] = 3;
+  static_cast<int64_t*>(indices.data())[0] = 2;
+  Tensor out = Tensor::empty({0, 2}, DType::fp32);
+  Tensor out_lengths = Tensor::empty({1}, DType::int64);
+  const Status st = jagged_index_select({values.view(), lengths.view(), indices.view(), 0},
+                                        out.view(), out_lengths.view());
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("jagged_index_select: indices[0]=2 is out of range"),
+            std::string::npos)
+      << st.message();
+}
+
+}  // namespace
+}  // namespace recops
