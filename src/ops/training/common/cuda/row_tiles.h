@@ -11,13 +11,18 @@ namespace recops::ops::training_dev {
 inline constexpr int kRowSlots = 4;             // 16-byte vectors per thread kept in registers
 inline constexpr int kRowWarpBlock = 256;       // warp-per-row mode: 8 rows in flight per CTA
 inline constexpr int64_t kRowMaxBlocks = 4096;  // CTAs of a launch without fixed owners
+// The most threads of a CTA (the kernels' __launch_bounds__): the backward keeps two cached rows
+// and the weight-gradient sums, about 170 registers per thread for 16-bit dtypes (ptxas -v,
+// sm_90a), so 256 threads fit the 64K registers of an SM without spilling.
+inline constexpr int kRowMaxThreads = 256;
 
 // Threads per row for a row of `nvec` vectors: a warp while kRowSlots vectors per lane hold it,
-// else the CTA, with enough threads (a multiple of 32, 64 to 1024) for kRowSlots vectors each.
+// else the CTA, with enough threads (a multiple of 32, 64 to kRowMaxThreads) for kRowSlots vectors
+// each; longer rows are partly read again from L2.
 inline int row_width(int64_t nvec) {
   if (nvec <= 32 * kRowSlots) return 32;
   const int64_t w = ((nvec + kRowSlots - 1) / kRowSlots + 31) / 32 * 32;
-  return static_cast<int>(std::clamp<int64_t>(w, 64, 1024));
+  return static_cast<int>(std::clamp<int64_t>(w, 64, kRowMaxThreads));
 }
 
 // Threads per row, CTA size, CTAs and owners (row ranges) of a launch over `rows` rows of `nvec`

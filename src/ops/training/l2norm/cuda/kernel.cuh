@@ -29,7 +29,8 @@ using training_dev::store_vec;
 constexpr int kSlots = training_dev::kRowSlots;
 
 template <class T, int kN>
-__global__ void fwd_kernel(Params p, int width, int64_t owners) {
+__global__ void __launch_bounds__(training_dev::kRowMaxThreads)
+    fwd_kernel(Params p, int width, int64_t owners) {
   __shared__ float smem[32];
   const RowGroup g = row_group(width);
   const int64_t D = p.D, nvec = D / kN;
@@ -52,7 +53,8 @@ __global__ void fwd_kernel(Params p, int width, int64_t owners) {
 }
 
 template <class T, int kN>
-__global__ void bwd_kernel(Params p, int width, int64_t owners) {
+__global__ void __launch_bounds__(training_dev::kRowMaxThreads)
+    bwd_kernel(Params p, int width, int64_t owners) {
   __shared__ double smem[32];
   const RowGroup g = row_group(width);
   const int64_t D = p.D, nvec = D / kN;

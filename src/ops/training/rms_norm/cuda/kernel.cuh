@@ -73,7 +73,8 @@ __device__ __forceinline__ double rstd_of(double ss, const Params& p) {
 }
 
 template <class T, int kN>
-__global__ void fwd_kernel(Params p, int width, int64_t owners) {
+__global__ void __launch_bounds__(training_dev::kRowMaxThreads)
+    fwd_kernel(Params p, int width, int64_t owners) {
   __shared__ float smem[32];
   const RowGroup g = row_group(width);
   const int64_t D = p.D, nvec = D / kN;
@@ -100,7 +101,8 @@ __global__ void fwd_kernel(Params p, int width, int64_t owners) {
 }
 
 template <class T, int kN>
-__global__ void bwd_kernel(Params p, int width, int64_t owners) {
+__global__ void __launch_bounds__(training_dev::kRowMaxThreads)
+    bwd_kernel(Params p, int width, int64_t owners) {
   __shared__ double smem[32];
   const RowGroup g = row_group(width);
   const int64_t D = p.D, nvec = D / kN;
