@@ -143,7 +143,33 @@ Status jj_run(const char* op, const JaggedJaggedBmmArgs& a, const TensorView& z,
   p.M = a.x_values.sizes[1];
   p.N = a.y_values.sizes[1];
   p.plain = plain;
+  if (z.device.type == DeviceType::cuda) {
+    const int64_t bytes = bmm_split_chunks(&p);
+    RECOPS_CHECK(bytes == 0 || (ctx.workspace && ctx.workspace_bytes >= static_cast<size_t>(bytes)),
+                 op, ": needs a workspace of ", bytes, " bytes on the tensors' device for the ",
+                 "split of long sequences (jagged_jagged_bmm_workspace_bytes); got ",
+                 ctx.workspace_bytes);
+    p.workspace = ctx.workspace;
+  }
   return dispatch(op, p, a.seq_offsets, z, ctx);
+}
+
+// The CUDA split's workspace of jagged_jagged_bmm(x, y, seq_offsets): 0 on the CPU and for
+// arguments the entry refuses (it reports them).
+size_t jj_workspace(const TensorView& x, const TensorView& y, const TensorView& seq_offsets,
+                    int64_t max_seq_len) {
+  if (x.device.type != DeviceType::cuda || x.ndim != 2 || y.ndim != 2 || seq_offsets.ndim != 1 ||
+      seq_offsets.sizes[0] < 1 || max_seq_len < 0)
+    return 0;
+  BmmParams p;
+  p.mode = BmmMode::jagged_jagged;
+  p.dtype = x.dtype;
+  p.B = seq_offsets.sizes[0] - 1;
+  p.total_L = x.sizes[0];
+  p.max_L = max_seq_len;
+  p.M = x.sizes[1];
+  p.N = y.sizes[1];
+  return static_cast<size_t>(bmm_split_chunks(&p));
 }
 
 // [B, R, C] -> [B, C, R]: a stride swap.
@@ -210,6 +236,12 @@ Status jagged_dense_bmm_bwd(const JaggedDenseBmmBwdArgs& a, const TensorView& dx
 }
 Status jagged_jagged_bmm_shape(const JaggedJaggedBmmArgs& a, Shape* z_shape) {
   return jj_shape(kJj, a, z_shape);
+}
+size_t jagged_jagged_bmm_workspace_bytes(const JaggedJaggedBmmArgs& a) {
+  return jj_workspace(a.x_values, a.y_values, a.seq_offsets, a.max_seq_len);
+}
+size_t jagged_dense_bmm_bwd_workspace_bytes(const JaggedDenseBmmBwdArgs& a) {
+  return jj_workspace(a.x_values, a.grad, a.seq_offsets, a.max_seq_len);
 }
 Status jagged_jagged_bmm(const JaggedJaggedBmmArgs& a, const TensorView& z, const Context& ctx) {
   return jj_run(kJj, a, z, false, ctx);

@@ -10,6 +10,8 @@
 // fp32 products' inputs to TF32 (the CPU always computes exact fp32 products).
 #pragma once
 
+#include <cstddef>
+
 #include "recops/context.h"
 #include "recops/status.h"
 #include "recops/tensor_view.h"
@@ -39,6 +41,8 @@ struct JaggedDenseBmmBwdArgs {
 // dy = jagged_jagged_bmm(x_values, grad, seq_offsets) [B, K, N]; both contiguous.
 Status jagged_dense_bmm_bwd(const JaggedDenseBmmBwdArgs& a, const TensorView& dx,
                             const TensorView& dy, const Context& ctx = {});
+// Scratch of dy's jagged_jagged_bmm (see jagged_jagged_bmm_workspace_bytes).
+size_t jagged_dense_bmm_bwd_workspace_bytes(const JaggedDenseBmmBwdArgs& a);
 
 struct JaggedJaggedBmmArgs {
   TensorView x_values;     // [total_L, M], last stride 1, row stride free
@@ -49,6 +53,9 @@ struct JaggedJaggedBmmArgs {
 };
 // z: [B, M, N], x_values' dtype, contiguous.
 Status jagged_jagged_bmm_shape(const JaggedJaggedBmmArgs& a, Shape* z_shape);
+// Scratch the call needs in Context::workspace on the tensors' device (CUDA: the split of long
+// sequences when the batch gives too few work items; 0 otherwise and on the CPU).
+size_t jagged_jagged_bmm_workspace_bytes(const JaggedJaggedBmmArgs& a);
 Status jagged_jagged_bmm(const JaggedJaggedBmmArgs& a, const TensorView& z,
                          const Context& ctx = {});
 

@@ -129,6 +129,13 @@ class BmmDriver final : public Driver {
                   : jagged_jagged_bmm_bwd(jj_bwd(p, in), out[0], out[1], ctx);
   }
 
+  size_t workspace_bytes(const Problem& p, const std::vector<TensorView>& in,
+                         const std::vector<TensorView>&) const override {
+    if (p.op == "jagged_jagged_bmm") return jagged_jagged_bmm_workspace_bytes(jj(p, in));
+    if (p.op == "jagged_dense_bmm_bwd") return jagged_dense_bmm_bwd_workspace_bytes(jd_bwd(p, in));
+    return 0;
+  }
+
   Status baseline(const Problem& p, std::vector<Tensor>* out) const override {
     *out = alloc_outputs(p, Device::cpu());
     const auto in = views(p.inputs);

@@ -42,7 +42,36 @@ struct BmmParams {
   bool allow_tf32 = false;
   bool plain = false;  // reference only: the double standard's plain same-precision baseline
   int device_index = 0;
+  // CUDA jagged_jagged_bmm split along l (bmm_split_chunks): `chunks` partial blocks per
+  // sequence, chunk c covering rows [c * chunk_rows, (c + 1) * chunk_rows) of l < n_b, kept in
+  // `workspace` as the accumulator type, [B, chunks, M, N]; 1 = no split.
+  int64_t chunks = 1;
+  int64_t chunk_rows = 0;
+  void* workspace = nullptr;
 };
+
+// The CUDA split of jagged_jagged_bmm, from host-known sizes only (no offsets read): only when the
+// (sequence, 64 x 64 tile) work items are too few to fill the GPU (< kSplitMinItems) and a
+// sequence may be longer than kSplitRows; at most kSplitMaxChunks chunks and kSplitMaxBytes of
+// workspace. Sets p->chunks and p->chunk_rows; returns the workspace bytes (0: no split).
+inline constexpr int64_t kSplitMinItems = 264, kSplitRows = 4096, kSplitMaxChunks = 32;
+inline constexpr int64_t kSplitMaxBytes = int64_t{256} << 20;
+inline int64_t bmm_split_chunks(BmmParams* p) {
+  p->chunks = 1;
+  p->chunk_rows = 0;
+  if (p->mode != BmmMode::jagged_jagged || p->B == 0 || p->M == 0 || p->N == 0) return 0;
+  const int64_t items = p->B * ((p->M + 63) / 64) * ((p->N + 63) / 64);
+  if (items >= kSplitMinItems) return 0;  // enough work items: no split
+  const int64_t rows = p->max_L < p->total_L ? p->max_L : p->total_L;  // every n_b <= rows
+  const int64_t per_chunk = p->B * p->M * p->N * (p->dtype == DType::fp64 ? 8 : 4);
+  int64_t chunks = (rows + kSplitRows - 1) / kSplitRows;
+  if (chunks > kSplitMaxChunks) chunks = kSplitMaxChunks;
+  if (chunks * per_chunk > kSplitMaxBytes) chunks = kSplitMaxBytes / per_chunk;
+  if (chunks < 2) return 0;
+  p->chunks = chunks;
+  p->chunk_rows = (rows + chunks - 1) / chunks;
+  return chunks * per_chunk;
+}
 
 // Sequence b's GEMM: C (rows x N) = A (rows x inner) · B (inner x N), with
 //   A(i, k) = x[a + i*a_si + k*a_sk], B(k, j) = y[b + k*b_sk + j*b_sj], C(i, j) = z[c + i*c_si +

@@ -79,5 +79,8 @@ RECOPS_REGISTER_OPS(reg) {
               .out_like("dy", "y")
               .shapes(bwd_shapes)
               .run(bwd_run)
+              .workspace(+[](const BwdArgs& a, const kit::Outputs&) {
+                return jagged_dense_bmm_bwd_workspace_bytes(a);
+              })
               .doc("-", ""));
 }

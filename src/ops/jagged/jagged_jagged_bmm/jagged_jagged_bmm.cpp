@@ -67,6 +67,9 @@ RECOPS_REGISTER_OPS(reg) {
               .out("z")
               .shapes_from<&jagged_jagged_bmm_shape, &Args::x_values>()
               .run_one<&jagged_jagged_bmm>()
+              .workspace(+[](const Args& a, const kit::Outputs&) {
+                return jagged_jagged_bmm_workspace_bytes(a);
+              })
               .backward(kBwd)
               .doc("", kDoc));
   reg.add(kit::Def<BwdArgs>(kBwd, "jagged")

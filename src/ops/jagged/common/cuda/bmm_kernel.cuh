@@ -4,7 +4,7 @@
 // block) from a flattened work list (sequence, row tile, column tile) walked grid-stride, so no
 // grid dim is tied to B. The inner extent goes in steps of kBk: each step stages A^T (kBk x kBm)
 // and B (kBk x kBn) in shared memory as the accumulator type (zeros past the edges: any K, N, M),
-// then each thread adds the products for its 4 x 4 outputs (rows ty + 16r, columns tx + 16c).
+// then each thread adds the products for its 4 x 4 outputs (rows ty + 16r, columns tx + 16cc).
 // Accumulation in fp32 (fp64 for fp64), exact fp32 products (no TF32 here), each output's sum in
 // order of k by one thread: deterministic, no atomics. 64-bit index math.
 #pragma once
@@ -29,8 +29,11 @@ __device__ __forceinline__ void seq_rows(const BmmParams& p, int64_t b, int64_t*
   *n = *rows < p.max_L ? *rows : p.max_L;
 }
 
-// items = B * tiles_per_seq; tile t of a sequence is (t / col_tiles, t % col_tiles). Tiles past a
-// sequence's rows (jagged_dense_bmm: n_b < row_tiles * kBm) are skipped by the whole CTA.
+// items = B * chunks * tiles_per_seq: (sequence b, chunk c, tile t), tile t = (t / col_tiles,
+// t % col_tiles). Tiles past a sequence's rows (jagged_dense_bmm: n_b < row_tiles * kBm) are
+// skipped by the whole CTA. With p.chunks > 1 (jagged_jagged_bmm's split) an item sums chunk c's
+// rows only (possibly none: a zero partial) into the workspace [B, chunks, M, N] as Acc;
+// bmm_split_reduce_kernel adds the chunks in order.
 template <class T, class Acc>
 __global__ void __launch_bounds__(kThreads)
     bmm_tile_kernel(BmmParams p, int64_t tiles_per_seq, int64_t col_tiles) {
@@ -40,30 +43,34 @@ __global__ void __launch_bounds__(kThreads)
   const T* y = static_cast<const T*>(p.y);
   T* z = static_cast<T*>(p.z);
   const int tx = static_cast<int>(threadIdx.x) % 16, ty = static_cast<int>(threadIdx.x) / 16;
-  const int64_t items = p.B * tiles_per_seq;
-  for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
-    const int64_t b = item / tiles_per_seq, t = item % tiles_per_seq;
+  const int64_t per_seq = p.chunks * tiles_per_seq;
+  for (int64_t item = blockIdx.x; item < p.B * per_seq; item += gridDim.x) {
+    const int64_t b = item / per_seq, c = item % per_seq / tiles_per_seq, t = item % tiles_per_seq;
     int64_t o, rows, n;
     seq_rows(p, b, &o, &rows, &n);
     const BmmGemm g = bmm_gemm(p, b, o, n);
     const int64_t i0 = (t / col_tiles) * kBm, j0 = (t % col_tiles) * kBn;
     if (i0 >= g.rows) continue;  // the same for every thread of the CTA
+    // The inner range: all of it, or chunk c's part of it.
+    const int64_t k_lo =
+        p.chunks > 1 ? (c * p.chunk_rows < g.inner ? c * p.chunk_rows : g.inner) : 0;
+    const int64_t k_hi =
+        p.chunks > 1 ? (k_lo + p.chunk_rows < g.inner ? k_lo + p.chunk_rows : g.inner) : g.inner;
     // Staging order: consecutive threads along the operand's unit-stride dim (coalesced).
     const bool a_k_fast = g.a_sk == 1, b_j_fast = g.b_sj == 1;
     Acc acc[4][4] = {};
-    for (int64_t k0 = 0; k0 < g.inner; k0 += kBk) {
+    for (int64_t k0 = k_lo; k0 < k_hi; k0 += kBk) {
       for (int e = threadIdx.x; e < kBm * kBk; e += kThreads) {
         const int i = a_k_fast ? e / kBk : e % kBm, k = a_k_fast ? e % kBk : e / kBm;
         const int64_t gi = i0 + i, gk = k0 + k;
-        As[k][i] = gi < g.rows && gk < g.inner
-                       ? jagged_dev::to_acc(x[g.a + gi * g.a_si + gk * g.a_sk])
-                       : Acc(0);
+        As[k][i] = gi < g.rows && gk < k_hi ? jagged_dev::to_acc(x[g.a + gi * g.a_si + gk * g.a_sk])
+                                            : Acc(0);
       }
       for (int e = threadIdx.x; e < kBk * kBn; e += kThreads) {
         const int j = b_j_fast ? e % kBn : e / kBk, k = b_j_fast ? e / kBn : e % kBk;
         const int64_t gj = j0 + j, gk = k0 + k;
-        Bs[k][j] = gj < p.N && gk < g.inner ? jagged_dev::to_acc(y[g.b + gk * g.b_sk + gj * g.b_sj])
-                                            : Acc(0);
+        Bs[k][j] =
+            gj < p.N && gk < k_hi ? jagged_dev::to_acc(y[g.b + gk * g.b_sk + gj * g.b_sj]) : Acc(0);
       }
       __syncthreads();
 #pragma unroll
@@ -72,11 +79,11 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
         for (int r = 0; r < 4; ++r) a[r] = As[k][ty + 16 * r];
 #pragma unroll
-        for (int c = 0; c < 4; ++c) bv[c] = Bs[k][tx + 16 * c];
+        for (int cc = 0; cc < 4; ++cc) bv[cc] = Bs[k][tx + 16 * cc];
 #pragma unroll
         for (int r = 0; r < 4; ++r)
 #pragma unroll
-          for (int c = 0; c < 4; ++c) acc[r][c] += a[r] * bv[c];
+          for (int cc = 0; cc < 4; ++cc) acc[r][cc] += a[r] * bv[cc];
       }
       __syncthreads();
     }
@@ -85,11 +92,30 @@ __global__ void __launch_bounds__(kThreads)
       const int64_t i = i0 + ty + 16 * r;
       if (i >= g.rows) continue;
 #pragma unroll
-      for (int c = 0; c < 4; ++c) {
-        const int64_t j = j0 + tx + 16 * c;
-        if (j < p.N) z[g.c + i * g.c_si + j] = jagged_dev::from_acc<T>(acc[r][c]);
+      for (int cc = 0; cc < 4; ++cc) {
+        const int64_t j = j0 + tx + 16 * cc;
+        if (j >= p.N) continue;
+        if (p.chunks > 1)
+          static_cast<Acc*>(p.workspace)[((b * p.chunks + c) * p.M + i) * p.N + j] = acc[r][cc];
+        else
+          z[g.c + i * g.c_si + j] = jagged_dev::from_acc<T>(acc[r][cc]);
       }
     }
+  }
+}
+
+// jagged_jagged_bmm's split: z[b] = sum over chunks c, in order, of the workspace's partials.
+template <class T, class Acc>
+__global__ void __launch_bounds__(kThreads) bmm_split_reduce_kernel(BmmParams p) {
+  const Acc* ws = static_cast<const Acc*>(p.workspace);
+  T* z = static_cast<T*>(p.z);
+  const int64_t mn = p.M * p.N, stride = static_cast<int64_t>(gridDim.x) * kThreads;
+  for (int64_t e = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; e < p.B * mn;
+       e += stride) {
+    const int64_t b = e / mn, r = e % mn;
+    Acc sum = 0;
+    for (int64_t c = 0; c < p.chunks; ++c) sum += ws[(b * p.chunks + c) * mn + r];
+    z[e] = jagged_dev::from_acc<T>(sum);
   }
 }
 

@@ -1,7 +1,8 @@
 // ops/jagged/common/cuda/bmm_launch.cu: cuda_sm80 of jagged_dense_bmm and jagged_jagged_bmm:
-// dtype switch, grid, checked launches (kernels: bmm_kernel.cuh). Untuned: one 64 x 64 x 16 tile
-// shape for every problem; the Hopper (wgmma) path comes later. Four dtypes x two small kernels
-// in this one file (a few seconds of nvcc, no per-instance files needed).
+// dtype switch, grid, checked launches (kernels: bmm_kernel.cuh; with jagged_jagged_bmm's split,
+// bmm_split_chunks() in bmm_params.h, a second kernel adds the chunks' partials in order).
+// Untuned: one 64 x 64 x 16 tile shape for every problem; the Hopper (wgmma) path comes later.
+// Four dtypes x three small kernels in this one file (no per-instance files needed).
 #include <algorithm>
 
 #include "core/cuda/launch.h"
@@ -25,9 +26,15 @@ Status launch(const BmmParams& p, void* stream) {
   const int64_t tiles_per_seq = (rows + kBm - 1) / kBm * col_tiles;
   const dim3 block(kThreads);
   if (tiles_per_seq > 0) {
-    const dim3 grid(static_cast<unsigned>(std::min(p.B * tiles_per_seq, kMaxBlocks)));
+    const dim3 grid(static_cast<unsigned>(std::min(p.B * p.chunks * tiles_per_seq, kMaxBlocks)));
     RECOPS_RETURN_IF_ERROR(RECOPS_LAUNCH_KERNEL(op_name(p), (bmm_tile_kernel<T, Acc>), grid, block,
                                                 0, stream, p, tiles_per_seq, col_tiles));
+  }
+  if (p.chunks > 1) {  // jagged_jagged_bmm's split: the chunks' partials added in order
+    const dim3 grid(
+        static_cast<unsigned>(std::min((p.B * p.M * p.N + kThreads - 1) / kThreads, kMaxBlocks)));
+    RECOPS_RETURN_IF_ERROR(RECOPS_LAUNCH_KERNEL(op_name(p), (bmm_split_reduce_kernel<T, Acc>), grid,
+                                                block, 0, stream, p));
   }
   if (p.mode == BmmMode::jagged_dense && p.max_L < p.total_L) {  // some rows may be truncated
     const dim3 grid(static_cast<unsigned>(std::min(p.B, kMaxBlocks)));
