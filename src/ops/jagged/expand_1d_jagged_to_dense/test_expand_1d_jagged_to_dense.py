@@ -76,3 +76,24 @@ def test_errors_name_the_argument():
         recops.expand_1d_jagged_to_dense(values, torch.tensor([0, 4, 2, 5]), 3)
     with pytest.raises(RuntimeError, match=r"seq_offsets\[2\]=4"):
         recops.expand_1d_jagged_to_dense(values, torch.tensor([0, 2, 4]), 3)
+
+
+def test_compile_dynamic_no_recompiles():
+    """torch.compile(fullgraph=True, dynamic=True): one graph over varying B, total_L, max_len."""
+    import contextlib
+
+    import torch._dynamo
+
+    def model(v, off, max_len):
+        return recops.expand_1d_jagged_to_dense(v, off, max_len) + 1
+
+    torch._dynamo.reset()
+    torch._dynamo.utils.counters.clear()
+    compiled = torch.compile(model, fullgraph=True, dynamic=True, backend="aot_eager")
+    for i, (lengths, max_len) in enumerate([([3, 0, 5], 4), ([1, 2, 3, 4, 5], 6), ([7, 1], 9)]):
+        values, offsets = make(lengths)
+        ctx = torch._dynamo.config.patch(error_on_recompile=True) if i > 0 else contextlib.nullcontext()
+        with ctx:
+            got = compiled(values, offsets, max_len)
+        assert torch.equal(got, model(values, offsets, max_len))
+    assert torch._dynamo.utils.counters["stats"]["unique_graphs"] == 1

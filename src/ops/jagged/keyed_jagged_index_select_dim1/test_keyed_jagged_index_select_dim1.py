@@ -108,3 +108,37 @@ def test_errors_name_the_argument():
         op(values, lengths.flip(0), offsets, torch.tensor([0]), 4)
     with pytest.raises(RuntimeError, match="weights must be 1-D"):
         op(values, lengths, offsets, torch.tensor([0]), 4, torch.ones(3))
+
+
+def test_compile_dynamic_no_recompiles():
+    """torch.compile(fullgraph=True, dynamic=True) with selected_lengths_sum given: one graph over
+    varying keys, K and totals; forward and backward equal to eager."""
+    import contextlib
+
+    import torch._dynamo
+
+    def model(v, lengths, offsets, indices, rows):
+        return recops.keyed_jagged_index_select_dim1(v, lengths, offsets, indices, 4, None,
+                                                     rows)[0] * 3.0
+
+    torch._dynamo.reset()
+    torch._dynamo.utils.counters.clear()
+    compiled = torch.compile(model, fullgraph=True, dynamic=True, backend="aot_eager")
+    cases = [(LENGTHS, [3, 1, 1]), (LENGTHS[:8], [0, 2]), (LENGTHS + [1, 2, 0, 5], [1, 3, 3, 2])]
+    for i, (lengths, idx) in enumerate(cases):
+        torch.manual_seed(i)
+        values, lengths, offsets = make(lengths, torch.float64)
+        indices = torch.tensor(idx)
+        rows = torch_select(values, lengths, indices, 4)[0].numel()
+        v1 = values.clone().requires_grad_(True)
+        v2 = values.clone().requires_grad_(True)
+        ctx = torch._dynamo.config.patch(error_on_recompile=True) if i > 0 else contextlib.nullcontext()
+        with ctx:
+            got = compiled(v1, lengths, offsets, indices, rows)
+        want = model(v2, lengths, offsets, indices, rows)
+        torch.testing.assert_close(got, want)
+        g = torch.randn_like(want)
+        got.backward(g)
+        want.backward(g)
+        torch.testing.assert_close(v1.grad, v2.grad)
+    assert torch._dynamo.utils.counters["stats"]["unique_graphs"] == 1

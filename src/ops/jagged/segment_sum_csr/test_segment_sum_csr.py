@@ -84,3 +84,24 @@ def test_errors_name_the_argument():
         recops.segment_sum_csr(2, torch.tensor([0, 4, 2, 5]), values)
     with pytest.raises(RuntimeError, match=r"segment_sum_csr: csr_seg\[2\]=4"):
         recops.segment_sum_csr(2, torch.tensor([0, 2, 4]), values)
+
+
+def test_compile_dynamic_no_recompiles():
+    """torch.compile(fullgraph=True, dynamic=True): one graph over varying S and N."""
+    import contextlib
+
+    import torch._dynamo
+
+    def model(bs, csr, v):
+        return recops.segment_sum_csr(bs, csr, v) * 2.0
+
+    torch._dynamo.reset()
+    torch._dynamo.utils.counters.clear()
+    compiled = torch.compile(model, fullgraph=True, dynamic=True, backend="aot_eager")
+    for i, lengths in enumerate([[3, 0, 5], [1, 2, 3, 4, 5], [7, 1]]):
+        csr, values = make(lengths, 2)
+        ctx = torch._dynamo.config.patch(error_on_recompile=True) if i > 0 else contextlib.nullcontext()
+        with ctx:
+            got = compiled(2, csr, values)
+        torch.testing.assert_close(got, model(2, csr, values))
+    assert torch._dynamo.utils.counters["stats"]["unique_graphs"] == 1
