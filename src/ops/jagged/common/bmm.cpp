@@ -9,11 +9,30 @@
 
 namespace recops::ops::bmm {
 
+namespace {
+#ifdef RECOPS_WITH_CUDA
+std::string mma_accepts(const BmmParams& p) {
+  if (p.dtype != DType::fp16 && p.dtype != DType::bf16)
+    return "fp16 and bf16 only (fp32 and fp64: cuda_sm80)";
+  return core::cuda_capability_at_least<80, BmmParams>(p);
+}
+#endif
+
+std::vector<core::Impl<BmmParams>> list(Status (*reference)(const BmmParams&, const Context&)) {
+  std::vector<core::Impl<BmmParams>> cuda;
+#ifdef RECOPS_WITH_CUDA
+  cuda.push_back({"cuda_sm80_mma", DeviceType::cuda, core::cuda::any_device_reason, mma_accepts,
+                  run_cuda_mma});
+  cuda.push_back({"cuda_sm80", DeviceType::cuda, core::cuda::any_device_reason,
+                  core::cuda_capability_at_least<80, BmmParams>, run_cuda});
+#endif
+  return core::with_cpu_impls<BmmParams>(std::move(cuda), run_cpu, reference);
+}
+}  // namespace
+
 const std::vector<core::Impl<BmmParams>>& bmm_impls(BmmMode mode) {
-  static const auto jd = core::standard_impls<BmmParams>(RECOPS_IF_CUDA(run_cuda), run_cpu,
-                                                         jagged_dense_bmm_reference);
-  static const auto jj = core::standard_impls<BmmParams>(RECOPS_IF_CUDA(run_cuda), run_cpu,
-                                                         jagged_jagged_bmm_reference);
+  static const auto jd = list(jagged_dense_bmm_reference);
+  static const auto jj = list(jagged_jagged_bmm_reference);
   return mode == BmmMode::jagged_dense ? jd : jj;
 }
 

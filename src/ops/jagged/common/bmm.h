@@ -13,13 +13,14 @@ namespace recops::ops::bmm {
 
 Status run_cpu(const BmmParams& p, const Context& ctx);
 #ifdef RECOPS_WITH_CUDA
-Status run_cuda(const BmmParams& p, const Context& ctx);
+Status run_cuda(const BmmParams& p, const Context& ctx);      // cuda_sm80
+Status run_cuda_mma(const BmmParams& p, const Context& ctx);  // cuda_sm80_mma: fp16, bf16
 #endif
 // The fp64 goldens (and, with p.plain, the plain baselines) of each op.
 Status jagged_dense_bmm_reference(const BmmParams& p, const Context& ctx);
 Status jagged_jagged_bmm_reference(const BmmParams& p, const Context& ctx);
 
-// cuda_sm80, cpu_generic, reference (the mode's golden).
+// cuda_sm80_mma (fp16/bf16 on tensor cores), cuda_sm80, cpu_generic, reference (the mode's golden).
 const std::vector<core::Impl<BmmParams>>& bmm_impls(BmmMode mode);
 
 }  // namespace recops::ops::bmm

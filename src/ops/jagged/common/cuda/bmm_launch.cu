@@ -2,12 +2,13 @@
 // dtype switch, grid, checked launches (kernels: bmm_kernel.cuh; with jagged_jagged_bmm's split,
 // bmm_split_chunks() in bmm_params.h, a second kernel adds the chunks' partials in order).
 // Untuned: one 64 x 64 x 16 tile shape for every problem; the Hopper (wgmma) path comes later.
-// Four dtypes x three small kernels in this one file (no per-instance files needed).
+// Four dtypes x three small kernels, plus the tensor-core tile kernel for fp16 and bf16
+// (cuda_sm80_mma), in this one file (no per-instance files needed).
 #include <algorithm>
 
 #include "core/cuda/launch.h"
 #include "ops/jagged/common/bmm.h"
-#include "ops/jagged/common/cuda/bmm_kernel.cuh"
+#include "ops/jagged/common/cuda/bmm_mma_kernel.cuh"
 
 namespace recops::ops::bmm {
 namespace {
@@ -17,7 +18,8 @@ const char* op_name(const BmmParams& p) {
   return p.mode == BmmMode::jagged_dense ? "jagged_dense_bmm" : "jagged_jagged_bmm";
 }
 
-template <class T, class Acc>
+// kMma: the tiles on tensor cores (bmm_mma_kernel; fp16 and bf16), else bmm_tile_kernel.
+template <class T, class Acc, bool kMma>
 Status launch(const BmmParams& p, void* stream) {
   // Row tiles per sequence: jagged_dense_bmm at most n_b <= min(max_L, total_L) rows (the CTAs
   // of tiles past a shorter sequence's rows return at once); jagged_jagged_bmm M rows.
@@ -27,8 +29,12 @@ Status launch(const BmmParams& p, void* stream) {
   const dim3 block(kThreads);
   if (tiles_per_seq > 0) {
     const dim3 grid(static_cast<unsigned>(std::min(p.B * p.chunks * tiles_per_seq, kMaxBlocks)));
-    RECOPS_RETURN_IF_ERROR(RECOPS_LAUNCH_KERNEL(op_name(p), (bmm_tile_kernel<T, Acc>), grid, block,
-                                                0, stream, p, tiles_per_seq, col_tiles));
+    if constexpr (kMma)
+      RECOPS_RETURN_IF_ERROR(RECOPS_LAUNCH_KERNEL(op_name(p), bmm_mma_kernel<T>, grid, block, 0,
+                                                  stream, p, tiles_per_seq, col_tiles));
+    else
+      RECOPS_RETURN_IF_ERROR(RECOPS_LAUNCH_KERNEL(op_name(p), (bmm_tile_kernel<T, Acc>), grid,
+                                                  block, 0, stream, p, tiles_per_seq, col_tiles));
   }
   if (p.chunks > 1) {  // jagged_jagged_bmm's split: the chunks' partials added in order
     const dim3 grid(
@@ -48,11 +54,21 @@ Status launch(const BmmParams& p, void* stream) {
 Status run_cuda(const BmmParams& p, const Context& ctx) {
   if (p.B == 0) return Status::Ok();  // no sequences: nothing to write
   switch (p.dtype) {
-    case DType::fp64: return launch<double, double>(p, ctx.stream);
-    case DType::fp32: return launch<float, float>(p, ctx.stream);
-    case DType::fp16: return launch<__half, float>(p, ctx.stream);
-    case DType::bf16: return launch<__nv_bfloat16, float>(p, ctx.stream);
+    case DType::fp64: return launch<double, double, false>(p, ctx.stream);
+    case DType::fp32: return launch<float, float, false>(p, ctx.stream);
+    case DType::fp16: return launch<__half, float, false>(p, ctx.stream);
+    case DType::bf16: return launch<__nv_bfloat16, float, false>(p, ctx.stream);
     default: return Status(StatusCode::internal, "jagged bmm: cuda_sm80 reached with a bad dtype");
+  }
+}
+
+Status run_cuda_mma(const BmmParams& p, const Context& ctx) {
+  if (p.B == 0) return Status::Ok();
+  switch (p.dtype) {
+    case DType::fp16: return launch<__half, float, true>(p, ctx.stream);
+    case DType::bf16: return launch<__nv_bfloat16, float, true>(p, ctx.stream);
+    default:
+      return Status(StatusCode::internal, "jagged bmm: cuda_sm80_mma reached with a bad dtype");
   }
 }
 
