@@ -154,6 +154,14 @@ if wants sanitizer; then
   step racecheck "${DEVICE_SAN_S:-120}" "$OUT/sanitizer.log" \
     compute-sanitizer --tool racecheck --racecheck-report all --error-exitcode 99 "$RECOPS" \
     "${san_args[@]}"
+  # Every expected-error case of the jagged family run with validation off: bad offsets, lengths
+  # and indices then reach the kernels, which must clamp (SECURITY.md); memcheck judges the reads.
+  bad_args=(check --backend cuda --no-validate --op jagged)
+  for c in $("$RECOPS" list --cases --op jagged | awk '$NF == "error" {print $2}' | sort -u); do
+    bad_args+=(--case "$c")
+  done
+  step memcheck-novalidate "${DEVICE_SAN_S:-120}" "$OUT/sanitizer.log" \
+    compute-sanitizer --tool memcheck --leak-check no --error-exitcode 99 "$RECOPS" "${bad_args[@]}"
 fi
 
 # ---- per-area extras (scripts/device.d/*.sh) ------------------------------------------------------
