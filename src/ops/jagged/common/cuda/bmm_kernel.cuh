@@ -29,6 +29,30 @@ __device__ __forceinline__ void seq_rows(const BmmParams& p, int64_t b, int64_t*
   *n = *rows < p.max_L ? *rows : p.max_L;
 }
 
+// One work item of the flattened list (below): sequence b, chunk c, the sequence's GEMM, the tile's
+// origin (i0, j0) and its inner range [k_lo, k_hi) (all of it, or chunk c's part, possibly empty).
+// false: the tile lies past the sequence's rows (jagged_dense_bmm's shorter sequences).
+struct BmmItem {
+  BmmGemm g;
+  int64_t b, c, i0, j0, k_lo, k_hi;
+};
+__device__ __forceinline__ bool bmm_item(const BmmParams& p, int64_t item, int64_t tiles_per_seq,
+                                         int64_t col_tiles, BmmItem* w) {
+  const int64_t per_seq = p.chunks * tiles_per_seq, t = item % tiles_per_seq;
+  w->b = item / per_seq;
+  w->c = item % per_seq / tiles_per_seq;
+  int64_t o, rows, n;
+  seq_rows(p, w->b, &o, &rows, &n);
+  w->g = bmm_gemm(p, w->b, o, n);
+  w->i0 = (t / col_tiles) * kBm;
+  w->j0 = (t % col_tiles) * kBn;
+  const int64_t inner = w->g.inner;
+  w->k_lo = p.chunks > 1 ? (w->c * p.chunk_rows < inner ? w->c * p.chunk_rows : inner) : 0;
+  w->k_hi =
+      p.chunks > 1 ? (w->k_lo + p.chunk_rows < inner ? w->k_lo + p.chunk_rows : inner) : inner;
+  return w->i0 < w->g.rows;
+}
+
 // items = B * chunks * tiles_per_seq: (sequence b, chunk c, tile t), tile t = (t / col_tiles,
 // t % col_tiles). Tiles past a sequence's rows (jagged_dense_bmm: n_b < row_tiles * kBm) are
 // skipped by the whole CTA. With p.chunks > 1 (jagged_jagged_bmm's split) an item sums chunk c's
@@ -43,19 +67,11 @@ __global__ void __launch_bounds__(kThreads)
   const T* y = static_cast<const T*>(p.y);
   T* z = static_cast<T*>(p.z);
   const int tx = static_cast<int>(threadIdx.x) % 16, ty = static_cast<int>(threadIdx.x) / 16;
-  const int64_t per_seq = p.chunks * tiles_per_seq;
-  for (int64_t item = blockIdx.x; item < p.B * per_seq; item += gridDim.x) {
-    const int64_t b = item / per_seq, c = item % per_seq / tiles_per_seq, t = item % tiles_per_seq;
-    int64_t o, rows, n;
-    seq_rows(p, b, &o, &rows, &n);
-    const BmmGemm g = bmm_gemm(p, b, o, n);
-    const int64_t i0 = (t / col_tiles) * kBm, j0 = (t % col_tiles) * kBn;
-    if (i0 >= g.rows) continue;  // the same for every thread of the CTA
-    // The inner range: all of it, or chunk c's part of it.
-    const int64_t k_lo =
-        p.chunks > 1 ? (c * p.chunk_rows < g.inner ? c * p.chunk_rows : g.inner) : 0;
-    const int64_t k_hi =
-        p.chunks > 1 ? (k_lo + p.chunk_rows < g.inner ? k_lo + p.chunk_rows : g.inner) : g.inner;
+  for (int64_t item = blockIdx.x; item < p.B * p.chunks * tiles_per_seq; item += gridDim.x) {
+    BmmItem w;
+    if (!bmm_item(p, item, tiles_per_seq, col_tiles, &w)) continue;  // the same for the whole CTA
+    const BmmGemm& g = w.g;
+    const int64_t b = w.b, c = w.c, i0 = w.i0, j0 = w.j0, k_lo = w.k_lo, k_hi = w.k_hi;
     // Staging order: consecutive threads along the operand's unit-stride dim (coalesced).
     const bool a_k_fast = g.a_sk == 1, b_j_fast = g.b_sj == 1;
     Acc acc[4][4] = {};

@@ -28,18 +28,11 @@ __global__ void __launch_bounds__(kThreads)
   T* z = static_cast<T*>(p.z);
   const int warp = static_cast<int>(threadIdx.x) / 32;
   const int wr = (warp / 2) * 16, wc = (warp % 2) * 32;
-  const int64_t per_seq = p.chunks * tiles_per_seq;
-  for (int64_t item = blockIdx.x; item < p.B * per_seq; item += gridDim.x) {
-    const int64_t b = item / per_seq, c = item % per_seq / tiles_per_seq, t = item % tiles_per_seq;
-    int64_t o, rows, n;
-    seq_rows(p, b, &o, &rows, &n);
-    const BmmGemm g = bmm_gemm(p, b, o, n);
-    const int64_t i0 = (t / col_tiles) * kBm, j0 = (t % col_tiles) * kBn;
-    if (i0 >= g.rows) continue;  // the same for every thread of the CTA
-    const int64_t k_lo =
-        p.chunks > 1 ? (c * p.chunk_rows < g.inner ? c * p.chunk_rows : g.inner) : 0;
-    const int64_t k_hi =
-        p.chunks > 1 ? (k_lo + p.chunk_rows < g.inner ? k_lo + p.chunk_rows : g.inner) : g.inner;
+  for (int64_t item = blockIdx.x; item < p.B * p.chunks * tiles_per_seq; item += gridDim.x) {
+    BmmItem w;
+    if (!bmm_item(p, item, tiles_per_seq, col_tiles, &w)) continue;  // the same for the whole CTA
+    const BmmGemm& g = w.g;
+    const int64_t b = w.b, c = w.c, i0 = w.i0, j0 = w.j0, k_lo = w.k_lo, k_hi = w.k_hi;
     const bool a_k_fast = g.a_sk == 1, b_j_fast = g.b_sj == 1;
     wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[2];
     wmma::fill_fragment(acc[0], 0.0f);
