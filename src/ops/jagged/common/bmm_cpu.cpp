@@ -26,7 +26,7 @@
 
 namespace recops::ops::bmm {
 namespace {
-constexpr int64_t kTi = 32, kTj = 64, kKb = 64;
+constexpr int64_t kTi = 32, kTj = 64, kKb = 64, kJr = 16;  // kTj: a multiple of kJr
 constexpr int64_t kMinCost = 1 << 16;  // multiply-adds per thread below which fewer threads start
 // jagged_jagged_bmm's split of long sequences (when all sequences give fewer than kMinItems tiles).
 constexpr int64_t kMinItems = 128, kSplitRows = 8192, kMaxChunks = 32;
@@ -73,13 +73,22 @@ void tile(const BmmParams& p, const BmmGemm& g, const Item& it, Acc (&acc)[kTi][
     for (int64_t i = 0; i < ti; ++i)
       for (int64_t k = 0; k < tk; ++k)
         a[i][k] = load<Acc>(x[g.a + (it.i0 + i) * g.a_si + (k0 + k) * g.a_sk]);
-    for (int64_t k = 0; k < tk; ++k)
+    for (int64_t k = 0; k < tk; ++k) {
       for (int64_t j = 0; j < tj; ++j)
         bk[k][j] = load<Acc>(y[g.b + (k0 + k) * g.b_sk + (it.j0 + j) * g.b_sj]);
+      for (int64_t j = tj; j < kTj; ++j) bk[k][j] = 0;  // columns past N: computed, never stored
+    }
+    // kJr columns of a row stay in registers over the k-block (fixed width: the compiler keeps
+    // them in vector registers); each output still sums over k in order.
     for (int64_t i = 0; i < ti; ++i)
-      for (int64_t k = 0; k < tk; ++k) {
-        const Acc av = a[i][k];
-        for (int64_t j = 0; j < tj; ++j) acc[i][j] += av * bk[k][j];
+      for (int64_t j0 = 0; j0 < tj; j0 += kJr) {
+        Acc r[kJr];
+        for (int64_t j = 0; j < kJr; ++j) r[j] = acc[i][j0 + j];
+        for (int64_t k = 0; k < tk; ++k) {
+          const Acc av = a[i][k];
+          for (int64_t j = 0; j < kJr; ++j) r[j] += av * bk[k][j0 + j];
+        }
+        for (int64_t j = 0; j < kJr; ++j) acc[i][j0 + j] = r[j];
       }
   }
 }
