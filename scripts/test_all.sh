@@ -44,8 +44,10 @@ step ctest ctest --test-dir "$BUILD" --output-on-failure -j "$JOBS" -E '^cli_che
 # 2. The binding contract (opcheck, gradcheck, torch.compile, plain-PyTorch comparisons).
 step pytest "$PY" -m pytest tests/python src/ops -q -p no:cacheprovider
 
-# 3. Every op's cases on the CPU against the fp64 golden, twice bit-identical.
-step "recops check" "$RECOPS" check --backend cpu --repeat 2
+# 3. Every op's cases on the CPU against the fp64 golden, twice bit-identical, and then from 8 host
+#    threads at once, each bit-identical to the single run (the load test of issue 21: registry,
+#    tuning and attribute caches, OpenMP teams started from several threads).
+step "recops check" "$RECOPS" check --backend cpu --repeat 2 --threads 8
 
 # 4. The CPU code under AddressSanitizer and UndefinedBehaviorSanitizer (no CUDA, no torch: this is
 #    also the torch-free build of the core, the CLI and tests/cpp).

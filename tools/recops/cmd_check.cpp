@@ -13,6 +13,7 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <thread>
 
 #include <unistd.h>
 
@@ -113,6 +114,7 @@ int run_check(const CheckOptions& o, const std::string& argv0) {
             if (o.fail_on_ref) cmd += " --fail-on-ref";
             if (o.no_validate) cmd += " --no-validate";
             if (o.repeat > 1) cmd += " --repeat " + std::to_string(o.repeat);
+            if (o.threads > 1) cmd += " --threads " + std::to_string(o.threads);
             r.reproducer = cmd;
           }
           // Off a terminal a failure is said when it happens, so a run cut short by a time
@@ -247,6 +249,38 @@ int run_check(const CheckOptions& o, const std::string& argv0) {
                   pass = false;
                   detail = "run " + std::to_string(k + 1) + " differs from run 1 in " +
                            p.outputs[i].name + " at element " + std::to_string(at);
+                  break;
+                }
+              }
+            }
+          }
+          // Load: N host threads run the case at once; each must give the single run's bits.
+          if (pass && o.threads > 1) {
+            std::vector<RunOut> runs(static_cast<size_t>(o.threads));
+            std::vector<std::thread> pool;
+            for (int t = 0; t < o.threads; ++t)
+              pool.emplace_back([&, t] {
+                try {
+                  runs[t] = run_poisoned(*d, p, dev_in, dev, base, t % 2);
+                } catch (const std::exception& e) {
+                  runs[t].status = Status(StatusCode::internal, e.what());
+                }
+              });
+            for (auto& th : pool) th.join();
+            for (int t = 0; t < o.threads && pass; ++t) {
+              if (!runs[t].status.ok()) {
+                pass = false;
+                detail = "thread " + std::to_string(t) + " of " + std::to_string(o.threads) +
+                         " failed: " + runs[t].status.message();
+                break;
+              }
+              for (size_t i = 0; i < p.outputs.size(); ++i) {
+                int64_t at = -1;
+                if (!bit_identical(runs[t].host_out[i].view(), first.host_out[i].view(), &at)) {
+                  pass = false;
+                  detail = "thread " + std::to_string(t) + " of " + std::to_string(o.threads) +
+                           " differs from the single run in " + p.outputs[i].name + " at element " +
+                           std::to_string(at);
                   break;
                 }
               }

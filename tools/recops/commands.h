@@ -28,6 +28,7 @@ struct RowFilterOptions {
 struct CheckOptions : CommonOptions, RowFilterOptions {
   std::string impl;
   int repeat = 1;
+  int threads = 1;  // --threads: also run each case from N host threads at once (the stress rule)
   bool fail_on_ref = false;
   bool no_validate = false;
   bool verbose = false;

@@ -51,8 +51,11 @@ def kjt_index_select_dim1(kjt, indices: torch.Tensor):
     """A KJT holding, for every key, the batch positions ``indices`` of ``kjt`` (stride
     ``len(indices)``)."""
     weights = kjt.weights_or_none()
-    out = _ops.keyed_jagged_index_select_dim1(kjt.values(), kjt.lengths(), kjt.offsets(), indices,
-                                              kjt.stride(), weights, None)
+    lengths = kjt.lengths()
+    keys = len(kjt.keys())
+    total = int(lengths.view(keys, -1)[:, indices.long()].sum()) if keys else 0  # one host read
+    out = _ops.keyed_jagged_index_select_dim1(kjt.values(), lengths, kjt.offsets(), indices,
+                                              kjt.stride(), weights, total)
     return _kjt_class()(keys=list(kjt.keys()), values=out[0], lengths=out[1],
                         weights=out[2] if weights is not None else None,
                         stride=indices.numel())
