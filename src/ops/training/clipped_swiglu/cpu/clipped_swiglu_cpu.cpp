@@ -108,15 +108,29 @@ void piece(const Params& p, int64_t r, int64_t i0, int64_t n) {
   } else {
     const T* dy = static_cast<const T*>(p.dy) + r * I + i0;
     for (int64_t j = 0; j < n; ++j) o1[j] = load(dy[j]);
+    Acc t[kBlock];  // the bracket of d/dg [g σ(αg)] = σ (1 + αg(1 − σ))
     for (int64_t j = 0; j < n; ++j) {
       const Acc gc = g[j] > L ? L : g[j];
       const Acc uc = u[j] > L ? L : (u[j] < -L ? -L : u[j]);
       const Acc s = Acc(1) / (Acc(1) + exp_acc(-a * gc));
       const Acc d = o1[j];
-      const Acc dg = d * (uc + b) * (s + a * gc * s * (Acc(1) - s));
+      t[j] = Acc(1) + a * gc * (Acc(1) - s);
+      const Acc dg = d * (uc + b) * (s * t[j]);
       const Acc du = d * gc * s;
       o1[j] = g[j] <= L ? dg : Acc(0);
       o2[j] = (u[j] >= -L && u[j] <= L) ? du : Acc(0);
+    }
+    // The bracket cancels near SiLU's minimum (αg ≈ −1.28), where fp32 keeps only its absolute
+    // error: those few elements are recomputed in fp64 (a scalar pass; the loop above vectorises).
+    if constexpr (!std::is_same_v<Acc, double>) {
+      for (int64_t j = 0; j < n; ++j) {
+        if (!(std::fabs(t[j]) < Acc(0.0625)) || !(g[j] <= L)) continue;
+        const double gc = g[j], ad = a;
+        const double sd = 1.0 / (1.0 + std::exp(-ad * gc));
+        const double uc = u[j] > L ? L : (u[j] < -L ? -L : u[j]);
+        o1[j] = static_cast<Acc>(double(load(dy[j])) * (uc + double(b)) *
+                                 (sd * (1.0 + ad * gc * (1.0 - sd))));
+      }
     }
     T* dx = static_cast<T*>(p.out) + r * 2 * I;
     for (int64_t j = 0; j < n; ++j) {

@@ -85,7 +85,17 @@ __device__ __forceinline__ void group(const Params& p, int64_t r, int64_t i0) {
       o1[j] = st<T>(gc * s * (uc + b));
     } else {
       const Acc dv = ld(d[j]);
-      const Acc dg = dv * (uc + b) * (s + a * gc * s * (Acc(1) - s));
+      // d/dg [g σ(αg)] = σ (1 + αg(1 − σ)): the bracket cancels near SiLU's minimum (αg ≈ −1.28),
+      // where fp32 keeps only its absolute error; there it is recomputed in fp64 (rare: a branch).
+      const Acc t = Acc(1) + a * gc * (Acc(1) - s);
+      Acc fac = s * t;
+      if constexpr (!std::is_same_v<Acc, double>) {
+        if (fabs(t) < Acc(0.0625)) {
+          const double sd = 1.0 / (1.0 + exp(-double(a) * double(gc)));
+          fac = Acc(sd * (1.0 + double(a) * double(gc) * (1.0 - sd)));
+        }
+      }
+      const Acc dg = dv * (uc + b) * fac;
       const Acc du = dv * gc * s;
       o1[j] = st<T>(gv <= L ? dg : Acc(0));
       o2[j] = st<T>((uv >= -L && uv <= L) ? du : Acc(0));
