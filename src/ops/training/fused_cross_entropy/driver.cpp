@@ -1,0 +1,221 @@
+// training/fused_cross_entropy/driver.cpp: the `recops` CLI's driver of fused_cross_entropy,
+// fused_cross_entropy_fwd and fused_cross_entropy_bwd: builds a case's inputs, calls the public
+// entry, counts bytes (tools/recops/driver.h).
+//
+// Case fields beyond the common ones: shape ([N, V], required). args: reduction (none, sum, mean;
+// default mean; another name is passed on as -1, for the refusal case), ignore_index (default
+// -100), label_smoothing, z_loss_scale, softcap (default 0), weight (boolean, default false: a [N]
+// input of weight_dtype, default fp32, "same": logits'), label_dtype (int32 or int64, default
+// int64), ignore_every (k > 0: rows with i % k == 0 get ignore_index; 1: every row), labels (an
+// explicit list), neg_inf (boolean: one non-label logit of each row is -inf), precompute_grad,
+// inplace (booleans). Labels are uniform in [0, V) with row 0 at V - 1 and row 1 at 0. The
+// backward's lse input is the reference forward's on the case's inputs; grad_loss is random.
+#include <cmath>
+
+#include "core/hash_rng.h"
+#include "tools/recops/gen.h"
+#include "ops/training/fused_cross_entropy/fused_cross_entropy.h"
+#include "tools/recops/inputs.h"
+
+namespace recops::cli {
+namespace {
+
+const ArgValue* find(const CaseSpec& cs, const char* key) {
+  const auto it = cs.args.find(key);
+  return it == cs.args.end() ? nullptr : &it->second;
+}
+double number(const CaseSpec& cs, const char* key, double def) {
+  const ArgValue* v = find(cs, key);
+  return v ? v->f : def;
+}
+bool flag(const CaseSpec& cs, const char* key) {
+  const ArgValue* v = find(cs, key);
+  return v && v->b;
+}
+// A dtype by name; "same": `def`.
+Status dtype_arg(const CaseRow& row, const char* key, DType def, DType* t) {
+  const ArgValue* v = find(*row.spec, key);
+  if (!v || v->s == "same") return (*t = def), Status::Ok();
+  const auto d = dtype_from_name(v->s);
+  if (!d) return case_error(row, std::string("args.") + key + ": unknown dtype " + v->s);
+  *t = *d;
+  return Status::Ok();
+}
+double reduction_of(const CaseSpec& cs) {
+  const ArgValue* v = find(cs, "reduction");
+  if (!v || v->s == "mean") return 2;
+  if (v->s == "none") return 0;
+  return v->s == "sum" ? 1 : -1;
+}
+
+class FusedCrossEntropyDriver final : public FixedDriver {
+ public:
+  FusedCrossEntropyDriver()
+      : FixedDriver(
+            {.ops = {"fused_cross_entropy", "fused_cross_entropy_fwd", "fused_cross_entropy_bwd"},
+             .folder = "training/fused_cross_entropy",
+             .fields = {"shape", "scale"},
+             .dtype = DType::bf16,
+             .args = {{"reduction", ArgKind::text},
+                      {"ignore_index", ArgKind::integer},
+                      {"label_smoothing", ArgKind::number},
+                      {"z_loss_scale", ArgKind::number},
+                      {"softcap", ArgKind::number},
+                      {"weight", ArgKind::boolean},
+                      {"weight_dtype", ArgKind::text},
+                      {"label_dtype", ArgKind::text},
+                      {"ignore_every", ArgKind::integer},
+                      {"labels", ArgKind::int_list},
+                      {"neg_inf", ArgKind::boolean},
+                      {"precompute_grad", ArgKind::boolean},
+                      {"inplace", ArgKind::boolean}}}) {}
+
+  Status make(const CaseRow& row, Problem* p) const override {
+    const CaseSpec& cs = *row.spec;
+    RECOPS_RETURN_IF_ERROR(begin_make(row, p, "[N, V]"));
+    const Shape& shape = *cs.shape;
+    const int64_t N = shape.size() > 0 ? shape[0] : 0;
+    const int64_t V = shape.size() > 1 ? shape[1] : 0;
+    DType ld, wd;
+    RECOPS_RETURN_IF_ERROR(dtype_arg(row, "label_dtype", DType::int64, &ld));
+    RECOPS_RETURN_IF_ERROR(dtype_arg(row, "weight_dtype", p->dtype, &wd));
+    if (!find(cs, "weight_dtype")) wd = DType::fp32;
+    const int64_t ignore_index = find(cs, "ignore_index") ? find(cs, "ignore_index")->i : -100;
+    p->scalars = {{"ignore_index", static_cast<double>(ignore_index)},
+                  {"label_smoothing", number(cs, "label_smoothing", 0)},
+                  {"z_loss_scale", number(cs, "z_loss_scale", 0)},
+                  {"softcap", number(cs, "softcap", 0)},
+                  {"reduction", reduction_of(cs)},
+                  {"weight", flag(cs, "weight")},
+                  {"precompute_grad", flag(cs, "precompute_grad")},
+                  {"inplace", flag(cs, "inplace")}};
+    std::vector<int64_t> labels;
+    const ArgValue* every = find(cs, "ignore_every");
+    for (int64_t i = 0; i < N; ++i) {
+      int64_t y = V > 0 ? core::uniform_int(tensor_seed(cs.seed, 3), i, 0, V - 1) : 0;
+      if (i == 0) y = V - 1;
+      if (i == 1) y = 0;
+      if (every && every->i > 0 && i % every->i == 0) y = ignore_index;
+      labels.push_back(y);
+    }
+    if (const ArgValue* v = find(cs, "labels")) labels = v->list;
+    Input logits = data_input("logits", p->dtype, shape, cs.seed, cs.scale);
+    if (flag(cs, "neg_inf") && V > 1) {
+      for (int64_t i = 0; i < N; ++i) {
+        const int64_t j = ((labels[i] + 1) % V + V) % V;
+        visit_floating(p->dtype, [&](auto t) {
+          using T = decltype(t);
+          static_cast<T*>(logits.buf.data())[i * V + j] = from_double<T>(-INFINITY);
+        });
+      }
+    }
+    const DType st = p->dtype == DType::fp64 ? DType::fp64 : DType::fp32;
+    const bool bwd = row.op == "fused_cross_entropy_bwd";
+    const Shape loss_shape = reduction_of(cs) == 0 ? Shape{N} : Shape{};
+    p->inputs.clear();
+    if (bwd) p->inputs.push_back(data_input("grad_loss", st, loss_shape, cs.seed + 1, 1.0));
+    p->inputs.push_back(std::move(logits));
+    p->inputs.push_back(int_input("labels", ld, labels));
+    if (flag(cs, "weight")) {
+      Input w = data_input("weight", wd, {N}, cs.seed + 2, 1.0);
+      visit_floating(wd, [&](auto t) {  // weights in [0.25, 1.75)
+        using T = decltype(t);
+        T* d = static_cast<T*>(w.buf.data());
+        for (int64_t i = 0; i < N; ++i) d[i] = from_double<T>(1.0 + 0.75 * to_double(d[i]));
+      });
+      p->inputs.push_back(std::move(w));
+    }
+    p->sizes = {{"N", N}, {"V", V}};
+    if (bwd) {
+      Input lse = data_input("lse", st, {N}, cs.seed + 4, 0.0);
+      Tensor loss = Tensor::empty(loss_shape, st), z = Tensor::empty(loss_shape, st);
+      const auto in = views(p->inputs);
+      const FusedCrossEntropyArgs fa = fwd_args(*p, {in.begin() + 1, in.end()});
+      Tensor ws = Tensor::empty({static_cast<int64_t>(std::max<size_t>(
+                                    1, fused_cross_entropy_workspace_bytes(fa, true)))},
+                                DType::uint8);
+      Context ctx;
+      ctx.impl = "reference";
+      ctx.workspace = ws.data();
+      ctx.workspace_bytes = fused_cross_entropy_workspace_bytes(fa, true);
+      (void)fused_cross_entropy_fwd(fa, loss.view(), z.view(), lse.view, ctx);  // refused: lse 0
+      p->inputs.push_back(std::move(lse));
+      p->outputs = {{"grad_logits", shape, p->dtype}};
+    } else {
+      p->outputs = {{"loss", loss_shape, st}, {"z_loss", loss_shape, st}};
+      if (row.op == "fused_cross_entropy_fwd") p->outputs.push_back({"lse", {N}, st});
+    }
+    return Status::Ok();
+  }
+
+  size_t workspace_bytes(const Problem& p, const std::vector<TensorView>& in,
+                         const std::vector<TensorView>&) const override {
+    if (p.op == "fused_cross_entropy_bwd")
+      return fused_cross_entropy_bwd_workspace_bytes(bwd_args(p, in));
+    return fused_cross_entropy_workspace_bytes(fwd_args(p, in), p.op == "fused_cross_entropy_fwd");
+  }
+
+  Status run(const Problem& p, const std::vector<TensorView>& in,
+             const std::vector<TensorView>& out, const Context& ctx) const override {
+    if (p.op == "fused_cross_entropy")
+      return fused_cross_entropy(fwd_args(p, in), out[0], out[1], ctx);
+    if (p.op == "fused_cross_entropy_fwd")
+      return fused_cross_entropy_fwd(fwd_args(p, in), out[0], out[1], out[2], ctx);
+    return fused_cross_entropy_bwd(bwd_args(p, in), out[0], ctx);
+  }
+
+  // The fp64 golden (the reference) with the workspace the entry requires.
+  Status golden(const Problem& p, std::vector<Tensor>* out) const override {
+    *out = alloc_outputs(p, Device::cpu());
+    const auto in = views(p.inputs);
+    const auto o = views(*out);
+    const size_t bytes = workspace_bytes(p, in, o);
+    Tensor ws = Tensor::empty({static_cast<int64_t>(std::max<size_t>(1, bytes))}, DType::uint8);
+    Context ctx;
+    ctx.impl = "reference";
+    ctx.workspace = ws.data();
+    ctx.workspace_bytes = bytes;
+    return run(p, in, o, ctx);
+  }
+
+  // Every input read once, every output written once (forward N·V·s, backward 2·N·V·s).
+  double bytes(const Problem& p) const override { return io_bytes(p); }
+
+ private:
+  static void scalars_into(const Problem& p, CeScalars* s) {
+    s->ignore_index = static_cast<int64_t>(p.scalars.at("ignore_index"));
+    s->label_smoothing = p.scalars.at("label_smoothing");
+    s->z_loss_scale = p.scalars.at("z_loss_scale");
+    s->softcap = p.scalars.at("softcap");
+    s->reduction = static_cast<CeReduction>(static_cast<int>(p.scalars.at("reduction")));
+  }
+  // in: logits, labels[, weight]
+  static FusedCrossEntropyArgs fwd_args(const Problem& p, const std::vector<TensorView>& in) {
+    FusedCrossEntropyArgs a;
+    scalars_into(p, &a);
+    a.logits = in[0];
+    a.labels = in[1];
+    if (p.scalars.at("weight") != 0) a.weight = in[2];
+    a.precompute_grad = p.scalars.at("precompute_grad") != 0;
+    a.inplace = p.scalars.at("inplace") != 0;
+    return a;
+  }
+  // in: grad_loss, logits, labels[, weight], lse
+  static FusedCrossEntropyBwdArgs bwd_args(const Problem& p, const std::vector<TensorView>& in) {
+    FusedCrossEntropyBwdArgs a;
+    scalars_into(p, &a);
+    a.grad_loss = in[0];
+    a.logits = in[1];
+    a.labels = in[2];
+    const bool w = p.scalars.at("weight") != 0;
+    if (w) a.weight = in[3];
+    a.lse = in[w ? 4 : 3];
+    return a;
+  }
+};
+
+}  // namespace
+
+RECOPS_REGISTER_DRIVER(FusedCrossEntropyDriver);
+
+}  // namespace recops::cli

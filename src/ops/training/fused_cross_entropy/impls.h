@@ -1,0 +1,12 @@
+// training/fused_cross_entropy/impls.h: the implementations the entry lists, best first, reference
+// last. Definitions live in reference.cpp, cpu/ and cuda/; none includes another.
+#pragma once
+
+#include "core/kit/impls.h"
+#include "ops/training/fused_cross_entropy/params.h"
+
+namespace recops::ops::fused_cross_entropy_ns {
+
+RECOPS_DECLARE_IMPLS(Params, run_reference, run_cpu, run_cuda);
+
+}  // namespace recops::ops::fused_cross_entropy_ns
