@@ -282,3 +282,29 @@ def test_sll_jagged_jagged_bmm(sll_ops, seed, B, L, K, N, dt, odt):
     y = torch.randn(x.size(0), N, generator=torch.Generator().manual_seed(seed)).to(dt)
     want = _fbgemm(F.sll_jagged_jagged_bmm, x, y, off.long(), L, False)
     _close_k(sll_ops.sll_jagged_jagged_bmm(x, y, off, L, False), want, L)
+
+
+@pytest.mark.parametrize("seed,T,B,P,dt,weighted", [(0, 1, 1, 1, torch.float32, False),
+                                                     (1, 9, 3, 12, torch.float32, True),
+                                                     (2, 5, 4, 0, torch.float32, True),
+                                                     (3, 40, 2, 40, torch.int64, True),
+                                                     (4, 7, 5, 3, torch.float64, False),
+                                                     (5, 6, 1, 9, torch.int32, True)])
+@pytest.mark.parametrize("two_d", [False, True])
+def test_permute_sparse_data(seed, T, B, P, dt, weighted, two_d):
+    g = torch.Generator().manual_seed(seed)
+    lengths = torch.randint(0, 3, (T, B), generator=g, dtype=torch.int32)
+    n = int(lengths.sum())
+    values = (torch.randn(n, generator=g) * 100).to(dt)
+    weights = torch.rand(n, generator=g) if weighted else None
+    permute = torch.randint(0, T, (P,), generator=g, dtype=torch.int32)  # repeats allowed
+    if not two_d:
+        lengths = lengths.view(-1)
+        permute = torch.randint(0, T * B, (P,), generator=g, dtype=torch.int32)
+    name = "permute_2D_sparse_data" if two_d else "permute_1D_sparse_data"
+    want = _fbgemm(getattr(F, name), permute, lengths, values, weights, None)
+    got = getattr(compat, name)(permute, lengths, values, weights)
+    assert (got[2] is None) == (want[2] is None)
+    for a, b in zip(got, want):
+        if b is not None:
+            _exact(a, b)

@@ -127,3 +127,29 @@ def keyed_jagged_index_select_dim1(values: torch.Tensor, lengths: torch.Tensor,
     out = _ops.keyed_jagged_index_select_dim1(values, lengths, offsets, indices, batch_size,
                                               weights, selected_lengths_sum)
     return list(out) if weights is not None else [out[0], out[1]]
+
+
+def permute_1D_sparse_data(permute: torch.Tensor, lengths: torch.Tensor, values: torch.Tensor,
+                           weights: Optional[torch.Tensor] = None,
+                           permuted_lengths_sum: Optional[int] = None
+                           ) -> Tuple[torch.Tensor, torch.Tensor, Optional[torch.Tensor]]:
+    """FBGEMM form: ``(permuted_lengths, permuted_values, permuted_weights)``, the last ``None``
+    without weights; output segment ``i`` is segment ``permute[i]`` of ``lengths`` (flattened, as
+    FBGEMM reads it). An empty ``permute`` or ``lengths`` gives empty outputs, as FBGEMM's CPU op
+    (its CUDA op returns clones of the inputs then)."""
+    out = _ops.permute_1D_sparse_data(permute, lengths.reshape(-1), values, weights,
+                                      permuted_lengths_sum)
+    return out[0], out[1], out[2] if weights is not None else None
+
+
+def permute_2D_sparse_data(permute: torch.Tensor, lengths: torch.Tensor, values: torch.Tensor,
+                           weights: Optional[torch.Tensor] = None,
+                           permuted_lengths_sum: Optional[int] = None
+                           ) -> Tuple[torch.Tensor, torch.Tensor, Optional[torch.Tensor]]:
+    """FBGEMM form: ``(permuted_lengths [P, B], permuted_values, permuted_weights)``, the last
+    ``None`` without weights; output row ``i`` is feature row ``permute[i]`` of ``lengths
+    [T, B]``. Empty ``permute`` or B = 0 gives empty outputs, as FBGEMM's CPU op (its CUDA op
+    returns clones of the inputs then). Forward only (FBGEMM's autograd formula, through
+    ``invert_permute``, is not reproduced)."""
+    out = _ops.permute_2D_sparse_data(permute, lengths, values, weights, permuted_lengths_sum)
+    return out[0], out[1], out[2] if weights is not None else None
