@@ -74,31 +74,49 @@ inline void for_rows(int64_t rows, int64_t D, int threads, F&& fn) {
   core::parallel_for(rows, grain, threads, fn);
 }
 
-// Weight gradients in two fixed-order stages. fn(row, part) adds row's contribution to the
-// chunk's partial part[0, D) (zeroed here first); then out[d] = Σ_i partials[i][d] in order of i,
-// rounded once to W. ws: [P, D] Acc with P = norm_partials(rows, D).
+// n column gradients (e.g. dweight and dbias) in the two fixed-order stages of column_grad:
+// fn(row, part) adds row's contribution to part[j][0, D) for output j < n (zeroed here first);
+// then outs[j][d] = Σ_i partials[j][i][d] in order of i, rounded once to W. ws: [n, P, D] Acc with
+// P = norm_partials(rows, D); 1 <= n <= 4.
 template <class W, class Acc, class F>
-inline void column_grad(int64_t rows, int64_t D, Acc* ws, W* out, int threads, F&& fn) {
+inline void column_grads(int64_t rows, int64_t D, int n, Acc* ws, W* const* outs, int threads,
+                         F&& fn) {
   const int64_t P = norm_partials(rows, D);
   core::parallel_for(P, 1, threads, [&](int64_t i0, int64_t i1) {
+    Acc* part[4];
     for (int64_t i = i0; i < i1; ++i) {
-      Acc* part = ws + i * D;
-      for (int64_t d = 0; d < D; ++d) part[d] = Acc(0);
+      for (int j = 0; j < n; ++j) {
+        part[j] = ws + (j * P + i) * D;
+        for (int64_t d = 0; d < D; ++d) part[j][d] = Acc(0);
+      }
       const int64_t r1 = partial_begin(rows, P, i + 1);
       for (int64_t r = partial_begin(rows, P, i); r < r1; ++r) fn(r, part);
     }
   });
   constexpr int64_t kCols = 1024;
-  core::parallel_for((D + kCols - 1) / kCols, 1, threads, [&](int64_t c0, int64_t c1) {
+  const int64_t blocks = (D + kCols - 1) / kCols;
+  core::parallel_for(n * blocks, 1, threads, [&](int64_t c0, int64_t c1) {
     Acc sum[kCols];
     for (int64_t c = c0; c < c1; ++c) {
-      const int64_t d0 = c * kCols, w = std::min(kCols, D - d0);
+      const Acc* src = ws + c / blocks * P * D;
+      W* out = outs[c / blocks];
+      const int64_t d0 = c % blocks * kCols, w = std::min(kCols, D - d0);
       for (int64_t j = 0; j < w; ++j) sum[j] = Acc(0);
       for (int64_t i = 0; i < P; ++i)
-        for (int64_t j = 0; j < w; ++j) sum[j] += ws[i * D + d0 + j];
+        for (int64_t j = 0; j < w; ++j) sum[j] += src[i * D + d0 + j];
       for (int64_t j = 0; j < w; ++j) out[d0 + j] = st<W>(sum[j]);
     }
   });
+}
+
+// Weight gradients in two fixed-order stages. fn(row, part) adds row's contribution to the
+// chunk's partial part[0, D) (zeroed here first); then out[d] = Σ_i partials[i][d] in order of i,
+// rounded once to W. ws: [P, D] Acc with P = norm_partials(rows, D).
+template <class W, class Acc, class F>
+inline void column_grad(int64_t rows, int64_t D, Acc* ws, W* out, int threads, F&& fn) {
+  W* outs[1] = {out};
+  column_grads(rows, D, 1, ws, outs, threads,
+               [&](int64_t row, Acc* const* part) { fn(row, part[0]); });
 }
 
 }  // namespace recops::ops::training

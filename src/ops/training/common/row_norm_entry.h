@@ -3,7 +3,10 @@
 #pragma once
 
 #include <cmath>
+#include <string>
+#include <vector>
 
+#include "core/dispatch.h"
 #include "core/offsets.h"
 #include "recops/status.h"
 #include "recops/tensor_view.h"
@@ -39,6 +42,31 @@ inline Status check_out_dtype(const char* op, const std::optional<DType>& t) {
   RECOPS_CHECK(!t || is_float(*t), op, ": out_dtype must be fp64, fp32, fp16 or bf16, got ",
                dtype_name(*t));
   return Status::Ok();
+}
+
+#ifdef RECOPS_WITH_CUDA
+// cuda_sm80's accept test for a row op's params P (dtype, device_index): fp32, fp16, bf16 on
+// capability >= 8.0; fp64 runs on the CPU only (the golden's dtype).
+template <class P>
+std::string row_cuda_accepts(const P& p) {
+  if (p.dtype == DType::fp64) return "fp64 runs on the CPU only (the golden's dtype)";
+  return core::cuda_capability_at_least<80, P>(p);
+}
+#endif
+
+// A row op's implementation list: cuda_sm80 (row_cuda_accepts; pass RECOPS_IF_CUDA(run_cuda)),
+// cpu_generic, reference.
+template <class P>
+std::vector<core::Impl<P>> row_impls(Status (*cuda)(const P&, const Context&),
+                                     Status (*cpu)(const P&, const Context&),
+                                     Status (*reference)(const P&, const Context&)) {
+  std::vector<core::Impl<P>> first;
+#ifdef RECOPS_WITH_CUDA
+  if (cuda)
+    first.push_back(
+        {"cuda_sm80", DeviceType::cuda, core::cuda::any_device_reason, row_cuda_accepts<P>, cuda});
+#endif
+  return core::with_cpu_impls<P>(std::move(first), cpu, reference);
 }
 
 }  // namespace recops::ops::training

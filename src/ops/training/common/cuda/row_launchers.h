@@ -7,7 +7,10 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <string>
+
 #include "recops/context.h"
+#include "recops/dtype.h"
 #include "recops/status.h"
 
 #define RECOPS_TRAINING_ROW_LAUNCHER(name, P)                    \
@@ -21,3 +24,20 @@
 #define RECOPS_TRAINING_ROW_LAUNCHERS(P)       \
   RECOPS_TRAINING_ROW_LAUNCHER(launch_fwd, P); \
   RECOPS_TRAINING_ROW_LAUNCHER(launch_bwd, P)
+
+namespace recops::ops::training_dev {
+
+// launch.cu's dtype switch: f(T{}) for T = float, __half, __nv_bfloat16; another dtype is an
+// internal error naming op (the entry's list sends only these to CUDA).
+template <class F>
+Status row_dtype_switch(const char* op, DType t, F&& f) {
+  switch (t) {
+    case DType::fp32: return f(float{});
+    case DType::fp16: return f(__half{});
+    case DType::bf16: return f(__nv_bfloat16{});
+    default:
+      return Status(StatusCode::internal, std::string(op) + ": cuda_sm80 reached with a bad dtype");
+  }
+}
+
+}  // namespace recops::ops::training_dev

@@ -19,6 +19,7 @@
 #include <cuda_fp16.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "core/cuda/numeric.cuh"
 #include "ops/training/common/row_norm.h"
@@ -97,6 +98,18 @@ __device__ __forceinline__ V group_sum(V v, const RowGroup& g, V* smem) {
   return s;
 }
 
+// group_sum for row groups of any width: 1, 2, 4, .., 32 lanes of a warp (row_launch_packed), or
+// the CTA. A group narrower than a warp sums over its own lanes only (the warp's other groups may
+// be elsewhere in their row loops), the same bits in each of them.
+template <class V>
+__device__ __forceinline__ V packed_group_sum(V v, const RowGroup& g, V* smem) {
+  if (g.width >= 32) return group_sum(v, g, smem);
+  const int first = static_cast<int>(threadIdx.x) % 32 / g.width * g.width;
+  const unsigned lanes = ((1u << g.width) - 1u) << first;
+  for (int m = g.width / 2; m > 0; m /= 2) v += __shfl_xor_sync(lanes, v, m);
+  return v;
+}
+
 // Calls f(k, s) for this thread's vectors s of a row of `nvec` vectors, k the slot: k < kSlots
 // for the register-cached ones (unrolled, so k is a constant after inlining), kSlots for the rest.
 template <int kSlots, class F>
@@ -157,14 +170,29 @@ struct RowCache {
   }
 };
 
-// out[d] = Σ_{i < P} part[i * D + d] in order of i, rounded once to W (P = 0: zeros).
+// One rounding of a double to W.
 template <class W>
-__global__ void column_sum_kernel(const float* part, int64_t P, int64_t D, W* out) {
+__device__ __forceinline__ W from_double(double v) {
+  if constexpr (std::is_same_v<W, __half>)
+    return __double2half(v);
+  else if constexpr (std::is_same_v<W, __nv_bfloat16>)
+    return __double2bfloat16(v);
+  else
+    return static_cast<W>(v);
+}
+
+// out[d] = Σ_{i < P} part[i * D + d] in order of i, in A (the partials' type: float, or double
+// for ops with fp64 partials), rounded once to W (P = 0: zeros).
+template <class W, class A = float>
+__global__ void column_sum_kernel(const A* part, int64_t P, int64_t D, W* out) {
   const int64_t d = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (d >= D) return;
-  float s = 0.f;
+  A s = 0;
   for (int64_t i = 0; i < P; ++i) s += part[i * D + d];
-  out[d] = from_float<W>(s);
+  if constexpr (std::is_same_v<A, double>)
+    out[d] = from_double<W>(s);
+  else
+    out[d] = from_float<W>(s);
 }
 
 }  // namespace recops::ops::training_dev

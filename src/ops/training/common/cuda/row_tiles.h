@@ -32,14 +32,33 @@ struct RowLaunch {
   int64_t blocks, owners;
 };
 
-inline RowLaunch row_launch(int64_t rows, int64_t nvec, int64_t owners) {
+// The launch for row groups of `width` threads (row_launch, row_launch_packed).
+inline RowLaunch row_launch_width(int64_t rows, int width, int64_t owners) {
   RowLaunch s;
-  s.width = row_width(nvec);
-  s.block = s.width == 32 ? kRowWarpBlock : s.width;
+  s.width = width;
+  s.block = s.width <= 32 ? kRowWarpBlock : s.width;
   const int64_t per_block = s.block / s.width;
   s.owners = owners > 0 ? owners : std::min<int64_t>(rows, kRowMaxBlocks * per_block);
   s.blocks = (s.owners + per_block - 1) / per_block;
   return s;
+}
+
+inline RowLaunch row_launch(int64_t rows, int64_t nvec, int64_t owners) {
+  return row_launch_width(rows, row_width(nvec), owners);
+}
+
+// Threads per row with short rows packed several to a warp: the fewest lanes (a power of two)
+// that hold the row with at most `per_lane` vectors each; rows of more than 32·per_lane vectors
+// as row_width. The kernels sum over such groups with packed_group_sum (row_norm.cuh).
+inline int packed_row_width(int64_t nvec, int per_lane) {
+  if (nvec > int64_t{32} * per_lane) return row_width(nvec);
+  int w = 1;
+  while (int64_t{w} * per_lane < nvec) w *= 2;
+  return w;
+}
+
+inline RowLaunch row_launch_packed(int64_t rows, int64_t nvec, int64_t owners, int per_lane) {
+  return row_launch_width(rows, packed_row_width(nvec, per_lane), owners);
 }
 
 }  // namespace recops::ops::training_dev
