@@ -5,7 +5,9 @@
 #include "ops/training/fused_cross_entropy/fused_cross_entropy.h"
 
 #include <cmath>
+#include <vector>
 
+#include "core/cuda/runtime.h"
 #include "core/dispatch.h"
 #include "core/kit/op_def.h"
 #include "core/offsets.h"
@@ -46,17 +48,15 @@ size_t stat_size(const TensorView& logits) {
   return logits.dtype == DType::fp64 ? 8 : 4;
 }
 
-// logits [N, V], labels [N], weight [N], the scalars; with `values` (not in shape functions, which
-// must not read data) and on the CPU, every label in [0, V) or ignore_index.
+// logits [N, V], labels [N], weight [N], the scalars.
 Status check_inputs(const char* op, const CeScalars& s, const TensorView& logits,
-                    const TensorView& labels, const std::optional<TensorView>& weight,
-                    bool values = true) {
+                    const TensorView& labels, const std::optional<TensorView>& weight) {
   RECOPS_CHECK(is_float(logits.dtype), op, ": logits must be fp64, fp32, fp16 or bf16, got ",
                dtype_name(logits.dtype));
   RECOPS_CHECK(logits.ndim == 2 && logits.sizes[1] >= 1, op,
                ": logits must be [N, V] with V >= 1; got ", describe(logits));
   RECOPS_CHECK(logits.is_contiguous(), op, ": logits must be contiguous; got ", describe(logits));
-  const int64_t N = logits.sizes[0], V = logits.sizes[1];
+  const int64_t N = logits.sizes[0];
   RECOPS_CHECK(labels.dtype == DType::int32 || labels.dtype == DType::int64, op,
                ": labels must be int32 or int64, got ", dtype_name(labels.dtype));
   RECOPS_CHECK(labels.ndim == 1 && labels.sizes[0] == N && labels.is_contiguous(), op,
@@ -81,14 +81,30 @@ Status check_inputs(const char* op, const CeScalars& s, const TensorView& logits
   const auto r = static_cast<int>(s.reduction);
   RECOPS_CHECK(r >= 0 && r <= 2, op, ": reduction=", r,
                " must be 0 (\"none\"), 1 (\"sum\") or 2 (\"mean\")");
-  if (values && labels.device.type == DeviceType::cpu) {
-    for (int64_t i = 0; i < N; ++i) {
-      const int64_t y = labels.dtype == DType::int64
-                            ? static_cast<const int64_t*>(labels.data)[i]
-                            : static_cast<int64_t>(static_cast<const int32_t*>(labels.data)[i]);
-      RECOPS_CHECK(y == s.ignore_index || (y >= 0 && y < V), op, ": labels[", i, "]=", y,
-                   " must be in [0, V) = [0, ", V, ") or ignore_index (", s.ignore_index, ")");
-    }
+  return Status::Ok();
+}
+
+// Every label in [0, V) or ignore_index: always on the CPU; on CUDA when validation is on and the
+// stream is not being captured (one device-to-host copy of the labels and a sync).
+Status check_labels(const char* op, const CeScalars& s, const TensorView& labels, int64_t V,
+                    const Context& ctx) {
+  const int64_t N = labels.sizes[0];
+  const void* host = labels.data;
+  std::vector<char> buf;
+  if (!labels.device.is_cpu()) {
+    if (!validate_enabled() || core::cuda::stream_capturing(ctx.stream) || N == 0)
+      return Status::Ok();
+    buf.resize(static_cast<size_t>(N * dtype_size(labels.dtype)));
+    RECOPS_RETURN_IF_ERROR(core::cuda::copy_strided_to_host(
+        buf.data(), labels.data, dtype_size(labels.dtype), N, 1, labels.device.index, ctx.stream));
+    host = buf.data();
+  }
+  for (int64_t i = 0; i < N; ++i) {
+    const int64_t y = labels.dtype == DType::int64
+                          ? static_cast<const int64_t*>(host)[i]
+                          : static_cast<int64_t>(static_cast<const int32_t*>(host)[i]);
+    RECOPS_CHECK(y == s.ignore_index || (y >= 0 && y < V), op, ": labels[", i, "]=", y,
+                 " must be in [0, V) = [0, ", V, ") or ignore_index (", s.ignore_index, ")");
   }
   return Status::Ok();
 }
@@ -135,6 +151,7 @@ Status forward(const char* op, const FusedCrossEntropyArgs& a, const TensorView&
   RECOPS_RETURN_IF_ERROR(check_inputs(op, a, a.logits, a.labels, a.weight));
   RECOPS_RETURN_IF_ERROR(check_modes(op, a));
   RECOPS_RETURN_IF_ERROR(fused_cross_entropy_shape(a, &ls, &st));
+  RECOPS_RETURN_IF_ERROR(check_labels(op, a, a.labels, a.logits.sizes[1], ctx));
   RECOPS_RETURN_IF_ERROR(check_like(op, "loss", loss, a.logits, ls, st));
   RECOPS_RETURN_IF_ERROR(check_like(op, "z_loss", z_loss, a.logits, ls, st));
   const int64_t N = a.logits.sizes[0];
@@ -201,6 +218,7 @@ Status fused_cross_entropy_bwd(const FusedCrossEntropyBwdArgs& a, const TensorVi
                                const Context& ctx) {
   using namespace ops::fused_cross_entropy_ns;
   RECOPS_RETURN_IF_ERROR(check_inputs(kBwd, a, a.logits, a.labels, a.weight));
+  RECOPS_RETURN_IF_ERROR(check_labels(kBwd, a, a.labels, a.logits.sizes[1], ctx));
   const int64_t N = a.logits.sizes[0];
   const DType st = stat_dtype_of(a.logits);
   const Shape ls = a.reduction == CeReduction::none ? Shape{N} : Shape{};
@@ -234,7 +252,7 @@ namespace {
 Status fwd_shapes_of(const FusedCrossEntropyArgs& a, bool with_lse,
                      std::vector<kit::OutSpec>* outs) {
   const char* op = with_lse ? kFwd : kOp;
-  RECOPS_RETURN_IF_ERROR(check_inputs(op, a, a.logits, a.labels, a.weight, false));
+  RECOPS_RETURN_IF_ERROR(check_inputs(op, a, a.logits, a.labels, a.weight));
   RECOPS_RETURN_IF_ERROR(check_modes(op, a));
   Shape ls;
   DType st;

@@ -10,8 +10,9 @@
 //        Dn = the sum of w (0 when Dn = 0).
 //   bwd: "mean" first runs denominator_kernel (one CTA) for Dn; then one read of the row and one
 //        write of dlogits. Rows with s_i = 0 (ignored, g = 0, Dn = 0) only write zeros.
-// Labels outside [0, V) that are not ignore_index (unvalidated on CUDA) are treated as ignored,
-// so no access leaves the row. Index math is 64-bit. No atomics: results do not depend on timing.
+// Labels outside [0, V) that are not ignore_index (possible with validation off) are treated as
+// ignored, so no access leaves the row. Index math is 64-bit. No atomics: results do not depend on
+// timing.
 #pragma once
 
 #include <cuda_bf16.h>
