@@ -15,6 +15,9 @@ inline constexpr int64_t kRowMaxBlocks = 4096;  // CTAs of a launch without fixe
 // and the weight-gradient sums, about 170 registers per thread for 16-bit dtypes (ptxas -v,
 // sm_90a), so 256 threads fit the 64K registers of an SM without spilling.
 inline constexpr int kRowMaxThreads = 256;
+// Short rows packed several to a warp (row_launch_packed): vectors per lane, so a row of at most
+// 32 16-byte vectors (D <= 256 for 16-bit dtypes, 128 for fp32) takes fewer than 32 lanes.
+inline constexpr int kRowPackedPerLane = 2;
 
 // Threads per row for a row of `nvec` vectors: a warp while kRowSlots vectors per lane hold it,
 // else the CTA, with enough threads (a multiple of 32, 64 to kRowMaxThreads) for kRowSlots vectors

@@ -1,8 +1,9 @@
 // training/l2norm/cuda/kernel.cuh: the device code of l2norm and l2norm_bwd on the family's row
 // kit (common/cuda/row_norm.cuh), and the per-dtype launchers that inst/ instantiates.
 //
-// One row per row group (a warp, or the CTA for long rows), the first kRowSlots vectors of each
-// thread's part in registers.
+// One row per row group (row_launch_packed: a few lanes for short rows, several rows to a warp;
+// a warp; or the CTA for long rows), the first kRowSlots vectors of each thread's part in
+// registers.
 //   fwd: pass 1 ss = Σ x² (fp32); r = 1 / sqrt(ss + eps); pass 2 y = x·r
 //   bwd: pass 1 ss and s = Σ dy·x (fp64; x, dy cached); pass 2 dx = r·dy − r³·s·x (fp64: it
 //        cancels where dy is nearly parallel to y = x·r)
@@ -20,7 +21,7 @@ namespace recops::ops::l2norm_ns {
 
 using training_dev::for_owners;
 using training_dev::for_slots;
-using training_dev::group_sum;
+using training_dev::packed_group_sum;
 using training_dev::row_group;
 using training_dev::RowCache;
 using training_dev::RowGroup;
@@ -38,7 +39,7 @@ __global__ void __launch_bounds__(training_dev::kRowMaxThreads)
     for (int64_t row = r0; row < r1; ++row) {
       const T* xr = static_cast<const T*>(p.x) + row * D;
       RowCache<kN, kSlots> cx;
-      const float ss = group_sum(cx.template load_sum_sq<float>(xr, nvec, g), g, smem);
+      const float ss = packed_group_sum(cx.template load_sum_sq<float>(xr, nvec, g), g, smem);
       const float r = 1.f / sqrtf(ss + static_cast<float>(p.eps));
       T* yr = static_cast<T*>(p.out) + row * D;
       for_slots<kSlots>(nvec, g, [&](int k, int64_t s) {
@@ -74,8 +75,8 @@ __global__ void __launch_bounds__(training_dev::kRowMaxThreads)
           dot += static_cast<double>(dy[j]) * v[j];
         }
       });
-      const double r = 1.0 / sqrt(group_sum(ss, g, smem) + p.eps);
-      const double k3 = r * r * r * group_sum(dot, g, smem);
+      const double r = 1.0 / sqrt(packed_group_sum(ss, g, smem) + p.eps);
+      const double k3 = r * r * r * packed_group_sum(dot, g, smem);
       T* dxr = static_cast<T*>(p.out) + row * D;
       for_slots<kSlots>(nvec, g, [&](int k, int64_t s) {
         float v[kN], dy[kN];
@@ -99,7 +100,8 @@ bool vectorizable(const Params& p) {
 
 template <class T, int kN>
 Status launch_n(const Params& p, const Context& ctx) {
-  const RowLaunch s = training_dev::row_launch(p.rows, p.D / kN, 0);
+  const RowLaunch s =
+      training_dev::row_launch_packed(p.rows, p.D / kN, 0, training_dev::kRowPackedPerLane);
   const dim3 grid(static_cast<unsigned>(s.blocks)), block(s.block);
   if (p.backward)
     return RECOPS_LAUNCH_KERNEL("l2norm_bwd", (bwd_kernel<T, kN>), grid, block, 0, ctx.stream, p,

@@ -1,7 +1,8 @@
 // training/rms_norm/cuda/kernel.cuh: the device code of the four ops on the family's row kit
 // (common/cuda/row_norm.cuh), and the per-dtype launchers that inst/ instantiates.
 //
-// One row per row group (a warp, or the CTA for long rows); thread `lane` holds vectors
+// One row per row group (row_launch_packed: a few lanes for short rows, several rows to a warp;
+// a warp; or the CTA for long rows); thread `lane` holds vectors
 // lane, lane + width, ... of the row, the first kSlots in registers. fp32 statistics.
 //   fwd: pass 1 ss = Σ x²; r = 1 / sqrt(ss / D + eps); pass 2 y = x·r·w~ (rstd: r only)
 //   bwd: pass 1 ss and dot = Σ dy·w~·x (x, dy cached); pass 2 dx = r·(dy·w~ − r²·(dot/D)·x),
@@ -23,10 +24,10 @@ namespace recops::ops::rms_norm_ns {
 
 using training_dev::for_owners;
 using training_dev::for_slots;
-using training_dev::group_sum;
 using training_dev::load_vec;
+using training_dev::packed_group_sum;
 using training_dev::row_group;
-using training_dev::row_launch;
+using training_dev::row_launch_packed;
 using training_dev::RowCache;
 using training_dev::RowGroup;
 using training_dev::RowLaunch;
@@ -82,7 +83,8 @@ __global__ void __launch_bounds__(training_dev::kRowMaxThreads)
     for (int64_t row = r0; row < r1; ++row) {
       const T* xr = static_cast<const T*>(p.x) + row * D;
       RowCache<kN, kSlots> cx;
-      const float r = rstd_of(group_sum(cx.template load_sum_sq<float>(xr, nvec, g), g, smem), p);
+      const float r =
+          rstd_of(packed_group_sum(cx.template load_sum_sq<float>(xr, nvec, g), g, smem), p);
       if (p.mode == Mode::rstd) {
         if (g.lane == 0) store_r(p, row, r);
         continue;
@@ -127,7 +129,7 @@ __global__ void __launch_bounds__(training_dev::kRowMaxThreads)
       RowCache<kN, kSlots> cx;
       if (rstd) {
         const double r =
-            rstd_of(group_sum(cx.template load_sum_sq<double>(xr, nvec, g), g, smem), p);
+            rstd_of(packed_group_sum(cx.template load_sum_sq<double>(xr, nvec, g), g, smem), p);
         const double c = -load_r(p, row) * r * r * r / static_cast<double>(D);
         for_slots<kSlots>(nvec, g, [&](int k, int64_t s) {
           float v[kN];
@@ -152,8 +154,8 @@ __global__ void __launch_bounds__(training_dev::kRowMaxThreads)
           dot += static_cast<double>(dy[j]) * w[j] * v[j];
         }
       });
-      const double r = rstd_of(group_sum(ss, g, smem), p);
-      const double rrc = r * r * (group_sum(dot, g, smem) / static_cast<double>(D));
+      const double r = rstd_of(packed_group_sum(ss, g, smem), p);
+      const double rrc = r * r * (packed_group_sum(dot, g, smem) / static_cast<double>(D));
       const float rf = static_cast<float>(r);
       for_slots<kSlots>(nvec, g, [&](int k, int64_t s) {
         float v[kN], dy[kN], w[kN], dx[kN];
@@ -196,7 +198,7 @@ bool vectorizable(const Params& p) {
 
 template <class T, int kN>
 Status launch_fwd_n(const Params& p, const Context& ctx) {
-  const RowLaunch s = row_launch(p.rows, p.D / kN, 0);
+  const RowLaunch s = row_launch_packed(p.rows, p.D / kN, 0, training_dev::kRowPackedPerLane);
   return RECOPS_LAUNCH_KERNEL("rms_norm", (fwd_kernel<T, kN>),
                               dim3(static_cast<unsigned>(s.blocks)), dim3(s.block), 0, ctx.stream,
                               p, s.width, s.owners);
@@ -207,7 +209,7 @@ Status launch_bwd_n(const Params& p, const Context& ctx) {
   const bool with_dw = p.mode == Mode::norm_bwd && p.dweight != nullptr;
   const int64_t P = with_dw ? training::norm_partials(p.rows, p.D) : 0;
   if (p.rows > 0) {
-    const RowLaunch s = row_launch(p.rows, p.D / kN, P);
+    const RowLaunch s = row_launch_packed(p.rows, p.D / kN, P, training_dev::kRowPackedPerLane);
     RECOPS_RETURN_IF_ERROR(RECOPS_LAUNCH_KERNEL(
         "rms_norm_bwd", (bwd_kernel<T, kN>), dim3(static_cast<unsigned>(s.blocks)), dim3(s.block),
         0, ctx.stream, p, s.width, s.owners));

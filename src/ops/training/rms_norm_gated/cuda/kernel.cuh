@@ -36,7 +36,6 @@ using training_dev::RowLaunch;
 using training_dev::store_vec;
 constexpr int kFwdSlots = training_dev::kRowSlots;
 constexpr int kBwdSlots = 2;  // three cached rows (x, z, dy) and two fp64 column sums per slot
-constexpr int kPerLane = 2;   // short groups: the fewest lanes holding 2 vectors each
 
 template <class A>
 __device__ __forceinline__ A sigm(A z) {
@@ -220,7 +219,8 @@ template <class T, int kN, bool kBwd>
 Status launch_n(const Params& p, const Context& ctx) {
   const int npart = (p.dweight ? 1 : 0) + (p.dbias ? 1 : 0);
   const int64_t P = npart > 0 ? training::norm_partials(p.rows, p.D) : 0;
-  const RowLaunch s = training_dev::row_launch_packed(p.rows, p.group / kN, P, kPerLane);
+  const RowLaunch s =
+      training_dev::row_launch_packed(p.rows, p.group / kN, P, training_dev::kRowPackedPerLane);
   const dim3 grid(static_cast<unsigned>(s.blocks)), block(s.block);
   if constexpr (!kBwd) {
     return RECOPS_LAUNCH_KERNEL("rms_norm_gated", (fwd_kernel<T, kN>), grid, block, 0, ctx.stream,
