@@ -1,10 +1,11 @@
 // training/rms_norm_gated/test_rms_norm_gated.cpp: C++ tests beyond `recops check`'s cases: the
-// group_size and activation rules, and a one-group row by hand (torch-free; built into
-// tests/cpp's recops_tests).
+// group_size and activation rules, a one-group row by hand, and the CUDA launch shape of packed
+// short rows (host code; torch-free; built into tests/cpp's recops_tests).
 #include <gtest/gtest.h>
 
 #include <cmath>
 
+#include "ops/training/common/cuda/row_tiles.h"
 #include "ops/training/rms_norm_gated/rms_norm_gated.h"
 #include "recops/tensor.h"
 
@@ -55,6 +56,25 @@ TEST(RmsNormGated, OneRowByHand) {
   ASSERT_TRUE(rms_norm_gated(a, y.view()).ok());
   EXPECT_FLOAT_EQ(py[0], 0.5f);
   EXPECT_FLOAT_EQ(py[1], -0.5f);
+}
+
+TEST(RmsNormGated, PackedRowWidths) {
+  using ops::training_dev::row_launch_packed;
+  constexpr int kPer = ops::training_dev::kRowPackedPerLane;
+  // D = 128 bf16 (16 vectors): 8 lanes a row, 32 rows per 256-thread CTA.
+  auto s = row_launch_packed(1 << 20, 16, 0, kPer);
+  EXPECT_EQ(s.width, 8);
+  EXPECT_EQ(s.block, 256);
+  EXPECT_EQ(s.blocks * (s.block / s.width), s.owners);
+  EXPECT_EQ(row_launch_packed(100, 1, 0, kPer).width, 1);
+  EXPECT_EQ(row_launch_packed(100, 3, 0, kPer).width, 2);
+  EXPECT_EQ(row_launch_packed(100, 64, 0, kPer).width, 32);
+  EXPECT_EQ(row_launch_packed(100, 65, 0, kPer).width, 32);   // a warp: up to 4 vectors a lane
+  EXPECT_EQ(row_launch_packed(100, 129, 0, kPer).width, 64);  // a CTA
+  // Fixed owners (the column-sum chunks): one per row group, every owner in the grid.
+  s = row_launch_packed(4099, 16, 512, kPer);
+  EXPECT_EQ(s.owners, 512);
+  EXPECT_GE(s.blocks * (s.block / s.width), 512);
 }
 
 }  // namespace
