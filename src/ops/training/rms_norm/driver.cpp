@@ -7,20 +7,14 @@
 // 0), weight (default true: a [D] weight input of x's dtype), want_dweight (default true).
 #include <algorithm>
 
+#include "ops/training/common/case_args.h"
 #include "ops/training/rms_norm/rms_norm.h"
 #include "tools/recops/inputs.h"
 
 namespace recops::cli {
 namespace {
-
-double number(const CaseSpec& cs, const char* name, double def) {
-  const auto it = cs.args.find(name);
-  return it == cs.args.end() ? def : it->second.f;
-}
-bool flag(const CaseSpec& cs, const char* name, bool def) {
-  const auto it = cs.args.find(name);
-  return it == cs.args.end() ? def : it->second.b;
-}
+using training_args::flag;
+using training_args::number;
 
 class RmsNormDriver final : public FixedDriver {
  public:

@@ -23,21 +23,9 @@ constexpr const char* kBwd = "rms_norm_bwd";
 constexpr const char* kRstd = "rms_norm_rstd";
 constexpr const char* kRstdBwd = "rms_norm_rstd_bwd";
 
-#ifdef RECOPS_WITH_CUDA
-std::string cuda_accepts(const Params& p) {
-  if (p.dtype == DType::fp64) return "fp64 runs on the CPU only (the golden's dtype)";
-  return core::cuda_capability_at_least<80, Params>(p);
-}
-#endif
-
 const std::vector<core::Impl<Params>>& impls() {
-  static const auto list = core::with_cpu_impls<Params>(
-      {
-#ifdef RECOPS_WITH_CUDA
-          {"cuda_sm80", DeviceType::cuda, core::cuda::any_device_reason, cuda_accepts, run_cuda},
-#endif
-      },
-      run_cpu, run_reference);
+  static const auto list =
+      training::row_impls<Params>(RECOPS_IF_CUDA(run_cuda), run_cpu, run_reference);
   return list;
 }
 

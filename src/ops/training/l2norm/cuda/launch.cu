@@ -7,13 +7,10 @@
 namespace recops::ops::l2norm_ns {
 
 Status run_cuda(const Params& p, const Context& ctx) {
-  switch (p.dtype) {
-    case DType::fp32: return p.backward ? launch_bwd<float>(p, ctx) : launch_fwd<float>(p, ctx);
-    case DType::fp16: return p.backward ? launch_bwd<__half>(p, ctx) : launch_fwd<__half>(p, ctx);
-    case DType::bf16:
-      return p.backward ? launch_bwd<__nv_bfloat16>(p, ctx) : launch_fwd<__nv_bfloat16>(p, ctx);
-    default: return Status(StatusCode::internal, "l2norm: cuda_sm80 reached with a bad dtype");
-  }
+  return training_dev::row_dtype_switch("l2norm", p.dtype, [&](auto t) {
+    using T = decltype(t);
+    return p.backward ? launch_bwd<T>(p, ctx) : launch_fwd<T>(p, ctx);
+  });
 }
 
 }  // namespace recops::ops::l2norm_ns

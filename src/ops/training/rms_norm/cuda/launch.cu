@@ -7,13 +7,10 @@ namespace recops::ops::rms_norm_ns {
 
 Status run_cuda(const Params& p, const Context& ctx) {
   const bool bwd = p.mode == Mode::norm_bwd || p.mode == Mode::rstd_bwd;
-  switch (p.dtype) {
-    case DType::fp32: return bwd ? launch_bwd<float>(p, ctx) : launch_fwd<float>(p, ctx);
-    case DType::fp16: return bwd ? launch_bwd<__half>(p, ctx) : launch_fwd<__half>(p, ctx);
-    case DType::bf16:
-      return bwd ? launch_bwd<__nv_bfloat16>(p, ctx) : launch_fwd<__nv_bfloat16>(p, ctx);
-    default: return Status(StatusCode::internal, "rms_norm: cuda_sm80 reached with a bad dtype");
-  }
+  return training_dev::row_dtype_switch("rms_norm", p.dtype, [&](auto t) {
+    using T = decltype(t);
+    return bwd ? launch_bwd<T>(p, ctx) : launch_fwd<T>(p, ctx);
+  });
 }
 
 }  // namespace recops::ops::rms_norm_ns
