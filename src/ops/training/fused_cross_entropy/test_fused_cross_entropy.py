@@ -155,3 +155,25 @@ def test_precompute_grad_not_implemented():
     with pytest.raises(RuntimeError, match="precompute_grad=True is not implemented yet"):
         recops.fused_cross_entropy(torch.randn(3, 4), torch.tensor([0, 1, 2]),
                                    precompute_grad=True)
+
+
+def test_double_backward_raises():
+    z, y, w = sample(4, 5, "cpu")
+    z.requires_grad_()
+    loss, _ = recops.fused_cross_entropy(z, y, w)
+    g = torch.ones_like(loss, requires_grad=True)
+    with pytest.raises(RuntimeError, match="fused_cross_entropy: double backward is not supported"):
+        (gz,) = torch.autograd.grad(loss, z, g, create_graph=True)
+        torch.autograd.grad(gz.sum(), g)
+
+
+def test_torch_compile_matches_eager():
+    z, y, w = sample(8, 13, "cpu", dtype=torch.float32)
+    f = lambda t: recops.fused_cross_entropy(t, y, w, label_smoothing=0.1)[0]
+    za, zb = z.clone().requires_grad_(), z.clone().requires_grad_()
+    out = torch.compile(f, fullgraph=True)(za)
+    ref = f(zb)
+    torch.testing.assert_close(out, ref)
+    out.backward()
+    ref.backward()
+    torch.testing.assert_close(za.grad, zb.grad)
