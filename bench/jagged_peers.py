@@ -1,17 +1,29 @@
 #!/usr/bin/env python3
-"""Times recops' jagged conversions and cumsum family against their peers in one run.
+"""Times recops' jagged ops against their peers in one run, forward and forward+backward.
+
+Ops: the conversions, jagged_dense_elementwise_add / _mul, jagged_softmax, jagged_index_select
+(memory-bound shapes S*), jagged_dense_bmm / jagged_jagged_bmm (M*), segment_sum_csr (G*) and the
+cumsum family (C*). Ours is what a user calls, the public ``recops.<op>``; with --phases fwd_bwd
+also forward+backward through autograd (``torch.autograd.grad``) where the op has a backward.
 
 Peers, timed in the same process on the same inputs: the plain PyTorch composition (the fastest of
-a few honest formulations, named in the record) and FBGEMM's op when fbgemm_gpu is importable.
-Ceilings are re-measured in the same run (performance.md): copy bandwidth (a 1 GiB device copy on
-CUDA, a large host copy on the CPU) and the bf16 matmul rate (8192^3, CUDA only). Outputs of all
-sides are compared; the records carry exactly the fields of performance.md.
+a few honest formulations, named in the record; bench/_jagged_peer_plain.py), FBGEMM's op when
+fbgemm_gpu is importable, and the Triton kernels of FBGEMM, SLL and generative-recommenders
+(bench/_jagged_peer_ext.py; CUDA only; `bash scripts/prepare_peers.sh` unpacks FBGEMM's and SLL's
+sources, generative-recommenders is a carried .peers/ folder, see --peers-dir, --gr-dir). A peer that
+fails to import, compile or run gets a record with `peer_error` and never stops the run. Ceilings
+are re-measured in the same run (performance.md): copy bandwidth (a 1 GiB device copy on CUDA, a
+large host copy on the CPU) and the bf16 matmul rate (8192^3, CUDA only). Outputs (gradients for
+fwd_bwd) of all sides are compared; the records carry the fields of performance.md, memory-bound
+ops as GB/s and a fraction of the copy ceiling, the bmms as TFLOP/s.
 
-    python bench/jagged_peers.py --device cpu            # reduced shapes, about a minute on 2 cores
+    python bench/jagged_peers.py --device cpu    # reduced shapes; about 25 min on 2 busy cores
     python bench/jagged_peers.py --device cuda --json out.json
+    python bench/jagged_peers.py --ops jagged_softmax --shapes S3,S3h4 --phases fwd_bwd
 
 Byte floor (jagged_ops.md §6.1): inputs only where the math reads them (truncated rows and padded
-dense positions not counted), each output byte once, the offsets once.
+dense positions not counted), each output byte once, the offsets once; fwd_bwd counts the forward's
+and the backward's. FLOPs (§6.1): 2·K·N·Σn_b for the bmms (n_b truncated at max_L), fwd_bwd 3x.
 """
 
 from __future__ import annotations
@@ -40,6 +52,10 @@ sys.path.insert(0, str(ROOT / "python"))
 import recops  # noqa: E402
 from recops import testing  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _jagged_peer_ext as ext  # noqa: E402
+import _jagged_peer_plain as plain  # noqa: E402
+
 L2_BYTES = 50 * 2**20  # H200 L2; inputs smaller than this are rotated among copies
 
 
@@ -52,6 +68,7 @@ def _llc_bytes() -> int:
         return 32 * 2**20
 
 # ---- shapes (jagged_ops.md §6.3) -----------------------------------------------------------------
+# Memory-bound shapes (conversions, add, mul, softmax with H = D, index_select with K = B).
 CONV_SHAPES = {
     "S1": dict(B=128, max_L=128, D=128, gen="uniform"),
     "S2": dict(B=128, max_L=128, D=512, gen="uniform"),
@@ -60,6 +77,20 @@ CONV_SHAPES = {
     "S5": dict(B=140472, max_L=320, D=64, gen="skewed"),
     # CPU variant of the headline shape: same lengths law, an eighth of the bytes.
     "S3r": dict(B=256, max_L=512, D=256, gen="skewed"),
+    # §6.3: the softmax also with H = 4 columns.
+    "S3h4": dict(B=1024, max_L=1024, D=4, gen="skewed", only=("jagged_softmax",)),
+}
+BMM_SHAPES = {  # K = N for jagged_dense_bmm, M = N for jagged_jagged_bmm
+    "M0": dict(B=128, max_L=128, K=128, gen="uniform"),
+    "M1": dict(B=1024, max_L=1024, K=256, gen="skewed"),
+    "M2": dict(B=64, max_L=4096, K=1024, gen="all_max", only=("jagged_dense_bmm",)),
+    "M3": dict(B=64, max_L=4096, K=1024, gen="all_max", only=("jagged_jagged_bmm",)),
+    "M1r": dict(B=128, max_L=256, K=128, gen="skewed"),  # CPU variant of M1
+}
+SEG_SHAPES = {  # segment_sum_csr (its perf.yaml: the spec names none)
+    "G1": dict(S=409600, max=64, batch_size=1),  # a KJT's bags, §6.3 C1's sizes
+    "G2": dict(S=4096, max=32768, batch_size=4),  # long segments, memory-bound
+    "G2r": dict(S=256, max=32768, batch_size=4),  # CPU variant of G2
 }
 CUMSUM_SHAPES = {
     "C1": dict(shape=(409600,), dtype=torch.int32, hi=63),
@@ -67,9 +98,17 @@ CUMSUM_SHAPES = {
     "C3": dict(shape=(2**28,), dtype=torch.int64, hi=1023),
     "C3r": dict(shape=(2**24,), dtype=torch.int64, hi=1023),
 }
+MEM_OPS = ["jagged_to_padded_dense", "dense_to_jagged", "jagged_dense_elementwise_add",
+           "jagged_dense_elementwise_mul", "jagged_softmax", "jagged_index_select"]
+BMM_OPS = ["jagged_dense_bmm", "jagged_jagged_bmm"]
+CUMSUM_OPS = ["complete_cumsum", "exclusive_cumsum", "inclusive_cumsum"]
+ALL_OPS = MEM_OPS + BMM_OPS + ["segment_sum_csr"] + CUMSUM_OPS
+TABLES = [(CONV_SHAPES, MEM_OPS), (BMM_SHAPES, BMM_OPS), (SEG_SHAPES, ["segment_sum_csr"]),
+          (CUMSUM_SHAPES, CUMSUM_OPS)]
 DEFAULTS = {
-    "cuda": (["S1", "S2", "S3", "S4", "S5"], ["C1", "C2", "C3"]),
-    "cpu": (["S1", "S2", "S3r", "S4"], ["C1", "C2", "C3r"]),
+    "cuda": ["S1", "S2", "S3", "S4", "S5", "S3h4", "M0", "M1", "M2", "M3", "G1", "G2",
+             "C1", "C2", "C3"],
+    "cpu": ["S1", "S2", "S3r", "S4", "M0", "M1r", "G1", "G2r", "C1", "C2", "C3r"],
 }
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 
@@ -152,83 +191,11 @@ def measure_ceilings(device: str, timer: Timer) -> dict:
     return out
 
 
-# ---- plain PyTorch peers ---------------------------------------------------------------------------
-# Every peer starts from (values or dense, offsets) as our op does: index building is timed too.
-def to_dense_masked(values, offsets, max_L, pad):
-    """Padded tensor + boolean-mask index_put of the valid rows (FBGEMM's benchmark reference)."""
-    B = offsets.numel() - 1
-    out = torch.full((B, max_L, *values.shape[1:]), pad, dtype=values.dtype, device=values.device)
-    lengths = (offsets[1:] - offsets[:-1]).clamp(max=max_L)
-    pos = torch.arange(max_L, device=values.device)
-    mask = pos[None, :] < lengths[:, None]
-    out[mask] = values[(offsets[:-1, None] + pos[None, :])[mask]]
-    return out
-
-
-def to_dense_index_copy(values, offsets, max_L, pad):
-    """Padded tensor + index_copy_ of the valid jagged rows to their flat dense rows."""
-    B = offsets.numel() - 1
-    total_L = values.shape[0]
-    out = torch.full((B * max_L, *values.shape[1:]), pad, dtype=values.dtype, device=values.device)
-    lengths = offsets[1:] - offsets[:-1]
-    b = torch.repeat_interleave(torch.arange(B, device=values.device), lengths,
-                                output_size=total_L)
-    l = torch.arange(total_L, device=values.device) - offsets[:-1][b]
-    keep = l < max_L
-    out.index_copy_(0, (b * max_L + l)[keep], values[keep])
-    return out.view(B, max_L, *values.shape[1:])
-
-
-def to_jagged_masked(dense, offsets, total_L):
-    """Zeros + mask gather of the valid dense positions, scattered to their jagged rows."""
-    B, S = dense.shape[:2]
-    out = torch.zeros((total_L, *dense.shape[2:]), dtype=dense.dtype, device=dense.device)
-    lengths = offsets[1:] - offsets[:-1]
-    pos = torch.arange(S, device=dense.device)
-    mask = pos[None, :] < lengths[:, None]
-    rows = (offsets[:-1, None] + pos[None, :])[mask]
-    out[rows] = dense[mask]
-    return out
-
-
-def to_jagged_index(dense, offsets, total_L):
-    """Row index gather: dense[b(r), l(r)] for every jagged row r, zeroed where l >= S."""
-    B, S = dense.shape[:2]
-    lengths = offsets[1:] - offsets[:-1]
-    b = torch.repeat_interleave(torch.arange(B, device=dense.device), lengths,
-                                output_size=total_L)
-    l = torch.arange(total_L, device=dense.device) - offsets[:-1][b]
-    flat = dense.reshape(B * S, *dense.shape[2:])
-    if S == 0:
-        return torch.zeros((total_L, *dense.shape[2:]), dtype=dense.dtype, device=dense.device)
-    keep = l < S
-    rows = torch.where(keep, b * S + l, torch.zeros_like(l))
-    out = flat.index_select(0, rows)
-    if not bool(keep.all()):
-        out[~keep] = 0
-    return out
-
-
-def cumsum_plain(kind, t):
-    if kind == "complete_cumsum":
-        return torch.nn.functional.pad(torch.cumsum(t, -1, dtype=t.dtype), (1, 0))
-    flat = t.reshape(-1)
-    c = torch.cumsum(flat, 0, dtype=t.dtype)
-    return (c - flat if kind == "exclusive_cumsum" else c).reshape(t.shape)
-
-
-def fbgemm_ops():
-    try:
-        import fbgemm_gpu  # noqa: F401
-    except Exception as e:  # not installed anywhere we run: recorded, not fatal
-        print(f"# fbgemm_gpu not importable ({type(e).__name__}); FBGEMM peer skipped",
-              file=sys.stderr)
-        return None
-    return torch.ops.fbgemm
-
-
 # ---- records -----------------------------------------------------------------------------------------
 def max_err(a, b) -> float:
+    """Largest absolute difference (of each pair of gradients for fwd_bwd); inf on a shape clash."""
+    if isinstance(a, (tuple, list)):
+        return max((max_err(x, y) for x, y in zip(a, b)), default=0.0)
     if a.shape != b.shape:
         return math.inf
     if a.numel() == 0:
@@ -256,14 +223,17 @@ def device_name(device: str) -> str:
     return "cpu"
 
 
-def make_record(base, ceilings, time_ms, nbytes, peer, peer_ms, err):
-    gbps = nbytes / time_ms / 1e6 if time_ms > 0 else None
-    return {
+def make_record(base, ceilings, time_ms, peer, peer_ms, err, nbytes=None, flops=None, error=None):
+    """One record of performance.md; nbytes for memory-bound ops, flops for the bmms."""
+    gbps = nbytes / time_ms / 1e6 if nbytes is not None and time_ms > 0 else None
+    tflops = flops / time_ms / 1e9 if flops is not None and time_ms > 0 else None
+    mm = ceilings.get("bf16_matmul_tflops")
+    rec = {
         **base,
         "time_ms": time_ms,
-        "tflops": None,  # data movement: no FLOP convention
+        "tflops": tflops,
         "gbps": gbps,
-        "frac_flops_ceiling": None,
+        "frac_flops_ceiling": tflops / mm if tflops and mm else None,
         "frac_bw_ceiling": gbps / ceilings["copy_gbps"] if gbps else None,
         "ceilings": ceilings,
         "peer": peer,
@@ -271,6 +241,9 @@ def make_record(base, ceilings, time_ms, nbytes, peer, peer_ms, err):
         "speedup_vs_peer": peer_ms / time_ms if peer_ms and time_ms > 0 else None,
         "max_err_vs_peer": err,
     }
+    if error is not None:
+        rec["peer_error"] = error
+    return rec
 
 
 def _rotations(nbytes_in: int, device: str) -> int:
@@ -280,120 +253,320 @@ def _rotations(nbytes_in: int, device: str) -> int:
     return min(16, math.ceil(2 * cache / max(nbytes_in, 1)))
 
 
-def bench_conversions(sid, spec, dtype_name, device, timer, ceilings, fb, common):
-    dtype = DTYPES[dtype_name]
-    es = torch.tensor([], dtype=dtype).element_size()
-    B, max_L, D = spec["B"], spec["max_L"], spec["D"]
-    lspec = {"gen": spec["gen"], "B": B, "max": max_L}
-    if spec["gen"] == "range":
-        lspec.update(lo=spec["lo"], hi=spec["hi"])
-    lengths = testing.make_lengths(lspec, 2024)
-    offsets = torch.tensor(testing.offsets_from_lengths(lengths), device=device)
-    total_L = int(offsets[-1])
-    n_valid = sum(min(x, max_L) for x in lengths)
-    gen = torch.Generator(device=device).manual_seed(17)
-    shape = {"B": B, "max_L": max_L, "D": D, "total_L": total_L, "lengths": spec["gen"]}
-    off_bytes = offsets.numel() * offsets.element_size()
-    records = []
-
-    # -- jagged_to_padded_dense: reads n_valid rows, writes B*max_L rows
-    rot = _rotations(total_L * D * es, device)
-    values = [(torch.rand(total_L, D, device=device, generator=gen) * 2 - 1).to(dtype)
-              for _ in range(rot)]
-    nbytes = (n_valid * D + B * max_L * D) * es + off_bytes
-    base = dict(common, op="jagged_to_padded_dense", shape=shape, dtype=dtype_name, phase="fwd")
-    ours_fn = lambda i: torch.ops.recops.jagged_to_padded_dense(values[i], offsets, max_L, 0.0)  # noqa: E731
-    peers = {"torch_plain:masked_index_put": lambda i: to_dense_masked(values[i], offsets, max_L, 0.0),
-             "torch_plain:index_copy": lambda i: to_dense_index_copy(values[i], offsets, max_L, 0.0)}
-    ours_ms, best = _time_with_peers(ours_fn, peers, timer, rot)
-    ours = ours_fn(0)
-    records.append(make_record(base, ceilings, ours_ms, nbytes, best[0], best[1],
-                               max_err(ours, peers[best[0]](0))))
-    if fb is not None:
-        f = lambda i: fb.jagged_to_padded_dense(values[i], [offsets], [max_L], 0.0)  # noqa: E731
-        records.append(make_record(base, ceilings, ours_ms, nbytes, "fbgemm", timer(f, rot),
-                                   max_err(ours, f(0))))
-    del values, ours
-    _free(device)
-
-    # -- dense_to_jagged: dense [B, max_L, D]; reads n_valid rows, writes total_L rows
-    rot = _rotations(B * max_L * D * es, device)
-    dense = [(torch.rand(B, max_L, D, device=device, generator=gen) * 2 - 1).to(dtype)
-             for _ in range(rot)]
-    nbytes = (n_valid * D + total_L * D) * es + off_bytes
-    base = dict(common, op="dense_to_jagged", shape=shape, dtype=dtype_name, phase="fwd")
-    ours_fn = lambda i: torch.ops.recops.dense_to_jagged(dense[i], offsets, total_L)  # noqa: E731
-    peers = {"torch_plain:masked_gather": lambda i: to_jagged_masked(dense[i], offsets, total_L),
-             "torch_plain:index_select": lambda i: to_jagged_index(dense[i], offsets, total_L)}
-    ours_ms, best = _time_with_peers(ours_fn, peers, timer, rot)
-    ours = ours_fn(0)
-    records.append(make_record(base, ceilings, ours_ms, nbytes, best[0], best[1],
-                               max_err(ours, peers[best[0]](0))))
-    if fb is not None:
-        f = lambda i: fb.dense_to_jagged(dense[i], [offsets], total_L)[0]  # noqa: E731
-        records.append(make_record(base, ceilings, ours_ms, nbytes, "fbgemm", timer(f, rot),
-                                   max_err(ours, f(0))))
-    del dense, ours
-    _free(device)
-    return records
-
-
-def _time_with_peers(ours_fn, peers, timer, rot):
-    """Our median and the fastest plain composition's (name, median), timed together."""
-    times = timer.many({"ours": ours_fn, **peers}, rot)
-    ours_ms = times.pop("ours")
-    name = min(times, key=times.get)
-    return ours_ms, (name, times[name])
-
-
 def _free(device):
     if device == "cuda":
         torch.cuda.empty_cache()
 
 
-def bench_cumsum(cid, spec, device, timer, ceilings, fb, common):
+def _first(t):
+    return t[0] if isinstance(t, (tuple, list)) else t
+
+
+def _short(e: BaseException) -> str:
+    msg = f"{type(e).__name__}: {e}".strip()
+    return msg if len(msg) <= 600 else msg[:600] + " ..."
+
+
+class Bench:
+    """Runs one op on one shape against its peers, for each phase, and returns the records."""
+
+    def __init__(self, device, timer, ceilings, fb, tri, common, phases):
+        self.device, self.timer, self.ceilings = device, timer, ceilings
+        self.fb, self.tri, self.common, self.phases = fb, tri, common, phases
+        self.sid = ""  # the shape id being run, for messages
+
+    def rand(self, shape, dtype, gen):
+        return (torch.rand(shape, device=self.device, generator=gen) * 2 - 1).to(dtype)
+
+    def time_all(self, fns, rot):
+        """{name: median ms or the exception}; on the CPU round-robin when all of them run."""
+        if self.device != "cuda":
+            try:
+                return self.timer.many(fns, rot)
+            except Exception:  # one of them failed mid-run: time each alone below
+                pass
+        out = {}
+        for k, f in fns.items():
+            try:
+                out[k] = self.timer(f, rot)
+            except Exception as e:
+                if k == "ours":
+                    raise
+                out[k] = e
+        return out
+
+    def run(self, op, shape, dtype, args, ours, plains, exts, grad_pos=(), nbytes=None,
+            flops=None):
+        """args: one tuple of the op's arguments per rotation. plains: {name: fn} (the fastest is
+        reported); exts: {name: (fn, differentiable)}. nbytes / flops: {phase: amount}."""
+        rot = len(args)
+        records = []
+        for phase in self.phases:
+            if phase == "fwd_bwd" and not grad_pos:
+                continue
+            base = dict(self.common, op=op, shape=shape, dtype=dtype, phase=phase)
+            if phase == "fwd":
+                def call(fn):
+                    return lambda i: _first(fn(*args[i]))
+            else:
+                leaves = [tuple(a.detach().requires_grad_() if k in grad_pos else a
+                                for k, a in enumerate(t)) for t in args]
+                with torch.no_grad():
+                    g0 = _first(ours(*args[0]))
+                gen = torch.Generator(device=self.device).manual_seed(29)
+                grad_out = self.rand(g0.shape, g0.dtype, gen)
+                del g0
+
+                def call(fn):
+                    def f(i):
+                        out = _first(fn(*leaves[i]))
+                        return torch.autograd.grad(out, [leaves[i][k] for k in grad_pos], grad_out)
+                    return f
+            ours_fn = call(ours)
+            ref = ours_fn(0)
+            fns, errs, failed = {"ours": ours_fn}, {}, {}
+            sides = {**{k: (fn, True) for k, fn in plains.items()}, **exts}
+            for name, (fn, diff) in sides.items():
+                if phase == "fwd_bwd" and not diff:
+                    continue
+                try:
+                    f = call(fn)
+                    errs[name] = max_err(ref, f(0))
+                    fns[name] = f
+                except Exception as e:
+                    failed[name] = _short(e)
+                    print(f"# {op} {self.sid} {phase}: peer {name} failed: "
+                          f"{failed[name][:200]}", file=sys.stderr)
+            del ref
+            times = self.time_all(fns, rot)
+            ours_ms = times.pop("ours")
+            nb = nbytes.get(phase) if nbytes else None
+            fl = flops.get(phase) if flops else None
+            ok_plain = {k: t for k, t in times.items()
+                        if k in plains and not isinstance(t, Exception)}
+            if ok_plain:
+                best = min(ok_plain, key=ok_plain.get)
+                records.append(make_record(base, self.ceilings, ours_ms, best, ok_plain[best],
+                                           errs[best], nb, fl))
+            bad = [k for k in plains if k in failed or isinstance(times.get(k), Exception)]
+            for name in bad + list(exts):
+                if name in failed or isinstance(times.get(name), Exception):
+                    err = failed.get(name) or _short(times[name])
+                    records.append(make_record(base, self.ceilings, ours_ms, name, None, None,
+                                               nb, fl, error=err))
+                elif name in times:
+                    records.append(make_record(base, self.ceilings, ours_ms, name, times[name],
+                                               errs[name], nb, fl))
+            del fns
+            _free(self.device)
+        return records
+
+
+# ---- the ops --------------------------------------------------------------------------------------
+def _lengths(spec, B, max_L):
+    lspec = {"gen": spec["gen"], "B": B, "max": max_L}
+    if spec["gen"] == "range":
+        lspec.update(lo=spec["lo"], hi=spec["hi"])
+    return testing.make_lengths(lspec, 2024)
+
+
+def _batch(spec, device):
+    """A shape's jagged batch: (offsets on the device, total_L, Σ min(L_b, max_L))."""
+    lengths = _lengths(spec, spec["B"], spec["max_L"])
+    offsets = torch.tensor(testing.offsets_from_lengths(lengths), device=device)
+    return offsets, int(offsets[-1]), sum(min(x, spec["max_L"]) for x in lengths)
+
+
+def bench_memory_bound(bench, op, spec, dtype_name):
+    """The memory-bound ops on shape spec (B, max_L, D): GB/s by the §6.1 byte floor."""
+    device = bench.device
+    dtype = DTYPES[dtype_name]
+    es = torch.tensor([], dtype=dtype).element_size()
+    B, max_L, D = spec["B"], spec["max_L"], spec["D"]
+    offsets, total_L, n_valid = _batch(spec, device)
+    gen = torch.Generator(device=device).manual_seed(17)
+    shape = {"B": B, "max_L": max_L, "D": D, "total_L": total_L, "lengths": spec["gen"]}
+    off = offsets.numel() * offsets.element_size()
+    jag, den = total_L * D * es, B * max_L * D * es  # bytes of a jagged / dense operand
+    row = D * es
+
+    def rows(n):
+        return n * row
+
+    if op == "jagged_to_padded_dense":
+        rot = _rotations(jag, device)
+        args = [(bench.rand((total_L, D), dtype, gen), offsets, max_L, 0.0) for _ in range(rot)]
+        plains = {"torch_plain:masked_index_put": plain.to_dense_masked,
+                  "torch_plain:index_copy": plain.to_dense_index_copy}
+        nb = {"fwd": rows(n_valid) + den + off, "bwd": rows(n_valid + total_L) + off}
+        return bench.run(op, shape, dtype_name, args, recops.jagged_to_padded_dense, plains,
+                         ext.peers_to_dense(bench.fb, bench.tri), (0,), _fwd_bwd(nb))
+    if op == "dense_to_jagged":
+        rot = _rotations(den, device)
+        args = [(bench.rand((B, max_L, D), dtype, gen), offsets, total_L) for _ in range(rot)]
+        plains = {"torch_plain:masked_gather": plain.to_jagged_masked,
+                  "torch_plain:index_select": plain.to_jagged_index}
+        nb = {"fwd": rows(n_valid) + jag + off, "bwd": rows(n_valid) + den + off}
+        return bench.run(op, shape, dtype_name, args, recops.dense_to_jagged, plains,
+                         ext.peers_to_jagged(bench.fb, bench.tri), (0,), _fwd_bwd(nb))
+    if op in ("jagged_dense_elementwise_add", "jagged_dense_elementwise_mul"):
+        rot = _rotations(jag + den, device)
+        args = [(bench.rand((total_L, D), dtype, gen), offsets, bench.rand((B, max_L, D), dtype, gen))
+                for _ in range(rot)]
+        if op.endswith("add"):
+            # x read whole (rows past S pass through), y's valid rows; backward: dx is dout
+            # itself, dy = dout padded.
+            plains = {"torch_plain:index_where": plain.add_index,
+                      "torch_plain:masked_index_add": plain.add_masked}
+            nb = {"fwd": 2 * jag + rows(n_valid) + off, "bwd": rows(n_valid) + den + off}
+            peers, fn = ext.peers_add(bench.fb, bench.tri), recops.jagged_dense_elementwise_add
+        else:
+            # x and y read on valid rows; backward reads grad, x, y there, writes dx and dy whole.
+            plains = {"torch_plain:index_where": plain.mul_index,
+                      "torch_plain:masked_index_put": plain.mul_masked}
+            nb = {"fwd": rows(2 * n_valid) + jag + off, "bwd": rows(3 * n_valid) + jag + den + off}
+            peers, fn = ext.peers_mul(bench.fb, bench.tri), recops.jagged_dense_elementwise_mul
+        return bench.run(op, shape, dtype_name, args, fn, plains, peers, (0, 2), _fwd_bwd(nb))
+    if op == "jagged_softmax":
+        rot = _rotations(jag, device)
+        args = [(bench.rand((total_L, D), dtype, gen), offsets, max_L) for _ in range(rot)]
+        plains = {"torch_plain:padded_softmax": plain.softmax_padded,
+                  "torch_plain:segment_reduce": plain.softmax_segment}
+        nb = {"fwd": rows(n_valid) + jag + off, "bwd": rows(2 * n_valid) + jag + off}
+        return bench.run(op, shape, dtype_name, args, recops.jagged_softmax, plains,
+                         ext.peers_softmax(bench.fb, bench.tri), (0,), _fwd_bwd(nb))
+    if op == "jagged_index_select":
+        # K = B indices drawn uniformly (some sequences repeat), as the op's perf.yaml.
+        lens = offsets[1:] - offsets[:-1]
+        g = torch.Generator().manual_seed(7)
+        indices = torch.randint(0, max(B, 1), (B,), generator=g).to(device)
+        n_rows = int(lens[indices].sum())
+        shape = dict(shape, K=B, rows=n_rows)
+        rot = _rotations(jag, device)
+        args = [(bench.rand((total_L, D), dtype, gen), lens, indices, n_rows) for _ in range(rot)]
+        ints = B * 8 + B * (8 + 8)
+        nb = {"fwd": rows(2 * n_rows) + ints, "bwd": rows(n_rows) + jag + ints}
+        plains = {"torch_plain:index_select": plain.index_select_rows}
+        return bench.run(op, shape, dtype_name, args, recops.jagged_index_select, plains,
+                         ext.peers_index_select(bench.fb, bench.tri), (0,), _fwd_bwd(nb))
+    raise ValueError(op)
+
+
+def _fwd_bwd(amount):
+    return {"fwd": amount["fwd"], "fwd_bwd": amount["fwd"] + amount["bwd"]}
+
+
+def bench_bmm(bench, op, spec, dtype_name):
+    """jagged_dense_bmm (x [total_L, K], y [B, K, N]) or jagged_jagged_bmm (x [total_L, M],
+    y [total_L, N]) with K = N (M = N): TFLOP/s by 2·K·N·Σn_b (fwd_bwd 3x)."""
+    device = bench.device
+    dtype = DTYPES[dtype_name]
+    B, max_L, K = spec["B"], spec["max_L"], spec["K"]
+    offsets, total_L, n_valid = _batch(spec, device)
+    gen = torch.Generator(device=device).manual_seed(23)
+    es = torch.tensor([], dtype=dtype).element_size()
+    flops = 2 * K * K * n_valid
+    shape = {"B": B, "max_L": max_L, "total_L": total_L, "lengths": spec["gen"]}
+    if op == "jagged_dense_bmm":
+        shape.update(K=K, N=K)
+        rot = _rotations((total_L * K + B * K * K) * es, device)
+        args = [(bench.rand((total_L, K), dtype, gen), offsets, bench.rand((B, K, K), dtype, gen),
+                 max_L) for _ in range(rot)]
+        plains = {"torch_plain:padded_bmm": plain.dense_bmm_padded}
+        if B <= 256:
+            plains["torch_plain:matmul_per_sequence"] = plain.dense_bmm_loop
+        peers, fn, grad_pos = ext.peers_dense_bmm(bench.fb, bench.tri), recops.jagged_dense_bmm, (0, 2)
+    else:
+        shape.update(M=K, N=K)
+        rot = _rotations(2 * total_L * K * es, device)
+        args = [(bench.rand((total_L, K), dtype, gen), bench.rand((total_L, K), dtype, gen),
+                 offsets, max_L) for _ in range(rot)]
+        plains = {"torch_plain:padded_bmm": plain.jagged_bmm_padded}
+        if B <= 256:
+            plains["torch_plain:matmul_per_sequence"] = plain.jagged_bmm_loop
+        peers, fn, grad_pos = ext.peers_jagged_bmm(bench.fb, bench.tri), recops.jagged_jagged_bmm, (0, 1)
+    return bench.run(op, shape, dtype_name, args, fn, plains, peers, grad_pos,
+                     flops={"fwd": flops, "fwd_bwd": 3 * flops})
+
+
+def bench_segment_sum(bench, spec, dtype_name):
+    """segment_sum_csr: csr_seg, values and out once each (every value belongs to a segment)."""
+    device = bench.device
+    dtype = DTYPES[dtype_name]
+    S, bs = spec["S"], spec["batch_size"]
+    seg_len = _lengths({"gen": "uniform"}, S, spec["max"])
+    csr = torch.tensor(testing.offsets_from_lengths(seg_len), device=device)
+    n = int(csr[-1]) * bs
+    es = torch.tensor([], dtype=dtype).element_size()
+    gen = torch.Generator(device=device).manual_seed(31)
+    rot = _rotations(n * es, device)
+    args = [(bs, csr, bench.rand((n,), dtype, gen)) for _ in range(rot)]
+    shape = {"S": S, "batch_size": bs, "N": n, "lengths": "uniform"}
+    nb = (n + S) * es + csr.numel() * csr.element_size()
+    plains = {"torch_plain:segment_reduce": plain.segment_sum_reduce,
+              "torch_plain:index_add_fp32": plain.segment_sum_index_add}
+    return bench.run("segment_sum_csr", shape, dtype_name, args, recops.segment_sum_csr, plains,
+                     ext.peers_segment_sum(bench.fb, bench.tri), nbytes={"fwd": nb})
+
+
+def bench_cumsum(bench, kind, spec):
+    device = bench.device
     shape, dtype = spec["shape"], spec["dtype"]
     n = math.prod(shape)
     es = torch.tensor([], dtype=dtype).element_size()
     rot = _rotations(n * es, device)
     gen = torch.Generator(device=device).manual_seed(5)
-    ts = [torch.randint(0, spec["hi"] + 1, shape, device=device, dtype=dtype, generator=gen)
-          for _ in range(rot)]
+    args = [(torch.randint(0, spec["hi"] + 1, shape, device=device, dtype=dtype, generator=gen),)
+            for _ in range(rot)]
     dname = {torch.int32: "int32", torch.int64: "int64"}[dtype]
-    records = []
-    for kind in ("complete_cumsum", "exclusive_cumsum", "inclusive_cumsum"):
-        out_n = n + (math.prod(shape[:-1]) if kind == "complete_cumsum" else 0)
-        nbytes = (n + out_n) * es
-        base = dict(common, op=kind, shape={"dims": list(shape)}, dtype=dname, phase="fwd")
-        op = getattr(torch.ops.recops, kind)
-        ours_fn = lambda i, op=op: op(ts[i])  # noqa: E731
-        peer = lambda i, kind=kind: cumsum_plain(kind, ts[i])  # noqa: E731
-        ours_ms, (pname, peer_ms) = _time_with_peers(ours_fn, {"torch_plain:cumsum": peer}, timer, rot)
-        ours = ours_fn(0)
-        records.append(make_record(base, ceilings, ours_ms, nbytes, pname, peer_ms,
-                                   max_err(ours, peer(0))))
-        if fb is not None and (kind != "complete_cumsum" or len(shape) == 1 or device == "cuda"):
-            f = lambda i, kind=kind: getattr(fb, "asynchronous_" + kind)(ts[i])  # noqa: E731
-            try:
-                records.append(make_record(base, ceilings, ours_ms, nbytes, "fbgemm",
-                                           timer(f, rot), max_err(ours, f(0))))
-            except Exception as e:  # FBGEMM's CPU cumsum takes 1-D only, for one
-                print(f"# fbgemm {kind} {cid}: {e}", file=sys.stderr)
-    del ts
-    _free(device)
-    return records
+    out_n = n + (math.prod(shape[:-1]) if kind == "complete_cumsum" else 0)
+    plains = {"torch_plain:cumsum": lambda t, kind=kind: plain.cumsum_plain(kind, t)}
+    peers = {}
+    if bench.fb is not None:
+        f = getattr(bench.fb, "asynchronous_" + kind)
+        peers["fbgemm"] = (f, False)  # FBGEMM's CPU complete_cumsum takes 1-D only: recorded
+    return bench.run(kind, {"dims": list(shape)}, dname, args, getattr(recops, kind), plains,
+                     peers, nbytes={"fwd": (n + out_n) * es})
+
+
+def run_one(bench, op, sid, dtype_name):
+    bench.sid = sid
+    if sid in CONV_SHAPES:
+        return bench_memory_bound(bench, op, CONV_SHAPES[sid], dtype_name)
+    if sid in BMM_SHAPES:
+        return bench_bmm(bench, op, BMM_SHAPES[sid], dtype_name)
+    if sid in SEG_SHAPES:
+        return bench_segment_sum(bench, SEG_SHAPES[sid], dtype_name)
+    return bench_cumsum(bench, op, CUMSUM_SHAPES[sid])
+
+
+def plan(ids, ops):
+    """(op, shape id) pairs in table order: each shape with every selected op it applies to."""
+    out = []
+    for table, table_ops in TABLES:
+        for sid in (i for i in ids if i in table):
+            only = table[sid].get("only")
+            out += [(op, sid) for op in table_ops if op in ops and (only is None or op in only)]
+    return out
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--device", choices=["cpu", "cuda"], default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--shapes", help="comma-separated ids (default per device: "
-                    + "; ".join(f"{d}: {','.join(a + b)}" for d, (a, b) in DEFAULTS.items()) + ")")
+                    + "; ".join(f"{d}: {','.join(v)}" for d, v in DEFAULTS.items()) + ")")
+    ap.add_argument("--ops", help="comma-separated op names (default all: " + ",".join(ALL_OPS) + ")")
+    ap.add_argument("--phases", default="fwd,fwd_bwd",
+                    help="fwd and/or fwd_bwd (forward+backward through autograd), comma-separated")
     ap.add_argument("--dtype", default="bf16", choices=sorted(DTYPES))
     ap.add_argument("--json", help="write the records here (default bench/results/<device>/...)")
     ap.add_argument("--thp", action="store_true",
                     help="CPU: THP_MEM_ALLOC_ENABLE=1 for every side (huge-page-backed outputs)")
     ap.add_argument("--budget", type=float, default=None, help="seconds of timing per function")
+    ap.add_argument("--peers-dir", default=str(ROOT / ".peers" / "fbgemm_gpu_triton"),
+                    help="FBGEMM + SLL Triton sources (scripts/prepare_peers.sh)")
+    ap.add_argument("--gr-dir", default=str(ROOT / ".peers" / "generative-recommenders"),
+                    help="generative-recommenders sources (its Triton jagged_dense_bmm)")
     args = ap.parse_args(argv)
 
     device = args.device
@@ -401,14 +574,18 @@ def main(argv=None):
         ap.error("--device cuda but no CUDA device is visible")
     if device == "cpu":
         torch.set_num_threads(os.cpu_count() or 1)
-    conv_ids, cum_ids = DEFAULTS[device]
-    if args.shapes:
-        ids = args.shapes.split(",")
-        conv_ids = [i for i in ids if i in CONV_SHAPES]
-        cum_ids = [i for i in ids if i in CUMSUM_SHAPES]
-        unknown = [i for i in ids if i not in CONV_SHAPES and i not in CUMSUM_SHAPES]
-        if unknown:
-            ap.error(f"unknown shape ids {unknown}")
+    known = {i for table, _ in TABLES for i in table}
+    ids = args.shapes.split(",") if args.shapes else DEFAULTS[device]
+    unknown = [i for i in ids if i not in known]
+    if unknown:
+        ap.error(f"unknown shape ids {unknown}")
+    ops = args.ops.split(",") if args.ops else ALL_OPS
+    bad = [o for o in ops if o not in ALL_OPS]
+    if bad:
+        ap.error(f"unknown ops {bad}")
+    phases = args.phases.split(",")
+    if not phases or any(p not in ("fwd", "fwd_bwd") for p in phases):
+        ap.error("--phases takes fwd and/or fwd_bwd")
     budget = args.budget if args.budget is not None else (0.3 if device == "cuda" else 0.6)
     timer = Timer(device, min_runs=20 if device == "cuda" else 5, budget_s=budget)
 
@@ -416,18 +593,14 @@ def main(argv=None):
     now = datetime.datetime.now(datetime.timezone.utc)
     common = {"impl": "recops", "backend": device, "device": device_name(device),
               "commit": commit(), "date": now.strftime("%Y-%m-%dT%H:%M:%SZ")}
-    fb = fbgemm_ops()
+    fb = ext.fbgemm_ops()  # before the .peers folders join sys.path (their stand-in fbgemm_gpu)
+    tri = ext.TritonPeers([args.peers_dir, args.gr_dir])
+    bench = Bench(device, timer, ceilings, fb, tri, common, phases)
     records = []
-    for sid in conv_ids:
-        recs = bench_conversions(sid, CONV_SHAPES[sid], args.dtype, device, timer, ceilings, fb, common)
+    for op, sid in plan(ids, ops):
+        recs = run_one(bench, op, sid, args.dtype)
         for r in recs:
             r["shape"]["id"] = sid
-        records += recs
-        _print(records[-len(recs):])
-    for cid in cum_ids:
-        recs = bench_cumsum(cid, CUMSUM_SHAPES[cid], device, timer, ceilings, fb, common)
-        for r in recs:
-            r["shape"]["id"] = cid
         records += recs
         _print(recs)
 
@@ -446,9 +619,13 @@ def _print(recs):
     for r in recs:
         s = r["shape"]
         sh = s.get("id", "") + " " + ",".join(f"{k}={v}" for k, v in s.items() if k != "id")
-        print(f"{r['op']:24} {sh:60} {r['dtype']:5} ours {r['time_ms']:9.4f} ms "
-              f"{r['gbps'] or 0:8.1f} GB/s ({(r['frac_bw_ceiling'] or 0) * 100:5.1f}%)  "
-              f"{r['peer']:30} {r['peer_time_ms']:9.4f} ms  x{r['speedup_vs_peer'] or 0:6.2f}  "
+        rate = (f"{r['tflops']:8.2f} TFLOP/s" if r["tflops"] is not None
+                else f"{r['gbps'] or 0:8.1f} GB/s ({(r['frac_bw_ceiling'] or 0) * 100:5.1f}%)")
+        head = f"{r['op']:28} {r['phase']:7} {sh:60} {r['dtype']:5} ours {r['time_ms']:9.4f} ms {rate}  "
+        if r.get("peer_error"):
+            print(head + f"{r['peer']:38} failed: {r['peer_error'][:80]}", flush=True)
+            continue
+        print(head + f"{r['peer']:38} {r['peer_time_ms']:9.4f} ms  x{r['speedup_vs_peer'] or 0:6.2f}  "
               f"err {r['max_err_vs_peer']:g}", flush=True)
 
 
