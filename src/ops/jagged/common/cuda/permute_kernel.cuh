@@ -54,7 +54,7 @@ __global__ void __launch_bounds__(kThreads)
 
 // permlen[i] = the row sum of input row permute[i]; permuted_lengths[i, b] = lengths[permute[i],
 // b]. Grid-stride over P, then over P*B.
-__global__ void __launch_bounds__(kThreads)
+static __global__ void __launch_bounds__(kThreads)
     permuted_lengths_kernel(PermuteParams p, const int64_t* in_off, int64_t* permlen) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   const int64_t tid = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;

@@ -57,7 +57,9 @@ __device__ __forceinline__ int64_t dev_first_ge(const int64_t* a, int64_t n, int
 // selected lengths [F*K+1]; the forward writes out_lengths (when given), the backward the sort's
 // (key, value) pairs (input segment, output segment). Chunks of kScanThreads are scanned in order
 // with a running carry.
-__global__ void __launch_bounds__(kScanThreads)
+// static: this header is included by more than one translation unit (select_launch.cu and
+// permute_launch.cu); a non-template kernel must not be defined in both.
+static __global__ void __launch_bounds__(kScanThreads)
     offsets_kernel(SelectParams p, int64_t* in_off, int64_t* out_off, int64_t* keys,
                    int64_t* vals) {
   using Scan = cub::BlockScan<int64_t, kScanThreads>;
