@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/cuda/launch.h"
+#include "ops/jagged/common/cuda/jagged2_launch.cuh"
 #include "ops/jagged/jagged2_to_padded_dense/cuda/kernel.cuh"
 #include "ops/jagged/jagged2_to_padded_dense/cuda/tiles.h"
 #include "ops/jagged/jagged2_to_padded_dense/impls.h"
@@ -14,9 +15,8 @@ namespace {
 template <class E>
 Status launch(const Params& p, void* stream) {
   if (p.backward) {
-    const int64_t blocks = std::min<int64_t>(p.B, kMaxBlocks);
     return RECOPS_LAUNCH_KERNEL("jagged2_to_padded_dense_bwd", to_jagged_kernel<E>,
-                                dim3(static_cast<unsigned>(blocks)), dim3(kThreads), 0, stream, p);
+                                jagged2_sample_grid(p.B, kMaxBlocks), dim3(kThreads), 0, stream, p);
   }
   E pad;
   std::memcpy(&pad, &p.padding_bits, sizeof(E));
