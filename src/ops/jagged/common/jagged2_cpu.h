@@ -24,7 +24,9 @@ inline auto jagged2_widen(T v) {
 // A: float (any T) or double (T = double); one round-to-nearest-even.
 template <class T, class A>
 inline T jagged2_narrow(A v) {
-  if constexpr (std::is_same_v<T, BFloat16>) {
+  if constexpr (std::is_same_v<T, BFloat16> && std::is_same_v<A, double>) {
+    return bf16_from_double(v);
+  } else if constexpr (std::is_same_v<T, BFloat16>) {
     return bf16_from_float(v);
   } else if constexpr (std::is_same_v<T, Half>) {
     return cpu_half_from(v);

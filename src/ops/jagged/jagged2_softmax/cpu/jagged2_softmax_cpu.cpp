@@ -1,8 +1,8 @@
 // jagged/jagged2_softmax/cpu/jagged2_softmax_cpu.cpp: cpu_generic. Threads take samples b in
 // static chunks. Per block, passes over the n_b x n_b window row by row with one statistic per line
 // (per row, or per column held in an array across the rows, so that the inner loop stays
-// contiguous in both modes); fp32 statistics for fp32/fp16/bf16, fp64 for fp64 (the backward's
-// dot in fp64 always, as jagged_softmax: grad - dot cancels):
+// contiguous in both modes); fp32 statistics for fp32/fp16/bf16, fp64 for fp64 (the backward in
+// fp64 always, rounded once: grad - dot cancels where grad is close to the line's mean):
 //   forward:  max (a NaN sticks), sum of exp(x - max), write exp(x - max) / sum (0 for a line
 //             whose valid entries are all -inf)
 //   backward: dot = sum grad * y, write y * (grad - dot)
@@ -62,7 +62,6 @@ void forward_window(const Params& p, const Jagged2Block& blk, int64_t n, AccOf<T
 
 template <bool Tr, class T>
 void backward_window(const Params& p, const Jagged2Block& blk, int64_t n, double* dot) {
-  using Acc = AccOf<T>;
   const T* g = static_cast<const T*>(p.a);
   const T* yv = static_cast<const T*>(p.b);
   T* dx = static_cast<T*>(p.out);
@@ -80,8 +79,8 @@ void backward_window(const Params& p, const Jagged2Block& blk, int64_t n, double
     const T* yrow = yv + (blk.begin + r * N) * ys;
     T* orow = dx + blk.begin + r * N;
     for (int64_t c = 0; c < n; ++c) {
-      const Acc d = static_cast<Acc>(dot[Tr ? c : r]);
-      orow[c] = jagged2_narrow<T>(jagged2_widen(yrow[c * ys]) * (jagged2_widen(grow[c * gs]) - d));
+      const double y = jagged2_widen(yrow[c * ys]), gr = jagged2_widen(grow[c * gs]);
+      orow[c] = jagged2_narrow<T>(y * (gr - dot[Tr ? c : r]));
     }
   }
 }

@@ -2,8 +2,8 @@
 // samples b (grid-stride over B, no grid dim tied to B). In a CTA, every thread first writes 0 to
 // the block's elements outside the window; then each warp takes lines j (warp-stride over n_b),
 // its lanes the line's elements k = lane, lane + 32, ... in order, reduced by a fixed butterfly
-// (deterministic). fp32 statistics for fp32/fp16/bf16 and fp64 for fp64; the backward's dot in
-// fp64 always. Column lines (transpose) read elements N_b apart: correct, not coalesced
+// (deterministic). fp32 statistics for fp32/fp16/bf16 and fp64 for fp64; the backward in fp64
+// always, rounded once. Column lines (transpose) read elements N_b apart: correct, not coalesced
 // (untuned). Offsets are clamped (common/jagged2_blocks.h): never out of bounds.
 #pragma once
 
@@ -74,11 +74,11 @@ __global__ void softmax_kernel(Params p) {
         for (int64_t k = lane; k < n; k += 32)
           dot += static_cast<double>(jagged_dev::to_acc(a[(base + k * step) * p.a_stride])) *
                  static_cast<double>(jagged_dev::to_acc(yv[(base + k * step) * p.b_stride]));
-        const Acc d = static_cast<Acc>(warp_sum(dot));
-        for (int64_t k = lane; k < n; k += 32) {
-          const Acc g = jagged_dev::to_acc(a[(base + k * step) * p.a_stride]);
-          const Acc y = jagged_dev::to_acc(yv[(base + k * step) * p.b_stride]);
-          out[base + k * step] = jagged_dev::from_acc<T>(y * (g - d));
+        dot = warp_sum(dot);
+        for (int64_t k = lane; k < n; k += 32) {  // in fp64, rounded once: grad - dot cancels
+          const double g = jagged_dev::to_acc(a[(base + k * step) * p.a_stride]);
+          const double y = jagged_dev::to_acc(yv[(base + k * step) * p.b_stride]);
+          out[base + k * step] = jagged_dev::from_acc<T>(y * (g - dot));
         }
       }
     }
