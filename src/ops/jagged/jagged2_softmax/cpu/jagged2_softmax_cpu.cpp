@@ -4,7 +4,8 @@
 // contiguous in both modes); fp32 statistics for fp32/fp16/bf16, fp64 for fp64 (the backward in
 // fp64 always, rounded once: grad - dot cancels where grad is close to the line's mean):
 //   forward:  max (a NaN sticks), sum of exp(x - max), write exp(x - max) / sum (0 for a line
-//             whose valid entries are all -inf)
+//             whose valid entries are all -inf); fp32 and fp64 keep the exponentials in the
+//             output between the last two passes
 //   backward: dot = sum grad * y, write y * (grad - dot)
 // Elements outside the window are written 0. Offsets are clamped (common/jagged2_blocks.h).
 #include <algorithm>
@@ -42,20 +43,40 @@ void forward_window(const Params& p, const Jagged2Block& blk, int64_t n, AccOf<T
       m = (v > m || v != v) ? v : m;  // a NaN sticks: nothing compares above it
     }
   }
-  for (int64_t r = 0; r < n; ++r) {
-    const T* row = x + (blk.begin + r * N) * xs;
-    for (int64_t c = 0; c < n; ++c) {
-      const int64_t s = Tr ? c : r;
-      sm[s] += std::exp(jagged2_widen(row[c * xs]) - mx[s]);
+  if constexpr (std::is_same_v<T, Acc>) {
+    // fp32 and fp64: the exponentials go to the output, then are divided in place (one exp each).
+    for (int64_t r = 0; r < n; ++r) {
+      const T* row = x + (blk.begin + r * N) * xs;
+      T* orow = y + blk.begin + r * N;
+      for (int64_t c = 0; c < n; ++c) {
+        const int64_t s = Tr ? c : r;
+        sm[s] += (orow[c] = std::exp(row[c * xs] - mx[s]));
+      }
     }
-  }
-  for (int64_t r = 0; r < n; ++r) {
-    const T* row = x + (blk.begin + r * N) * xs;
-    T* orow = y + blk.begin + r * N;
-    for (int64_t c = 0; c < n; ++c) {
-      const int64_t s = Tr ? c : r;
-      const Acc e = std::exp(jagged2_widen(row[c * xs]) - mx[s]);
-      orow[c] = jagged2_narrow<T>(mx[s] == -inf ? Acc(0) : e / sm[s]);
+    for (int64_t r = 0; r < n; ++r) {
+      T* orow = y + blk.begin + r * N;
+      for (int64_t c = 0; c < n; ++c) {
+        const int64_t s = Tr ? c : r;
+        orow[c] = mx[s] == -inf ? Acc(0) : orow[c] / sm[s];
+      }
+    }
+  } else {
+    // 16-bit outputs cannot hold the unrounded exponentials: computed again in the write pass.
+    for (int64_t r = 0; r < n; ++r) {
+      const T* row = x + (blk.begin + r * N) * xs;
+      for (int64_t c = 0; c < n; ++c) {
+        const int64_t s = Tr ? c : r;
+        sm[s] += std::exp(jagged2_widen(row[c * xs]) - mx[s]);
+      }
+    }
+    for (int64_t r = 0; r < n; ++r) {
+      const T* row = x + (blk.begin + r * N) * xs;
+      T* orow = y + blk.begin + r * N;
+      for (int64_t c = 0; c < n; ++c) {
+        const int64_t s = Tr ? c : r;
+        const Acc e = std::exp(jagged2_widen(row[c * xs]) - mx[s]);
+        orow[c] = jagged2_narrow<T>(mx[s] == -inf ? Acc(0) : e / sm[s]);
+      }
     }
   }
 }
