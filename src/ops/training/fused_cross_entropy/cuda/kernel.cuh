@@ -153,7 +153,7 @@ __device__ __forceinline__ void cta_sum(double (&v)[kK], double (*sm)[32]) {
 }
 
 // "sum"/"mean": loss[0], z_loss[0] from the [3, N] per-row workspace. One CTA.
-__global__ void __launch_bounds__(kReduceThreads) total_kernel(Params p) {
+static __global__ void __launch_bounds__(kReduceThreads) total_kernel(Params p) {
   __shared__ double sm[3][32];
   const float* ws = static_cast<const float*>(p.workspace);
   double v[3] = {0, 0, 0};
