@@ -127,7 +127,9 @@ wants kernels && step kernels 120 "$OUT/check_bench.log" \
 wants bench && step "bench cuda" 90 "$OUT/check_bench.log" \
   "$RECOPS" bench --backend cuda ${DEVICE_BENCH_ARGS:-} --json "$OUT/bench_cuda.json"
 if wants peers && have_file bench/jagged_peers.py; then
-  step peers 90 "$OUT/check_bench.log" \
+  # Every jagged op forward and forward+backward with the Triton peers takes minutes (carry
+  # .peers/fbgemm_gpu_triton, made by scripts/prepare_peers.sh, and .peers/generative-recommenders).
+  step peers "${DEVICE_PEERS_S:-90}" "$OUT/check_bench.log" \
     python3 bench/jagged_peers.py --device cuda ${DEVICE_PEERS_ARGS:-} --json "$OUT/peers_cuda.json"
 fi
 # The CPU conversions against plain PyTorch on this machine's cores, in the same run (issue 2:
