@@ -308,3 +308,65 @@ def test_permute_sparse_data(seed, T, B, P, dt, weighted, two_d):
     for a, b in zip(got, want):
         if b is not None:
             _exact(a, b)
+
+
+# ---- jagged² (SLL) ----
+
+def _jagged2_case(seed, B, max_L, dt, over=3):
+    g = torch.Generator().manual_seed(seed)
+    n = torch.randint(0, max_L + over, (B,), generator=g)  # over > 1: some blocks past max_L
+    if B:
+        n[0] = 0
+    total = torch.zeros(B + 1, dtype=torch.int64)
+    total[1:] = torch.cumsum(n * n, 0)
+    offs = torch.zeros(B + 1, dtype=torch.int64)
+    offs[1:] = torch.cumsum(n, 0)
+    x = torch.randn(int(total[-1]), generator=g).to(dt)
+    return n, offs, total, x
+
+
+def _window_mask(n, total, L):
+    keep = torch.zeros(int(total[-1]), dtype=torch.bool)
+    for b, nb in enumerate(n.tolist()):
+        w = min(nb, L)
+        blk = keep[int(total[b]):int(total[b + 1])].view(nb, nb) if nb else None
+        if w:
+            blk[:w, :w] = True
+    return keep
+
+
+_J2 = [pytest.param(seed, B, L, dt, id=f"B{B}-L{L}-{str(dt)[6:]}")
+       for seed, (B, L) in enumerate([(1, 1), (6, 4), (9, 7), (3, 0)])
+       for dt in (torch.float32, torch.bfloat16)]
+
+
+@pytest.mark.parametrize("seed,B,L,dt", _J2)
+def test_sll_jagged2_to_padded_dense(sll_ops, seed, B, L, dt):
+    n, _, total, x = _jagged2_case(seed, B, L, dt)
+    want = _fbgemm(F.sll_jagged2_to_padded_dense, x, total, L, -1.0)
+    _exact(sll_ops.sll_jagged2_to_padded_dense(x, total, L, -1.0), want)
+
+
+@pytest.mark.parametrize("seed,B,L,dt", _J2)
+def test_sll_jagged2_dense_elementwise_mul(sll_ops, seed, B, L, dt):
+    # SLL slices y by N_b, so its blocks stay within max_seq_len here; recops' window rule past it
+    # is the op's own test (jagged_ops.md §2.4 (b)).
+    n, _, total, x = _jagged2_case(seed, B, L, dt, over=1)
+    y = torch.randn(L + 2, L + 2, generator=torch.Generator().manual_seed(seed)).to(dt)
+    keep = _window_mask(n, total, L)
+    want = _fbgemm(F.sll_jagged_dense_elementwise_mul_jagged_out, x, y, n, total, L)
+    got = sll_ops.sll_jagged_dense_elementwise_mul_jagged_out(x, y, n, total, L)
+    _close(got[keep], want[keep])
+    assert not got[~keep].any()
+
+
+@pytest.mark.parametrize("transpose", [False, True])
+@pytest.mark.parametrize("seed,B,L,dt", _J2)
+def test_sll_jagged2_softmax(sll_ops, seed, B, L, dt, transpose):
+    # Blocks within max_seq_len: past it SLL strides rows by min(N_b, max_L), the layout bug
+    # recops fixes (jagged_ops.md §4), and the two disagree by design.
+    n, offs, total, x = _jagged2_case(seed, B, L, dt, over=1)
+    keep = _window_mask(n, total, L)
+    want = _fbgemm(F.sll_jagged2_softmax, x, offs, total, L, transpose)
+    got = sll_ops.sll_jagged2_softmax(x, offs, total, L, transpose)
+    _close(got[keep], want[keep])

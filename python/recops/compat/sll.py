@@ -40,3 +40,31 @@ def sll_jagged_jagged_bmm(x: torch.Tensor, y: torch.Tensor, x_offsets: torch.Ten
     each sequence's first ``N`` rows."""
     del use_fbgemm_kernel
     return _ops.jagged_jagged_bmm(x, y, x_offsets, N, allow_tf32)
+
+
+def sll_jagged2_to_padded_dense(values: torch.Tensor, offsets: torch.Tensor, max_length: int,
+                                padding_value: float = 0.0) -> torch.Tensor:
+    """Jagged² ``values`` (block b is N_b x N_b, ``offsets`` the complete cumsum of N_b²) ->
+    ``[B, max_length, max_length]``; rows of a block are N_b apart (jagged_ops.md §4)."""
+    return _ops.jagged2_to_padded_dense(values, offsets, max_length, padding_value)
+
+
+def sll_jagged_dense_elementwise_mul_jagged_out(x: torch.Tensor, y: torch.Tensor,
+                                                x_seq_lengths: torch.Tensor,
+                                                x_offsets: torch.Tensor,
+                                                max_seq_len: int) -> torch.Tensor:
+    """SLL's name for ``recops.jagged2_dense_elementwise_mul``: ``x_b ⊙ y`` on each N_b x N_b
+    block's ``min(N_b, max_seq_len)`` window, 0 outside it (SLL multiplies past the window when
+    N_b > max_seq_len; jagged_ops.md §2.4 (b)). ``y`` may be larger than
+    ``[max_seq_len, max_seq_len]``: its leading window is used, as SLL slices it."""
+    return _ops.jagged2_dense_elementwise_mul(x, y[:max_seq_len, :max_seq_len], x_seq_lengths,
+                                              x_offsets, max_seq_len)
+
+
+def sll_jagged2_softmax(x: torch.Tensor, offsets: torch.Tensor, offsets_total: torch.Tensor,
+                        max_seq_len: int, transpose: bool) -> torch.Tensor:
+    """Softmax along the rows (``transpose=False``) or columns of each N_b x N_b block's window.
+    ``offsets`` (the cumsum of N_b) is accepted and not needed: N_b is the exact square root of
+    each block's size in ``offsets_total``."""
+    del offsets
+    return _ops.jagged2_softmax(x, offsets_total, max_seq_len, transpose)
