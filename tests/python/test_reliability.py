@@ -198,3 +198,41 @@ def test_cli_bad_tag_value_named(tmp_path, op, folder, tags, msg):
                            str(tmp_path)], capture_output=True, text=True, timeout=120)
     assert proc.returncode != 0
     assert msg in proc.stdout + proc.stderr
+
+
+# Non-finite values (issue 21): masking selects, it does not multiply, as in the fp64 reference.
+def _hstu_causal(dtype):
+    torch.manual_seed(5)
+    L, H, d = 150, 2, 16  # more than one key tile
+    q, k, v = (torch.randn(L, H, d, dtype=dtype) for _ in range(3))
+    return q, k, v, torch.tensor([0, 70, L])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_hstu_nan_in_a_masked_value_row_stays_masked(dtype):
+    q, k, v, off = _hstu_causal(dtype)
+    bad = 70 + 40  # sequence 1, key 40: only its queries 40.. attend to it (causal)
+    v_nan, v_zero = v.clone(), v.clone()
+    v_nan[bad, 1, 3] = float("nan")
+    v_zero[bad, 1] = 0
+    got = recops.hstu_attn(q, k, v_nan, off)
+    want = recops.hstu_attn(q, k, v_zero, off)
+    # Rows that never see the key are those of the finite input bit for bit; the head's rows that
+    # do see it carry the NaN in that channel.
+    torch.testing.assert_close(got[:bad], want[:bad], rtol=0, atol=0)
+    torch.testing.assert_close(got[:, 0], want[:, 0], rtol=0, atol=0)
+    assert bool(got[bad:, 1, 3].isnan().all())
+
+
+def test_hstu_silu_of_huge_negative_scores_is_zero():
+    q, k, v, off = _hstu_causal(torch.float32)
+    q = q.abs() + 0.5
+    k_big, v_zero = k.clone(), v.clone()
+    k_big[5] = -1e36  # every score against key 5 is about -1e37: SiLU is 0 (not x·1e-38)
+    v_zero[5] = 0
+    torch.testing.assert_close(recops.hstu_attn(q, k_big, v, off),
+                               recops.hstu_attn(q, k, v_zero, off), rtol=0, atol=0)
+    k_inf = k.clone()
+    k_inf[5, :, 0] = float("-inf")  # a -inf score: SiLU(-inf) = -inf·0 = NaN, as the reference
+    got = recops.hstu_attn(q, k_inf, v, off)
+    assert bool(got[5:70].isnan().all()) and not bool(got[:5].isnan().any())

@@ -160,7 +160,7 @@ inline void store8(float* p, V8 v) {
 // (glibc's expf is a call per element). σ comes from e = exp(-|x|) so that nothing overflows: σ =
 // 1/(1+e) for x >= 0, e/(1+e) below. exp(t), t <= 0: 2^n · e^r with n = round(t/ln2) (the 1.5·2^23
 // trick), |r| <= ln2/2, a degree-6 Taylor polynomial (relative error ~2e-7), and the exponent bits
-// assembled in integers; t below -87 is clamped (σ is then 0 to fp32).
+// assembled in integers; e is 0 for t below -87 (σ is then 0 or 1 exactly).
 inline V8 sigmoid8(V8 x) {
   const V8 zero = {};
   const V8 ax = x < zero ? -x : x;
@@ -178,7 +178,9 @@ inline V8 sigmoid8(V8 x) {
   const V8i bits = (__builtin_convertvector(n, V8i) + 127) << 23;
   V8 scale;
   std::memcpy(&scale, &bits, sizeof scale);
-  const V8 e = p * scale;
+  // Past -87 the clamp would leave e ≈ 1e-38 and SiLU(x) = x·e far from 0 for huge |x|: e is 0
+  // there, so σ(x) is exactly 0 (and SiLU(-inf) = -inf·0 = NaN, as in the reference).
+  const V8 e = ax > 87.0f ? V8{} : p * scale;
   const V8 one = V8{} + 1.0f;
   return (x >= zero ? one : e) / (one + e);
 }
@@ -311,6 +313,43 @@ inline void pv_bf16(const uint32_t* pp, const uint16_t* vp, float* o, int64_t nq
 #endif
 
 // Per-thread scratch (malloc: no std templates in the ISA-specific copies).
+// Whether the custom mask keeps key `key` for query row i (only called when p.mask is set).
+inline bool mask_keeps(const P& p, int64_t b, int64_t hq, int64_t i, int64_t key) {
+  const int64_t hm = p.mask_s[1] == 0 ? 0 : hq;
+  const int64_t at = b * p.mask_s[0] + hm * p.mask_s[1] + i * p.mask_s[2] + key * p.mask_s[3];
+  return p.mask_dtype == DType::boolean ? static_cast<const uint8_t*>(p.mask)[at] != 0
+                                        : load_f(p.mask, p.mask_dtype, at) != 0.0f;
+}
+
+// Whether query row i attends to key `key`: inside one of its intervals and kept by the mask.
+inline bool attends(const P& p, const Interval* riv, int niv, int64_t b, int64_t hq, int64_t i,
+                    int64_t key) {
+  bool in = false;
+  for (int j = 0; j < niv && !in; ++j) in = riv[j].lo <= key && key < riv[j].hi;
+  return in && (!p.mask || mask_keeps(p, b, hq, i, key));
+}
+
+// Value rows holding NaN or ±inf are added apart, for the rows that attend to them only, and then
+// zeroed in the tile: the microkernels multiply masked entries by P = 0, and 0·NaN would poison
+// rows the reference leaves finite (masking selects, it does not multiply). `vget(c, y)` reads and
+// `vzero(c)` clears value row c of the tile. Rare (non-finite data), so plain loops.
+template <class Get, class Zero>
+inline void add_nonfinite_values(const P& p, const float* s, const Interval* iv, const int* niv,
+                                 int64_t max_iv, float* acc, int64_t b, int64_t hq, int64_t i0,
+                                 int64_t c0, int64_t nq, int64_t nk, int64_t dv, int64_t dvp,
+                                 Get vget, Zero vzero) {
+  for (int64_t c = 0; c < nk; ++c) {
+    bool bad = false;
+    for (int64_t y = 0; y < dv; ++y) bad |= !std::isfinite(vget(c, y));
+    if (!bad) continue;
+    for (int64_t r = 0; r < nq; ++r) {
+      if (!attends(p, iv + r * max_iv, niv[r], b, hq, i0 + r, c0 + c)) continue;
+      for (int64_t y = 0; y < dv; ++y) acc[r * dvp + y] += s[r * kBk + c] * vget(c, y);
+    }
+    vzero(c);
+  }
+}
+
 struct Scratch {
   float* qt;   // [kBq][d]        query tile (fp32)
   float* kt;   // [d][kBk]        key tile, transposed
@@ -478,19 +517,22 @@ Status fwd_tiled(const HstuAttnParams& p, const Context& ctx) {
             from = hi > from ? hi : from;
           }
           for (int64_t c = from; c < kBk; ++c) srow[c] = 0.0f;
-          if (p.mask) {
-            const int64_t hm = p.mask_s[1] == 0 ? 0 : hq;
-            const int64_t mo = b * p.mask_s[0] + hm * p.mask_s[1] + i * p.mask_s[2];
-            for (int64_t c = 0; c < nk; ++c) {
-              const int64_t at = mo + (c0 + c) * p.mask_s[3];
-              const bool keep = p.mask_dtype == DType::boolean
-                                    ? static_cast<const uint8_t*>(p.mask)[at] != 0
-                                    : load_f(p.mask, p.mask_dtype, at) != 0.0f;
-              if (!keep) srow[c] = 0.0f;
-            }
-          }
+          if (p.mask)
+            for (int64_t c = 0; c < nk; ++c)
+              if (!mask_keeps(p, b, hq, i, c0 + c)) srow[c] = 0.0f;
         }
 #ifdef RECOPS_HSTU_BF16DP
+        add_nonfinite_values(
+            p, w.s, w.iv, w.niv, max_iv, w.acc, b, hq, i0, c0, nq, nk, dv, dvp,
+            [&](int64_t c, int64_t y) {
+              const uint32_t bits = uint32_t{w.vp[(c / 2) * dvp * 2 + (c & 1) + 2 * y]} << 16;
+              float f;
+              std::memcpy(&f, &bits, sizeof f);
+              return f;
+            },
+            [&](int64_t c) {
+              for (int64_t y = 0; y < dv; ++y) w.vp[(c / 2) * dvp * 2 + (c & 1) + 2 * y] = 0;
+            });
         // P to bf16 (round to nearest even): 16 floats become 8 pairs of consecutive keys.
         for (int64_t r = 0; r < nqp; ++r)
           for (int64_t c = 0; c < kBk; c += 16)
@@ -498,6 +540,12 @@ Status fwd_tiled(const HstuAttnParams& p, const Context& ctx) {
                                 (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(w.s + r * kBk + c)));
         pv_bf16(w.pp, w.vp, w.acc, nqp, nk, dvp);
 #else
+        add_nonfinite_values(
+            p, w.s, w.iv, w.niv, max_iv, w.acc, b, hq, i0, c0, nq, nk, dv, dvp,
+            [&](int64_t c, int64_t y) { return w.vt[c * dvp + y]; },
+            [&](int64_t c) {
+              std::memset(w.vt + c * dvp, 0, sizeof(float) * static_cast<size_t>(dv));
+            });
         accumulate_pv(w.s, kBk, w.vt, w.acc, nqp, nk, dvp);
 #endif
       }
