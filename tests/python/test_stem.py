@@ -499,3 +499,61 @@ def test_forward_only_ops_refuse_inputs_that_require_grad(name):
         getattr(torch.ops.recops, name)(*args, **kwargs)
     with torch.no_grad():
         getattr(torch.ops.recops, name)(*args, **kwargs)
+
+
+def _bsa_full(L=130, Bs=64, D=16, dtype=torch.bfloat16, seed=11):
+    g = torch.Generator().manual_seed(seed)
+    q, k, v = (torch.randn(L, 1, D, generator=g).to(dtype) for _ in range(3))
+    Qb = _ceil(L, Bs)
+    idx = torch.full((1, 1, Qb, Qb), -1, dtype=I32)
+    n = torch.zeros(1, 1, Qb, dtype=I32)
+    for i in range(Qb):
+        idx[0, 0, i, : i + 1] = torch.arange(i + 1, dtype=I32)
+        n[0, 0, i] = i + 1
+    kw = dict(cu_seqlens_q=_i32([0, L]), kv_seq_lens=_i32([L]), cu_seqlens_kv=_i32([0, L]),
+              sparse_block_size=Bs)
+    return q, k, v, idx, n, kw
+
+
+def test_bsa_non_finite_propagates_as_the_reference():
+    # Issue 21: a NaN key in a selected block used to zero the rows that see it (lse -inf), and a
+    # NaN query row became 0 / -inf; the reference gives NaN for exactly the rows that attend.
+    q, k, v, idx, n, kw = _bsa_full()
+    k_nan = k.clone()
+    k_nan[70, 0, 2] = float("nan")  # block 1: tokens 70.. (causal) see it
+    out, lse = recops.block_sparse_attention(q, k_nan, v, idx, n, **kw)
+    ref_out, ref_lse = recops.block_sparse_attention(q, k, v, idx, n, **kw)
+    assert bool(out[70:].isnan().all()) and bool(lse[0, 70:].isnan().all())
+    torch.testing.assert_close(out[:70], ref_out[:70], rtol=0, atol=0)
+    q_bad = q.clone()
+    q_bad[5, 0, 0] = float("nan")
+    q_bad[6, 0, 0] = float("inf")
+    out, lse = recops.block_sparse_attention(q_bad, k, v, idx, n, **kw)
+    assert bool(out[5:7].isnan().all()) and bool(lse[0, 5:7].isnan().all())
+    torch.testing.assert_close(out[7:], ref_out[7:], rtol=0, atol=0)
+
+
+def test_bsa_zero_head_dim_gives_log_count():
+    q, k, v, idx, n, kw = _bsa_full(D=0)
+    out, lse = recops.block_sparse_attention(q, k, v, idx, n, **kw)
+    assert out.shape == (130, 1, 0)
+    want = torch.arange(1, 131, dtype=torch.float32).log()  # causal: token t sees t + 1 keys
+    torch.testing.assert_close(lse[0], want)
+
+
+def test_stem_prepare_nan_in_v_reaches_vbias():
+    # Issue 21: a NaN in V was dropped by the norm max (vbias unchanged). Now it makes that
+    # (batch, KV head)'s vbias NaN for its blocks, as the reference; other heads are unchanged.
+    g = torch.Generator().manual_seed(12)
+    L = 300
+    q = torch.randn(L, 4, 64, generator=g).bfloat16()
+    k = torch.randn(L, 2, 64, generator=g).bfloat16()
+    v = torch.randn(L, 2, 64, generator=g).bfloat16()
+    cu = _i32([0, L])
+    _, _, vb = recops.stem_prepare(q, k, v, cu, _i32([L]), cu_seqlens_kv=cu)
+    v_nan = v.clone()
+    v_nan[17, 1, 5] = float("nan")
+    qf, kf, vb_nan = recops.stem_prepare(q, k, v_nan, cu, _i32([L]), cu_seqlens_kv=cu)
+    assert bool(vb_nan[0, 1].isnan().all())
+    torch.testing.assert_close(vb_nan[0, 0], vb[0, 0], rtol=0, atol=0)
+    assert not bool(qf.isnan().any() or kf.isnan().any())

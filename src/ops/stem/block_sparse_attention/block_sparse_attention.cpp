@@ -131,7 +131,10 @@ Status make_params(const BlockSparseAttentionArgs& a, const TensorView& out, con
   p.Qmax = a.sparse_indices.sizes[2];
   p.Kmax = a.sparse_indices.sizes[3];
   p.Bs = a.sparse_block_size;
-  p.scale = a.softmax_scale ? *a.softmax_scale : 1.0 / std::sqrt(static_cast<double>(p.D));
+  // D = 0: every score is the empty dot product 0, so lse = ln(count) for any finite scale
+  // (1/sqrt(0) would make it inf·0 = NaN).
+  p.scale = a.softmax_scale ? *a.softmax_scale
+                            : (p.D > 0 ? 1.0 / std::sqrt(static_cast<double>(p.D)) : 1.0);
   p.causal = a.causal;
 
   if (value_checks_on(a.q, ctx)) {
@@ -238,7 +241,7 @@ Args:
     q: bf16/fp16 ``[Tq, Nq, D]``; k, v: packed ``[Tk, Nk, D]`` (``cu_seqlens_kv``) or paged
         ``[pages, page_size, Nk, D]`` (``block_table``).
     sparse_indices, sparse_seq_len: ``stem_indexer``'s outputs (ids unique, in ``[0, Kb)``).
-    softmax_scale: default ``1/sqrt(D)``.
+    softmax_scale: default ``1/sqrt(D)`` (1 when D = 0).
 Returns:
     ``out`` ``[Tq, Nq, D]`` in q's dtype and ``lse`` fp32 ``[Nq, Tq]`` (natural log).
 )";

@@ -67,7 +67,8 @@ Status stem_prepare_reference(const StemPrepareParams& p, const Context&) {
             const double x = vs * load(p.v, p.dtype, p.v_off(b, s, h) + d);
             ss += x * x;
           }
-          m = std::max(m, std::sqrt(ss));
+          const double nrm = std::sqrt(ss);
+          m = (nrm > m || std::isnan(nrm)) ? nrm : m;  // a NaN sticks (std::max would drop it)
         }
         ell[t] = std::log(m + 1e-6);
       }
@@ -81,8 +82,10 @@ Status stem_prepare_reference(const StemPrepareParams& p, const Context&) {
       for (int64_t j = 0; j < p.Kmax; ++j) {
         double vb = 0;
         if (j < Kb) {
-          for (int64_t r = 0; r < p.R; ++r)
-            vb += p.lambda_mag * std::max(0.0, (ell[j * p.R + r] - mu) / (sigma + 1e-6));
+          for (int64_t r = 0; r < p.R; ++r) {
+            const double z = (ell[j * p.R + r] - mu) / (sigma + 1e-6);
+            vb += p.lambda_mag * (z > 0 || std::isnan(z) ? z : 0.0);  // relu, NaN kept
+          }
           vb /= static_cast<double>(p.R);
         }
         p.vbias[(b * p.Nk + h) * p.Kmax + j] = static_cast<float>(vb);

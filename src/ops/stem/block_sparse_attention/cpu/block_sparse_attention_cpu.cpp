@@ -117,7 +117,10 @@ Status block_sparse_attention_cpu(const BlockSparseAttentionParams& p, const Con
       for (int64_t u = 0; u < n_tok; ++u) {
         const int64_t tok = p.cu_q[b] + t0 + u;
         float* a = acc.data() + u * D;
-        if (l[u] > 0) {
+        // A row with keys has l > 0, or l = NaN when a score or value is non-finite: both take
+        // this branch, so NaN reaches the output and lse as in the reference. Only a row with no
+        // key (l = 0) is 0 with lse -inf.
+        if (!(l[u] == 0)) {
           const float inv = 1.0f / l[u];
           for (int64_t d = 0; d < D; ++d) a[d] *= inv;
           p.lse[hq * p.Tq + tok] = m[u] + std::log(l[u]);

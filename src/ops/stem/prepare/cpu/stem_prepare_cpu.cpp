@@ -120,8 +120,10 @@ Status stem_prepare_cpu(const StemPrepareParams& p, const Context& ctx) {
     double mu = 0;
     for (int64_t t = 0; t < n; ++t) {
       float m = 0;
-      for (int64_t s = t * p.Ts; s < (t + 1) * p.Ts && s < Lk; ++s)
-        m = std::max(m, vs * std::sqrt(sq_norm(vb + p.v_off(b, s, h) * es, p.dtype, p.Dv)));
+      for (int64_t s = t * p.Ts; s < (t + 1) * p.Ts && s < Lk; ++s) {
+        const float x = vs * std::sqrt(sq_norm(vb + p.v_off(b, s, h) * es, p.dtype, p.Dv));
+        m = (x > m || x != x) ? x : m;  // a NaN in V sticks (non-finite rule, README)
+      }
       ell[t] = std::log(m + 1e-6f);
       mu += ell[t];
     }
@@ -137,8 +139,10 @@ Status stem_prepare_cpu(const StemPrepareParams& p, const Context& ctx) {
     for (int64_t j = 0; j < p.Kmax; ++j) {
       float acc = 0;
       if (j < Kb)
-        for (int64_t r = 0; r < p.R; ++r)
-          acc += lam * std::max(0.0f, (ell[j * p.R + r] - muf) * inv);
+        for (int64_t r = 0; r < p.R; ++r) {
+          const float z = (ell[j * p.R + r] - muf) * inv;
+          acc += lam * (z > 0.0f || z != z ? z : 0.0f);
+        }
       out[j] = acc * inv_r;
     }
   }

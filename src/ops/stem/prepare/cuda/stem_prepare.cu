@@ -228,7 +228,8 @@ __device__ float group_ell(const Args& a, int64_t b, int64_t h, int64_t kv0, int
       sq = __fadd_rn(sq, __fmul_rn(x, x));
     }
     for (int o = 16; o >= 1; o >>= 1) sq = __fadd_rn(sq, __shfl_xor_sync(0xffffffffu, sq, o));
-    m = fmaxf(m, __fmul_rn(vs, __fsqrt_rn(sq)));
+    const float x = __fmul_rn(vs, __fsqrt_rn(sq));
+    m = (x > m || x != x) ? x : m;  // a NaN in V sticks (fmaxf would drop it)
   }
   return logf(__fadd_rn(m, 1e-6f));
 }
@@ -310,7 +311,7 @@ __global__ void __launch_bounds__(kVbiasThreads)
         if (j < Kb)
           for (int64_t r = 0; r < a.R; ++r) {
             const float z = __fmul_rn(__fsub_rn(src[j * a.R + r], muf), inv);
-            acc = __fadd_rn(acc, __fmul_rn(a.lambda, fmaxf(0.0f, z)));
+            acc = __fadd_rn(acc, __fmul_rn(a.lambda, z != z ? z : fmaxf(0.0f, z)));
           }
         out[j] = __fmul_rn(acc, inv_r);
       }
@@ -321,7 +322,7 @@ __global__ void __launch_bounds__(kVbiasThreads)
           for (int64_t r = 0; r < a.R; ++r) {
             const float e = group_ell(a, b, h, kv0, Lk, j * a.R + r, vs);
             const float z = __fmul_rn(__fsub_rn(e, muf), inv);
-            acc = __fadd_rn(acc, __fmul_rn(a.lambda, fmaxf(0.0f, z)));
+            acc = __fadd_rn(acc, __fmul_rn(a.lambda, z != z ? z : fmaxf(0.0f, z)));
           }
         if (lane == 0) out[j] = __fmul_rn(acc, inv_r);
       }
