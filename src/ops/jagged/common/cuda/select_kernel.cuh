@@ -6,7 +6,6 @@
 #include <cuda_fp16.h>
 
 #include <cstdint>
-#include <cub/block/block_scan.cuh>
 #include <type_traits>
 
 #include "core/cuda/numeric.cuh"
@@ -53,56 +52,61 @@ __device__ __forceinline__ int64_t dev_first_ge(const int64_t* a, int64_t n, int
   return lo;
 }
 
-// One CTA: in_off = complete cumsum of max(lengths, 0) [F*B+1]; out_off = complete cumsum of the
-// selected lengths [F*K+1]; the forward writes out_lengths (when given), the backward the sort's
-// (key, value) pairs (input segment, output segment). Chunks of kScanThreads are scanned in order
-// with a running carry.
-// static: this header is included by more than one translation unit (select_launch.cu and
-// permute_launch.cu); a non-template kernel must not be defined in both.
-static __global__ void __launch_bounds__(kScanThreads)
-    offsets_kernel(SelectParams p, int64_t* in_off, int64_t* out_off, int64_t* keys,
-                   int64_t* vals) {
-  using Scan = cub::BlockScan<int64_t, kScanThreads>;
-  __shared__ typename Scan::TempStorage tmp;
-  const int t = threadIdx.x;
-  const int64_t n_in = p.F * p.B, n_out = p.F * p.K;
-  int64_t carry = 0;
-  if (t == 0) in_off[0] = 0;
-  for (int64_t base = 0; base < n_in; base += kScanThreads) {
-    const int64_t s = base + t;
-    int64_t v = s < n_in ? dev_int(p.lengths, p.lengths_int64, p.lengths_stride, s) : 0;
-    v = v < 0 ? 0 : v;
-    int64_t incl = 0, total = 0;
-    Scan(tmp).InclusiveSum(v, incl, total);
-    __syncthreads();
-    if (s < n_in) in_off[s + 1] = carry + incl;
-    carry += total;
+// The scans' inputs (grid-stride, any length): lens_in[s] = max(lengths[s], 0); in_off[0] and
+// out_off[0] = 0 (CUB's inclusive scans write from index 1).
+static __global__ void input_lengths_kernel(SelectParams p, int64_t* lens_in, int64_t* in_off,
+                                            int64_t* out_off) {
+  const int64_t n_in = p.F * p.B;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t s = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; s < n_in;
+       s += stride) {
+    const int64_t v = dev_int(p.lengths, p.lengths_int64, p.lengths_stride, s);
+    lens_in[s] = v < 0 ? 0 : v;
   }
-  __syncthreads();  // in_off is read back below by other threads of this block
-  carry = 0;
-  if (t == 0) out_off[0] = 0;
-  for (int64_t base = 0; base < n_out; base += kScanThreads) {
-    const int64_t j = base + t;
-    int64_t v = 0;
-    if (j < n_out) {
-      const int64_t s = p.B > 0 ? dev_source(p, j) : 0;  // B = 0: every selected length is 0
-      v = p.B > 0 ? in_off[s + 1] - in_off[s] : 0;
-      if (p.backward) {
-        keys[j] = s;
-        vals[j] = j;
-      } else if (p.out_lengths != nullptr) {
-        if (p.lengths_int64)
-          static_cast<int64_t*>(p.out_lengths)[j] = v;
-        else
-          static_cast<int32_t*>(p.out_lengths)[j] = static_cast<int32_t>(v);
-      }
+  if (blockIdx.x == 0 && threadIdx.x == 0) in_off[0] = out_off[0] = 0;
+}
+
+// After in_off is scanned: lens_out[j] = the selected segment's length; the forward writes
+// out_lengths (when given), the backward the sort's (key, value) pairs (input segment, output
+// segment).
+static __global__ void selected_lengths_kernel(SelectParams p, const int64_t* in_off,
+                                               int64_t* lens_out, int64_t* keys, int64_t* vals) {
+  const int64_t n_out = p.F * p.K;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t j = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; j < n_out;
+       j += stride) {
+    const int64_t s = p.B > 0 ? dev_source(p, j) : 0;  // B = 0: every selected length is 0
+    const int64_t v = p.B > 0 ? in_off[s + 1] - in_off[s] : 0;
+    lens_out[j] = v;
+    if (p.backward) {
+      keys[j] = s;
+      vals[j] = j;
+    } else if (p.out_lengths != nullptr) {
+      if (p.lengths_int64)
+        static_cast<int64_t*>(p.out_lengths)[j] = v;
+      else
+        static_cast<int32_t*>(p.out_lengths)[j] = static_cast<int32_t>(v);
     }
-    int64_t incl = 0, total = 0;
-    Scan(tmp).InclusiveSum(v, incl, total);
-    __syncthreads();
-    if (j < n_out) out_off[j + 1] = carry + incl;
-    carry += total;
   }
+}
+
+// n elements from s to d by the 32 lanes of a warp: 16-byte words when both pointers share their
+// alignment mod 16 (a head of elements first), elements otherwise and for the tail.
+template <class E>
+__device__ __forceinline__ void warp_copy(E* d, const E* s, int64_t n, int lane) {
+  int64_t done = 0;
+  const auto da = reinterpret_cast<uintptr_t>(d), sa = reinterpret_cast<uintptr_t>(s);
+  if (((da ^ sa) & 15u) == 0) {
+    int64_t head = static_cast<int64_t>(((16u - (da & 15u)) & 15u) / sizeof(E));
+    head = head < n ? head : n;
+    for (int64_t k = lane; k < head; k += 32) d[k] = s[k];
+    const int64_t words = (n - head) * static_cast<int64_t>(sizeof(E)) / 16;
+    const auto* s4 = reinterpret_cast<const uint4*>(s + head);
+    auto* d4 = reinterpret_cast<uint4*>(d + head);
+    for (int64_t w = lane; w < words; w += 32) d4[w] = s4[w];
+    done = head + words * 16 / static_cast<int64_t>(sizeof(E));
+  }
+  for (int64_t k = done + lane; k < n; k += 32) d[k] = s[k];
 }
 
 // One rounding from fp64 to T.
@@ -116,40 +120,48 @@ __device__ __forceinline__ T dev_from_double(double v) {
     return static_cast<T>(v);
 }
 
-// Forward: one warp per output row r, warps grid-stride over rows. Row r belongs to output
-// segment j (the last j with out_off[j] <= r) and copies input row in_off[source(j)] + r -
-// out_off[j]; E: an unsigned integer of the element's size (the bytes are copied as they are).
-// Rows past the offsets (invalid input with validation off) get zeros.
+// Forward: one warp per output segment j (warps grid-stride over segments). Segment j's rows are
+// contiguous in the output and in the source (input segment source(j)), so a dense source is one
+// span copied in 16-byte words; a strided source is copied row by row. Rows whose source would lie
+// past total_L, and rows no segment covers (invalid input with validation off), get zeros. E: an
+// unsigned integer of the element's size (the bytes are copied as they are).
 template <class E>
 __global__ void select_rows_kernel(SelectParams p, const int64_t* in_off, const int64_t* out_off) {
   const E* src = static_cast<const E*>(p.src);
   E* dst = static_cast<E*>(p.dst);
   const int lane = threadIdx.x & 31;
   const int64_t warps = static_cast<int64_t>(gridDim.x) * (blockDim.x >> 5);
-  for (int64_t r = static_cast<int64_t>(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5);
-       r < p.out_rows; r += warps) {
-    int64_t row = -1;
-    const int64_t n_out = p.F * p.K;
-    if (r < out_off[n_out]) {
-      const int64_t j = dev_last_le(out_off, n_out, r);
-      row = in_off[dev_source(p, j)] + (r - out_off[j]);
-      if (row >= p.total_L) row = -1;
+  const int64_t warp = static_cast<int64_t>(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5);
+  const int64_t n_out = p.F * p.K, D = p.D;
+  for (int64_t j = warp; j < n_out; j += warps) {
+    const int64_t r0 = out_off[j] < p.out_rows ? out_off[j] : p.out_rows;
+    const int64_t r1 = out_off[j + 1] < p.out_rows ? out_off[j + 1] : p.out_rows;
+    if (r1 <= r0) continue;
+    const int64_t row0 = in_off[dev_source(p, j)], n = r1 - r0;
+    int64_t valid = p.total_L - row0;
+    valid = valid < 0 ? 0 : (valid > n ? n : valid);
+    E* d = dst + r0 * D;
+    const E* s = src + row0 * p.src_row_stride;
+    if (p.src_row_stride == D) {
+      warp_copy(d, s, valid * D, lane);
+    } else {
+      for (int64_t i = 0; i < valid; ++i)
+        for (int64_t c = lane; c < D; c += 32) d[i * D + c] = s[i * p.src_row_stride + c];
     }
-    E* d = dst + r * p.D;
-    if (row < 0) {
-      for (int64_t c = lane; c < p.D; c += 32) d[c] = E(0);
-      continue;
-    }
-    const E* s = src + row * p.src_row_stride;
-    for (int64_t c = lane; c < p.D; c += 32) d[c] = s[c];
+    for (int64_t k = valid * D + lane; k < n * D; k += 32) d[k] = E(0);
   }
+  // Rows past the last segment (only with invalid lengths / out_rows, validation off).
+  const int64_t covered = out_off[n_out] < p.out_rows ? out_off[n_out] : p.out_rows;
+  for (int64_t k = (warp * 32 + lane) + covered * D; k < p.out_rows * D; k += warps * 32)
+    dst[k] = E(0);
 }
 
-// Backward: one warp per grad_values row r (input segment s = the last s with in_off[s] <= r, row
-// l = r - in_off[s]). keys/vals: the (input segment, output segment) pairs stably sorted by key,
-// so the output segments of s are vals[first_ge(keys, s) ..) in ascending order; each lane sums
-// its columns over them in that order in fp64 for every dtype (repeated gradients may cancel),
-// rounded once: deterministic, no atomics.
+// Backward: one warp per input segment s (warps grid-stride), rows [in_off[s], in_off[s+1]) of
+// grad_values. keys/vals: the (input segment, output segment) pairs stably sorted by key, so the
+// output segments of s are vals[first_ge(keys, s) ..) in ascending order (two searches per
+// segment); each lane takes elements (row l, column c) of the segment and sums them over those
+// output segments in that order in fp64 for every dtype (repeated gradients may cancel), rounded
+// once: deterministic, no atomics. Rows past in_off[F*B] (invalid input) get zeros.
 template <class T>
 __global__ void gather_grad_kernel(SelectParams p, const int64_t* in_off, const int64_t* out_off,
                                    const int64_t* keys, const int64_t* vals) {
@@ -157,17 +169,15 @@ __global__ void gather_grad_kernel(SelectParams p, const int64_t* in_off, const 
   T* gv = static_cast<T*>(p.dst);
   const int lane = threadIdx.x & 31;
   const int64_t warps = static_cast<int64_t>(gridDim.x) * (blockDim.x >> 5);
-  for (int64_t r = static_cast<int64_t>(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5);
-       r < p.total_L; r += warps) {
-    int64_t j0 = 0, j1 = 0, l = 0;
-    const int64_t n_in = p.F * p.B, n_out = p.F * p.K;
-    if (r < in_off[n_in]) {
-      const int64_t s = dev_last_le(in_off, n_in, r);
-      l = r - in_off[s];
-      j0 = dev_first_ge(keys, n_out, s);
-      j1 = dev_first_ge(keys, n_out, s + 1);
-    }
-    for (int64_t c = lane; c < p.D; c += 32) {
+  const int64_t warp = static_cast<int64_t>(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5);
+  const int64_t n_in = p.F * p.B, n_out = p.F * p.K, D = p.D;
+  for (int64_t s = warp; s < n_in; s += warps) {
+    const int64_t r0 = in_off[s] < p.total_L ? in_off[s] : p.total_L;
+    const int64_t r1 = in_off[s + 1] < p.total_L ? in_off[s + 1] : p.total_L;
+    if (r1 <= r0) continue;
+    const int64_t j0 = dev_first_ge(keys, n_out, s), j1 = dev_first_ge(keys, n_out, s + 1);
+    for (int64_t k = lane; k < (r1 - r0) * D; k += 32) {
+      const int64_t l = k / D, c = k - l * D;
       double acc = 0;
       for (int64_t j = j0; j < j1; ++j) {
         const int64_t src_row = out_off[vals[j]] + l;
@@ -179,11 +189,14 @@ __global__ void gather_grad_kernel(SelectParams p, const int64_t* in_off, const 
         }
       }
       if constexpr (std::is_same_v<T, double>)
-        gv[r * p.D + c] = acc;
+        gv[r0 * D + k] = acc;
       else
-        gv[r * p.D + c] = dev_from_double<T>(acc);
+        gv[r0 * D + k] = dev_from_double<T>(acc);
     }
   }
+  const int64_t covered = in_off[n_in] < p.total_L ? in_off[n_in] : p.total_L;
+  for (int64_t k = (warp * 32 + lane) + covered * D; k < p.total_L * D; k += warps * 32)
+    gv[k] = dev_from_double<T>(0.0);
 }
 
 }  // namespace recops::ops::select_dev

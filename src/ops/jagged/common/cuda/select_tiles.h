@@ -4,8 +4,8 @@
 
 namespace recops::ops::select_dev {
 
-inline constexpr int kScanThreads = 1024;      // the one-CTA offsets scan
-inline constexpr int kThreads = 256;           // row kernels: 8 warps, one row per warp at a time
+inline constexpr int kThreads =
+    256;  // 8 warps; the copy kernels take one segment per warp at a time
 inline constexpr long long kMaxBlocks = 8192;  // grid-stride beyond this (H200: 132 SMs)
 
 }  // namespace recops::ops::select_dev
