@@ -370,3 +370,57 @@ def test_sll_jagged2_softmax(sll_ops, seed, B, L, dt, transpose):
     want = _fbgemm(F.sll_jagged2_softmax, x, offs, total, L, transpose)
     got = sll_ops.sll_jagged2_softmax(x, offs, total, L, transpose)
     _close(got[keep], want[keep])
+
+
+@pytest.mark.parametrize("seed,keys,B,D", [(0, 1, 1, 0), (1, 3, 5, 0), (2, 2, 4, 3), (3, 4, 7, 1)])
+def test_stacked_jagged_to_dense(seed, keys, B, D):
+    g = torch.Generator().manual_seed(seed)
+    lengths = torch.randint(0, 6, (keys, B), generator=g)
+    N = int(lengths.sum())
+    max_l = [int(x) for x in torch.randint(0, 7, (keys,), generator=g)]
+    per_key = [0] + lengths.sum(1).cumsum(0).tolist()  # num_keys + 1 entries, as TorchRec
+    if D == 0:
+        values = torch.randint(-9, 9, (N,), generator=g)
+        got = compat.stacked_jagged_1d_to_dense(values, lengths, per_key, max_l, 7)
+        want = _fbgemm(F.stacked_jagged_1d_to_dense, values, lengths, per_key, max_l, 7)
+    else:
+        values = torch.randn(N, D, generator=g)
+        got = compat.stacked_jagged_2d_to_dense(values, lengths, per_key, max_l)
+        want = _fbgemm(F.stacked_jagged_2d_to_dense, values, lengths, per_key, max_l)
+    assert len(got) == len(want) == keys
+    for a, b in zip(got, want):
+        _exact(a, b)
+
+
+@pytest.mark.parametrize("starts,size", [([0, 3, 7, 8, 17, 20], 27), ([], 0), ([0, 0, 4], 4),
+                                         ([0], 5), ([0, 5], 5)])
+@pytest.mark.parametrize("idt", [torch.int32, torch.int64])
+def test_offsets_range(starts, size, idt):
+    off = torch.tensor(starts, dtype=idt)
+    _exact(compat.offsets_range(off, size), _fbgemm(F.offsets_range, off, size))
+
+
+def test_offsets_range_before_the_first_offset_is_zero():
+    # FBGEMM 1.8 leaves positions before offsets[0] uninitialised (and crashes when offsets[0] >
+    # range_size); recops defines them as 0.
+    _exact(compat.offsets_range(torch.tensor([2, 3, 7]), 9),
+           torch.tensor([0, 0, 0, 0, 1, 2, 3, 0, 1]))
+    _exact(compat.offsets_range(torch.tensor([5]), 3), torch.tensor([0, 0, 0]))
+
+
+@pytest.mark.parametrize("seed,B,H,max_N,D,dt", [(0, 1, 1, 1, 1, torch.float32),
+                                                 (1, 5, 2, 4, 3, torch.float32),
+                                                 (2, 3, 4, 7, 8, torch.float64),
+                                                 (3, 6, 1, 3, 16, torch.bfloat16)])
+def test_batched_dense_vec_jagged_2d_mul(seed, B, H, max_N, D, dt):
+    g = torch.Generator().manual_seed(seed)
+    lengths = torch.randint(0, max_N + 3, (B,), generator=g)
+    off = torch.cat([torch.zeros(1, dtype=torch.int64), lengths.cumsum(0)])
+    v = torch.randn(B * H, max_N, generator=g).to(dt)
+    a = torch.randn(int(off[-1]), H * D, generator=g).to(dt)
+    if dt == torch.float64:  # differentiable through the recops ops
+        vv, aa = v.clone().requires_grad_(), a.clone().requires_grad_()
+        torch.autograd.gradcheck(lambda x, y: compat.batched_dense_vec_jagged_2d_mul(x, y, off),
+                                 (vv, aa))
+    got = compat.batched_dense_vec_jagged_2d_mul(v, a, off)
+    _close(got, _fbgemm(F.batched_dense_vec_jagged_2d_mul, v, a, off))

@@ -45,6 +45,90 @@ def jagged_1d_to_dense(values: torch.Tensor, offsets: torch.Tensor, max_sequence
     return _ops.jagged_to_padded_dense(values, offsets, max_sequence_length, float(padding_value))
 
 
+def _stacked_to_dense(values, lengths, offset_per_key, max_lengths_per_key, padding_value, fn):
+    if lengths.dim() != 2:
+        raise ValueError(f"recops.compat.fbgemm.{fn}: lengths must be [num_keys, B], got shape "
+                         f"{tuple(lengths.shape)}")
+    T = lengths.size(0)
+    if len(offset_per_key) != T + 1 or len(max_lengths_per_key) != T:
+        raise ValueError(f"recops.compat.fbgemm.{fn}: offset_per_key needs num_keys + 1 = {T + 1} "
+                         f"entries (got {len(offset_per_key)}) and max_lengths_per_key {T} (got "
+                         f"{len(max_lengths_per_key)})")
+    out = []
+    for t in range(T):
+        offsets = _ops.complete_cumsum(lengths[t])
+        part = values[offset_per_key[t]:offset_per_key[t + 1]]
+        out.append(_ops.jagged_to_padded_dense(part, offsets, max_lengths_per_key[t],
+                                               float(padding_value)))
+    return out
+
+
+def stacked_jagged_1d_to_dense(values: torch.Tensor, lengths: torch.Tensor,
+                               offset_per_key: List[int], max_lengths_per_key: List[int],
+                               padding_value: int = 0) -> List[torch.Tensor]:
+    """One ``[B, max_lengths_per_key[t]]`` dense tensor per key t of a KJT's 1-D ``values``:
+    ``lengths`` is ``[num_keys, B]``, key t's values are ``values[offset_per_key[t] :
+    offset_per_key[t + 1]]`` (num_keys + 1 entries, TorchRec's ``offset_per_key``; FBGEMM's
+    ``stacked_jagged_1d_to_dense``; each key is ``recops.jagged_to_padded_dense``, so it is
+    differentiable)."""
+    return _stacked_to_dense(values, lengths, offset_per_key, max_lengths_per_key, padding_value,
+                             "stacked_jagged_1d_to_dense")
+
+
+def stacked_jagged_2d_to_dense(values: torch.Tensor, lengths: torch.Tensor,
+                               offset_per_key: List[int], max_lengths_per_key: List[int],
+                               padding_value: int = 0) -> List[torch.Tensor]:
+    """The 2-D form: ``values [N, D]`` gives one ``[B, max_lengths_per_key[t], D]`` per key."""
+    return _stacked_to_dense(values, lengths, offset_per_key, max_lengths_per_key, padding_value,
+                             "stacked_jagged_2d_to_dense")
+
+
+def offsets_range(offsets: torch.Tensor, range_size: int) -> torch.Tensor:
+    """``out[i] = i - offsets[k]`` for the last k with ``offsets[k] <= i`` (0 before
+    ``offsets[0]``), ``i < range_size``: each segment's positions 0, 1, ... given its start
+    offsets (FBGEMM's ``offsets_range``; a composition of torch ops, no host sync)."""
+    if offsets.dim() != 1:
+        raise ValueError(f"recops.compat.fbgemm.offsets_range: offsets must be 1-D, got shape "
+                         f"{tuple(offsets.shape)}")
+    if range_size < 0:
+        raise ValueError(f"recops.compat.fbgemm.offsets_range: range_size={range_size} must be "
+                         f">= 0")
+    idx = torch.arange(range_size, dtype=offsets.dtype, device=offsets.device)
+    if offsets.numel() == 0:
+        return torch.zeros_like(idx)
+    seg = torch.searchsorted(offsets, idx, right=True) - 1
+    start = offsets[seg.clamp(min=0)]
+    return torch.where(seg >= 0, idx - start, torch.zeros_like(idx))
+
+
+def batched_dense_vec_jagged_2d_mul(v: torch.Tensor, a_values: torch.Tensor,
+                                    a_offsets: torch.Tensor) -> torch.Tensor:
+    """``out[b·H + h] = v[b·H + h, :n_b] · A_b[:n_b, h·D:(h+1)·D]`` with ``v [B·H, max_N]``,
+    ``a_values [total_L, H·D]`` jagged by ``a_offsets [B+1]`` and ``n_b = min(L_b, max_N)``;
+    returns ``[B·H, D]`` (FBGEMM's ``batched_dense_vec_jagged_2d_mul``). Composed of
+    ``recops.dense_to_jagged`` and one ``recops.jagged_jagged_bmm`` per head, so it is
+    differentiable in ``v`` and ``a_values``."""
+    fn = "recops.compat.fbgemm.batched_dense_vec_jagged_2d_mul"
+    if v.dim() != 2 or a_values.dim() != 2 or a_offsets.dim() != 1:
+        raise ValueError(f"{fn}: v must be [B*H, max_N], a_values [total_L, H*D] and a_offsets "
+                         f"[B+1]; got {tuple(v.shape)}, {tuple(a_values.shape)}, "
+                         f"{tuple(a_offsets.shape)}")
+    B = a_offsets.numel() - 1
+    if B < 0 or (B == 0 and v.size(0) != 0) or (B > 0 and v.size(0) % B != 0):
+        raise ValueError(f"{fn}: v has {v.size(0)} rows, not a multiple of B = {B} "
+                         f"(a_offsets has {a_offsets.numel()} entries)")
+    H = v.size(0) // B if B > 0 else 1
+    if a_values.size(1) % H != 0:
+        raise ValueError(f"{fn}: a_values has {a_values.size(1)} columns, not a multiple of "
+                         f"H = {H}")
+    D, max_N = a_values.size(1) // H, v.size(1)
+    # v as jagged rows [total_L, H]: row n of sequence b holds v[b·H + h, n] (0 past max_N).
+    x = _ops.dense_to_jagged(v.reshape(B, H, max_N).transpose(1, 2), a_offsets, a_values.size(0))
+    outs = [_ops.jagged_jagged_bmm(x[:, h:h + 1], a_values[:, h * D:(h + 1) * D], a_offsets,
+                                   max_N) for h in range(H)]  # each [B, 1, D]
+    return torch.cat(outs, dim=1).reshape(B * H, D)
+
+
 def asynchronous_complete_cumsum(t: torch.Tensor) -> torch.Tensor:
     """``[n]`` -> ``[n+1]`` (``[R, n]`` -> ``[R, n+1]``), input dtype."""
     return _ops.asynchronous_complete_cumsum(t)
