@@ -74,6 +74,36 @@ _RULES = {
 }
 
 
+class _Required:
+    """The default of a wrapper argument that follows one made optional by a face (Python wants
+    defaults last); leaving it out is still a TypeError."""
+
+    def __repr__(self):
+        return "<required>"
+
+
+_REQUIRED = _Required()
+
+
+def _unnest(values, given_offsets, op: str, vname: str, oname: str):
+    """(values, offsets, nested) from a torch.nested tensor of layout torch.jagged in ``values``
+    (its values() and offsets()), or the arguments as given with nested None."""
+    if not (isinstance(values, torch.Tensor) and values.is_nested):
+        if given_offsets is None:
+            raise ValueError(f"{op}: {oname} is required unless {vname} is a torch.nested tensor "
+                             f"with layout=torch.jagged")
+        return values, given_offsets, None
+    if values.layout != torch.jagged:
+        raise ValueError(f"{op}: {vname} is a torch.nested tensor of layout {values.layout}; "
+                         f"only layout=torch.jagged is accepted")
+    if given_offsets is not None:
+        raise ValueError(f"{op}: {vname} is a torch.nested tensor, which carries its offsets; "
+                         f"{oname} must be None")
+    if getattr(values, "_ragged_idx", 1) != 1 or values._lengths is not None:
+        raise ValueError(f"{op}: {vname} must be jagged in dim 1 and have no holes (lengths)")
+    return values.values(), values.offsets(), values
+
+
 def _optional(annotation: str) -> str:
     return annotation if annotation.startswith("Optional[") else f"Optional[{annotation}]"
 
@@ -86,7 +116,9 @@ def make_wrapper(info: dict):
     schema = packet.default._schema
     faces = info.get("py", {})
     params, call, defaults, checks, fills = [], [], {}, [], []
-    scope = {"_op": packet.default, "_defaults": defaults, "_longest": _longest, "torch": torch}
+    scope = {"_op": packet.default, "_defaults": defaults, "_longest": _longest, "torch": torch,
+             "_unnest": _unnest, "_REQUIRED": _REQUIRED}
+    rewrap = None  # the nested tensor argument whose offsets the (jagged) output takes
     star = False
     args = list(schema.arguments)
     for i, a in enumerate(args):
@@ -125,7 +157,14 @@ def make_wrapper(info: dict):
         if "needed_with" in face:
             fills.append(f"    if {pname} is None and {face['needed_with']} is not None:\n"
                          f"        raise ValueError({name + ': ' + face['why']!r})\n")
-        if "rule" in face:
+        if "rule" in face and face["rule"].split()[0] in ("nested", "nested_out"):
+            # "nested <values>": a torch.nested jagged tensor in <values> gives this offsets
+            # argument; "nested_out": the output (jagged like <values>) is returned nested too.
+            rule, vname = face["rule"].split()
+            fills.append(f"    {vname}, {pname}, _nested = _unnest({vname}, {pname}, "
+                         f"{name!r}, {vname!r}, {pname!r})\n")
+            rewrap = rewrap or (rule == "nested_out")
+        elif "rule" in face:
             rule, *operands = face["rule"].split()
             arity, code = _RULES[rule]
             assert len(operands) == arity, f"{info['name']}: rule {face['rule']!r}"
@@ -134,11 +173,20 @@ def make_wrapper(info: dict):
         p = f"{pname}: {annotation}"
         if pname in defaults:
             p += f" = _defaults[{pname!r}]"
+        elif any("=" in q for q in params) and not star:
+            p += " = _REQUIRED"  # after an argument a face made optional
+            checks.append(f"    if {pname} is _REQUIRED:\n        raise TypeError(\"{name}() "
+                          f"missing required argument: '{pname}'\")\n")
         params.append(p)
     call = [f"{a.name}={e}" if a.kwarg_only else e for a, e in call]
     ret = "torch.Tensor" if len(schema.returns) == 1 else "tuple"
+    body = f"    return _op({', '.join(call)})\n"
+    if rewrap:
+        body = (f"    _out = _op({', '.join(call)})\n"
+                f"    if _nested is None:\n        return _out\n"
+                f"    return torch.nested.nested_tensor_from_jagged(_out, _nested.offsets())\n")
     src = (f"def {name}({', '.join(params)}) -> {ret}:\n" + "".join(checks) + "".join(fills) +
-           f"    return _op({', '.join(call)})\n")
+           body)
     typing = __import__("typing")
     exec(compile(src, f"<recops op {info['name']}>", "exec"),
          {"Optional": typing.Optional, "Tuple": typing.Tuple, **scope}, scope)

@@ -26,7 +26,8 @@ kit::Def<JaggedDenseElementwiseArgs> jd_ew_forward_def(const char* op, const cha
   };
   kit::Def<Args> def(op, "jagged");
   def.arg<&Args::x_values>("x_values", {.grad = true, .dense_from = 1})
-      .arg<&Args::seq_offsets>("seq_offsets")
+      .arg<&Args::seq_offsets>("seq_offsets",
+                               {.py = {.def = "None", .rule = "nested_out x_values"}})
       .arg<&Args::y>("y", {.grad = true, .dense_from = 2})
       .out_like("out", "x_values")
       .shapes(+shapes)

@@ -166,7 +166,8 @@ RECOPS_REGISTER_OPS(reg) {
   reg.add(OpInfo{kBwd, "jagged", core::describe_impls(impls())});
   reg.add(kit::Def<JaggedSoftmaxArgs>(kOp, "jagged")
               .arg<&JaggedSoftmaxArgs::values>("values", {.grad = true, .dense_from = 1})
-              .arg<&JaggedSoftmaxArgs::seq_offsets>("seq_offsets")
+              .arg<&JaggedSoftmaxArgs::seq_offsets>(
+                  "seq_offsets", {.py = {.def = "None", .rule = "nested_out values"}})
               .arg<&JaggedSoftmaxArgs::max_seq_len>("max_seq_len", {.sym = true})
               .out_like("out", "values")
               .shapes(fwd_shapes)

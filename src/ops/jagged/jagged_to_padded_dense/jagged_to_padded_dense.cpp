@@ -97,13 +97,14 @@ RECOPS_REGISTER_OPS(reg) {
       recops::ops::RowCopyDir::to_dense,
       recops::ops::row_copy_impls<recops::ops::jagged_to_padded_dense_reference>()));
   // values: trailing dims dense (the binding copies otherwise), row stride free.
-  reg.add(recops::kit::Def<Args>("jagged_to_padded_dense", "jagged")
-              .arg<&Args::values>("values", {.grad = true, .dense_from = 1})
-              .arg<&Args::seq_offsets>("seq_offsets")
-              .arg<&Args::max_seq_len>("max_seq_len", {.sym = true})
-              .arg<&Args::padding_value>("padding_value", {.def = "0.0"})
-              .out("out")
-              .shapes(recops::ops::shapes)
-              .run(recops::ops::run)
-              .doc("", recops::ops::kDoc));
+  reg.add(
+      recops::kit::Def<Args>("jagged_to_padded_dense", "jagged")
+          .arg<&Args::values>("values", {.grad = true, .dense_from = 1})
+          .arg<&Args::seq_offsets>("seq_offsets", {.py = {.def = "None", .rule = "nested values"}})
+          .arg<&Args::max_seq_len>("max_seq_len", {.sym = true})
+          .arg<&Args::padding_value>("padding_value", {.def = "0.0"})
+          .out("out")
+          .shapes(recops::ops::shapes)
+          .run(recops::ops::run)
+          .doc("", recops::ops::kDoc));
 }
