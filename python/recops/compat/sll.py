@@ -5,6 +5,8 @@ jagged_ops.md §4 (rows past ``max_seq_len`` are 0 in every jagged output, where
 leaves them unwritten). Each function is a thin adapter; tests/python/test_fbgemm_parity.py checks
 it against SLL's CPU ops on the same inputs where fbgemm_gpu is installed."""
 
+from typing import Tuple
+
 import torch
 
 _ops = torch.ops.recops
@@ -68,3 +70,18 @@ def sll_jagged2_softmax(x: torch.Tensor, offsets: torch.Tensor, offsets_total: t
     each block's size in ``offsets_total``."""
     del offsets
     return _ops.jagged2_softmax(x, offsets_total, max_seq_len, transpose)
+
+
+def sll_dense_jagged_cat_jagged_out(a: torch.Tensor, b: torch.Tensor, b_offsets: torch.Tensor,
+                                    max_seq_len: int) -> Tuple[torch.Tensor, torch.Tensor]:
+    """Per sample ``[a[i], b_i]`` (``a [B]`` dense, ``b [total_L]`` jagged) -> ``(c, c_offsets)``
+    with ``c_offsets = b_offsets + arange(B + 1)``; rows of ``b_i`` past ``max_seq_len`` are 0 (as
+    SLL's Triton path; its CPU path copies them). ``recops.concat_2d_jagged`` with D = 1."""
+    T = b.size(0)
+    pos = torch.arange(T, device=b.device, dtype=b_offsets.dtype)
+    sample = torch.searchsorted(b_offsets[1:], pos, right=True)
+    keep = (pos - b_offsets[:-1][sample.clamp(max=max(b_offsets.numel() - 2, 0))]) < max_seq_len
+    b = torch.where(keep, b, torch.zeros((), dtype=b.dtype, device=b.device))
+    c = _ops.concat_2d_jagged(a.reshape(-1, 1, 1), None, b.reshape(-1, 1), b_offsets, 0, False)
+    c_offsets = b_offsets + torch.arange(b_offsets.numel(), device=b.device, dtype=b_offsets.dtype)
+    return c.reshape(-1), c_offsets

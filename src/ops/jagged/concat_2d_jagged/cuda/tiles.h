@@ -1,0 +1,9 @@
+// jagged/concat_2d_jagged/cuda/tiles.h: the launch configuration (not tuned yet; no measurement).
+#pragma once
+
+namespace recops::ops::concat_2d_jagged_ns {
+
+inline constexpr int kThreads = 256;           // 8 warps a block, one row per warp
+inline constexpr long long kMaxBlocks = 8192;  // grid-stride beyond this (H200: 132 SMs x 62)
+
+}  // namespace recops::ops::concat_2d_jagged_ns
