@@ -1,6 +1,6 @@
 """generative-recommenders' (and recsys-examples') jagged concat/split names over
 ``recops.concat_2d_jagged`` and ``recops.split_2d_jagged`` (jagged_ops.md §3), with upstream's
-argument orders: a side whose offsets are None is dense, given flattened as
+argument orders. 2-D forms: a side whose offsets are None is dense, given flattened as
 ``[B * max_len_<side>, D]``. ``max_seq_len`` and ``kernel`` are accepted and ignored (upstream
 uses them for the Triton grid and the backend choice). Tested in
 src/ops/jagged/concat_2d_jagged/test_concat_2d_jagged.py."""
@@ -11,13 +11,26 @@ import torch
 
 from .. import concat_2d_jagged, split_2d_jagged
 
-__all__ = ["concat_2D_jagged", "split_2D_jagged"]
+__all__ = ["concat_1d_jagged_jagged", "concat_2D_jagged", "split_2D_jagged"]
 
 
 def _batch(offsets_left, offsets_right) -> int:
     if offsets_left is None and offsets_right is None:
         raise ValueError("offsets_left and offsets_right cannot both be None")
     return (offsets_left if offsets_left is not None else offsets_right).numel() - 1
+
+
+def concat_1d_jagged_jagged(lengths_left: torch.Tensor, values_left: torch.Tensor,
+                            lengths_right: torch.Tensor, values_right: torch.Tensor) -> torch.Tensor:
+    """generative-recommenders' ``torch.ops.hstu.concat_1d_jagged_jagged``: per sample
+    ``[left_b, right_b]`` of two jagged 1-D tensors given by lengths -> the values (the output
+    lengths are ``lengths_left + lengths_right``). ``recops.concat_2d_jagged`` with D = 1."""
+    cumsum = torch.ops.recops.complete_cumsum
+    offsets_left = cumsum(lengths_left, torch.int64)
+    offsets_right = cumsum(lengths_right, torch.int64)
+    out = concat_2d_jagged(values_left.reshape(-1, 1), offsets_left,
+                           values_right.reshape(-1, 1), offsets_right)
+    return out.reshape(-1)
 
 
 def concat_2D_jagged(max_seq_len: int, values_left: torch.Tensor, values_right: torch.Tensor,

@@ -202,3 +202,14 @@ def test_gr_names():
     left, right = gr.split_2D_jagged(9, out, max_len_left=2, max_len_right=4,
                                      offsets_right=ob)
     assert torch.equal(left, vd.reshape(8, 3)) and torch.equal(right, vb)
+
+
+def test_gr_concat_1d_jagged_jagged():
+    gen = torch.Generator().manual_seed(11)
+    ll = torch.tensor([2, 0, 3, 1], dtype=torch.int32)
+    lr = torch.tensor([0, 4, 1, 2], dtype=torch.int32)
+    vl = torch.randn(int(ll.sum()), generator=gen)
+    vr = torch.randn(int(lr.sum()), generator=gen)
+    got = gr.concat_1d_jagged_jagged(ll, vl, lr, vr)
+    want = formula(vl[:, None], _offsets(ll), vr[:, None], _offsets(lr)).reshape(-1)
+    assert torch.equal(got, want)

@@ -31,26 +31,29 @@ Status launch(const Params& p, int dest, void* dst, int64_t rows, void* stream) 
        static_cast<uint64_t>(p.a.row_stride) * it, static_cast<uint64_t>(p.a.batch_stride) * it,
        static_cast<uint64_t>(p.b.row_stride) * it, static_cast<uint64_t>(p.b.batch_stride) * it,
        static_cast<uint64_t>(p.grad_row_stride) * it});
-  const int64_t warps_per_block = kThreads / 32;
+  const int64_t words = p.D * p.itemsize / w;
+  int tpr = 1;  // lanes per row: the row's words, rounded up to a power of two, at most 32
+  while (tpr < 32 && tpr < words) tpr *= 2;
+  const int64_t rows_per_block = kThreads / tpr;
   const int64_t blocks =
-      std::min<int64_t>((rows + warps_per_block - 1) / warps_per_block, kMaxBlocks);
+      std::min<int64_t>((rows + rows_per_block - 1) / rows_per_block, kMaxBlocks);
   const dim3 grid(static_cast<unsigned>(blocks)), block(kThreads);
   switch (w) {
     case 16:
       return RECOPS_LAUNCH_KERNEL("concat_2d_jagged", copy_rows_kernel<16>, grid, block, 0, stream,
-                                  p, dest, dst, rows);
+                                  p, dest, dst, rows, tpr);
     case 8:
       return RECOPS_LAUNCH_KERNEL("concat_2d_jagged", copy_rows_kernel<8>, grid, block, 0, stream,
-                                  p, dest, dst, rows);
+                                  p, dest, dst, rows, tpr);
     case 4:
       return RECOPS_LAUNCH_KERNEL("concat_2d_jagged", copy_rows_kernel<4>, grid, block, 0, stream,
-                                  p, dest, dst, rows);
+                                  p, dest, dst, rows, tpr);
     case 2:
       return RECOPS_LAUNCH_KERNEL("concat_2d_jagged", copy_rows_kernel<2>, grid, block, 0, stream,
-                                  p, dest, dst, rows);
+                                  p, dest, dst, rows, tpr);
     default:
       return RECOPS_LAUNCH_KERNEL("concat_2d_jagged", copy_rows_kernel<1>, grid, block, 0, stream,
-                                  p, dest, dst, rows);
+                                  p, dest, dst, rows, tpr);
   }
 }
 }  // namespace
