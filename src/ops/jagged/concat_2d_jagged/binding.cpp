@@ -1,7 +1,11 @@
-// concat_2d_jagged: the torch hook the generic binding (src/torch/kit.h) cannot derive: the Meta
-// kernel in SymInts (out rows = A's rows + B's rows, or A's rows with is_replace; a dense side
-// [B, S, D] counts B * S rows), for dynamic shapes. The entry makes every other check.
+// concat_2d_jagged: the torch hooks the generic binding (src/torch/kit.h) cannot derive:
+//   meta: in SymInts (out rows = A's rows + B's rows, or A's rows with is_replace; a dense side
+//         [B, S, D] counts B * S rows), for dynamic shapes. The entry makes every other check.
+//   save: the backward reads only the shapes of values_a and values_b, so it keeps stand-ins of
+//         their sizes with row strides 0 (D elements of storage) instead of the inputs.
 #include <ATen/ops/empty.h>
+
+#include <vector>
 
 #include "torch/kit.h"
 
@@ -17,8 +21,24 @@ c10::SymInt side_rows(const recops::binding::Args& a, const char* v, const char*
 }
 }  // namespace
 
+// A tensor of t's sizes, dtype and device whose dims but the last have stride 0.
+at::Tensor shape_standin(const at::Tensor& t) {
+  std::vector<c10::SymInt> strides(static_cast<size_t>(t.dim()), c10::SymInt(0));
+  if (t.dim() > 0) strides.back() = c10::SymInt(1);
+  return t.new_empty_strided_symint(t.sym_sizes(), strides);
+}
+
 RECOPS_TORCH_HOOKS(concat_2d_jagged) {
   recops::binding::TorchHooks h;
+  h.save = [](const recops::binding::Args& a) -> recops::binding::Args {
+    recops::binding::Args saved = a;
+    for (const char* name : {"values_a", "values_b"}) {
+      const c10::IValue& v = recops::binding::arg(a, kOp, name);
+      for (size_t i = 0; i < a.size(); ++i)
+        if (&a[i] == &v) saved[i] = shape_standin(v.toTensor());
+    }
+    return saved;
+  };
   h.meta = [](const recops::binding::Args& a) -> std::vector<at::Tensor> {
     const at::Tensor& va = recops::binding::arg(a, kOp, "values_a").toTensor();
     c10::SymInt rows = side_rows(a, "values_a", "offsets_a");

@@ -213,3 +213,29 @@ def test_gr_concat_1d_jagged_jagged():
     got = gr.concat_1d_jagged_jagged(ll, vl, lr, vr)
     want = formula(vl[:, None], _offsets(ll), vr[:, None], _offsets(lr)).reshape(-1)
     assert torch.equal(got, want)
+
+
+def test_backward_keeps_no_input_data():
+    va, oa, vb, ob = _sample()
+    va.requires_grad_(True)
+    vd = torch.randn(4, 2, 3, dtype=torch.float64, requires_grad=True)
+    packed = []
+
+    def pack(t):
+        packed.append(t)
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out = recops.concat_2d_jagged(va, oa, vd, None, 1)
+    floating = [t for t in packed if t.is_floating_point()]
+    assert floating and all(t.untyped_storage().nbytes() <= 3 * 8 for t in floating)
+    out.backward(torch.ones_like(out))
+    assert torch.equal(va.grad, torch.ones_like(va)) and torch.equal(vd.grad, torch.ones_like(vd))
+
+
+def test_double_backward_raises():
+    va, oa, vb, ob = _sample()
+    va.requires_grad_(True)
+    out = recops.concat_2d_jagged(va, oa, vb, ob)
+    with pytest.raises(RuntimeError, match="double backward is not supported"):
+        torch.autograd.grad((out * out).sum(), va, create_graph=True)
