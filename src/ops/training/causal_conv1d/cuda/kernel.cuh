@@ -1,6 +1,6 @@
 // training/causal_conv1d/cuda/kernel.cuh: the device code of cuda_sm80 (reads only the params).
-// Forward: one thread per (b, d, tile of kTile time steps); each output recomputes its W taps
-// (L1 serves the overlap). Backward: dx and dinitial_state per element (dz recomputed at the W
+// Forward: one thread per (b, d, tile of kTile time steps), the tile's W−1 halo and inputs read
+// once into registers. Backward: dx and dinitial_state per element (dz recomputed at the W
 // positions it needs); dweight/dbias in two stages: per (chunk of kChunk tokens, channel) acc_t
 // partials, then one thread per channel adds the chunks in order (no atomics).
 #pragma once
@@ -134,6 +134,18 @@ __device__ __forceinline__ void split_item(const Params& p, int64_t i, int64_t t
 }
 
 template <class T, class Acc>
+__device__ __forceinline__ void store_y(const Params& p, int64_t b, int64_t d, int64_t tg, Acc v) {
+  if (p.silu) v = v * Dev<T, Acc>::sigm(v);
+  if (p.residual)
+    v += Dev<T, Acc>::cv(
+        static_cast<const T*>(p.residual)[b * p.sres.b + d * p.sres.d + tg * p.sres.t]);
+  static_cast<T*>(p.y)[b * p.sy.b + d * p.sy.d + tg * p.sy.t] = Dev<T, Acc>::out(v);
+}
+
+// A tile inside one sequence (no seq_idx) reads its W−1+kTile inputs once into registers (the
+// halo from x or the state); other tiles (a sequence boundary inside, or seq_idx) take each
+// output's taps one by one.
+template <class T, class Acc>
 __global__ void fwd_kernel(Params p) {
   const Dev<T, Acc> g{p};
   const int64_t tiles = (p.T + kTile - 1) / kTile;
@@ -143,15 +155,32 @@ __global__ void fwd_kernel(Params p) {
        i += step) {
     int64_t b, d, tile;
     split_item(p, i, tiles, &b, &d, &tile);
-    for (int64_t tg = tile * kTile; tg < min(p.T, (tile + 1) * kTile); ++tg) {
-      int64_t n, start, L;
+    const int64_t t0 = tile * kTile, t1 = min(p.T, t0 + kTile);
+    int64_t n, start, L;
+    g.seq_at(b, t0, &n, &start, &L);
+    if (!p.seq_idx && t1 <= start + L) {
+      Acc wr[8], win[8 - 1 + kTile];
+#pragma unroll
+      for (int k = 0; k < 8; ++k) wr[k] = k < p.W ? g.w(d, k) : Acc(0);
+      const int64_t tau0 = t0 - start - (p.W - 1);  // x̃ position of win[0]
+#pragma unroll
+      for (int j = 0; j < 8 - 1 + kTile; ++j)
+        win[j] = j < p.W - 1 + (t1 - t0) ? g.xt(n, b, start, d, tau0 + j, 0) : Acc(0);
+      const Acc bias = p.bias ? Dev<T, Acc>::cv(static_cast<const T*>(p.bias)[d]) : Acc(0);
+#pragma unroll
+      for (int u = 0; u < kTile; ++u) {
+        if (t0 + u >= t1) break;
+        Acc acc = bias;
+#pragma unroll
+        for (int k = 0; k < 8; ++k)
+          if (k < p.W) acc += wr[k] * win[u + k];
+        store_y<T, Acc>(p, b, d, t0 + u, acc);
+      }
+      continue;
+    }
+    for (int64_t tg = t0; tg < t1; ++tg) {
       g.seq_at(b, tg, &n, &start, &L);
-      Acc v = g.z(n, b, start, d, tg - start);
-      if (p.silu) v = v * Dev<T, Acc>::sigm(v);
-      if (p.residual)
-        v += Dev<T, Acc>::cv(
-            static_cast<const T*>(p.residual)[b * p.sres.b + d * p.sres.d + tg * p.sres.t]);
-      static_cast<T*>(p.y)[b * p.sy.b + d * p.sy.d + tg * p.sy.t] = Dev<T, Acc>::out(v);
+      store_y<T, Acc>(p, b, d, tg, g.z(n, b, start, d, tg - start));
     }
   }
 }
