@@ -210,6 +210,11 @@ def test_bad_input():
     _bad("initial_state must be of x's dtype",
          kw=dict(initial_state=torch.zeros(2, 6, 3, dtype=torch.float64)))
     _bad("activation", kw=dict(activation="relu"))
+    _bad("seq_idx must be contiguous int32 or int64 \\[B, T\\]", kw=dict(seq_idx=seq_idx.float()))
+    _bad("seq_idx must be contiguous int32 or int64 \\[B, T\\]", kw=dict(seq_idx=seq_idx[:, :5]))
+    _bad("seq_offsets", kw=dict(seq_offsets=torch.tensor([0.0, 23.0])))
+    _bad("bias must be contiguous fp32\\[6\\]", kw=dict(bias=torch.zeros(5)))
+    _bad("residual must be fp32\\[2, 6, 23\\]", kw=dict(residual=torch.zeros(2, 6, 22)))
     x1 = torch.zeros(1, 6, 5)
     with pytest.raises(RuntimeError, match="seq_offsets"):
         recops.causal_conv1d(x1, torch.zeros(6, 4), seq_offsets=torch.tensor([0, 3, 2]))

@@ -45,9 +45,12 @@ struct Dev {
   __device__ Acc w(int64_t d, int64_t k) const {
     return cv(static_cast<const T*>(p.weight)[p.wd ? k * p.D + d : d * p.W + k]);
   }
+  // offsets[i] clamped to [0, T]: with validation off, bad offsets give unspecified values but
+  // no out-of-bounds access (lengths below are also clamped at 0).
   __device__ int64_t off(int64_t i) const {
-    return p.off_dtype == DType::int64 ? static_cast<const int64_t*>(p.seq_offsets)[i]
-                                       : static_cast<const int32_t*>(p.seq_offsets)[i];
+    const int64_t v = p.off_dtype == DType::int64 ? static_cast<const int64_t*>(p.seq_offsets)[i]
+                                                  : static_cast<const int32_t*>(p.seq_offsets)[i];
+    return v < 0 ? 0 : (v > p.T ? p.T : v);
   }
   __device__ int64_t sid(int64_t b, int64_t t) const {
     const int64_t i = b * p.T + t;
@@ -72,12 +75,12 @@ struct Dev {
     }
     *n = lo;
     *start = off(lo);
-    *len = off(lo + 1) - *start;
+    *len = max(int64_t{0}, off(lo + 1) - *start);
   }
   __device__ void seq_n(int64_t n, int64_t* b, int64_t* start, int64_t* len) const {
     *b = p.seq_offsets ? 0 : n;
     *start = p.seq_offsets ? off(n) : 0;
-    *len = p.seq_offsets ? off(n + 1) - *start : p.T;
+    *len = p.seq_offsets ? max(int64_t{0}, off(n + 1) - *start) : p.T;
   }
   __device__ Acc xval(int64_t b, int64_t d, int64_t tg) const {
     return cv(static_cast<const T*>(p.x)[b * p.sx.b + d * p.sx.d + tg * p.sx.t]);
