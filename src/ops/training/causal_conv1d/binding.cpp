@@ -1,6 +1,8 @@
 // training/causal_conv1d/binding.cpp: the torch hooks the generic binding (src/torch/kit.h)
-// cannot derive: the Meta kernels of causal_conv1d and causal_conv1d_bwd for symbolic sizes.
-// With concrete sizes the generic Meta kernel runs the shape function (every rule checked).
+// cannot derive: the Meta kernels of causal_conv1d and causal_conv1d_bwd for symbolic sizes
+// (with concrete sizes the generic Meta kernel runs the shape function, every rule checked), and
+// the autograd save/backward pair that keeps what §3.7's "Saves" lists: not the residual, whose
+// gradient is dy.
 #include <ATen/ops/empty.h>
 
 #include "torch/kit.h"
@@ -33,6 +35,24 @@ RECOPS_TORCH_HOOKS(causal_conv1d) {
       fs = at::empty_symint({N, x.sym_size(1), S}, fs.options());
     }
     return {at::empty_symint(x.sym_sizes(), x.options()), fs};
+  };
+  h.save = [](const recops::binding::Args& a) -> recops::binding::Args {
+    recops::binding::Args keep = a;
+    const auto i = static_cast<size_t>(&arg(a, "causal_conv1d", "residual") - a.data());
+    keep[i] = c10::IValue();  // None: the backward needs only dy for it
+    return keep;
+  };
+  // causal_conv1d_bwd(grad_y, grad_final_state, <the saved arguments>, want_dbias,
+  // want_dinitial_state, want_dresidual = False); the residual's gradient is grad_y itself.
+  h.backward = [](const recops::binding::Args& saved, const std::vector<at::Tensor>& grads) {
+    recops::binding::Args args = {grads[0], grads[1]};
+    for (const auto& v : saved) args.push_back(v);
+    args.emplace_back(true);
+    args.emplace_back(true);
+    args.emplace_back(false);
+    std::vector<at::Tensor> g = recops::binding::call("causal_conv1d_bwd", std::move(args));
+    g[4] = grads[0];
+    return g;
   };
   return h;
 }

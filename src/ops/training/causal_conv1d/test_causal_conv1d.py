@@ -223,3 +223,16 @@ def test_bad_input():
 def test_empty():
     y, fs = recops.causal_conv1d(torch.zeros(2, 3, 0), torch.ones(3, 4), output_final_state=True)
     assert y.shape == (2, 3, 0) and fs.shape == (2, 3, 3) and not fs.any()
+
+
+def test_residual_is_not_saved():
+    """§3.7 Saves: x, weight, bias, initial_state, seq_idx/seq_offsets; the residual's gradient
+    is dy, so changing the residual in place after the forward does not break the backward."""
+    x, w, kw = make(CONFIGS["wd_channel_last_residual"], "cpu")
+    r = kw["residual"].clone().requires_grad_(True)
+    res = r * 1.0  # a non-leaf we may modify in place
+    y, _ = recops.causal_conv1d(x, w, **dict(kw, residual=res))
+    res.add_(1.0)
+    gy = torch.randn_like(y)
+    y.backward(gy)
+    torch.testing.assert_close(r.grad, gy)
