@@ -236,3 +236,18 @@ def test_residual_is_not_saved():
     gy = torch.randn_like(y)
     y.backward(gy)
     torch.testing.assert_close(r.grad, gy)
+
+
+def test_btd_wrapper_matches_transposed_call():
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn(2, 11, 6, generator=g, dtype=torch.float64)  # [B, T, D]
+    w = torch.randn(4, 6, generator=g, dtype=torch.float64)  # [W, D]
+    r = torch.randn(2, 11, 6, generator=g, dtype=torch.float64)
+    init = torch.randn(2, 6, 4, generator=g, dtype=torch.float64)
+    y, fs = recops.causal_conv1d_btd(x, w, initial_state=init, output_final_state=True,
+                                     activation="silu", residual=r, weight_layout="WD",
+                                     state_len=4)
+    y_ref, fs_ref = formula(x.transpose(1, 2), w, init=init, final=True, act="silu",
+                            residual=r.transpose(1, 2), layout="WD", state_len=4)
+    torch.testing.assert_close(y, y_ref.transpose(1, 2))
+    torch.testing.assert_close(fs, fs_ref)
