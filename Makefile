@@ -21,9 +21,12 @@ APT_PACKAGES := cmake ninja-build g++ clang clang-format libclang-rt-14-dev libo
 # (fbgemm-gpu-cpu 1.9.0's CPU wheel links libnvidia-ml and does not load without a GPU driver), so
 # that the FBGEMM parity tests run in CI in the same process as recops. torchrec goes in without
 # its dependency list (which names the GPU package fbgemm-gpu); what it imports is listed here.
+# transformers (the HF Llama patch test of recops.compat.liger) goes in the same way, its
+# dependencies named here: 4.57.6 runs on torch 2.13 and 2.15 and needs fewer packages than 5.x.
 PY_PACKAGES := torch==2.13.0 fbgemm-gpu-cpu==1.8.0 numpy pytest pyyaml safetensors \
-  scikit-build-core ninja matplotlib tensordict torchmetrics==1.0.3 tqdm pyre-extensions iopath
-PY_NODEPS := torchrec==1.8.0
+  scikit-build-core ninja matplotlib tensordict torchmetrics==1.0.3 tqdm pyre-extensions iopath \
+  huggingface-hub==0.36.2 tokenizers==0.22.2 regex requests filelock packaging
+PY_NODEPS := torchrec==1.8.0 transformers==4.57.6
 
 .PHONY: run test deps deps-apt deps-py build check bench ctest pytest asan format format-check fuzz clean
 

@@ -1,0 +1,212 @@
+"""fla-core's names and argument orders (``fla.modules``, checked against fla-core 0.6.0) over the
+recops training ops, for drop-in use.
+
+Served: ``l2norm`` / ``l2_norm`` / ``L2Norm`` (recops ``l2norm``); ``rms_norm`` / ``RMSNorm``
+(``rms_norm``); ``rms_norm_gated`` / ``FusedRMSNormGated`` (``rms_norm_gated``, norm before gate);
+``rmsnorm_fn`` / ``RMSNormGated`` of ``fla.modules.layernorm_gated`` (``rms_norm_gated`` with
+group_size and norm_before_gate).
+
+Differences from fla:
+- ``residual`` / ``prenorm`` / ``residual_in_fp32`` are composed here: the sum ``x + residual`` (in
+  residual's dtype, or fp32 with ``residual_in_fp32``, else x's dtype) is normalised and, with
+  ``prenorm``, returned as the second output, as fla does; fla fuses the add into its kernel.
+- ``rms_norm``'s ``bias`` is added after the recops op (fla fuses it): one more elementwise pass.
+- recops' l2norm saves x and recomputes y in backward (fla saves the rounded y): training_ops §3.5.
+
+Not served (NotImplementedError naming the missing recops op): layer_norm, group_norm and the gated
+LayerNorm, the norm+linear fusions, FusedLinearCrossEntropyLoss (``chunk_loss``), causal_conv1d /
+ShortConvolution (``causal_conv1d``), rotary (``inplace_rope_``), chunk_gated_delta_rule and
+chunk_kda. fla's FusedCrossEntropyLoss is not wrapped (use ``recops.fused_cross_entropy`` or
+``recops.compat.liger.LigerCrossEntropyLoss``).
+"""
+
+from typing import Optional
+
+import torch
+from torch import nn
+
+from .. import l2norm as _l2norm
+from .. import rms_norm as _rms_norm
+from .. import rms_norm_gated as _rms_norm_gated
+
+
+def _missing(fla_name: str, recops_op: str):
+    def fn(*args, **kwargs):
+        raise NotImplementedError(
+            f"recops.compat.fla.{fla_name}: needs the recops op '{recops_op}', which is not "
+            "implemented yet")
+
+    fn.__name__ = fla_name
+    fn.__doc__ = f"Not served: needs the recops op ``{recops_op}``."
+    return fn
+
+
+def _with_residual(x, residual, residual_in_fp32):
+    """fla's pre-norm residual: the tensor that is normalised (and returned with prenorm)."""
+    if residual is None:
+        return x.float() if residual_in_fp32 else x
+    if residual.shape != x.shape:
+        raise ValueError(f"residual must have x's shape {list(x.shape)}, got "
+                         f"{list(residual.shape)}")
+    return x.to(residual.dtype) + residual
+
+
+def _finish(y, x, res_out, prenorm):
+    y = y.to(x.dtype)
+    return (y, res_out) if prenorm else y
+
+
+# ---- l2norm ------------------------------------------------------------------------------------
+
+
+def l2norm(x: torch.Tensor, eps: float = 1e-6,
+           output_dtype: Optional[torch.dtype] = None) -> torch.Tensor:
+    """``x / sqrt(sum(x²) + eps)`` over the last dim (eps inside the root, as fla)."""
+    return _l2norm(x, eps=float(eps), out_dtype=output_dtype)
+
+
+l2_norm = l2norm
+
+
+class L2Norm(nn.Module):
+    """``fla.modules.L2Norm``."""
+
+    def __init__(self, eps: float = 1e-6, output_dtype: Optional[torch.dtype] = None):
+        super().__init__()
+        self.eps = eps
+        self.output_dtype = output_dtype
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return l2norm(x, self.eps, self.output_dtype)
+
+
+# ---- rms_norm ----------------------------------------------------------------------------------
+
+
+def rms_norm(x: torch.Tensor, weight: Optional[torch.Tensor], bias: Optional[torch.Tensor],
+             residual: Optional[torch.Tensor] = None, eps: float = 1e-5, prenorm: bool = False,
+             residual_in_fp32: bool = False):
+    """``fla.modules.layernorm.rms_norm``: ``rmsnorm(x [+ residual]) * weight + bias``; with
+    ``prenorm`` also returns ``x + residual``."""
+    res_out = _with_residual(x, residual, residual_in_fp32)
+    w = weight.to(res_out.dtype) if weight is not None else None
+    y = _rms_norm(res_out, w, eps=float(eps))
+    if bias is not None:
+        y = y + bias
+    return _finish(y, x, res_out, prenorm)
+
+
+class RMSNorm(nn.Module):
+    """``fla.modules.RMSNorm``: the same constructor and parameters."""
+
+    def __init__(self, hidden_size: int, elementwise_affine: bool = True, bias: bool = False,
+                 eps: float = 1e-5, device=None, dtype=None):
+        super().__init__()
+        self.hidden_size = hidden_size
+        self.elementwise_affine = elementwise_affine
+        self.eps = eps
+        self.register_parameter("weight", None)
+        self.register_parameter("bias", None)
+        if elementwise_affine:
+            self.weight = nn.Parameter(torch.ones(hidden_size, device=device, dtype=dtype))
+            if bias:
+                self.bias = nn.Parameter(torch.zeros(hidden_size, device=device, dtype=dtype))
+
+    def forward(self, x, residual=None, prenorm=False, residual_in_fp32=False):
+        return rms_norm(x, self.weight, self.bias, residual=residual, eps=self.eps,
+                        prenorm=prenorm, residual_in_fp32=residual_in_fp32)
+
+
+# ---- gated RMSNorm -----------------------------------------------------------------------------
+
+
+def _activation(activation: str) -> str:
+    if activation not in ("swish", "silu", "sigmoid"):
+        raise ValueError(f"activation must be 'swish', 'silu' or 'sigmoid', got {activation!r}")
+    return "silu" if activation == "swish" else activation
+
+
+def rms_norm_gated(x: torch.Tensor, g: torch.Tensor, weight: Optional[torch.Tensor],
+                   bias: Optional[torch.Tensor], activation: str = "swish",
+                   residual: Optional[torch.Tensor] = None, prenorm: bool = False,
+                   residual_in_fp32: bool = False, eps: float = 1e-6):
+    """``fla.modules.fused_norm_gate.rms_norm_gated``: ``(rmsnorm(x [+ residual]) * weight + bias)
+    * act(g)``, act = swish/silu or sigmoid."""
+    act = _activation(activation)
+    res_out = _with_residual(x, residual, residual_in_fp32)
+    dt = res_out.dtype
+    y = _rms_norm_gated(res_out, g.to(dt), weight.to(dt) if weight is not None else None,
+                        bias.to(dt) if bias is not None else None, eps=float(eps),
+                        activation=act)
+    return _finish(y, x, res_out, prenorm)
+
+
+class FusedRMSNormGated(nn.Module):
+    """``fla.modules.FusedRMSNormGated``: the same constructor and parameters."""
+
+    def __init__(self, hidden_size: int, elementwise_affine: bool = True, eps: float = 1e-5,
+                 activation: str = "swish", device=None, dtype=None):
+        super().__init__()
+        _activation(activation)
+        self.hidden_size = hidden_size
+        self.elementwise_affine = elementwise_affine
+        self.eps = eps
+        self.activation = activation
+        if elementwise_affine:
+            self.weight = nn.Parameter(torch.ones(hidden_size, device=device, dtype=dtype))
+        else:
+            self.register_parameter("weight", None)
+        self.register_parameter("bias", None)
+
+    def forward(self, x, g, residual=None, prenorm=False, residual_in_fp32=False):
+        return rms_norm_gated(x, g, self.weight, self.bias, self.activation, residual=residual,
+                              prenorm=prenorm, residual_in_fp32=residual_in_fp32, eps=self.eps)
+
+
+def rmsnorm_fn(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
+               z: Optional[torch.Tensor] = None, eps: float = 1e-6,
+               group_size: Optional[int] = None, norm_before_gate: bool = True) -> torch.Tensor:
+    """``fla.modules.layernorm_gated.rmsnorm_fn`` (Mamba2): group RMSNorm gated by silu(z), the
+    gate applied after the norm (``norm_before_gate``) or before it; z None: plain RMSNorm."""
+    if z is None:
+        if group_size not in (None, x.shape[-1]):
+            raise NotImplementedError("rmsnorm_fn: group_size without z is not served")
+        y = _rms_norm(x, weight, eps=float(eps))
+        return y + bias if bias is not None else y
+    return _rms_norm_gated(x, z, weight, bias, eps=float(eps), activation="silu",
+                           group_size=int(group_size or 0),
+                           norm_before_gate=bool(norm_before_gate))
+
+
+class RMSNormGated(nn.Module):
+    """``fla.modules.layernorm_gated.RMSNormGated``."""
+
+    def __init__(self, hidden_size, eps=1e-5, group_size=None, norm_before_gate=True,
+                 device=None, dtype=None):
+        super().__init__()
+        self.eps = eps
+        self.group_size = group_size
+        self.norm_before_gate = norm_before_gate
+        self.weight = nn.Parameter(torch.ones(hidden_size, device=device, dtype=dtype))
+        self.register_parameter("bias", None)
+
+    def forward(self, x, z=None):
+        return rmsnorm_fn(x, self.weight, self.bias, z=z, eps=self.eps,
+                          group_size=self.group_size, norm_before_gate=self.norm_before_gate)
+
+
+# ---- not served --------------------------------------------------------------------------------
+
+layer_norm = _missing("layer_norm", "layer_norm")
+LayerNorm = _missing("LayerNorm", "layer_norm")
+group_norm = _missing("group_norm", "group_norm")
+GroupNorm = _missing("GroupNorm", "group_norm")
+layer_norm_gated = _missing("layer_norm_gated", "layer_norm_gated")
+FusedLayerNormGated = _missing("FusedLayerNormGated", "layer_norm_gated")
+rms_norm_linear = _missing("rms_norm_linear", "rms_norm_linear")
+FusedLinearCrossEntropyLoss = _missing("FusedLinearCrossEntropyLoss", "chunk_loss")
+causal_conv1d = _missing("causal_conv1d", "causal_conv1d")
+ShortConvolution = _missing("ShortConvolution", "causal_conv1d")
+RotaryEmbedding = _missing("RotaryEmbedding", "inplace_rope_")
+chunk_gated_delta_rule = _missing("chunk_gated_delta_rule", "chunk_gated_delta_rule")
+chunk_kda = _missing("chunk_kda", "chunk_kda")

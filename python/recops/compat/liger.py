@@ -1,0 +1,306 @@
+"""Liger-Kernel's names and argument orders (``liger_kernel.transformers``, checked against
+liger-kernel 0.8.5) over the recops training ops, for drop-in use.
+
+Served: ``liger_rms_norm`` / ``LigerRMSNorm`` (recops ``rms_norm``), ``liger_cross_entropy`` /
+``LigerCrossEntropyLoss`` (``fused_cross_entropy``), ``liger_swiglu`` / ``LigerSwiGLUMLP``
+(``clipped_swiglu`` with alpha=1, no clipping, no linear offset, non-interleaved), and
+``apply_recops_to_llama`` in the style of ``apply_liger_kernel_to_llama``.
+
+Differences from Liger, all deliberate:
+- RMSNorm rounds once (training_ops.md §2.5): ``casting_mode`` is accepted and ignored, so "llama"
+  and "gemma" give the same result (identical in fp32); ``in_place`` and ``row_mode`` are memory /
+  scheduling hints and are ignored.
+- Cross entropy: Liger's ``weight`` is a per-class weight ``[V]``; recops' CE has a per-token weight
+  instead, so a class weight raises NotImplementedError. ``size_average`` / ``reduce`` are
+  placeholders in Liger too (ignored). With every row ignored, "mean" gives 0 (Liger and torch: NaN).
+  ``return_token_accuracy`` / ``return_predicted_tokens`` are not served.
+- ``liger_swiglu(a, b)`` concatenates a and b (one extra copy) because recops' op reads ``[..., 2I]``.
+
+Not served (NotImplementedError naming the missing recops op): rope (``inplace_rope_``), fused
+linear cross entropy (``chunk_loss``), layer_norm, group_norm, geglu, jsd, kl_div, tvd, dyt,
+sparsemax, qwen2vl_mrope.
+"""
+
+from dataclasses import dataclass
+from types import MethodType
+from typing import Callable, Optional
+
+import torch
+from torch import nn
+
+from .. import clipped_swiglu, fused_cross_entropy, rms_norm
+
+
+def _missing(liger_name: str, recops_op: str) -> Callable:
+    def fn(*args, **kwargs):
+        raise NotImplementedError(
+            f"recops.compat.liger.{liger_name}: needs the recops op '{recops_op}', which is not "
+            "implemented yet")
+
+    fn.__name__ = liger_name
+    fn.__doc__ = f"Not served: needs the recops op ``{recops_op}``."
+    return fn
+
+
+# ---- RMSNorm -----------------------------------------------------------------------------------
+
+
+def liger_rms_norm(X: torch.Tensor, W: Optional[torch.Tensor], eps: float, offset: float = 0.0,
+                   casting_mode: str = "llama", in_place: bool = True) -> torch.Tensor:
+    """``X * rsqrt(mean(X²) + eps) * (offset + W)`` over the last dim (W None: no weight)."""
+    if casting_mode not in ("llama", "gemma", "none"):
+        raise ValueError(f"liger_rms_norm: casting_mode must be 'llama', 'gemma' or 'none', got "
+                         f"{casting_mode!r}")
+    del in_place
+    return rms_norm(X, W, eps=float(eps), weight_offset=float(offset))
+
+
+class LigerRMSNorm(nn.Module):
+    """``liger_kernel.transformers.LigerRMSNorm``: the same constructor and parameter."""
+
+    def __init__(self, hidden_size, eps=1e-6, offset=0.0, casting_mode="llama", init_fn="ones",
+                 in_place=True, row_mode=None, elementwise_affine=True):
+        super().__init__()
+        if init_fn not in ("ones", "zeros"):
+            raise ValueError(f"LigerRMSNorm: init_fn must be 'ones' or 'zeros', got {init_fn!r}")
+        self.elementwise_affine = elementwise_affine
+        if elementwise_affine:
+            init = torch.ones if init_fn == "ones" else torch.zeros
+            self.weight = nn.Parameter(init(hidden_size))
+        else:
+            self.register_parameter("weight", None)
+        self.variance_epsilon = eps
+        self.offset = offset
+        self.casting_mode = casting_mode
+        self.in_place = in_place
+        self.row_mode = row_mode
+
+    def forward(self, hidden_states):
+        return liger_rms_norm(hidden_states, self.weight, self.variance_epsilon, self.offset,
+                              self.casting_mode, self.in_place)
+
+    def extra_repr(self):
+        shape = tuple(self.weight.shape) if self.weight is not None else None
+        return f"weight_shape={shape}, eps={self.variance_epsilon}, offset={self.offset}"
+
+
+# ---- cross entropy -----------------------------------------------------------------------------
+
+
+@dataclass
+class CrossEntropyOutput:
+    """Liger's return type when ``return_z_loss`` is set."""
+
+    loss: torch.Tensor
+    z_loss: Optional[torch.Tensor] = None
+    token_accuracy: Optional[torch.Tensor] = None
+    predicted_tokens: Optional[torch.Tensor] = None
+
+
+def liger_cross_entropy(input, target, weight=None, size_average=None, ignore_index: int = -100,
+                        reduce=None, reduction: str = "mean", label_smoothing: float = 0.0,
+                        lse_square_scale: float = 0.0, softcap: Optional[float] = None,
+                        return_z_loss: bool = False, return_token_accuracy: bool = False,
+                        return_predicted_tokens: bool = False):
+    """Cross entropy of ``input [N, V]`` logits and ``target [N]`` labels with label smoothing,
+    the z-loss term ``lse_square_scale * lse²`` (included in the loss) and an optional softcap.
+    Returns the loss, or ``CrossEntropyOutput(loss, z_loss)`` when ``return_z_loss``."""
+    del size_average, reduce  # placeholders in Liger as well
+    if weight is not None:
+        raise NotImplementedError(
+            "liger_cross_entropy: weight (a per-class weight [V]) is not served; recops' "
+            "fused_cross_entropy takes a per-token weight")
+    if return_token_accuracy or return_predicted_tokens:
+        raise NotImplementedError(
+            "liger_cross_entropy: return_token_accuracy / return_predicted_tokens are not served")
+    if softcap is not None and not softcap > 0:
+        raise ValueError(f"liger_cross_entropy: softcap must be > 0 or None, got {softcap}")
+    loss, z_loss = fused_cross_entropy(input, target, ignore_index=int(ignore_index),
+                                       label_smoothing=float(label_smoothing),
+                                       z_loss_scale=float(lse_square_scale),
+                                       softcap=float(softcap or 0.0), reduction=reduction)
+    if not return_z_loss:
+        return loss
+    return CrossEntropyOutput(loss=loss, z_loss=z_loss)
+
+
+class LigerCrossEntropyLoss(nn.Module):
+    """``liger_kernel.transformers.LigerCrossEntropyLoss``: the same constructor."""
+
+    def __init__(self, weight=None, ignore_index: int = -100, lse_square_scale: float = 0.0,
+                 label_smoothing: float = 0.0, reduction: str = "mean",
+                 softcap: Optional[float] = None, return_z_loss: bool = False,
+                 return_token_accuracy: bool = False, return_predicted_tokens: bool = False):
+        super().__init__()
+        if not 0.0 <= label_smoothing <= 1.0:
+            raise ValueError(f"LigerCrossEntropyLoss: label_smoothing must be in [0, 1], got "
+                             f"{label_smoothing}")
+        if reduction not in ("mean", "sum", "none"):
+            raise ValueError(f"LigerCrossEntropyLoss: reduction must be 'mean', 'sum' or 'none', "
+                             f"got {reduction!r}")
+        if softcap is not None and not softcap > 0:
+            raise ValueError(f"LigerCrossEntropyLoss: softcap must be > 0 or None, got {softcap}")
+        self.weight = weight
+        self.ignore_index = ignore_index
+        self.lse_square_scale = lse_square_scale
+        self.label_smoothing = label_smoothing
+        self.reduction = reduction
+        self.softcap = softcap
+        self.return_z_loss = return_z_loss
+        self.return_token_accuracy = return_token_accuracy
+        self.return_predicted_tokens = return_predicted_tokens
+
+    def forward(self, _input: torch.Tensor, target: torch.Tensor):
+        return liger_cross_entropy(
+            _input, target, self.weight, ignore_index=self.ignore_index,
+            reduction=self.reduction, label_smoothing=self.label_smoothing,
+            lse_square_scale=self.lse_square_scale, softcap=self.softcap,
+            return_z_loss=self.return_z_loss, return_token_accuracy=self.return_token_accuracy,
+            return_predicted_tokens=self.return_predicted_tokens)
+
+
+# ---- SwiGLU ------------------------------------------------------------------------------------
+
+
+def liger_swiglu(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``silu(a) * b``: recops ``clipped_swiglu`` of ``cat(a, b)`` with alpha=1, limit=inf,
+    linear_offset=0, interleaved=False."""
+    if a.shape != b.shape:
+        raise ValueError(f"liger_swiglu: a and b must have the same shape, got {list(a.shape)} "
+                         f"and {list(b.shape)}")
+    return clipped_swiglu(torch.cat([a, b], dim=-1), alpha=1.0, limit=float("inf"),
+                          linear_offset=0.0, interleaved=False)
+
+
+def _check_act(name: str, config) -> None:
+    if config.hidden_act not in ("silu", "swish"):
+        raise ValueError(f"{name}: hidden_act must be 'silu' or 'swish', got "
+                         f"{config.hidden_act!r}")
+
+
+def _swiglu_mlp_forward(self, x):
+    return self.down_proj(liger_swiglu(self.gate_proj(x), self.up_proj(x)))
+
+
+class LigerSwiGLUMLP(nn.Module):
+    """``liger_kernel.transformers.LigerSwiGLUMLP``: ``down(silu(gate(x)) * up(x))``."""
+
+    def __init__(self, config):
+        super().__init__()
+        _check_act("LigerSwiGLUMLP", config)
+        self.config = config
+        self.hidden_size = config.hidden_size
+        self.intermediate_size = config.intermediate_size
+        bias = bool(getattr(config, "mlp_bias", False))
+        self.gate_proj = nn.Linear(self.hidden_size, self.intermediate_size, bias=bias)
+        self.up_proj = nn.Linear(self.hidden_size, self.intermediate_size, bias=bias)
+        self.down_proj = nn.Linear(self.intermediate_size, self.hidden_size, bias=bias)
+
+    forward = _swiglu_mlp_forward
+
+
+# ---- not served --------------------------------------------------------------------------------
+
+liger_rope = _missing("liger_rope", "inplace_rope_")
+liger_rotary_pos_emb = _missing("liger_rotary_pos_emb", "inplace_rope_")
+liger_qwen2vl_mrope = _missing("liger_qwen2vl_mrope", "inplace_rope_ (mrope sections)")
+liger_fused_linear_cross_entropy = _missing("liger_fused_linear_cross_entropy", "chunk_loss")
+LigerFusedLinearCrossEntropyLoss = _missing("LigerFusedLinearCrossEntropyLoss", "chunk_loss")
+liger_layer_norm = _missing("liger_layer_norm", "layer_norm")
+LigerLayerNorm = _missing("LigerLayerNorm", "layer_norm")
+liger_group_norm = _missing("liger_group_norm", "group_norm")
+liger_geglu = _missing("liger_geglu", "geglu")
+liger_jsd = _missing("liger_jsd", "jsd")
+liger_fused_linear_jsd = _missing("liger_fused_linear_jsd", "fused_linear_jsd")
+liger_kl_div = _missing("liger_kl_div", "kl_div")
+liger_tvd = _missing("liger_tvd", "tvd")
+liger_dyt = _missing("liger_dyt", "dyt")
+liger_sparsemax = _missing("liger_sparsemax", "sparsemax")
+
+# ---- HF Llama patch ----------------------------------------------------------------------------
+
+
+def _rms_norm_module_forward(self, hidden_states):
+    return rms_norm(hidden_states, self.weight, eps=float(self.variance_epsilon),
+                    weight_offset=float(getattr(self, "offset", 0.0)))
+
+
+def _fixed_cross_entropy(source, target, num_items_in_batch=None, ignore_index: int = -100,
+                         **kwargs):
+    # transformers.loss.loss_utils.fixed_cross_entropy with recops' CE: a sum divided by the
+    # caller's token count when it gives one (gradient accumulation), else the mean.
+    reduction = "sum" if num_items_in_batch is not None else "mean"
+    loss, _ = fused_cross_entropy(source, target, ignore_index=int(ignore_index),
+                                  reduction=reduction)
+    if reduction == "sum":
+        if torch.is_tensor(num_items_in_batch):
+            num_items_in_batch = num_items_in_batch.to(loss.device)
+        loss = loss / num_items_in_batch
+    return loss
+
+
+_SAVED: dict = {}
+
+
+def _save(obj, name: str) -> None:
+    _SAVED.setdefault((obj, name), getattr(obj, name))
+
+
+def _import_llama():
+    try:
+        from transformers.loss import loss_utils
+        from transformers.models.llama import modeling_llama
+    except ImportError as e:
+        raise ImportError(
+            "recops.compat.liger.apply_recops_to_llama needs the 'transformers' package "
+            f"(pip install transformers): {e}") from e
+    return modeling_llama, loss_utils
+
+
+def apply_recops_to_llama(rms_norm: bool = True, cross_entropy: bool = True, swiglu: bool = True,
+                          model: Optional[nn.Module] = None, rope: bool = False,
+                          fused_linear_cross_entropy: bool = False) -> None:
+    """Patches HF ``transformers.models.llama.modeling_llama`` to use recops, as
+    ``apply_liger_kernel_to_llama`` does with Liger: ``LlamaRMSNorm`` -> ``LigerRMSNorm`` (recops
+    ``rms_norm``), ``LlamaMLP`` -> ``LigerSwiGLUMLP``, and the causal-LM loss's
+    ``transformers.loss.loss_utils.fixed_cross_entropy`` -> recops ``fused_cross_entropy`` (Liger
+    replaces ``torch.nn.functional.cross_entropy`` process-wide instead). The class patches act
+    on models built afterwards; pass ``model`` to also patch an existing instance's modules.
+    ``revert_recops_llama()`` undoes the module-level patches. rope and fused linear CE raise
+    NotImplementedError (recops ``inplace_rope_`` / ``chunk_loss`` are not there yet)."""
+    if rope:
+        raise NotImplementedError(
+            "apply_recops_to_llama: rope needs the recops op 'inplace_rope_', which is not "
+            "implemented yet")
+    if fused_linear_cross_entropy:
+        raise NotImplementedError(
+            "apply_recops_to_llama: fused_linear_cross_entropy needs the recops op 'chunk_loss', "
+            "which is not implemented yet")
+    modeling_llama, loss_utils = _import_llama()
+    original_rms = _SAVED.get((modeling_llama, "LlamaRMSNorm"), modeling_llama.LlamaRMSNorm)
+    original_mlp = _SAVED.get((modeling_llama, "LlamaMLP"), modeling_llama.LlamaMLP)
+    if rms_norm:
+        _save(modeling_llama, "LlamaRMSNorm")
+        modeling_llama.LlamaRMSNorm = LigerRMSNorm
+    if swiglu:
+        _save(modeling_llama, "LlamaMLP")
+        modeling_llama.LlamaMLP = LigerSwiGLUMLP
+    if cross_entropy:
+        _save(loss_utils, "fixed_cross_entropy")
+        loss_utils.fixed_cross_entropy = _fixed_cross_entropy
+    if model is None:
+        return
+    for module in model.modules():
+        if rms_norm and isinstance(module, (original_rms, LigerRMSNorm)):
+            module.forward = MethodType(_rms_norm_module_forward, module)
+        if swiglu and isinstance(module, original_mlp):
+            _check_act("apply_recops_to_llama", module.config)
+            module.forward = MethodType(_swiglu_mlp_forward, module)
+
+
+def revert_recops_llama() -> None:
+    """Restores what ``apply_recops_to_llama`` replaced at module level (patched instances keep
+    their recops forward)."""
+    for (obj, name), value in list(_SAVED.items()):
+        setattr(obj, name, value)
+    _SAVED.clear()

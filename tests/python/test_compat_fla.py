@@ -1,0 +1,108 @@
+"""recops.compat.fla against torch formulas (fp64, autograd) on random data."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from recops.compat import fla
+
+
+def _close(a, b, tol=2e-5):
+    torch.testing.assert_close(a.double(), b.double(), rtol=tol, atol=tol)
+
+
+def _check_grads(fn, ref, inputs, seed=0):
+    """fn(*inputs) against ref(*fp64 copies), forward and backward."""
+    y = fn(*inputs)
+    dbl = [t.detach().double().requires_grad_() if t is not None else None for t in inputs]
+    want = ref(*dbl)
+    _close(y, want)
+    dy = torch.randn(y.shape, generator=torch.Generator().manual_seed(seed))
+    live = [i for i, t in enumerate(inputs) if t is not None and t.requires_grad]
+    got = torch.autograd.grad(y, [inputs[i] for i in live], dy)
+    ref_g = torch.autograd.grad(want, [dbl[i] for i in live], dy.double())
+    for a, b in zip(got, ref_g):
+        _close(a, b)
+
+
+def _rand(*shape, seed=0, grad=True):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed)).requires_grad_(grad)
+
+
+def test_l2norm():
+    x = _rand(4, 9, 33)
+    _check_grads(lambda x: fla.l2norm(x, 1e-6),
+                 lambda x: x * torch.rsqrt(x.pow(2).sum(-1, keepdim=True) + 1e-6), [x])
+    assert fla.l2_norm is fla.l2norm
+    assert fla.L2Norm(output_dtype=torch.float64)(x.detach()).dtype == torch.float64
+
+
+def _rms(x, w, eps):
+    y = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+    return y * w if w is not None else y
+
+
+@pytest.mark.parametrize("with_bias", [False, True])
+def test_rms_norm(with_bias):
+    x, w = _rand(5, 40), _rand(40, seed=1)
+    b = _rand(40, seed=2) if with_bias else None
+    _check_grads(lambda x, w, b: fla.rms_norm(x, w, b, eps=1e-5),
+                 lambda x, w, b: _rms(x, w, 1e-5) + (b if b is not None else 0), [x, w, b])
+
+
+def test_rms_norm_residual_prenorm():
+    x, r, w = _rand(3, 16), _rand(3, 16, seed=1), _rand(16, seed=2)
+    y, res = fla.rms_norm(x, w, None, residual=r, prenorm=True, eps=1e-5)
+    _close(res, x + r)
+    _close(y, _rms(x.double() + r.double(), w.double(), 1e-5))
+    m = fla.RMSNorm(16, eps=1e-5)
+    _close(m(x), _rms(x.double(), None, 1e-5))
+    y32, res32 = m(x.half(), residual_in_fp32=True, prenorm=True)
+    assert y32.dtype == torch.float16 and res32.dtype == torch.float32
+
+
+def _gated(x, g, w, b, eps, act):
+    y = _rms(x, w, eps) + (b if b is not None else 0)
+    return y * (F.silu(g) if act in ("swish", "silu") else torch.sigmoid(g))
+
+
+@pytest.mark.parametrize("act", ["swish", "silu", "sigmoid"])
+@pytest.mark.parametrize("with_bias", [False, True])
+def test_rms_norm_gated(act, with_bias):
+    x, g, w = _rand(6, 2, 32), _rand(6, 2, 32, seed=1), _rand(32, seed=2)
+    b = _rand(32, seed=3) if with_bias else None
+    _check_grads(lambda x, g, w, b: fla.rms_norm_gated(x, g, w, b, act, eps=1e-6),
+                 lambda x, g, w, b: _gated(x, g, w, b, 1e-6, act), [x, g, w, b])
+
+
+def test_fused_rms_norm_gated_module():
+    m = fla.FusedRMSNormGated(32, eps=1e-5, activation="sigmoid")
+    x, g = _rand(3, 32, grad=False), _rand(3, 32, seed=1, grad=False)
+    _close(m(x, g), _gated(x.double(), g.double(), None, None, 1e-5, "sigmoid"))
+    assert m.bias is None and torch.equal(m.weight, torch.ones(32))
+    with pytest.raises(ValueError, match="activation"):
+        fla.FusedRMSNormGated(32, activation="relu")
+
+
+@pytest.mark.parametrize("norm_before_gate", [True, False])
+def test_rmsnorm_fn_groups(norm_before_gate):
+    x, z, w = _rand(4, 24), _rand(4, 24, seed=1), _rand(24, seed=2)
+
+    def ref(x, z, w):
+        u = x if norm_before_gate else x * F.silu(z)
+        ug = u.view(4, 3, 8)
+        n = (ug * torch.rsqrt(ug.pow(2).mean(-1, keepdim=True) + 1e-6)).view(4, 24) * w
+        return n * F.silu(z) if norm_before_gate else n
+
+    _check_grads(lambda x, z, w: fla.rmsnorm_fn(x, w, None, z=z, group_size=8,
+                                               norm_before_gate=norm_before_gate), ref, [x, z, w])
+    m = fla.RMSNormGated(24, eps=1e-6, group_size=8, norm_before_gate=norm_before_gate)
+    _close(m(x.detach(), z.detach()), ref(x.double(), z.double(), torch.ones(24).double()))
+
+
+@pytest.mark.parametrize("name,op", [("layer_norm", "layer_norm"),
+                                     ("FusedLinearCrossEntropyLoss", "chunk_loss"),
+                                     ("chunk_gated_delta_rule", "chunk_gated_delta_rule")])
+def test_not_served(name, op):
+    with pytest.raises(NotImplementedError, match=op):
+        getattr(fla, name)()

@@ -1,0 +1,204 @@
+"""recops.compat.liger against torch formulas on random data, and the HF Llama patch: a tiny Llama
+trains 5 steps with and without recops patched in and the losses agree."""
+
+import copy
+import importlib.util
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from recops.compat import liger
+
+
+def _rms_ref(x, w, eps, offset=0.0):
+    xd = x.double()
+    y = xd * torch.rsqrt(xd.pow(2).mean(-1, keepdim=True) + eps)
+    return y * (offset + w.double()) if w is not None else y
+
+
+def _close(a, b, tol=2e-5):
+    torch.testing.assert_close(a.double(), b.double(), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("offset", [0.0, 1.0])
+@pytest.mark.parametrize("with_weight", [True, False])
+def test_rms_norm(offset, with_weight):
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(3, 5, 37, generator=g, requires_grad=True)
+    w = torch.randn(37, generator=g, requires_grad=True) if with_weight else None
+    y = liger.liger_rms_norm(x, w, 1e-6, offset=offset)
+    _close(y, _rms_ref(x, w, 1e-6, offset))
+    dy = torch.randn(y.shape, generator=g)
+    got = torch.autograd.grad(y, [t for t in (x, w) if t is not None], dy)
+    xd = x.detach().double().requires_grad_()
+    wd = w.detach().double().requires_grad_() if w is not None else None
+    want = torch.autograd.grad(_rms_ref(xd, wd, 1e-6, offset),
+                               [t for t in (xd, wd) if t is not None], dy.double())
+    for a, b in zip(got, want):
+        _close(a, b)
+
+
+def test_rms_norm_module():
+    m = liger.LigerRMSNorm(16, eps=1e-5)
+    with torch.no_grad():
+        m.weight.normal_()
+    x = torch.randn(4, 16)
+    _close(m(x), _rms_ref(x, m.weight, 1e-5))
+    assert liger.LigerRMSNorm(8, elementwise_affine=False).weight is None
+    assert torch.equal(liger.LigerRMSNorm(8, init_fn="zeros").weight, torch.zeros(8))
+    with pytest.raises(ValueError, match="init_fn"):
+        liger.LigerRMSNorm(8, init_fn="twos")
+
+
+def _ce_ref(logits, target, ignore_index, reduction, eps, lam, softcap):
+    z = logits.double()
+    if softcap:
+        z = softcap * torch.tanh(z / softcap)
+    ce = F.cross_entropy(z, target, ignore_index=ignore_index, reduction="none",
+                         label_smoothing=eps)
+    keep = target != ignore_index
+    zl = lam * torch.logsumexp(z, -1).pow(2) * keep
+    per = ce + zl
+    if reduction == "none":
+        return per, zl
+    if reduction == "sum":
+        return per.sum(), zl.sum()
+    n = keep.sum().clamp(min=1)
+    return per.sum() / n, zl.sum() / n
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("eps,lam,softcap", [(0.0, 0.0, None), (0.1, 1e-3, None),
+                                             (0.0, 0.0, 30.0)])
+def test_cross_entropy(reduction, eps, lam, softcap):
+    g = torch.Generator().manual_seed(2)
+    logits = (3 * torch.randn(23, 101, generator=g)).requires_grad_()
+    target = torch.randint(0, 101, (23,), generator=g)
+    target[[0, 5]] = -100
+    out = liger.liger_cross_entropy(logits, target, reduction=reduction, label_smoothing=eps,
+                                    lse_square_scale=lam, softcap=softcap, return_z_loss=True)
+    loss_ref, z_ref = _ce_ref(logits, target, -100, reduction, eps, lam, softcap)
+    _close(out.loss, loss_ref)
+    _close(out.z_loss, z_ref)
+    dl = torch.randn(out.loss.shape, generator=g)
+    got = torch.autograd.grad(out.loss, logits, dl)[0]
+    ld = logits.detach().double().requires_grad_()
+    want = torch.autograd.grad(_ce_ref(ld, target, -100, reduction, eps, lam, softcap)[0], ld,
+                               dl.double())[0]
+    _close(got, want)
+    # The module form, and the plain return without return_z_loss.
+    mod = liger.LigerCrossEntropyLoss(reduction=reduction, label_smoothing=eps,
+                                      lse_square_scale=lam, softcap=softcap)
+    _close(mod(logits, target), loss_ref)
+
+
+def test_cross_entropy_matches_torch_and_rejects_class_weight():
+    logits, target = torch.randn(9, 17), torch.randint(0, 17, (9,))
+    _close(liger.liger_cross_entropy(logits, target), F.cross_entropy(logits, target))
+    with pytest.raises(NotImplementedError, match="per-class weight"):
+        liger.liger_cross_entropy(logits, target, weight=torch.ones(17))
+    with pytest.raises(ValueError, match="reduction"):
+        liger.LigerCrossEntropyLoss(reduction="avg")
+
+
+def test_swiglu():
+    g = torch.Generator().manual_seed(3)
+    a = torch.randn(4, 7, 33, generator=g, requires_grad=True)
+    b = torch.randn(4, 7, 33, generator=g, requires_grad=True)
+    y = liger.liger_swiglu(a, b)
+    ad, bd = a.detach().double().requires_grad_(), b.detach().double().requires_grad_()
+    want = F.silu(ad) * bd
+    _close(y, want)
+    dy = torch.randn(y.shape, generator=g)
+    for got, ref in zip(torch.autograd.grad(y, (a, b), dy),
+                        torch.autograd.grad(want, (ad, bd), dy.double())):
+        _close(got, ref)
+    with pytest.raises(ValueError, match="same shape"):
+        liger.liger_swiglu(a, b[..., :3])
+
+
+@pytest.mark.parametrize("name,op", [("liger_rope", "inplace_rope_"),
+                                     ("liger_fused_linear_cross_entropy", "chunk_loss"),
+                                     ("liger_layer_norm", "layer_norm")])
+def test_not_served(name, op):
+    with pytest.raises(NotImplementedError, match=op):
+        getattr(liger, name)()
+    with pytest.raises(NotImplementedError, match="inplace_rope_"):
+        liger.apply_recops_to_llama(rope=True)
+
+
+# ---- HF Llama ----------------------------------------------------------------------------------
+
+needs_hf = pytest.mark.skipif(importlib.util.find_spec("transformers") is None,
+                              reason="transformers is not installed")
+
+
+def _tiny_llama():
+    from transformers import LlamaConfig, LlamaForCausalLM
+    cfg = LlamaConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, vocab_size=128,
+                      max_position_embeddings=64, hidden_act="silu")
+    torch.manual_seed(0)
+    return LlamaForCausalLM(cfg).float()
+
+
+def _train(model, steps=5):
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    ids = torch.randint(0, 128, (2, 16), generator=torch.Generator().manual_seed(7))
+    losses = []
+    for _ in range(steps):
+        loss = model(input_ids=ids, labels=ids).loss
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses
+
+
+def _recops_modules(model):
+    from transformers.models.llama import modeling_llama
+    return (sum(isinstance(m, liger.LigerRMSNorm) for m in model.modules()),
+            sum(isinstance(m, liger.LigerSwiGLUMLP) for m in model.modules()),
+            modeling_llama.LlamaRMSNorm)
+
+
+@needs_hf
+def test_llama_patch_trains_like_unpatched():
+    # fp32 on the CPU. Tolerance: the `single` standard's fp32 threshold T = 2^-13 on each step's
+    # loss (relative), the standard of every op patched in (rms_norm, clipped_swiglu,
+    # fused_cross_entropy, training_ops.md §5); the two runs differ only in fp32 rounding order,
+    # which AdamW's first steps (update ~ lr * sign) do not amplify over 5 steps.
+    base = _tiny_llama()
+    state = copy.deepcopy(base.state_dict())
+    want = _train(base)
+    try:
+        liger.apply_recops_to_llama(rms_norm=True, cross_entropy=True, swiglu=True)
+        patched = _tiny_llama()
+        n_rms, n_mlp, cls = _recops_modules(patched)
+        assert cls is liger.LigerRMSNorm and n_rms == 5 and n_mlp == 2
+        patched.load_state_dict(state)
+        got = _train(patched)
+    finally:
+        liger.revert_recops_llama()
+    from transformers.models.llama import modeling_llama
+    assert modeling_llama.LlamaRMSNorm is not liger.LigerRMSNorm
+    rel = [abs(a - b) / abs(b) for a, b in zip(got, want)]
+    print("llama 5 steps: losses", want, "max rel diff", max(rel))
+    assert max(rel) <= 2**-13, (got, want)
+    assert want[-1] < want[0]  # it does train
+
+
+@needs_hf
+def test_llama_patch_instance():
+    base = _tiny_llama()
+    inst = copy.deepcopy(base)
+    try:
+        liger.apply_recops_to_llama(model=inst)
+        ids = torch.randint(0, 128, (2, 16), generator=torch.Generator().manual_seed(3))
+        got = inst(input_ids=ids, labels=ids).loss
+    finally:
+        liger.revert_recops_llama()
+    want = base(input_ids=ids, labels=ids).loss
+    assert abs(got.item() - want.item()) <= 2**-13 * abs(want.item())
+    assert inst.model.norm.forward.__func__ is liger._rms_norm_module_forward
