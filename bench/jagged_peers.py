@@ -567,6 +567,22 @@ def plan(ids, ops):
     return out
 
 
+def start_device(ap, device: str) -> str:
+    """Checks --device; the CPU gets every core."""
+    if device == "cuda" and not torch.cuda.is_available():
+        ap.error("--device cuda but no CUDA device is visible")
+    if device == "cpu":
+        torch.set_num_threads(os.cpu_count() or 1)
+    return device
+
+
+def parse_phases(ap, text: str) -> list:
+    phases = text.split(",")
+    if not phases or any(p not in ("fwd", "fwd_bwd") for p in phases):
+        ap.error("--phases takes fwd and/or fwd_bwd")
+    return phases
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--device", choices=["cpu", "cuda"], default="cuda" if torch.cuda.is_available() else "cpu")
@@ -586,11 +602,7 @@ def main(argv=None):
                     help="generative-recommenders sources (its Triton jagged_dense_bmm)")
     args = ap.parse_args(argv)
 
-    device = args.device
-    if device == "cuda" and not torch.cuda.is_available():
-        ap.error("--device cuda but no CUDA device is visible")
-    if device == "cpu":
-        torch.set_num_threads(os.cpu_count() or 1)
+    device = start_device(ap, args.device)
     known = {i for table, _ in TABLES for i in table}
     ids = args.shapes.split(",") if args.shapes else DEFAULTS[device]
     unknown = [i for i in ids if i not in known]
@@ -600,9 +612,7 @@ def main(argv=None):
     bad = [o for o in ops if o not in ALL_OPS]
     if bad:
         ap.error(f"unknown ops {bad}")
-    phases = args.phases.split(",")
-    if not phases or any(p not in ("fwd", "fwd_bwd") for p in phases):
-        ap.error("--phases takes fwd and/or fwd_bwd")
+    phases = parse_phases(ap, args.phases)
     budget = args.budget if args.budget is not None else (0.3 if device == "cuda" else 0.6)
     timer = Timer(device, min_runs=20 if device == "cuda" else 5, budget_s=budget)
 
@@ -614,10 +624,7 @@ def main(argv=None):
     tri = ext.TritonPeers([args.peers_dir, args.gr_dir])
     bench = Bench(device, timer, ceilings, fb, tri, common, phases)
     records = []
-    path = Path(args.json) if args.json else (
-        ROOT / "bench" / "results" / ("h200" if "H200" in common["device"] else device)
-        / f"jagged_peers_{now.strftime('%Y%m%d')}_{common['commit']}.json")
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path = write_records(records, "jagged_peers", args.json, common, now, ceilings)
     for op, sid in plan(ids, ops):
         recs = run_one(bench, op, sid, args.dtype)
         for r in recs:
@@ -625,11 +632,22 @@ def main(argv=None):
         records += recs
         _print(recs)
         # Written after every op and shape: a run stopped by its time limit keeps what it measured.
-        path.write_text(json.dumps(records, indent=1) + "\n")
+        write_records(records, "jagged_peers", args.json, common, now, ceilings)
     print(f"# ceilings: copy {ceilings['copy_gbps']:.1f} GB/s"
           + (f", bf16 matmul {ceilings['bf16_matmul_tflops']:.0f} TFLOP/s"
              if ceilings.get("bf16_matmul_tflops") else "") + f"; wrote {path}")
     return 0
+
+
+def write_records(records, stem, json_arg, common, now, ceilings):
+    """Writes the records to json_arg, else bench/results/<h200|device>/<stem>_<date>_<commit>.json;
+    returns the path."""
+    path = Path(json_arg) if json_arg else (
+        ROOT / "bench" / "results" / ("h200" if "H200" in common["device"] else common["backend"])
+        / f"{stem}_{now.strftime('%Y%m%d')}_{common['commit']}.json")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(records, indent=1) + "\n")
+    return path
 
 
 def _print(recs):

@@ -1,0 +1,399 @@
+#!/usr/bin/env python3
+"""Times recops' training ops against their peers in one run, forward and forward+backward.
+
+Ops (training_ops.md §6 shapes; --quick: small ones for a CPU smoke test): rms_norm (with and
+without weight), rms_norm_rstd, l2norm, rms_norm_gated, clipped_swiglu, sort_chunks_by_idx and
+fused_cross_entropy (the default mode, and precompute mode against Liger as §6 pairs them). Ours is
+the public ``recops.<op>``; forward+backward goes through autograd (``torch.autograd.grad``).
+
+Peers, timed in the same process on the same inputs: eager PyTorch of the reference formula,
+``torch.compile`` of the same formula, Liger-Kernel and fla-core (pure Python + Triton: `bash
+scripts/prepare_peers.sh` unpacks their wheels into .peers/training/, put on sys.path, see
+--peers-dir) and quack-kernels when importable (not carried to the device: its
+nvidia-cutlass-dsl wheels are past the carry limit; recorded as "not carried: size"). A peer that
+fails to import, compile or run gets a record with `peer_error` and never stops the run.
+
+The JSON layout, the timer, the ceilings (copy bandwidth re-measured in the same run) and the
+records are those of bench/jagged_peers.py. Every op here is memory-bound: each record has GB/s
+by the byte floors of §6 and the fraction of the copy ceiling (`frac_bw_ceiling`); fwd_bwd counts
+the forward's and the backward's floors.
+
+    python bench/training_peers.py --device cpu --quick          # smoke test, seconds
+    python bench/training_peers.py --device cuda --json out.json  # §6 shapes on the H200
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import sys
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import jagged_peers as jp  # noqa: E402  (puts python/ on sys.path and imports recops)
+
+import recops  # noqa: E402
+
+ROOT = jp.ROOT
+INF = float("inf")
+
+# ---- shapes (training_ops.md §6) ----------------------------------------------------------------
+# Each op: a list of (shape id, parameters). "quick" rows are for --quick (any device).
+SHAPES = {
+    "rms_norm": [("N1", {"rows": 65536, "D": 4096, "weight": True}),
+                 ("N1nw", {"rows": 65536, "D": 4096, "weight": False})],
+    "rms_norm_rstd": [("R1", {"dims": [4, 8192, 16384]})],
+    "l2norm": [("L1", {"rows": 1048576, "D": 128}), ("L2", {"rows": 65536, "D": 4096})],
+    "rms_norm_gated": [("G1", {"rows": 1048576, "D": 128, "group_size": 0}),
+                       ("G2", {"rows": 65536, "D": 4096, "group_size": 512})],
+    "clipped_swiglu": [("W1", {"rows": 65536, "I": 2880, "interleaved": True}),
+                       ("W2", {"rows": 65536, "I": 2048, "interleaved": False})],
+    "sort_chunks_by_idx": [("S1", {"T": 65536, "D": 4096, "C": 256})],
+    "fused_cross_entropy": [("E1", {"N": 16384, "V": 131072}), ("E2", {"N": 16384, "V": 256000}),
+                            ("E3", {"N": 16384, "V": 32768})],
+}
+QUICK = {
+    "rms_norm": [("qN", {"rows": 64, "D": 96, "weight": True}),
+                 ("qNnw", {"rows": 64, "D": 96, "weight": False})],
+    "rms_norm_rstd": [("qR", {"dims": [2, 16, 96]})],
+    "l2norm": [("qL", {"rows": 64, "D": 96})],
+    "rms_norm_gated": [("qG", {"rows": 64, "D": 96, "group_size": 0}),
+                       ("qGg", {"rows": 64, "D": 96, "group_size": 32})],
+    "clipped_swiglu": [("qW", {"rows": 64, "I": 48, "interleaved": True}),
+                       ("qWc", {"rows": 64, "I": 48, "interleaved": False})],
+    "sort_chunks_by_idx": [("qS", {"T": 256, "D": 64, "C": 16})],
+    "fused_cross_entropy": [("qE", {"N": 64, "V": 500})],
+}
+ALL_OPS = list(SHAPES)
+ALL_PEERS = ["eager", "compile", "liger", "fla", "quack"]
+
+
+# ---- the peers ------------------------------------------------------------------------------------
+class Peers:
+    """Imports each peer package once; a failure is kept as the message of its records."""
+
+    def __init__(self, wanted, peers_dir):
+        self.wanted = wanted
+        if peers_dir and Path(peers_dir).is_dir() and peers_dir not in sys.path:
+            sys.path.insert(0, peers_dir)
+        self.mods, self.errors = {}, {}
+
+    def get(self, name):
+        if name in self.mods or name in self.errors:
+            return self.mods.get(name)
+        try:
+            if name == "liger":
+                from liger_kernel.ops.cross_entropy import LigerCrossEntropyFunction
+                from liger_kernel.ops.rms_norm import LigerRMSNormFunction
+                from liger_kernel.ops.swiglu import LigerSiLUMulFunction
+                self.mods[name] = {"ce": LigerCrossEntropyFunction, "rms": LigerRMSNormFunction,
+                                   "swiglu": LigerSiLUMulFunction}
+            elif name == "fla":
+                from fla.modules.fused_cross_entropy import FusedCrossEntropyLoss
+                from fla.modules.fused_norm_gate import rms_norm_gated
+                from fla.modules.l2norm import l2norm
+                from fla.modules.layernorm_gated import rmsnorm_fn
+                self.mods[name] = {"l2norm": l2norm, "rms_norm_gated": rms_norm_gated,
+                                   "rmsnorm_fn": rmsnorm_fn, "ce": FusedCrossEntropyLoss}
+            elif name == "quack":
+                try:
+                    import quack  # noqa: F401
+                except ImportError as e:
+                    raise ImportError(f"not carried: size (nvidia-cutlass-dsl wheels are past the "
+                                      f"64 MiB carry limit) [{e}]") from e
+                from quack.cross_entropy import cross_entropy
+                from quack.rmsnorm import rmsnorm
+                self.mods[name] = {"ce": cross_entropy, "rms": rmsnorm}
+            else:
+                raise ValueError(name)
+        except Exception as e:  # ImportError, or a Triton / CUDA failure at import
+            self.errors[name] = jp._short(e)
+        return self.mods.get(name)
+
+    def add(self, exts, name, label, make):
+        """exts[name:label] = (fn, differentiable); an import failure becomes a raising fn."""
+        if name not in self.wanted:
+            return
+        mod = self.get(name)
+        key = f"{name}:{label}"
+        err = self.errors.get(name)
+        if mod is not None:
+            try:
+                exts[key] = (make(mod), True)
+                return
+            except Exception as e:  # e.g. a module that fails to construct
+                err = jp._short(e)
+
+        def fail(*a, _err=err):
+            raise RuntimeError(_err)
+        exts[key] = (fail, True)
+
+
+def _compiled(fn):
+    """torch.compile of the reference formula, compiled lazily at its first (warm-up) call."""
+    box = {}
+
+    def f(*a):
+        if "c" not in box:
+            box["c"] = torch.compile(fn, dynamic=False)
+        return box["c"](*a)
+    return f
+
+
+def _refs(bench, exts, plains, ref, peers):
+    if "eager" in peers.wanted:
+        plains["torch_eager"] = ref
+    if "compile" in peers.wanted:
+        exts["torch_compile"] = (_compiled(ref), True)
+
+
+# ---- reference formulas (fp32 math, one rounding, as the ops) ------------------------------------
+def ref_rms_norm(x, w, eps=1e-6):
+    xf = x.float()
+    y = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)
+    return (y * w.float() if w is not None else y).to(x.dtype)
+
+
+def ref_rms_norm_rstd(x, eps=1e-6):
+    xf = x.float()
+    return torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)
+
+
+def ref_l2norm(x, eps=1e-6):
+    xf = x.float()
+    return (xf * torch.rsqrt(xf.pow(2).sum(-1, keepdim=True) + eps)).to(x.dtype)
+
+
+def ref_rms_norm_gated(x, z, w, group_size=0, eps=1e-6):
+    xf, zf = x.float(), z.float()
+    D = x.shape[-1]
+    gs = group_size or D
+    xg = xf.view(*xf.shape[:-1], D // gs, gs)
+    n = (xg * torch.rsqrt(xg.pow(2).mean(-1, keepdim=True) + eps)).view(xf.shape)
+    return (n * w.float() * F.silu(zf)).to(x.dtype)
+
+
+def ref_clipped_swiglu(x, interleaved, alpha=1.702, limit=7.0, beta=1.0):
+    xf = x.float()
+    if interleaved:
+        g, u = xf[..., 0::2], xf[..., 1::2]
+    else:
+        g, u = xf.chunk(2, dim=-1)
+    g = g.clamp(max=limit)
+    u = u.clamp(-limit, limit)
+    return (g * torch.sigmoid(alpha * g) * (u + beta)).to(x.dtype)
+
+
+def ref_ce(logits, labels):
+    return F.cross_entropy(logits.float(), labels)
+
+
+# ---- the ops -----------------------------------------------------------------------------------------
+def _es(dtype):
+    return torch.tensor([], dtype=dtype).element_size()
+
+
+def bench_op(bench, peers, op, sid, p, dtype_name):
+    device, dtype = bench.device, jp.DTYPES[dtype_name]
+    es = _es(dtype)
+    gen = torch.Generator(device=device).manual_seed(11)
+    exts, plains = {}, {}
+    shape = dict(p)
+    if op in ("rms_norm", "l2norm", "rms_norm_rstd"):
+        dims = p.get("dims") or [p["rows"], p["D"]]
+        n = 1
+        for d in dims:
+            n *= d
+        rot = jp._rotations(n * es, device)
+        w = bench.rand((dims[-1],), dtype, gen) + 1 if p.get("weight") else None
+        args = [(bench.rand(dims, dtype, gen),) + ((w,) if op == "rms_norm" else ())
+                for _ in range(rot)]
+        grad = (0, 1) if w is not None else (0,)
+        if op == "rms_norm":
+            ours = recops.rms_norm
+            _refs(bench, exts, plains, ref_rms_norm, peers)
+            if "eager" in peers.wanted:
+                plains["torch_F.rms_norm"] = lambda x, w: F.rms_norm(x, (x.shape[-1],), w, 1e-6)
+            peers.add(exts, "liger", "LigerRMSNormFunction",
+                      lambda m: lambda x, w: m["rms"].apply(x, w, 1e-6, 0.0, "llama", False))
+            peers.add(exts, "quack", "rmsnorm", lambda m: lambda x, w: m["rms"](x, w, eps=1e-6))
+            nb = {"fwd": 2 * n * es, "bwd": 3 * n * es}
+        elif op == "l2norm":
+            ours = recops.l2norm
+            _refs(bench, exts, plains, ref_l2norm, peers)
+            peers.add(exts, "fla", "l2norm", lambda m: lambda x: m["l2norm"](x, 1e-6))
+            nb = {"fwd": 2 * n * es, "bwd": 3 * n * es}
+        else:
+            ours = recops.rms_norm_rstd
+            _refs(bench, exts, plains, ref_rms_norm_rstd, peers)
+            nb = {"fwd": n * es, "bwd": 2 * n * es}
+        return bench.run(op, shape, dtype_name, args, ours, plains, exts, grad, _fb(nb))
+    if op == "rms_norm_gated":
+        rows, D, gs = p["rows"], p["D"], p["group_size"]
+        rot = jp._rotations(2 * rows * D * es, device)
+        w = bench.rand((D,), dtype, gen) + 1
+        args = [(bench.rand((rows, D), dtype, gen), bench.rand((rows, D), dtype, gen), w)
+                for _ in range(rot)]
+
+        def ours(x, z, w):
+            return recops.rms_norm_gated(x, z, w, group_size=gs)
+
+        _refs(bench, exts, plains, lambda x, z, w: ref_rms_norm_gated(x, z, w, gs), peers)
+        if gs == 0:
+            peers.add(exts, "fla", "rms_norm_gated",
+                      lambda m: lambda x, z, w: m["rms_norm_gated"](x, z, w, None, "swish",
+                                                                    eps=1e-6))
+        else:
+            peers.add(exts, "fla", "layernorm_gated.rmsnorm_fn",
+                      lambda m: lambda x, z, w: m["rmsnorm_fn"](x, w, None, z=z, eps=1e-6,
+                                                                group_size=gs))
+        n = rows * D
+        return bench.run(op, shape, dtype_name, args, ours, plains, exts, (0, 1, 2),
+                         _fb({"fwd": 3 * n * es, "bwd": 5 * n * es}))
+    if op == "clipped_swiglu":
+        rows, I, il = p["rows"], p["I"], p["interleaved"]
+        rot = jp._rotations(2 * rows * I * es, device)
+        args = [(bench.rand((rows, 2 * I), dtype, gen) * 10,) for _ in range(rot)]
+
+        def ours(x):
+            return recops.clipped_swiglu(x, interleaved=il)
+
+        _refs(bench, exts, plains, lambda x: ref_clipped_swiglu(x, il), peers)
+        # Liger's SwiGLU (silu(a) * b, no clip) at equal bytes: reported, not the same function.
+        peers.add(exts, "liger", "LigerSiLUMulFunction(equal bytes)",
+                  lambda m: lambda x: m["swiglu"].apply(*x.chunk(2, dim=-1)))
+        n = rows * I
+        return bench.run(op, shape, dtype_name, args, ours, plains, exts, (0,),
+                         _fb({"fwd": 3 * n * es, "bwd": 5 * n * es}))
+    if op == "sort_chunks_by_idx":
+        T, D, C = p["T"], p["D"], p["C"]
+        g = torch.Generator().manual_seed(3)
+        cuts = torch.sort(torch.randint(0, T + 1, (C - 1,), generator=g)).values
+        sizes = torch.diff(torch.cat([torch.tensor([0]), cuts, torch.tensor([T])]))
+        idx = torch.randperm(C, generator=g)
+        split_list, idx_list = sizes.tolist(), idx.tolist()
+        sizes_d, idx_d = sizes.to(device), idx.to(device)
+        rot = jp._rotations(T * D * es, device)
+        args = [(bench.rand((T, D), dtype, gen), sizes_d, idx_d) for _ in range(rot)]
+
+        def split_cat(x, s, i):
+            parts = torch.split(x, split_list)
+            return torch.cat([parts[k] for k in idx_list])
+
+        if "eager" in peers.wanted:
+            plains["torch_split_cat"] = split_cat
+        if "compile" in peers.wanted:
+            exts["torch_compile"] = (_compiled(split_cat), True)
+        n = T * D
+        return bench.run(op, shape, dtype_name, args, recops.sort_chunks_by_idx, plains, exts,
+                         (0,), _fb({"fwd": 2 * n * es, "bwd": 2 * n * es}))
+    if op == "fused_cross_entropy":
+        N, V = p["N"], p["V"]
+        rot = jp._rotations(N * V * es, device)
+        g = torch.Generator(device=device).manual_seed(5)
+        args = [(bench.rand((N, V), dtype, gen) * 8,
+                 torch.randint(0, V, (N,), device=device, generator=g)) for _ in range(rot)]
+        s = N * V * es
+        _refs(bench, exts, plains, ref_ce, peers)
+        peers.add(exts, "quack", "cross_entropy",
+                  lambda m: lambda x, y: m["ce"](x, y).mean())
+        peers.add(exts, "fla", "FusedCrossEntropyLoss", lambda m: m["ce"]())
+        recs = bench.run(op, dict(shape, mode="default"), dtype_name, args,
+                         recops.fused_cross_entropy, plains, exts, (0,),
+                         _fb({"fwd": s, "bwd": 2 * s}))
+        # Precompute mode (the gradient written in the forward pass) against Liger, which works
+        # the same way (§6); the floor: 2·N·V·s forward, ~0 backward with g = 1.
+        exts = {}
+        peers.add(exts, "liger", "LigerCrossEntropyFunction",
+                  lambda m: lambda x, y: m["ce"].apply(x, y, None, -100, 0.0, 0.0, "mean",
+                                                       None, False)[0])
+
+        def ours_pre(x, y):
+            return recops.fused_cross_entropy(x, y, precompute_grad=True)
+
+        if not exts:
+            return recs
+        pre_shape, nb = dict(shape, mode="precompute"), {"fwd": 2 * s, "bwd": 0}
+        try:
+            ours_pre(*args[0])
+        except RuntimeError as e:  # not there yet: Liger against the default mode, said so
+            ours_pre, nb = recops.fused_cross_entropy, {"fwd": s, "bwd": 2 * s}
+            pre_shape = dict(shape, mode="default", precompute_error=jp._short(e))
+        return recs + bench.run(op, pre_shape, dtype_name, args, ours_pre, {}, exts, (0,),
+                                _fb(nb))
+    raise ValueError(op)
+
+
+def _fb(nb):
+    return {"fwd": nb["fwd"], "fwd_bwd": nb["fwd"] + nb["bwd"]}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--device", choices=["cpu", "cuda"],
+                    default="cuda" if torch.cuda.is_available() else "cpu")
+    ap.add_argument("--quick", action="store_true", help="small shapes (a smoke test)")
+    ap.add_argument("--ops", help="comma-separated op names (default all: " + ",".join(ALL_OPS) + ")")
+    ap.add_argument("--peers", default=",".join(ALL_PEERS),
+                    help="comma-separated peers to time (default all: " + ",".join(ALL_PEERS) + ")")
+    ap.add_argument("--phases", default="fwd,fwd_bwd",
+                    help="fwd and/or fwd_bwd (forward+backward through autograd), comma-separated")
+    ap.add_argument("--dtype", default=None, choices=sorted(jp.DTYPES),
+                    help="default bf16 (fp32 with --quick on the CPU)")
+    ap.add_argument("--json", help="write the records here (default bench/results/<device>/...)")
+    ap.add_argument("--budget", type=float, default=None, help="seconds of timing per function")
+    ap.add_argument("--peers-dir", default=str(ROOT / ".peers" / "training"),
+                    help="unpacked liger-kernel / fla-core wheels (scripts/prepare_peers.sh)")
+    args = ap.parse_args(argv)
+
+    device = jp.start_device(ap, args.device)
+    ops = args.ops.split(",") if args.ops else ALL_OPS
+    bad = [o for o in ops if o not in ALL_OPS]
+    if bad:
+        ap.error(f"unknown ops {bad}")
+    wanted = [w for w in args.peers.split(",") if w]
+    bad = [w for w in wanted if w not in ALL_PEERS]
+    if bad:
+        ap.error(f"unknown peers {bad} (known: {ALL_PEERS})")
+    phases = jp.parse_phases(ap, args.phases)
+    dtype_name = args.dtype or ("fp32" if args.quick and device == "cpu" else "bf16")
+    quick_cpu = args.quick and device == "cpu"
+    budget = args.budget if args.budget is not None else (
+        0.02 if quick_cpu else 0.3 if device == "cuda" else 0.6)
+    timer = jp.Timer(device, min_runs=3 if quick_cpu else 20 if device == "cuda" else 5,
+                     budget_s=budget)
+
+    if quick_cpu:  # a small copy for the ceiling: the smoke test stays within seconds
+        n = 64 * 2**20
+        src = torch.empty(n, dtype=torch.uint8).random_(0, 255)
+        dst = torch.empty_like(src)
+        ceilings = {"copy_gbps": 2 * n / timer(lambda i: dst.copy_(src)) / 1e6,
+                    "bf16_matmul_tflops": None}
+        del src, dst
+    else:
+        ceilings = jp.measure_ceilings(device, timer)
+    now = datetime.datetime.now(datetime.timezone.utc)
+    common = {"impl": "recops", "backend": device, "device": jp.device_name(device),
+              "commit": jp.commit(), "date": now.strftime("%Y-%m-%dT%H:%M:%SZ")}
+    peers = Peers(wanted, args.peers_dir)
+    bench = jp.Bench(device, timer, ceilings, None, None, common, phases)
+    table = QUICK if args.quick else SHAPES
+    records = []
+    for op in ops:
+        for sid, p in table[op]:
+            bench.sid = sid
+            recs = bench_op(bench, peers, op, sid, p, dtype_name)
+            for r in recs:
+                r["shape"]["id"] = sid
+            records += recs
+            jp._print(recs)
+
+    jp.write_records(records, "training_peers", args.json, common, now, ceilings)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
