@@ -3,6 +3,7 @@ trains 5 steps with and without recops patched in and the losses agree."""
 
 import copy
 import importlib.util
+import sys
 
 import pytest
 import torch
@@ -202,3 +203,10 @@ def test_llama_patch_instance():
     want = base(input_ids=ids, labels=ids).loss
     assert abs(got.item() - want.item()) <= 2**-13 * abs(want.item())
     assert inst.model.norm.forward.__func__ is liger._rms_norm_module_forward
+
+
+def test_llama_patch_without_transformers(monkeypatch):
+    # A None entry in sys.modules makes the import fail as if the package were absent.
+    monkeypatch.setitem(sys.modules, "transformers.models.llama", None)
+    with pytest.raises(ImportError, match="needs the 'transformers' package"):
+        liger.apply_recops_to_llama()
