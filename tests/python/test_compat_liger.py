@@ -178,6 +178,8 @@ def test_llama_patch_trains_like_unpatched():
         patched = _tiny_llama()
         n_rms, n_mlp, cls = _recops_modules(patched)
         assert cls is liger.LigerRMSNorm and n_rms == 5 and n_mlp == 2
+        from transformers.loss import loss_utils
+        assert loss_utils.fixed_cross_entropy is liger._fixed_cross_entropy
         patched.load_state_dict(state)
         got = _train(patched)
     finally:
@@ -203,6 +205,7 @@ def test_llama_patch_instance():
     want = base(input_ids=ids, labels=ids).loss
     assert abs(got.item() - want.item()) <= 2**-13 * abs(want.item())
     assert inst.model.norm.forward.__func__ is liger._rms_norm_module_forward
+    assert inst.model.layers[0].mlp.forward.__func__ is liger._swiglu_mlp_forward
 
 
 def test_llama_patch_without_transformers(monkeypatch):
