@@ -192,8 +192,14 @@ def _ring(send: Sequence[torch.Tensor], recv_like: Sequence[Tuple[tuple, torch.d
 
 
 def _wait(reqs):
+    """Waits for p2p requests (on CUDA: the current stream waits for NCCL's). With timing on
+    (``_timing_events`` a list), records the GPU time the stream stood still for them."""
+    if not reqs:
+        return
+    ev = _event_pair()
     for q in reqs:
         q.wait()
+    _event_done(ev)
 
 
 @dataclasses.dataclass
@@ -352,9 +358,7 @@ class _HstuCP(torch.autograd.Function):
             c = calls[s]
             acc += _fwd_call(q, _pad_keys(kv[0], c), _pad_keys(kv[1], c), c, o).to(wide)
             if reqs:
-                ev = _event_pair()
                 _wait(reqs)
-                _event_done(ev)
                 kv, s = tuple(nxt_bufs), (s - 1) % W
         ctx.save_for_backward(q, k, v)
         ctx.meta, ctx.o, ctx.group, ctx.calls = meta, o, group, calls
@@ -408,6 +412,7 @@ class _HstuCP(torch.autograd.Function):
 def _event_pair():
     if _timing_events is None or not torch.cuda.is_available():
         return None
+    # The first event marks where the stream's queued work (the step's kernel) ends.
     ev = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
     ev[0].record()
     return ev

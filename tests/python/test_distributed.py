@@ -110,7 +110,11 @@ def _free_port():
 
 def _spawn(world, backend):
     results = mp.Manager().dict()
-    mp.spawn(_worker, args=(world, _free_port(), backend, results), nprocs=world, join=True)
+    # gloo children are forked (no re-import of torch and recops: seconds per process on a
+    # loaded 2-core runner); NCCL needs fresh processes (CUDA does not survive a fork).
+    method = "fork" if backend == "gloo" else "spawn"
+    mp.start_processes(_worker, args=(world, _free_port(), backend, results), nprocs=world,
+                       join=True, start_method=method)
     assert dict(results) == {r: "ok" for r in range(world)}
 
 
