@@ -185,15 +185,18 @@ def _ring(send: Sequence[torch.Tensor], recv_like: Sequence[Tuple[tuple, torch.d
     prv = _global_rank(group, (meta.rank - 1) % meta.world)
     device = send[0].device
     bufs = [torch.empty(shape, dtype=dt, device=device) for shape, dt in recv_like]
-    ops = [dist.P2POp(dist.isend, t.contiguous(), nxt, group, tag) for t in send if t.numel()]
+    sent = [t.contiguous() for t in send if t.numel()]
+    ops = [dist.P2POp(dist.isend, t, nxt, group, tag) for t in sent]
     ops += [dist.P2POp(dist.irecv, b, prv, group, tag) for b in bufs if b.numel()]
     reqs = dist.batch_isend_irecv(ops) if ops else []
-    return bufs, reqs
+    # The sent tensors stay referenced until the requests are waited for.
+    return bufs, (reqs, sent)
 
 
-def _wait(reqs):
-    """Waits for p2p requests (on CUDA: the current stream waits for NCCL's). With timing on
-    (``_timing_events`` a list), records the GPU time the stream stood still for them."""
+def _wait(pending):
+    """Waits for a ``_ring``'s requests (on CUDA: the current stream waits for NCCL's). With
+    timing on (``_timing_events`` a list), records the GPU time the stream stood still."""
+    reqs = pending[0] if pending else []
     if not reqs:
         return
     ev = _event_pair()
@@ -351,13 +354,13 @@ class _HstuCP(torch.autograd.Function):
         acc = torch.zeros(q.shape[:-1] + v.shape[-1:], dtype=wide, device=q.device)
         kv, s = (k, v), r
         for t in range(W):
-            reqs = []
+            reqs = None
             if t < W - 1:
                 nxt_bufs, reqs = _ring(kv, _kv_shapes(meta, (s - 1) % W, k, v), group, meta, 1)
             calls[s] = _Call(meta, s, o, q.device)
             c = calls[s]
             acc += _fwd_call(q, _pad_keys(kv[0], c), _pad_keys(kv[1], c), c, o).to(wide)
-            if reqs:
+            if t < W - 1:
                 _wait(reqs)
                 kv, s = tuple(nxt_bufs), (s - 1) % W
         ctx.save_for_backward(q, k, v)
@@ -377,9 +380,9 @@ class _HstuCP(torch.autograd.Function):
             drab = torch.zeros(ctx.rab_shape[0], dtype=wide, device=q.device)
         dq = torch.zeros(q.shape, dtype=wide, device=q.device)
         kv, s = (k, v), r
-        acc, acc_reqs = None, []
+        acc, acc_reqs = None, None
         for t in range(W):
-            reqs = []
+            reqs = None
             if t < W - 1:
                 nxt_bufs, reqs = _ring(kv, _kv_shapes(meta, (s - 1) % W, k, v), group, meta, 1)
             c = calls[s]
