@@ -147,6 +147,43 @@ def test_empty_batches():
         assert out.shape == (0, 2, 8) and D.cp_unshard(out, meta).shape == (0, 2, 8)
 
 
+def _mask_from_calls(meta, o, L):
+    """The global [L, L] validity of sequence 0 that the ring's func intervals give, every rank
+    against every key owner."""
+    got = torch.zeros(L, L, dtype=torch.bool)
+    for r in range(meta.world):
+        meta.rank = r
+        pr = meta.part(r)
+        for s in range(meta.world):
+            f = D._Call(meta, s, o, "cpu").func[0].long()  # [9, n_r]
+            kpos = meta.part(s).pos
+            for i in range(pr.pos.numel()):
+                for j in range(1, D._NFUNC, 2):
+                    got[pr.pos[i], kpos[f[j, i]:f[j + 1, i]]] = True
+                assert f[0, i] == 0 and bool((f[1:, i].diff() >= 0).all())
+    return got
+
+
+@pytest.mark.parametrize("world", [1, 2, 3, 4])
+def test_func_intervals_are_the_global_mask(world):
+    # Exhaustive over small configurations: the union of the ring's interval masks is exactly
+    # hstu_mask (the op's own definition) for one sequence.
+    g = torch.Generator().manual_seed(world)
+    for trial in range(40):
+        L = int(torch.randint(0, 14, (1,), generator=g))
+        C, T = (int(torch.randint(0, L + 1, (1,), generator=g)) for _ in range(2))
+        G = int(torch.randint(1, 4, (1,), generator=g))
+        mt = ["causal", "anti_causal", "none"][trial % 3]
+        win = tuple(int(x) for x in torch.randint(-1, 4, (2,), generator=g))
+        meta = D.CPMeta(torch.tensor([0, L]), world, 0)
+        o = D._Opts(torch.tensor([C]), torch.tensor([T]), G,
+                    *({"causal": win, "anti_causal": (0, -1), "none": (-1, -1)}[mt]),
+                    None, None, 1.0, 1.0, None)
+        want = recops.hstu_mask(L, num_contexts=C, num_targets=T, target_group_size=G,
+                                window=win, mask_type=mt)
+        assert torch.equal(_mask_from_calls(meta, o, L), want), (L, C, T, G, mt, win)
+
+
 def test_shard_layout_dual_chunk_swap():
     off = torch.tensor([0, 8, 11, 11])  # lengths 8, 3, 0
     meta = D.CPMeta(off, world=2, rank=1)
