@@ -17,9 +17,11 @@ every partial uses the global normaliser: ``silu_scale`` defaults to ``1 / max_s
 whole batch (as in ``recops.hstu_attn``), never of a chunk. The backward runs the ring again:
 dQ stays, dK/dV accumulators (fp32) travel with the K/V and end at their owner.
 
-Masks: each (query chunks, key chunks) call gets the exact global mask of spec §3 as a ``func``
-interval mask (at most two intervals per query row globally, so four in the call's key index:
-``nfunc = 9``) built from global positions; a custom ``mask`` and ``rab`` are gathered from the
+Masks: the plain causal mask runs per (query chunk, key chunk) pair on the op's own causal /
+none masks (``_ChunkCalls``; every kernel takes them). Otherwise each (this rank's queries, rank
+s's keys) call gets the exact global mask of spec §3 as a ``func`` interval mask (at most two
+intervals per query row globally, four in the call's key index: ``nfunc = 9``) built from global
+positions; a custom ``mask`` and ``rab`` are gathered from the
 global ``[B, H, S, S]`` tensors at the call's (row, column) positions. Not supported: ``func``,
 a paged cache and delta-q (different query and key offsets), which the ring does not define.
 
@@ -119,6 +121,14 @@ class CPMeta:
             self._parts[s] = _Part(lens, loff, self.offsets[:-1][seq] + pos, seq, pos, first)
         return self._parts[s]
 
+    def chunk_rows(self, s: int, which: int) -> Tuple[torch.Tensor, torch.Tensor]:
+        """Rows of rank s's share that hold its first (0) or second (1) chunk of every
+        sequence, and those chunks' lengths [B]."""
+        p = self.part(s)
+        j = torch.arange(p.seq.numel(), dtype=torch.int64) - p.offsets[:-1][p.seq]
+        sel = (j < p.first_len[p.seq]) if which == 0 else (j >= p.first_len[p.seq])
+        return torch.nonzero(sel).flatten(), p.first_len if which == 0 else p.lens - p.first_len
+
     def _on(self, name: str, t: torch.Tensor, device) -> torch.Tensor:
         key = (name, str(device))
         if key not in self._dev:
@@ -217,6 +227,7 @@ class _Opts:
     alpha: float
     silu_scale: Optional[float]
     attn_scale: Optional[torch.Tensor]  # this rank's rows
+    plain_causal: bool = False  # whole-chunk masks: _ChunkCalls
 
 
 class _Call:
@@ -309,18 +320,95 @@ class _Call:
         return torch.stack(cols).to(torch.int32)[None].contiguous()  # [1, 9, n_q]
 
 
+    def fwd(self, q, k, v, o: _Opts, wide):
+        """This call's share of the output rows of every local query, in ``wide``."""
+        return _fwd_call(q, _pad_keys(k, self), _pad_keys(v, self), self, o).to(wide)
+
+    def bwd(self, dout, q, k, v, o: _Opts, wide, drab):
+        """(dq, dk, dv) in ``wide``, dk/dv in rank s's token layout; adds into ``drab``."""
+        dq, dk, dv, dr = _bwd_call(dout, q, _pad_keys(k, self), _pad_keys(v, self), self, o,
+                                   drab is not None)
+        if drab is not None:
+            self.scatter_grad(dr, drab)
+        return dq.to(wide), _unpad_keys(dk, self).to(wide), _unpad_keys(dv, self).to(wide)
+
+
+class _ChunkCalls:
+    """The plain causal mask (no contexts, targets, window, custom mask or rab): per (query
+    chunk, key chunk) pair the mask is whole-chunk, so the op's built-in masks serve and every
+    kernel (cuda_sm90 included) takes the call: the same chunk is causal (equal lengths), an
+    earlier key chunk fully visible (mask none), a later one skipped. A key chunk one token
+    shorter than the query chunk is padded with a zero row: SiLU(0) = 0 and the row's V is 0, so
+    it adds exactly nothing (and its gradient is dropped)."""
+
+    def __init__(self, meta: CPMeta, s: int, o: _Opts, device):
+        r, W = meta.rank, meta.world
+        self.pairs = []
+        for qa, qsel in ((r, 0), (2 * W - 1 - r, 1)):
+            for ka, ksel in ((s, 0), (2 * W - 1 - s, 1)):
+                if ka > qa:
+                    continue
+                qi, qlen = meta.chunk_rows(r, qsel)
+                ki, klen = meta.chunk_rows(s, ksel)
+                c = _Call.__new__(_Call)
+                lk = torch.maximum(klen, qlen)
+                koff = torch.zeros(meta.B + 1, dtype=torch.int64)
+                torch.cumsum(lk, 0, out=koff[1:])
+                qoff = torch.zeros(meta.B + 1, dtype=torch.int64)
+                torch.cumsum(qlen, 0, out=qoff[1:])
+                kseq = torch.repeat_interleave(torch.arange(meta.B), klen, output_size=ki.numel())
+                kj = torch.arange(ki.numel()) - (torch.cumsum(klen, 0) - klen)[kseq]
+                on = lambda name, t: meta._on(f"{name}{r},{s},{qsel}{ksel}", t, device)  # noqa
+                c.identity = bool(torch.equal(lk, klen))
+                c.key_dst, c.total_k = on("ckdst", koff[:-1][kseq] + kj), int(koff[-1])
+                c.off_q, c.off_k = on("coffq", qoff), on("coffk", koff)
+                c.max_q = int(qlen.max()) if meta.B else 0
+                c.max_k = int(lk.max()) if meta.B else 0
+                c.func = c.mask = c.rab = None
+                c.mask_type = 0 if ka == qa else 2  # causal or none (default window)
+                c.scale = None if o.attn_scale is None else o.attn_scale[on("cqi", qi)]
+                self.pairs.append((on("cqi", qi), on("cki", ki), c))
+
+    def fwd(self, q, k, v, o: _Opts, wide):
+        out = torch.zeros(q.shape[:-1] + v.shape[-1:], dtype=wide, device=q.device)
+        for qi, ki, c in self.pairs:
+            part = _fwd_call(q[qi], _pad_keys(k[ki], c), _pad_keys(v[ki], c), c, o)
+            out.index_add_(0, qi, part.to(wide))
+        return out
+
+    def bwd(self, dout, q, k, v, o: _Opts, wide, drab):
+        dq = torch.zeros(q.shape, dtype=wide, device=q.device)
+        dk = torch.zeros(k.shape, dtype=wide, device=q.device)
+        dv = torch.zeros(v.shape, dtype=wide, device=q.device)
+        for qi, ki, c in self.pairs:
+            g = _bwd_call(dout[qi], q[qi], _pad_keys(k[ki], c), _pad_keys(v[ki], c), c, o, False)
+            dq.index_add_(0, qi, g[0].to(wide))
+            dk.index_add_(0, ki, _unpad_keys(g[1], c).to(wide))
+            dv.index_add_(0, ki, _unpad_keys(g[2], c).to(wide))
+        return dq, dk, dv
+
+
+def _mask_args(c):
+    # The func / custom-mask calls leave window and mask type at their defaults.
+    return (-1, 0), getattr(c, "mask_type", 3 if c.mask is not None else 0)
+
+
+def _scale(c, o: _Opts):
+    return getattr(c, "scale", o.attn_scale)
+
+
 def _fwd_call(q, k, v, c: _Call, o: _Opts):
+    (wl, wr), mt = _mask_args(c)
     return torch.ops.recops.hstu_attn_fwd(
-        q, k, v, c.off_q, c.off_k, c.max_q, c.max_k, None, None, 1, -1, 0,
-        3 if c.mask is not None else 0, c.mask, c.func, c.rab, o.alpha, o.silu_scale,
-        o.attn_scale, None, None, None, None)
+        q, k, v, c.off_q, c.off_k, c.max_q, c.max_k, None, None, 1, wl, wr, mt, c.mask, c.func,
+        c.rab, o.alpha, o.silu_scale, _scale(c, o), None, None, None, None)
 
 
 def _bwd_call(dout, q, k, v, c: _Call, o: _Opts, want_drab: bool):
+    (wl, wr), mt = _mask_args(c)
     return torch.ops.recops.hstu_attn_bwd(
-        dout, q, k, v, c.off_q, c.off_k, c.max_q, c.max_k, None, None, 1, -1, 0,
-        3 if c.mask is not None else 0, c.mask, c.func, c.rab, o.alpha, o.silu_scale,
-        o.attn_scale, None, None, None, None, want_drab)
+        dout, q, k, v, c.off_q, c.off_k, c.max_q, c.max_k, None, None, 1, wl, wr, mt, c.mask,
+        c.func, c.rab, o.alpha, o.silu_scale, _scale(c, o), None, None, None, None, want_drab)
 
 
 def _acc_dtype(dt: torch.dtype) -> torch.dtype:
@@ -357,9 +445,8 @@ class _HstuCP(torch.autograd.Function):
             reqs = None
             if t < W - 1:
                 nxt_bufs, reqs = _ring(kv, _kv_shapes(meta, (s - 1) % W, k, v), group, meta, 1)
-            calls[s] = _Call(meta, s, o, q.device)
-            c = calls[s]
-            acc += _fwd_call(q, _pad_keys(kv[0], c), _pad_keys(kv[1], c), c, o).to(wide)
+            calls[s] = (_ChunkCalls if o.plain_causal else _Call)(meta, s, o, q.device)
+            acc += calls[s].fwd(q, kv[0], kv[1], o, wide)
             if t < W - 1:
                 _wait(reqs)
                 kv, s = tuple(nxt_bufs), (s - 1) % W
@@ -385,13 +472,9 @@ class _HstuCP(torch.autograd.Function):
             reqs = None
             if t < W - 1:
                 nxt_bufs, reqs = _ring(kv, _kv_shapes(meta, (s - 1) % W, k, v), group, meta, 1)
-            c = calls[s]
-            dq_c, dk_c, dv_c, drab_c = _bwd_call(dout, q, _pad_keys(kv[0], c),
-                                                 _pad_keys(kv[1], c), c, o, want_drab)
-            dq += dq_c.to(wide)
-            if want_drab:
-                c.scatter_grad(drab_c, drab)
-            mine = [_unpad_keys(dk_c, c).to(wide), _unpad_keys(dv_c, c).to(wide)]
+            dq_c, dk_c, dv_c = calls[s].bwd(dout, q, kv[0], kv[1], o, wide, drab)
+            dq += dq_c
+            mine = [dk_c, dv_c]
             if t > 0:
                 _wait(acc_reqs)
                 mine = [a + m for a, m in zip(acc, mine)]
@@ -501,4 +584,6 @@ def hstu_attn_cp(q_local: torch.Tensor, k_local: torch.Tensor, v_local: torch.Te
     o = _Opts(num_contexts, num_targets, int(target_group_size), int(left), int(right),
               None if mask is None else mask.detach() != 0, None if rab is None else rab.detach(),
               float(alpha), silu_scale, scale_l)
+    o.plain_causal = (mask_type == "causal" and (left, right) == (-1, 0) and mask is None
+                      and rab is None and num_contexts is None and num_targets is None)
     return _HstuCP.apply(q_local, k_local, v_local, rab, meta, o, group)

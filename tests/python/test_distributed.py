@@ -17,6 +17,10 @@ from recops import distributed as D
 # and sequences shorter than 2·world.
 CASES = [
     ("causal", torch.float32, 2, 2, lambda g, B, S, L, T: {}),
+    # The plain causal mask runs per chunk pair on the op's own masks (_ChunkCalls).
+    ("causal_gqa_attn_scale", torch.float32, 4, 1, lambda g, B, S, L, T: dict(
+        attn_scale=torch.rand(T, generator=g) + 0.5)),
+    ("causal_bf16", torch.bfloat16, 2, 2, lambda g, B, S, L, T: {}),
     ("ctx_targets_gqa", torch.float32, 4, 2, lambda g, B, S, L, T: dict(
         num_contexts=_counts(g, L, 3), num_targets=_counts(g, L, 5), target_group_size=2)),
     ("window_targets", torch.float32, 2, 1, lambda g, B, S, L, T: dict(
@@ -132,7 +136,8 @@ def test_cp_nccl_matches_single_process():
 
 
 def test_world_one_is_the_op_exactly():
-    (q, k, v, dout, off), kw = _inputs(CASES[1], 1, "cpu")
+    # One func call covering the whole sequence: bit-identical to the op.
+    (q, k, v, dout, off), kw = _inputs([c for c in CASES if c[0] == "ctx_targets_gqa"][0], 1, "cpu")
     ql, meta = D.cp_shard(q, off)
     got = D.cp_unshard(D.hstu_attn_cp(ql, meta.shard(k), meta.shard(v), meta, **kw), meta)
     assert torch.equal(got, recops.hstu_attn(q, k, v, off, off, **kw))
