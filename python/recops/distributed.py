@@ -552,6 +552,9 @@ def hstu_attn_cp(q_local: torch.Tensor, k_local: torch.Tensor, v_local: torch.Te
         raise ValueError(f"{who}: mask_type='custom' and mask go together")
     if target_group_size < 1:
         raise ValueError(f"{who}: target_group_size must be >= 1, got {target_group_size}")
+    if mask_type in ("anti_causal", "none") and tuple(window) != (-1, 0):
+        raise ValueError(f"{who}: mask_type {mask_type} fixes the window; give either it or a "
+                         f"window {tuple(window)}, not both")
     left, right = {"causal": tuple(window), "anti_causal": (0, -1), "none": (-1, -1),
                    "custom": (-1, -1)}[mask_type]
     if left < -1 or right < -1:
