@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import List, Optional, Sequence, Tuple
+from typing import Optional, Sequence, Tuple
 
 import torch
 import torch.distributed as dist
@@ -350,7 +350,7 @@ class _ChunkCalls:
                     continue
                 qi, qlen = meta.chunk_rows(r, qsel)
                 ki, klen = meta.chunk_rows(s, ksel)
-                c = _Call.__new__(_Call)
+                c = _Call.__new__(_Call)  # a bare record of the call's offsets and padding
                 lk = torch.maximum(klen, qlen)
                 koff = torch.zeros(meta.B + 1, dtype=torch.int64)
                 torch.cumsum(lk, 0, out=koff[1:])
