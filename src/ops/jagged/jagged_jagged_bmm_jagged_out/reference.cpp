@@ -1,0 +1,51 @@
+// jagged/jagged_jagged_bmm_jagged_out/reference.cpp: the golden (accuracy.md) of the xyt product
+// (ops/jagged/common/jagged2_bmm.h) as plain loops over the formula, with N_b = seq_lengths[b]
+// and n = min(N_b, max_L):
+//   z_b[m,j] = sum_{d<D} X(b,m)[d] · Y(b,j)[d] for m, j < n, 0 elsewhere in the N_b x N_b block.
+// Golden: fp64 products and sums, rounded once. With p.plain, the double standard's plain
+// baseline: products of the inputs summed in order of d in fp32 (fp64 for fp64), rounded once.
+// Shares no code with the CPU or CUDA paths (offsets through the goldens-only golden_offsets.h).
+#include <algorithm>
+
+#include "ops/jagged/common/golden_offsets.h"
+#include "ops/jagged/common/jagged2_bmm.h"
+
+namespace recops::ops::j2bmm {
+namespace {
+template <class T, class Acc>
+void golden(const Params& p) {
+  const T* x = static_cast<const T*>(p.a);
+  const T* y = static_cast<const T*>(p.y);
+  T* z = static_cast<T*>(p.z);
+  for (int64_t b = 0; b < p.B; ++b) {
+    const int64_t o = golden_offset(p.offsets, p.off_int64, p.off_stride, b);
+    const int64_t s = golden_offset(p.sq_offsets, p.sq_int64, p.sq_stride, b);
+    const int64_t N = golden_offset(p.lengths, p.len_int64, p.len_stride, b);
+    const int64_t n = std::min(N, p.max_L);
+    for (int64_t m = 0; m < N; ++m)
+      for (int64_t j = 0; j < N; ++j) {
+        Acc acc = 0;
+        for (int64_t d = 0; m < n && j < n && d < p.D; ++d)
+          acc += static_cast<Acc>(to_double(x[(o + m) * p.a_stride + d])) *
+                 static_cast<Acc>(to_double(y[(o + j) * p.y_stride + d]));
+        z[s + m * N + j] = from_double<T>(static_cast<double>(acc));
+      }
+  }
+}
+}  // namespace
+
+Status outer_golden(const Params& p, const Context&) {
+  const bool ok = visit_floating(p.dtype, [&](auto t) {
+    using T = decltype(t);
+    if (p.plain && !std::is_same_v<T, double>)
+      golden<T, float>(p);
+    else
+      golden<T, double>(p);
+  });
+  if (!ok)
+    return Status(StatusCode::internal,
+                  "jagged_jagged_bmm_jagged_out: reference reached with a bad dtype");
+  return Status::Ok();
+}
+
+}  // namespace recops::ops::j2bmm
