@@ -85,3 +85,35 @@ def sll_dense_jagged_cat_jagged_out(a: torch.Tensor, b: torch.Tensor, b_offsets:
     c = _ops.concat_2d_jagged(a.reshape(-1, 1, 1), None, b.reshape(-1, 1), b_offsets, 0, False)
     c_offsets = b_offsets + torch.arange(b_offsets.numel(), device=b.device, dtype=b_offsets.dtype)
     return c.reshape(-1), c_offsets
+
+
+def sll_array_jagged_bmm_jagged_out(x: torch.Tensor, y: torch.Tensor, x_lengths: torch.Tensor,
+                                    x_offsets: torch.Tensor, y_lengths: torch.Tensor,
+                                    y_offsets: torch.Tensor, z_lengths: torch.Tensor,
+                                    z_offsets: torch.Tensor, max_seq_len: int,
+                                    allow_tf32: bool = True) -> torch.Tensor:
+    """Jagged² ``x`` (block b is N_b x N_b, ``x_offsets`` the cumsum of ``x_lengths`` = N_b²) times
+    jagged ``y [sum N_b, D]`` (``y_lengths`` = N_b) -> ``z`` in y's layout: ``z_b = x_b[:n, :n]
+    y_b[:n]``, n = min(N_b, max_seq_len), later rows 0. ``x_lengths``, ``z_lengths`` and
+    ``z_offsets`` (SLL passes y's) are accepted and not needed; ``allow_tf32`` has no effect."""
+    del x_lengths, z_lengths, z_offsets
+    return _ops.array_jagged_bmm_jagged_out(x, y, y_lengths, x_offsets, y_offsets, max_seq_len,
+                                            allow_tf32)
+
+
+def sll_jagged_jagged_bmm_jagged_out(x: torch.Tensor, y: torch.Tensor, x_lengths: torch.Tensor,
+                                     x_offsets: torch.Tensor, y_lengths: torch.Tensor,
+                                     y_offsets: torch.Tensor, z_lengths: torch.Tensor,
+                                     z_offsets: torch.Tensor, max_seq_len: int,
+                                     allow_tf32: bool = True) -> torch.Tensor:
+    """Jagged ``x``, ``y [sum N_b, D]`` -> jagged² ``z`` (block b N_b x N_b, ``z_offsets`` the
+    cumsum of ``z_lengths`` = N_b²): ``x_b y_bᵀ`` on the ``min(N_b, max_seq_len)`` window, 0
+    outside it (SLL's CPU path ignores max_seq_len). x and y must share one layout (SLL allows
+    M_b ≠ N_b; recops' blocks are square). Reads ``z_offsets[-1]`` (a sync on CUDA, as SLL's
+    ``.item()``); ``allow_tf32`` has no effect."""
+    del y_lengths, z_lengths
+    if y_offsets is not x_offsets and not torch.equal(y_offsets, x_offsets):
+        raise ValueError("sll_jagged_jagged_bmm_jagged_out: y_offsets must equal x_offsets "
+                         "(square blocks: x and y share one jagged layout)")
+    return _ops.jagged_jagged_bmm_jagged_out(x, y, x_lengths, x_offsets, z_offsets,
+                                             int(z_offsets[-1]), max_seq_len, allow_tf32)
