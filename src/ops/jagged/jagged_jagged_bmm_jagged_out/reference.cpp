@@ -4,11 +4,12 @@
 //   z_b[m,j] = sum_{d<D} X(b,m)[d] · Y(b,j)[d] for m, j < n, 0 elsewhere in the N_b x N_b block.
 // Golden: fp64 products and sums, rounded once. With p.plain, the double standard's plain
 // baseline: products of the inputs summed in order of d in fp32 (fp64 for fp64), rounded once.
-// Shares no code with the CPU or CUDA paths (offsets through the goldens-only golden_offsets.h).
+// Shares no code with the CPU or CUDA paths (offsets through the goldens-only golden_offsets.h, the
+// dtype switch through jagged2_bmm_golden.h).
 #include <algorithm>
 
 #include "ops/jagged/common/golden_offsets.h"
-#include "ops/jagged/common/jagged2_bmm.h"
+#include "ops/jagged/common/jagged2_bmm_golden.h"
 
 namespace recops::ops::j2bmm {
 namespace {
@@ -35,17 +36,8 @@ void golden(const Params& p) {
 }  // namespace
 
 Status outer_golden(const Params& p, const Context&) {
-  const bool ok = visit_floating(p.dtype, [&](auto t) {
-    using T = decltype(t);
-    if (p.plain && !std::is_same_v<T, double>)
-      golden<T, float>(p);
-    else
-      golden<T, double>(p);
-  });
-  if (!ok)
-    return Status(StatusCode::internal,
-                  "jagged_jagged_bmm_jagged_out: reference reached with a bad dtype");
-  return Status::Ok();
+  return golden_dispatch(p, "jagged_jagged_bmm_jagged_out",
+                         [&](auto t, auto acc) { golden<decltype(t), decltype(acc)>(p); });
 }
 
 }  // namespace recops::ops::j2bmm
