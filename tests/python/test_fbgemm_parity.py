@@ -424,3 +424,32 @@ def test_batched_dense_vec_jagged_2d_mul(seed, B, H, max_N, D, dt):
                                  (vv, aa))
     got = compat.batched_dense_vec_jagged_2d_mul(v, a, off)
     _close(got, _fbgemm(F.batched_dense_vec_jagged_2d_mul, v, a, off))
+
+
+def _jagged2_bmm_case(seed, B, L, D, dt, over):
+    n, offs, total, sq = _jagged2_case(seed, B, L, dt, over=over)
+    g = torch.Generator().manual_seed(seed + 100)
+    x = torch.randn(int(offs[-1]), D, generator=g).to(dt)
+    y = torch.randn(int(offs[-1]), D, generator=g).to(dt)
+    return n, offs, total, sq, x, y
+
+
+@pytest.mark.parametrize("seed,B,L,dt", _J2)
+def test_sll_array_jagged_bmm_jagged_out(sll_ops, seed, B, L, dt):
+    # SLL's CPU path views block b as N_b x N_b (row stride N_b), so blocks past max_seq_len agree.
+    n, offs, total, sq, _, y = _jagged2_bmm_case(seed, B, L, 7, dt, over=3)
+    want = _fbgemm(F.sll_array_jagged_bmm_jagged_out, sq, y, n * n, total, n, offs, n, offs, L,
+                   False)
+    got = sll_ops.sll_array_jagged_bmm_jagged_out(sq, y, n * n, total, n, offs, n, offs, L, False)
+    _close_k(got, want, max(L, 1))
+
+
+@pytest.mark.parametrize("seed,B,L,dt", _J2)
+def test_sll_jagged_jagged_bmm_jagged_out(sll_ops, seed, B, L, dt):
+    # SLL's CPU path ignores max_seq_len (full N_b x N_b blocks), so blocks stay within it here;
+    # recops' window rule past it is the op's own test.
+    n, offs, total, _, x, y = _jagged2_bmm_case(seed, B, L, 7, dt, over=1)
+    want = _fbgemm(F.sll_jagged_jagged_bmm_jagged_out, x, y, n, offs, n, offs, n * n, total, L,
+                   False)
+    got = sll_ops.sll_jagged_jagged_bmm_jagged_out(x, y, n, offs, n, offs, n * n, total, L, False)
+    _close_k(got, want, 7)
