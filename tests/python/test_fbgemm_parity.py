@@ -453,3 +453,21 @@ def test_sll_jagged_jagged_bmm_jagged_out(sll_ops, seed, B, L, dt):
                    False)
     got = sll_ops.sll_jagged_jagged_bmm_jagged_out(x, y, n, offs, n, offs, n * n, total, L, False)
     _close_k(got, want, 7)
+
+
+@pytest.mark.parametrize("seed,B,L,dt", _J2[:4])
+def test_sll_jagged2_bmm_gradients(sll_ops, seed, B, L, dt):
+    # Both ops' gradients through SLL's CPU autograd, blocks within max_seq_len (SLL's CPU
+    # jagged_jagged kernel, which its array backward uses for dx, ignores max_seq_len).
+    n, offs, total, sq, x, y = _jagged2_bmm_case(seed, B, L, 7, dt, over=1)
+    cases = [("sll_array_jagged_bmm_jagged_out", (sq, y), (n * n, total, n, offs, n, offs)),
+             ("sll_jagged_jagged_bmm_jagged_out", (x, y), (n, offs, n, offs, n * n, total))]
+    for name, data, idx in cases:
+        outs = []
+        for fn in (getattr(F, name), getattr(sll_ops, name)):
+            a, b = (t.detach().clone().requires_grad_(True) for t in data)
+            z = _fbgemm(fn, a, b, *idx, L, False)
+            g = torch.linspace(-1, 1, z.numel()).view_as(z).to(dt)
+            outs.append(torch.autograd.grad(z, (a, b), g))
+        for want, got in zip(*outs):
+            _close_k(got, want, 7 + L)
