@@ -1,7 +1,6 @@
 // training/norm_mul_dropout/norm_mul_dropout.cpp: the entry of norm_mul_dropout and
 // norm_mul_dropout_bwd. All validation happens here, once; then the ordered implementation list
-// runs the first implementation that accepts (no CUDA path yet: README). At the end: the OpInfos
-// and argument tables.
+// runs the first implementation that accepts. At the end: the OpInfos and argument tables.
 #include "ops/training/norm_mul_dropout/norm_mul_dropout.h"
 
 #include <cmath>
@@ -22,7 +21,8 @@ constexpr const char* kOp = "norm_mul_dropout";
 constexpr const char* kBwd = "norm_mul_dropout_bwd";
 
 const std::vector<core::Impl<Params>>& impls() {
-  static const auto list = training::row_impls<Params>(nullptr, run_cpu, run_reference);
+  static const auto list =
+      training::row_impls<Params>(RECOPS_IF_CUDA(run_cuda), run_cpu, run_reference);
   return list;
 }
 

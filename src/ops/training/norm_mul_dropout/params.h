@@ -1,5 +1,5 @@
 // training/norm_mul_dropout/params.h: the flat problem description shared by the entry, the
-// reference and cpu/ (architecture.md habit 1), for norm_mul_dropout and its backward.
+// reference, cpu/ and cuda/ (architecture.md habit 1), for norm_mul_dropout and its backward.
 #pragma once
 
 #include <cstdint>

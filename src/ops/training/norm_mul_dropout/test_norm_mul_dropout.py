@@ -9,7 +9,7 @@ import torch
 
 import recops
 
-DEVICES = ["cpu"]  # no CUDA path yet (README)
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 TOL = {torch.float64: 1e-12, torch.float32: 2e-5, torch.float16: 3e-3, torch.bfloat16: 2e-2}
 
@@ -39,7 +39,7 @@ def torch_nmd(x, u, w, b, eps, p, training, concat, group, heads, seed=0, offset
     out = torch.cat([u, x, y], -1) if concat else y
     if training and p > 0:
         rows = out.numel() // out.shape[-1]
-        m = keep_mask(seed, offset, rows, out.shape[-1], p).reshape(out.shape)
+        m = keep_mask(seed, offset, rows, out.shape[-1], p).reshape(out.shape).to(out.device)
         out = torch.where(m, out / (1 - p), torch.zeros_like(out))
     return out
 
@@ -50,20 +50,21 @@ def torch_grads(fn, grad, *tensors):
     return torch.autograd.grad(out, leaves)
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", [(37, 96), (3, 5, 64), (4, 512), (1, 8)])
 @pytest.mark.parametrize("concat", [False, True])
 @pytest.mark.parametrize("group", [False, True])
 @pytest.mark.parametrize("p", [0.0, 0.3])
-def test_matches_formula(dtype, shape, concat, group, p):
+def test_matches_formula(device, dtype, shape, concat, group, p):
     torch.manual_seed(sum(shape))
     D = shape[-1]
     heads = 4 if group else 1
     nw = heads if group else D
-    x = torch.randn(shape, dtype=dtype) + 0.5
-    u = torch.randn(shape, dtype=dtype)
-    w = torch.randn(nw, dtype=dtype)
-    b = 0.5 * torch.randn(nw, dtype=dtype)
+    x = torch.randn(shape, dtype=dtype, device=device) + 0.5
+    u = torch.randn(shape, dtype=dtype, device=device)
+    w = torch.randn(nw, dtype=dtype, device=device)
+    b = 0.5 * torch.randn(nw, dtype=dtype, device=device)
     args = (1e-5, p, True, concat, group, heads, -1, 1234, 5)
     out = recops.norm_mul_dropout(x, u, w, b, *args)
     ref = lambda *t: torch_nmd(*t, 1e-5, p, True, concat, group, heads, 1234, 5)
