@@ -5,6 +5,7 @@
 // float for fp32/fp16/bf16, double for fp64 (training_ops.md §1).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <type_traits>
 
@@ -65,6 +66,22 @@ inline A row_sum_sq(const T* x, int64_t D) {
     const A v = ld(x[d]);
     return v * v;
   });
+}
+
+// LayerNorm statistics of the n values at x in fp64: *mu = their mean, *r = 1/sqrt(mean (x − mu)²
+// + eps), in two passes (no E[x²] − mu², which cancels when the mean dominates).
+template <class T>
+inline void mean_rstd(const T* x, int64_t n, double eps, double* mu, double* r) {
+  const double nd = static_cast<double>(n);
+  const double m = row_sum<double>(n, [&](int64_t d) { return double(ld(x[d])); }) / nd;
+  const double var = row_sum<double>(n,
+                                     [&](int64_t d) {
+                                       const double c = double(ld(x[d])) - m;
+                                       return c * c;
+                                     }) /
+                     nd;
+  *mu = m;
+  *r = 1.0 / std::sqrt(var + eps);
 }
 
 // Calls fn(r0, r1) over [0, rows) in parallel, chunks of at least ~32K elements.

@@ -12,26 +12,12 @@
 namespace recops::ops::layer_norm_ns {
 namespace {
 using training::ld;
+using training::mean_rstd;
 using training::row_sum;
 using training::st;
 
 inline double sigm(double v) {
   return 1.0 / (1.0 + std::exp(-v));
-}
-
-// Row statistics: mean, then r = 1/sqrt(mean (x − mean)² + eps) (two passes; no E[x²] − mean²).
-template <class T>
-void stats(const T* x, int64_t D, double eps, double* mu, double* r) {
-  const double Dd = static_cast<double>(D);
-  const double m = row_sum<double>(D, [&](int64_t d) { return double(ld(x[d])); }) / Dd;
-  const double var = row_sum<double>(D,
-                                     [&](int64_t d) {
-                                       const double c = double(ld(x[d])) - m;
-                                       return c * c;
-                                     }) /
-                     Dd;
-  *mu = m;
-  *r = 1.0 / std::sqrt(var + eps);
 }
 
 template <class T>
@@ -44,7 +30,7 @@ void forward(const Params& p, int threads) {
       const T* x = static_cast<const T*>(p.x) + row * D;
       T* y = static_cast<T*>(p.out) + row * D;
       double mu, r;
-      stats(x, D, p.eps, &mu, &r);
+      mean_rstd(x, D, p.eps, &mu, &r);
       for (int64_t d = 0; d < D; ++d) {
         const double xv = ld(x[d]);
         double y0 = (xv - mu) * r;
@@ -72,7 +58,7 @@ void backward(const Params& p, int threads) {
     const T* x = static_cast<const T*>(p.x) + row * D;
     const T* dy = static_cast<const T*>(p.grad) + row * D;
     double mu, r;
-    stats(x, D, p.eps, &mu, &r);
+    mean_rstd(x, D, p.eps, &mu, &r);
     for (int64_t d = 0; d < D; ++d) {
       n[d] = (double(ld(x[d])) - mu) * r;
       const double g = ld(dy[d]);

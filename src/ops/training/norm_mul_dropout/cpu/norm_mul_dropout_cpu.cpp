@@ -13,6 +13,7 @@
 namespace recops::ops::norm_mul_dropout_ns {
 namespace {
 using training::ld;
+using training::mean_rstd;
 using training::row_sum;
 using training::st;
 
@@ -37,21 +38,6 @@ struct Geo {
   int64_t widx(int64_t d) const { return p.group_norm ? d / L : d; }
 };
 
-// mean and r of the group of L values at x.
-template <class T>
-void stats(const T* x, int64_t L, double eps, double* mu, double* r) {
-  const double Ld = static_cast<double>(L);
-  const double m = row_sum<double>(L, [&](int64_t j) { return double(ld(x[j])); }) / Ld;
-  const double var = row_sum<double>(L,
-                                     [&](int64_t j) {
-                                       const double c = double(ld(x[j])) - m;
-                                       return c * c;
-                                     }) /
-                     Ld;
-  *mu = m;
-  *r = 1.0 / std::sqrt(var + eps);
-}
-
 template <class T>
 void forward(const Params& p, int threads) {
   const Geo g(p);
@@ -64,7 +50,7 @@ void forward(const Params& p, int threads) {
         const T* x = static_cast<const T*>(p.x) + row * g.D + c0;
         const T* u = static_cast<const T*>(p.u) + row * g.D + c0;
         double mu, r;
-        stats(x, g.L, p.eps, &mu, &r);
+        mean_rstd(x, g.L, p.eps, &mu, &r);
         for (int64_t j = 0; j < g.L; ++j) {
           const int64_t d = c0 + j;
           const double xv = ld(x[j]), uv = ld(u[j]);
@@ -96,7 +82,7 @@ void backward(const Params& p, int threads) {
       const T* x = static_cast<const T*>(p.x) + base;
       const T* u = static_cast<const T*>(p.u) + base;
       double mu, r;
-      stats(x, g.L, p.eps, &mu, &r);
+      mean_rstd(x, g.L, p.eps, &mu, &r);
       for (int64_t j = 0; j < g.L; ++j) {
         const int64_t d = c0 + j;
         n[j] = (double(ld(x[j])) - mu) * r;
