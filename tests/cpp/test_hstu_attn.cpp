@@ -270,8 +270,8 @@ TEST(HstuAttn, BadInputsNameTheRule) {
     EXPECT_NE(s.message().find(text), std::string::npos) << s.message();
   };
   HstuAttnArgs a = p.a;
-  a.target_group_size = 0;
-  expect_error(a, "target_group_size=0");
+  a.target_group_size = -1;
+  expect_error(a, "target_group_size=-1");
   a = p.a;
   a.mask_type = HstuMaskType::custom;
   expect_error(a, "mask_type custom needs the mask tensor");

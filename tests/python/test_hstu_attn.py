@@ -194,9 +194,9 @@ def test_meta_shapes():
 
 def test_errors_name_the_rule():
     q, k, v, oq, ok, Sq, Sk = problem(torch.float32)
-    with pytest.raises(RuntimeError, match="target_group_size=0"):
+    with pytest.raises(RuntimeError, match="target_group_size=-1"):
         recops.hstu_attn(q, k, v, oq, ok, Sq, Sk, num_targets=torch.tensor([1, 0, 1]),
-                         target_group_size=0)
+                         target_group_size=-1)
     with pytest.raises(RuntimeError, match="not a multiple of Hk"):
         recops.hstu_attn(q[:, :1].expand(-1, 3, -1).contiguous(), k.expand(-1, 2, -1).contiguous(),
                          v.expand(-1, 2, -1).contiguous(), oq, ok, Sq, Sk)

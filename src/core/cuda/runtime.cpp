@@ -64,6 +64,13 @@ Status copy_strided_to_host(void* host, const void* device, int64_t elem_size, i
   return Status::Ok();
 }
 
+Status zero_async(void* device, size_t bytes, int device_index, void* stream) {
+  if (bytes == 0) return Status::Ok();
+  RECOPS_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_index));
+  RECOPS_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(device, 0, bytes, static_cast<cudaStream_t>(stream)));
+  return Status::Ok();
+}
+
 bool stream_capturing(void* stream) {
   cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
   if (cudaStreamIsCapturing(static_cast<cudaStream_t>(stream), &st) != cudaSuccess) {

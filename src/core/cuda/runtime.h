@@ -21,6 +21,8 @@ std::string device_name(int index);
 // dense host memory, on `stream`, and waits for them.
 Status copy_strided_to_host(void* host, const void* device, int64_t elem_size, int64_t count,
                             int64_t stride, int device_index, void* stream);
+// Sets `bytes` bytes of device memory to 0 on `stream` (cudaMemsetAsync; no wait).
+Status zero_async(void* device, size_t bytes, int device_index, void* stream);
 // True while `stream` is capturing a CUDA graph (no synchronisation is allowed then).
 bool stream_capturing(void* stream);
 

@@ -39,6 +39,9 @@ void free_device(void*) {}
 Status memcpy_any(void*, const void*, size_t) {
   return no_cuda();
 }
+Status zero_async(void*, size_t, int, void*) {
+  return no_cuda();
+}
 Status synchronize(int) {
   return no_cuda();
 }

@@ -6,6 +6,7 @@
 // (check_data); the CUDA kernels never read offsets on the host.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -107,9 +108,10 @@ Status check_meta(const char* op, const HstuAttnArgs& a, P* p) {
                " (GQA needs Hq % Hk == 0 with Hk >= 1)");
   RECOPS_CHECK(Hq == 0 || Hq % Hk == 0, op, ": Hq=", Hq, " is not a multiple of Hk=", Hk,
                " (GQA needs Hq % Hk == 0)");
+  // An empty tensor addresses no element, so its strides are arbitrary (torch gives any).
   for (const auto& [t, name] : {std::pair{&q, "q"}, {&k, "k"}, {&v, "v"}})
-    RECOPS_CHECK(t->sizes[rank - 1] <= 1 || t->strides[rank - 1] == 1, op, ": ", name,
-                 "'s last dim must be contiguous (stride 1), got ", describe(*t));
+    RECOPS_CHECK(t->numel() == 0 || t->sizes[rank - 1] <= 1 || t->strides[rank - 1] == 1, op, ": ",
+                 name, "'s last dim must be contiguous (stride 1), got ", describe(*t));
   RECOPS_CHECK(a.max_seq_len_q >= 0 && a.max_seq_len_k >= 0, op,
                ": max_seq_len_q and max_seq_len_k must be >= 0, got ", a.max_seq_len_q, ", ",
                a.max_seq_len_k);
@@ -151,8 +153,8 @@ Status check_meta(const char* op, const HstuAttnArgs& a, P* p) {
   p->total_k = jagged ? k.sizes[0] : B * k.sizes[1];
   p->device_index = q.device.index;
 
-  RECOPS_CHECK(a.target_group_size >= 1, op, ": target_group_size=", a.target_group_size,
-               " must be >= 1");
+  RECOPS_CHECK(a.target_group_size >= 0, op, ": target_group_size=", a.target_group_size,
+               " must be >= 0 (0: no target mask, targets are causal like history)");
   RECOPS_CHECK(a.window_left >= -1 && a.window_right >= -1, op, ": window (", a.window_left, ", ",
                a.window_right, ") entries must be >= -1 (-1 is unbounded)");
   if (a.num_contexts) RECOPS_RETURN_IF_ERROR(check_per_seq(op, "num_contexts", *a.num_contexts, B));
@@ -257,7 +259,8 @@ Status check_meta(const char* op, const HstuAttnArgs& a, P* p) {
     RECOPS_CHECK(ps == 16 || ps == 32 || ps == 64 || ps == 128 || ps == 256, op, ": page_size=", ps,
                  " must be one of 16, 32, 64, 128, 256");
     RECOPS_CHECK(kv.dtype == q.dtype, op, ": kv_cache must have q's dtype");
-    RECOPS_CHECK(kv.strides[4] == 1 || d <= 1, op, ": kv_cache's last dim must be contiguous");
+    RECOPS_CHECK(kv.strides[4] == 1 || d <= 1 || kv.numel() == 0, op,
+                 ": kv_cache's last dim must be contiguous");
     RECOPS_RETURN_IF_ERROR(core::check_offsets_meta(op, "page_offsets", *a.page_offsets));
     RECOPS_CHECK(a.page_offsets->sizes[0] == B + 1, op, ": page_offsets must be [B+1] = [", B + 1,
                  "], got ", describe(*a.page_offsets));
@@ -323,6 +326,9 @@ Status check_meta(const char* op, const HstuAttnArgs& a, P* p) {
       std::max({p->Sq, p->Sk, p->total_q, p->total_k + p->num_page_ids * p->page_size});
   if (p->window_left >= longest) p->window_left = -1;
   if (p->window_right >= longest) p->window_right = -1;
+  // target_group_size 0 (the seed's "no target mask"): one group longer than any sequence, so
+  // rule 5 never masks and the targets follow the window like history.
+  if (p->group_size == 0) p->group_size = std::max<int64_t>(longest, 1);
   return Status::Ok();
 }
 
@@ -418,7 +424,7 @@ Status check_out(const char* op, const char* name, const TensorView& t, const Sh
                ", expected ", shape_str(expect));
   RECOPS_CHECK(t.dtype == a.q.dtype, op, ": ", name, " must have q's dtype ", dtype_name(a.q.dtype),
                ", got ", dtype_name(t.dtype));
-  RECOPS_CHECK(t.ndim == 0 || t.sizes[t.ndim - 1] <= 1 || t.strides[t.ndim - 1] == 1, op, ": ",
+  RECOPS_CHECK(t.numel() == 0 || t.sizes[t.ndim - 1] <= 1 || t.strides[t.ndim - 1] == 1, op, ": ",
                name, "'s last dim must be contiguous");
   // Elements that share memory would overwrite each other (e.g. batches with batch stride 0).
   if (t.numel() > 0)
@@ -468,11 +474,28 @@ Status bwd_meta(const HstuAttnArgs& a, P* p) {
   RECOPS_RETURN_IF_ERROR(check_meta(kBwd, a, p));
   RECOPS_CHECK(!a.kv_cache, kBwd,
                ": paged KV is inference only (no gradient is defined for the cache)");
-  // No query heads: dq is empty, and dk, dv (and drab) would be all zeros, which no
-  // implementation writes; take the empty case only.
-  RECOPS_CHECK(p->Hq > 0 || (p->Hk == 0 && !a.rab), kBwd,
-               ": q has no heads (Hq=0); the gradient needs k and v without heads too (Hk=", p->Hk,
-               ") and no rab");
+  return Status::Ok();
+}
+
+// Writes zeros into `t`: the gradients of k, v (and rab) when q has no heads (Hq = 0), a sum over
+// no query heads. CPU: any strides; CUDA: one memset, so the elements must be dense.
+Status zero_fill(const char* name, const TensorView& t, const Context& ctx) {
+  const int64_t n = t.numel();
+  if (n == 0) return Status::Ok();
+  const int64_t es = dtype_size(t.dtype);
+  if (!t.device.is_cpu()) {
+    RECOPS_CHECK(t.is_contiguous(), kBwd, ": ", name,
+                 " must be contiguous when q has no heads (it is zero-filled at once), got ",
+                 describe(t));
+    return core::cuda::zero_async(t.data, static_cast<size_t>(n * es), t.device.index, ctx.stream);
+  }
+  std::vector<int64_t> idx(static_cast<size_t>(t.ndim), 0);
+  for (int64_t e = 0; e < n; ++e) {
+    int64_t off = 0;
+    for (int i = 0; i < t.ndim; ++i) off += idx[i] * t.strides[i];
+    std::memset(static_cast<char*>(t.data) + off * es, 0, static_cast<size_t>(es));
+    for (int i = t.ndim - 1; i >= 0 && ++idx[i] == t.sizes[i]; --i) idx[i] = 0;
+  }
   return Status::Ok();
 }
 
@@ -503,6 +526,11 @@ Status run_bwd(const TensorView& dout, const HstuAttnArgs& a, const TensorView& 
                const Context& ctx, P* p) {
   RECOPS_RETURN_IF_ERROR(finish_bwd(dout, a, dq, dk, dv, drab, ctx, p));
   if (dq.numel() + dk.numel() + dv.numel() + (drab ? drab->numel() : 0) == 0) return Status::Ok();
+  if (p->Hq == 0) {  // no query heads: every gradient is an empty sum (no implementation runs)
+    RECOPS_RETURN_IF_ERROR(zero_fill("dk", dk, ctx));
+    RECOPS_RETURN_IF_ERROR(zero_fill("dv", dv, ctx));
+    return drab ? zero_fill("drab", *drab, ctx) : Status::Ok();
+  }
   return core::dispatch(kBwd, bwd_impls(), a.q.device.type, *p, ctx);
 }
 
@@ -600,6 +628,7 @@ Status hstu_attn_bwd_plain(const TensorView& dout, const HstuAttnArgs& a, const 
   RECOPS_RETURN_IF_ERROR(ops::prepare_bwd(dout, a, dq, dk, dv, drab, {}, &p));
   RECOPS_CHECK(a.q.device.is_cpu(), ops::kBwd, ": the plain baseline runs on CPU tensors only");
   if (dq.numel() + dk.numel() + dv.numel() + (drab ? drab->numel() : 0) == 0) return Status::Ok();
+  if (p.Hq == 0) return ops::run_bwd(dout, a, dq, dk, dv, drab, {}, &p);  // the zeros
   p.plain = true;
   return ops::hstu_attn_bwd_reference(p, {});
 }
@@ -635,7 +664,8 @@ Args:
         data-dependent read: pass them explicitly under ``torch.compile``). With a paged cache
         ``max_seq_len_k`` counts cached + new keys and must be given.
     num_contexts, num_targets: ``[B]`` int32/int64 per-sequence counts in ``[0, Lk]``.
-    target_group_size: ``>= 1``; a target sees history and its own group causally.
+    target_group_size: ``>= 1``: a target sees history and its own group causally; ``0``: no
+        target mask (the seed's rule: targets follow the window like history).
     window: ``(left, right)``, -1 unbounded; ``(-1, 0)`` is causal, ``(w, 0)`` a sliding window.
     mask_type: ``"causal"`` (uses ``window``), ``"anti_causal"``, ``"none"`` or ``"custom"``
         (needs ``mask``).
@@ -695,10 +725,12 @@ kit::Def<A, P> hstu_table(const char* name, bool fwd) {
       .template arg<&HstuAttnArgs::seq_offsets_k>(
           "seq_offsets_k", {.py = {.def = "None", .rule = "same seq_offsets_q"}})
       .template arg<&HstuAttnArgs::max_seq_len_q>(
-          "max_seq_len_q", {.py = {.def = "None", .rule = "longest seq_offsets_q q 1"}})
+          "max_seq_len_q",
+          {.sym = true, .py = {.def = "None", .rule = "longest seq_offsets_q q 1"}})
       .template arg<&HstuAttnArgs::max_seq_len_k>(
           "max_seq_len_k",
-          {.py = {.def = "None",
+          {.sym = true,
+           .py = {.def = "None",
                   .rule = "longest seq_offsets_k k 1",
                   .needed_with = "kv_cache",
                   .why = "with a paged cache give max_seq_len_k (cached + new keys)"}})
