@@ -46,8 +46,10 @@ RECOPS_TORCH_HOOKS(hstu_mask) {
   recops::binding::TorchHooks h;
   h.meta = [](const Args& a) -> std::vector<at::Tensor> {
     constexpr const char* op = "hstu_mask";
-    return {at::empty({arg(a, op, "max_seq_len_q").toInt(), arg(a, op, "max_seq_len_k").toInt()},
-                      arg(a, op, "q").toTensor().options().dtype(at::kBool))};
+    // The max lengths are SymInts in the schema (symbolic under torch.compile).
+    const std::vector<c10::SymInt> sizes = {arg(a, op, "max_seq_len_q").toSymInt(),
+                                            arg(a, op, "max_seq_len_k").toSymInt()};
+    return {at::empty_symint(sizes, arg(a, op, "q").toTensor().options().dtype(at::kBool))};
   };
   return h;
 }
