@@ -137,11 +137,21 @@ def test_target_group_size_zero_is_no_target_mask():
 
 
 def test_compile_without_max_lengths():
+    import torch._dynamo.testing
+
     q, k, v, oq, ok, Sq, Sk = problem(dtype=torch.float32, seed=7)
-    want = recops.hstu_attn(q, k, v, oq, ok, Sq, Sk)
-    f = torch.compile(lambda q, k, v, o: recops.hstu_attn(q, k, v, o), fullgraph=True)
-    torch.testing.assert_close(f(q, k, v, oq), recops.hstu_attn(q, k, v, oq))
-    torch.testing.assert_close(recops.hstu_attn(q, k, v, oq, ok), want)
+    torch.testing.assert_close(recops.hstu_attn(q, k, v, oq, ok),
+                               recops.hstu_attn(q, k, v, oq, ok, Sq, Sk), rtol=0, atol=0)
+    count = torch._dynamo.testing.CompileCounter()
+    f = torch.compile(lambda q, k, v, o: recops.hstu_attn(q, k, v, o), fullgraph=True,
+                      backend=count)
+    # One graph: the longest sequence (hence silu_scale = 1/max_seq_len_q) is read at run time.
+    for lengths in ((2, 12), (7, 7), (1, 13)):
+        o = torch.tensor([0, lengths[0], 14])
+        x = q.new_ones(14, 2, 8) * 0.1
+        torch.testing.assert_close(f(x, x, x, o), recops.hstu_attn(x, x, x, o, o, max(lengths),
+                                                                   max(lengths)))
+    assert count.frame_count == 1
 
 
 @pytest.mark.parametrize("shape", [(0, 2, 8), (6, 0, 8)])

@@ -661,7 +661,8 @@ Args:
         defaults to ``seq_offsets_q``. Both None: dense layout.
     max_seq_len_q, max_seq_len_k: bounds of the lengths (the padded extents of ``rab`` and
         ``mask``); default: the dense S, or the longest sequence read from the offsets (a
-        data-dependent read: pass them explicitly under ``torch.compile``). With a paged cache
+        data-dependent read; under ``torch.compile`` an unbacked SymInt, which the schema
+        takes; giving them saves the read). With a paged cache
         ``max_seq_len_k`` counts cached + new keys and must be given.
     num_contexts, num_targets: ``[B]`` int32/int64 per-sequence counts in ``[0, Lk]``.
     target_group_size: ``>= 1``: a target sees history and its own group causally; ``0``: no
