@@ -61,7 +61,9 @@ struct PyArg {
   const char* pair = nullptr;
   // A None is filled by a named rule of _kit.py: "same <arg>" (that argument's value) or
   // "longest <offsets> <tensor> <dim>" (the longest sequence of <offsets>; without offsets,
-  // <tensor>.size(<dim>)). Rules run in argument order, after the names checks.
+  // <tensor>.size(<dim>)); "nested <values>" / "nested_out <values>" on an offsets argument: a
+  // torch.nested jagged tensor in <values> gives both (nested_out: the output comes back nested).
+  // Rules run in argument order, after the names checks.
   const char* rule = nullptr;
   // A None while argument `needed_with` is given is a ValueError "<wrapper>: <why>".
   const char* needed_with = nullptr;
