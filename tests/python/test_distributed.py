@@ -118,9 +118,13 @@ def _free_port():
 
 def _spawn(world, backend):
     results = mp.Manager().dict()
-    # gloo children are forked (no re-import of torch and recops: seconds per process on a
-    # loaded 2-core runner); NCCL needs fresh processes (CUDA does not survive a fork).
-    method = "fork" if backend == "gloo" else "spawn"
+    # gloo children come from a fork server that imported torch and recops once (a plain fork
+    # breaks once this pytest process has run autograd, and spawning re-imports torch per
+    # process: seconds each on a loaded 2-core runner); NCCL needs fresh processes (CUDA does not
+    # survive a fork).
+    if backend == "gloo":
+        mp.set_forkserver_preload(["torch", "recops", "recops.distributed"])
+    method = "forkserver" if backend == "gloo" else "spawn"
     mp.start_processes(_worker, args=(world, _free_port(), backend, results), nprocs=world,
                        join=True, start_method=method)
     assert dict(results) == {r: "ok" for r in range(world)}
