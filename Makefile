@@ -28,7 +28,7 @@ PY_PACKAGES := torch==2.13.0 fbgemm-gpu-cpu==1.8.0 numpy pytest pyyaml safetenso
   huggingface-hub==0.36.2 tokenizers==0.22.2 regex requests filelock packaging
 PY_NODEPS := torchrec==1.8.0 transformers==4.57.6
 
-.PHONY: run test deps deps-apt deps-py build check bench ctest pytest asan format format-check fuzz clean
+.PHONY: run test deps deps-apt deps-py build check bench ctest pytest asan format format-check fuzz clean docs
 
 run: deps build
 	$(RECOPS) list
@@ -71,6 +71,10 @@ check: build
 
 bench: build
 	$(RECOPS) bench --backend cpu --quick
+
+# docs/ops.md from the op registry (`recops list --markdown`); ctest's ops_md_current checks it.
+docs: build
+	bash scripts/ops_md.sh $(RECOPS)
 
 format:
 	@git ls-files '*.h' '*.cpp' '*.cu' '*.cuh' | xargs clang-format -i

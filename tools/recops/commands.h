@@ -78,7 +78,7 @@ struct ReportOptions {
 };
 
 int run_list(bool json, bool tuning, bool cases, const std::vector<std::string>& ops,
-             const std::string& cases_dir);
+             const std::string& cases_dir, bool markdown = false);
 int run_check(const CheckOptions& o, const std::string& argv0);
 int run_bench(const BenchOptions& o);
 int run_record(const RecordOptions& o);

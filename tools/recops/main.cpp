@@ -65,7 +65,12 @@ int main(int argc, char** argv) {
                  "the case ids of each op's cases.yaml with their dtypes (for check --case)");
   list->add_option("--op", list_ops_sel, "with --cases: only these ops, folders or families")
       ->delimiter(',');
-  list->add_option("--cases-dir", list_cases_dir, "with --cases: the directory holding the ops");
+  list->add_option("--cases-dir", list_cases_dir,
+                   "with --cases or --markdown: the directory holding the ops");
+  bool list_markdown = false;
+  list->add_flag("--markdown", list_markdown,
+                 "docs/ops.md: every op by family with its schema, implementations, checked dtypes "
+                 "and docstring (`make docs` writes it)");
   list->add_flag("--tuning", list_tuning,
                  "the tunable implementations and what the tuning files hold for this machine's "
                  "devices ($RECOPS_TUNING_FILE, else tuning/ of the source tree)");
@@ -99,6 +104,10 @@ int main(int argc, char** argv) {
       "leave CUDA offsets validation at the library default ($RECOPS_VALIDATE; off in release "
       "builds): bad-input cases that then run count as passed (for compute-sanitizer runs)");
   check->add_flag("-v,--verbose", co.verbose, "print each result as it finishes (stderr)");
+  bool check_list_cases = false;
+  check->add_flag("--list-cases", check_list_cases,
+                  "print the case ids of the selected ops (--op) with their dtypes and exit, as "
+                  "`recops list --cases`");
 
   recops::cli::BenchOptions bo;
   auto* bench = add_run_command(
@@ -201,8 +210,10 @@ int main(int argc, char** argv) {
   }
   if (list->parsed())
     return recops::cli::run_list(list_json, list_tuning, list_case_ids, list_ops_sel,
-                                 list_cases_dir);
+                                 list_cases_dir, list_markdown);
   if (tune->parsed()) return recops::cli::run_tune(to);
+  if (check->parsed() && check_list_cases)
+    return recops::cli::run_list(false, false, true, co.ops, co.cases_dir);
   if (check->parsed()) return recops::cli::run_check(co, argv[0]);
   if (bench->parsed()) return recops::cli::run_bench(bo);
   if (record->parsed()) return recops::cli::run_record(ro);
