@@ -11,6 +11,7 @@
 #include <sys/resource.h>
 
 #include <chrono>
+#include <thread>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -231,6 +232,11 @@ int run_bench(const BenchOptions& o) {
   const auto t_start = Clock::now();
   Selection sel;
   if (!select("bench", o.cases_dir, o.ops, o.backends, &sel, o.impl)) return 2;
+  // Other processes on the cores this run times: a short look now, and the whole run at the end.
+  const CpuLoadSample load_start = cpu_load_sample();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const CpuLoadSample load_run = cpu_load_sample();
+  warn_if_cores_busy(load_start, load_run, "before the run");
   const double threshold = o.threshold_pct / 100.0;
   const bool against_file = !o.against.empty() && o.against != "baseline";
   std::map<std::string, double> against;
@@ -506,6 +512,7 @@ int run_bench(const BenchOptions& o) {
       std::cout << "memory: " << r.op << " " << r.case_id << " " << r.dtype << " [" << r.backend
                 << "]: peak " << *r.memory.peak_bytes << " bytes over the max_memory bound of "
                 << fmt_g(*r.memory_limit, 6) << " bytes (" << r.memory.how << ")\n";
+  warn_if_cores_busy(load_run, cpu_load_sample(), "during the run");
   const double secs = std::chrono::duration<double>(Clock::now() - t_start).count();
   std::cout << "\n"
             << records.size() << " shape(s), " << regressions << " regression(s) over "

@@ -1,6 +1,7 @@
 // tools/recops/common.cpp
 #include "tools/recops/common.h"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include <set>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
 #include "core/cpu_features.h"
 #include "core/cuda/runtime.h"
@@ -371,13 +373,13 @@ Progress::Progress(std::string what, int64_t total, bool quiet)
       start_(now_s()) {}
 
 // On a terminal one line redrawn at most 10 times a second; elsewhere (CI logs, a pipe) a plain
-// line every 10 s, so that a long run shows it is alive and where it is.
+// line every 5 s, so that a long run shows it is alive and where it is.
 void Progress::step(const std::string& label) {
   ++done_;
   if (!active_) return;
   const double t = now_s(), el = t - start_;
   if (tty_ && done_ < total_ && t - last_draw_ < 0.1) return;
-  if (!tty_ && (done_ == total_ || t - (last_draw_ < 0 ? start_ : last_draw_) < 10.0)) return;
+  if (!tty_ && (done_ == total_ || t - (last_draw_ < 0 ? start_ : last_draw_) < 5.0)) return;
   last_draw_ = t;
   std::string line = "[" + what_ + "] " + std::to_string(done_) + "/" + std::to_string(total_) +
                      ", " + fmt_duration(el) + " elapsed";
@@ -395,6 +397,45 @@ void Progress::step(const std::string& label) {
 void Progress::finish() {
   if (active_ && tty_ && last_draw_ >= 0) std::cerr << "\r\033[K" << std::flush;
   active_ = false;
+}
+
+CpuLoadSample cpu_load_sample() {
+  CpuLoadSample s;
+  std::ifstream f("/proc/stat");
+  std::string cpu;
+  // user nice system idle iowait irq softirq steal (guest time is inside user and nice).
+  long long v[8] = {};
+  if (!(f >> cpu) || cpu != "cpu") return s;
+  for (auto& x : v)
+    if (!(f >> x)) return s;
+  const double tick = static_cast<double>(sysconf(_SC_CLK_TCK));
+  if (tick <= 0) return s;
+  long long busy = 0;
+  for (int i = 0; i < 8; ++i)
+    if (i != 3 && i != 4) busy += v[i];
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  s.self_s = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+             1e-6 * static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+  s.busy_s = static_cast<double>(busy) / tick;
+  s.wall_s = now_s();
+  s.ok = true;
+  return s;
+}
+
+double others_busy_cores(const CpuLoadSample& a, const CpuLoadSample& b) {
+  const double wall = b.wall_s - a.wall_s;
+  if (!a.ok || !b.ok || wall <= 0) return 0;
+  return std::max(0.0, (b.busy_s - a.busy_s) - (b.self_s - a.self_s)) / wall;
+}
+
+void warn_if_cores_busy(const CpuLoadSample& a, const CpuLoadSample& b, const char* when) {
+  const double others = others_busy_cores(a, b);
+  if (others <= 0.5) return;
+  const unsigned n = std::thread::hardware_concurrency();
+  std::cerr << "recops bench: warning: other processes kept " << fmt_g(others, 2) << " of "
+            << (n ? std::to_string(n) : std::string("the")) << " cores busy " << when
+            << " (/proc/stat): CPU times are slower and noisier than on an idle machine\n";
 }
 
 std::vector<CaseFile> load_case_files(const Selection& sel, const char* file_name, FileKind kind,

@@ -107,8 +107,8 @@ class Table {
 
 std::string fmt_g(double v, int precision = 3);
 
-// Progress of a long run on one rewritten stderr line (done/total, elapsed, ETA, the last item),
-// shown only when stderr is a terminal and not `quiet`; CI logs stay clean.
+// Progress of a long run on stderr (done/total, elapsed, ETA, the last item), unless `quiet`: on a
+// terminal one rewritten line; elsewhere (CI logs, pipes) a plain line every 5 s.
 class Progress {
  public:
   Progress(std::string what, int64_t total, bool quiet);
@@ -126,6 +126,18 @@ class Progress {
   bool active_ = false, tty_ = false;
   double start_ = 0, last_draw_ = -1;
 };
+
+// CPU time of the machine and of this process, to tell how busy other processes kept the cores.
+struct CpuLoadSample {
+  bool ok = false;
+  double wall_s = 0, busy_s = 0, self_s = 0;  // busy_s: every core's non-idle time (/proc/stat)
+};
+CpuLoadSample cpu_load_sample();
+// The cores other processes kept busy between two samples, on average (0 when unknown).
+double others_busy_cores(const CpuLoadSample& a, const CpuLoadSample& b);
+// `recops bench`: a one-line warning on stderr when other processes kept more than half a core
+// busy between `a` and `b` (`when`: "before the run", "during the run").
+void warn_if_cores_busy(const CpuLoadSample& a, const CpuLoadSample& b, const char* when);
 
 // The fields that name a bench or tune record, in the order tune writes them: op, case, dtype,
 // backend, device, impl and phase "fwd" (Json: nlohmann::json or nlohmann::ordered_json).

@@ -24,7 +24,8 @@ CLI::App* add_run_command(CLI::App& app, const std::string& name, const std::str
   sub->add_option("--json", o.json, "also write the results as JSON to FILE");
   sub->add_flag("--quick", o.quick, "skip cases tagged `large` (the CI tier)");
   sub->add_flag("-q,--quiet", o.quiet,
-                "no progress on stderr (the default when stderr is not a terminal)");
+                "no progress on stderr (else: a rewritten line on a terminal, a line every 5 s "
+                "elsewhere)");
   return sub;
 }
 
