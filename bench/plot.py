@@ -5,8 +5,9 @@
 Reads JSON lists of records (op, impl, backend, device, shape, dtype, phase, time_ms, tflops, gbps,
 frac_*_ceiling, ceilings, peer, peer_time_ms, speedup_vs_peer, commit, date) and writes into DIR:
   throughput_<op>.png   GB/s (or TFLOP/s) per shape, ours beside the peer timed in the same run
-  speedup_vs_peer.png   peer time / our time per op and shape (> 1: we are faster)
-  fraction_of_ceiling.png  our throughput as a fraction of the ceiling measured in the same run
+  speedup_vs_peer.png   peer time / our time per op and shape (> 1: we are faster), a panel per family
+  fraction_of_ceiling.png  our throughput as a fraction of the ceiling measured in the same run,
+                        a panel per op family
   README.md, index.html the table of every record with the plots
 `recops report` runs this script.
 """
@@ -130,25 +131,47 @@ def bar_chart(path, title, ylabel, labels, series, hline=None, hline_label=None,
     plt.close(fig)
 
 
-def hbar_chart(path, title, xlabel, labels, values, line, line_label, log=False):
-    """One horizontal bar per (op, shape): readable with many rows."""
-    fig, ax = plt.subplots(figsize=(8.0, 0.28 * len(labels) + 1.4))
-    ys = list(range(len(labels)))[::-1]
-    colors = [OURS_COLOR if v >= line else PEER_COLOR for v in values]
-    ax.barh(ys, values, color=colors, height=0.7)
-    for y, v in zip(ys, values):
-        ax.annotate(f"{v:.3g}", (v, y), va="center", fontsize=7, xytext=(2, 0), textcoords="offset points")
-    ax.axvline(line, color="gray", linestyle="--", linewidth=1, label=line_label)
-    ax.set_yticks(ys)
-    ax.set_yticklabels(labels, fontsize=7)
-    ax.set_xlabel(xlabel)
-    if log:
-        ax.set_xscale("log")
-    ax.set_title(title, fontsize=9)
-    ax.grid(axis="x", alpha=0.3)
-    ax.legend(fontsize=7, loc="lower right")
-    fig.tight_layout()
-    fig.savefig(path, dpi=90, bbox_inches="tight")
+FAMILIES = {}  # op -> family folder (src/ops/<family>), from `recops report` (--families)
+
+
+def family(op):
+    """The op's family: as the registry says, else its name's first word (hstu_attn -> hstu)."""
+    return FAMILIES.get(op) or op.split("_")[0]
+
+
+def hbar_chart(path, title, xlabel, records, values, line, line_label, log=False):
+    """One horizontal bar per (op, shape), one panel per op family with the same x axis, so that
+    a family's rows stay together and every label is legible."""
+    groups = {}
+    for r, v in zip(records, values):
+        groups.setdefault(family(r["op"]), []).append((f"{r['op']} {label(r)}", v))
+    names = sorted(groups)
+    heights = [len(groups[n]) + 1.2 for n in names]
+    longest = max(len(x) for g in groups.values() for x, _ in g)
+    # Room for the longest label (about 0.065 in per character at 8 pt) beside a 6 in plot.
+    fig, axes = plt.subplots(len(names), 1, sharex=True, squeeze=False, layout="constrained",
+                             figsize=(6.0 + 0.065 * longest, 0.3 * sum(heights) + 1.2),
+                             gridspec_kw={"height_ratios": heights})
+    for ax, name in zip(axes[:, 0], names):
+        labels = [x for x, _ in groups[name]]
+        vals = [v for _, v in groups[name]]
+        ys = list(range(len(labels)))[::-1]
+        ax.barh(ys, vals, color=[OURS_COLOR if v >= line else PEER_COLOR for v in vals], height=0.7)
+        for y, v in zip(ys, vals):
+            ax.annotate(f"{v:.3g}", (v, y), va="center", fontsize=8, xytext=(2, 0),
+                        textcoords="offset points")
+        ax.axvline(line, color="gray", linestyle="--", linewidth=1, label=line_label)
+        ax.set_yticks(ys)
+        ax.set_yticklabels(labels, fontsize=8)
+        ax.set_ylim(-0.7, len(labels) - 0.3)
+        ax.set_title(f"{name} ({len(labels)})", fontsize=10, loc="left")
+        if log:
+            ax.set_xscale("log")
+        ax.grid(axis="x", alpha=0.3)
+    axes[0, 0].legend(fontsize=8, loc="best")
+    axes[-1, 0].set_xlabel(xlabel, fontsize=9)
+    fig.suptitle(title, fontsize=11)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
 
 
@@ -156,7 +179,9 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("results", nargs="+", help="JSON files of records")
     ap.add_argument("--out", required=True, help="directory to write")
+    ap.add_argument("--families", default="", help="op=family,... (recops report passes the registry's)")
     args = ap.parse_args(argv)
+    FAMILIES.update(kv.split("=", 1) for kv in args.families.split(",") if "=" in kv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     records, sources = load(args.results)
@@ -191,7 +216,7 @@ def main(argv=None):
     if with_peer:
         hbar_chart(out / "speedup_vs_peer.png",
                    f"speedup over the peer timed in the same run ({where}; > 1: recops faster)",
-                   "peer time / recops time (log scale)", [f"{r['op']} {label(r)}" for r in with_peer],
+                   "peer time / recops time (log scale)", with_peer,
                    [r["speedup_vs_peer"] for r in with_peer], 1.0, "parity", log=True)
         plots.append(("speedup_vs_peer.png", "speedup over the peer, per op and shape"))
 
@@ -200,16 +225,17 @@ def main(argv=None):
         kinds = sorted({fraction(r)[1] for r in with_frac})
         hbar_chart(out / "fraction_of_ceiling.png",
                    f"fraction of the ceiling measured in the same run ({where}; {', '.join(kinds)})",
-                   "fraction of ceiling", [f"{r['op']} {label(r)}" for r in with_frac],
+                   "fraction of ceiling", with_frac,
                    [fraction(r)[0] for r in with_frac], 0.85, "goal for memory-bound ops (0.85)")
         plots.append(("fraction_of_ceiling.png", "fraction of the ceiling, per op and shape"))
 
-    cols = ["op", "shape", "dtype", "impl", "time ms", "throughput", "of ceiling", "peer", "peer ms", "speedup"]
+    cols = ["op", "shape", "phase", "dtype", "backend", "impl", "time ms", "throughput", "of ceiling", "peer", "peer ms", "speedup"]
 
     def cells(r):
         v, unit = metric(r)
         f, _ = fraction(r)
-        return [r["op"], r["shape_id"], r["dtype"], str(r.get("impl", "")), f"{r['time_ms']:.4g}",
+        return [r["op"], r["shape_id"], str(r.get("phase", "fwd")), r["dtype"], str(r.get("backend") or "-"),
+                str(r.get("impl", "")), f"{r['time_ms']:.4g}",
                 f"{v:.4g} {unit}" if v is not None else "-", f"{100 * f:.1f}%" if f is not None else "-",
                 str(r.get("peer") or "-"), f"{r['peer_time_ms']:.4g}" if r.get("peer_time_ms") else "-",
                 f"{r['speedup_vs_peer']:.3g}x" if r.get("speedup_vs_peer") else "-"]

@@ -3,9 +3,11 @@
 // with the interpreter of $RECOPS_PYTHON, else <source>/.venv/bin/python, else python3.
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <sys/wait.h>
 
+#include "recops/registry.h"
 #include "tools/recops/commands.h"
 #include "tools/recops/common.h"
 
@@ -14,11 +16,21 @@ namespace recops::cli {
 int run_report(const ReportOptions& o) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  for (const auto& f : o.results)
-    if (!fs::is_regular_file(f, ec)) {
-      std::cerr << "recops report: " << f << ": no such file\n";
-      return 2;
-    }
+  // A file that is not there or not readable is skipped with one line (bench/plot.py does the same
+  // for a file that is not a list of timing records); none left is an error.
+  std::vector<std::string> results;
+  for (const auto& f : o.results) {
+    if (!fs::is_regular_file(f, ec))
+      std::cerr << "recops report: skipping " << f << ": no such file\n";
+    else if (!std::ifstream(f).good())
+      std::cerr << "recops report: skipping " << f << ": cannot read it\n";
+    else
+      results.push_back(f);
+  }
+  if (results.empty()) {
+    std::cerr << "recops report: no results file to read\n";
+    return 2;
+  }
   // The source tree: the one holding the case files (src/ops -> its root).
   fs::path root;
   try {
@@ -39,8 +51,13 @@ int run_report(const ReportOptions& o) {
     python = (root / ".venv" / "bin" / "python").string();
   std::string cmd = shell_word(python);
   cmd.append(" ").append(shell_word(script.string()));
-  for (const auto& f : o.results) cmd.append(" ").append(shell_word(f));
+  for (const auto& f : results) cmd.append(" ").append(shell_word(f));
   cmd.append(" --out ").append(shell_word(o.out));
+  // The family of each op (the plots' panels).
+  std::string families;
+  for (const auto& op : list_ops())
+    families += (families.empty() ? "" : ",") + op.name + "=" + op.family;
+  cmd.append(" --families ").append(shell_word(families));
   const int st = std::system(cmd.c_str());
   if (st == -1 || !WIFEXITED(st)) {
     std::cerr << "recops report: could not run " << cmd << "\n";
