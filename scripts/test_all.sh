@@ -47,6 +47,10 @@ step ctest ctest --test-dir "$BUILD" --output-on-failure -j "$JOBS" \
 # 2. The binding contract (opcheck, gradcheck, torch.compile, plain-PyTorch comparisons).
 step pytest "$PY" -m pytest tests/python src/ops -q -p no:cacheprovider
 
+# 2b. The wheel: built once (build-wheel/ and ccache keep its objects), installed into a fresh venv
+#     and used from outside the source tree (the console script, the case files, import recops).
+step wheel env PY="$PY" JOBS="$JOBS" bash scripts/test_wheel.sh
+
 # 3. Every op's cases on the CPU against the fp64 golden, twice bit-identical, and then from 8 host
 #    threads at once, each bit-identical to the single run (the load test of issue 21: registry,
 #    tuning and attribute caches, OpenMP teams started from several threads).

@@ -49,9 +49,31 @@ __all__ = [
     "stem_indexer_metadata",
     "block_sparse_attention",
     "library_path",
+    "__version__",
 ]
 
 _LIB_NAME = "librecops_torch.so"
+
+
+def _version() -> str:
+    # The one version string: project(recops VERSION ...) of CMakeLists.txt, read from the source
+    # tree when this is a checkout, else from the installed package's metadata (built from it).
+    import re
+
+    cmake = _Path(__file__).resolve().parents[2] / "CMakeLists.txt"
+    if cmake.is_file():
+        m = re.search(r"project\(recops VERSION ([0-9][0-9.]*)", cmake.read_text())
+        if m:
+            return m.group(1)
+    try:
+        from importlib.metadata import version
+
+        return version("recops")
+    except Exception:
+        return "unknown"
+
+
+__version__ = _version()
 
 
 def _find_library() -> _Path:
