@@ -1,6 +1,7 @@
 # recops: the two commands of the README, plus the pieces they are made of.
-#   make run   installs what is missing, builds, runs `recops check` over every op on the CPU and a
-#              short `recops bench` table
+#   make run   installs what is missing, builds, runs `recops check --smoke` (every op's cases once,
+#              in their first dtype: under 3 minutes on two cores) on the CPU and a short
+#              `recops bench` table
 #   make test  builds and runs the whole suite: ctest, pytest, recops check, the sanitizer build,
 #              the format check and the fuzzers
 # Everything is installed by package name (Debian packages, PyPI); nothing is downloaded by hand.
@@ -32,7 +33,7 @@ PY_NODEPS := torchrec==1.8.0 transformers==4.57.6
 
 run: deps build
 	$(RECOPS) list
-	$(RECOPS) check --backend cpu --quick
+	$(RECOPS) check --backend cpu --smoke
 	$(RECOPS) bench --backend cpu --quick
 
 test: deps build

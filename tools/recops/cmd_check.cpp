@@ -66,7 +66,8 @@ int run_check(const CheckOptions& o, const std::string& argv0) {
   std::vector<CaseFile> files =
       load_case_files(sel, "cases.yaml", FileKind::cases, schema, &file_errors);
   // The filters: a row runs when it passes them, on each backend its case allows.
-  const RowFilter filter{sel.ops, o.case_ids, o.dtypes, o.offsets_dtypes, o.out_dtypes, o.quick};
+  const RowFilter filter{sel.ops,      o.case_ids, o.dtypes, o.offsets_dtypes,
+                         o.out_dtypes, o.quick,    o.smoke};
   const int64_t total = count_runs(files, filter, sel.backends, o.impl);
   Progress progress("check", total, o.quiet || o.verbose);
 

@@ -32,6 +32,7 @@ struct CheckOptions : CommonOptions, RowFilterOptions {
   bool fail_on_ref = false;
   bool no_validate = false;
   bool verbose = false;
+  bool smoke = false;  // --smoke: each case once (RowFilter::smoke)
 };
 
 struct BenchOptions : CommonOptions {

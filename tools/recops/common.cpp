@@ -235,7 +235,13 @@ bool selected(const std::vector<std::string>& wanted, const std::string& name) {
 bool row_selected(const CaseRow& row, const RowFilter& filter) {
   const CaseSpec& cs = *row.spec;
   if (std::find(filter.ops.begin(), filter.ops.end(), row.op) == filter.ops.end()) return false;
-  if (!selected(filter.ids, cs.id) || (filter.quick && cs.tags.count("large"))) return false;
+  if (!selected(filter.ids, cs.id) || ((filter.quick || filter.smoke) && cs.tags.count("large")))
+    return false;
+  if (filter.smoke &&
+      ((!cs.dtypes.empty() && row.dtype != cs.dtypes.front()) ||
+       (!cs.offsets_dtypes.empty() && row.offsets_dtype != cs.offsets_dtypes.front()) ||
+       (!cs.out_dtypes.empty() && row.out_dtype != cs.out_dtypes.front())))
+    return false;
   const DType dtype = row.dtype.value_or(driver_for(row.op)->default_dtype(row.op));
   if (!selected(filter.dtypes, std::string(dtype_name(dtype)))) return false;
   if (!filter.offsets_dtypes.empty() &&

@@ -67,6 +67,9 @@ struct RowFilter {
   std::vector<std::string> offsets_dtypes;  // rows whose case lists one of these offsets dtypes
   std::vector<std::string> out_dtypes;      // rows whose case lists one of these out_dtypes
   bool quick = false;                       // skip cases tagged `large`
+  // check --smoke: every case but the `large` ones, once, in its first dtype, offsets dtype and
+  // out_dtype (make run's CPU check; the whole matrix stays in make test).
+  bool smoke = false;
 };
 bool row_selected(const CaseRow& row, const RowFilter& filter);
 

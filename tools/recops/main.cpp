@@ -105,6 +105,9 @@ int main(int argc, char** argv) {
       "leave CUDA offsets validation at the library default ($RECOPS_VALIDATE; off in release "
       "builds): bad-input cases that then run count as passed (for compute-sanitizer runs)");
   check->add_flag("-v,--verbose", co.verbose, "print each result as it finishes (stderr)");
+  check->add_flag("--smoke", co.smoke,
+                  "a representative selection: every case but the `large` ones once, in its first "
+                  "dtype (and offsets dtype, out_dtype); `make run` runs it");
   bool check_list_cases = false;
   check->add_flag("--list-cases", check_list_cases,
                   "print the case ids of the selected ops (--op) with their dtypes and exit, as "
