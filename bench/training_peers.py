@@ -390,6 +390,8 @@ def main(argv=None):
                 r["shape"]["id"] = sid
             records += recs
             jp._print(recs)
+            # After every op and shape: a run stopped by its time limit keeps what it measured.
+            jp.write_records(records, "training_peers", args.json, common, now, ceilings)
 
     jp.write_records(records, "training_peers", args.json, common, now, ceilings)
     return 0

@@ -125,7 +125,9 @@ __global__ void __launch_bounds__(training_dev::kRowWarpBlock)
         for (int64_t j = rg.lane; j < g.L; j += 32) {
           const int64_t wi = p.group_norm ? k : c0 + j;
           const double h = h_of(j), n = (ldd<T>(p.x, base + j) - mu) * r;
-          const double gw = h * ldd<T>(p.weight, wi);
+          // __dmul_rn: no FMA contraction, so the dx loop's g·w is the same rounded value and
+          // g·w − mean(g·w) is exactly 0 where the group has one element.
+          const double gw = __dmul_rn(h, ldd<T>(p.weight, wi));
           sg += gw;
           sgn += gw * n;
           if (p.group_norm) {
@@ -149,7 +151,8 @@ __global__ void __launch_bounds__(training_dev::kRowWarpBlock)
           const int64_t d = c0 + j, wi = p.group_norm ? k : d;
           const double w = ldd<T>(p.weight, wi), n = (ldd<T>(p.x, base + j) - mu) * r;
           const double gy = drop(p, g, to_float(go[g.yoff + d]), row, g.yoff + d);
-          double dx = r * (gy * ldd<T>(p.u, base + j) * w - mg - n * mgn);
+          const double gw = __dmul_rn(gy * ldd<T>(p.u, base + j), w);
+          double dx = r * ((gw - mg) - n * mgn);
           double du = gy * (n * w + ldd<T>(p.bias, wi));
           if (p.concat_ux) {
             du += drop(p, g, to_float(go[d]), row, d);
