@@ -199,4 +199,77 @@ __global__ void gather_grad_kernel(SelectParams p, const int64_t* in_off, const 
     gv[k] = dev_from_double<T>(0.0);
 }
 
+// Forward for long segments (select_tiles.h kSegmentElems): one warp per output row r, warps
+// grid-stride over rows. Row r belongs to output segment j (the last j with out_off[j] <= r) and
+// copies input row in_off[source(j)] + r - out_off[j]; E: an unsigned integer of the element's size
+// (the bytes are copied as they are). Rows past the offsets (invalid input with validation off) get
+// zeros.
+template <class E>
+__global__ void select_by_row_kernel(SelectParams p, const int64_t* in_off,
+                                     const int64_t* out_off) {
+  const E* src = static_cast<const E*>(p.src);
+  E* dst = static_cast<E*>(p.dst);
+  const int lane = threadIdx.x & 31;
+  const int64_t warps = static_cast<int64_t>(gridDim.x) * (blockDim.x >> 5);
+  for (int64_t r = static_cast<int64_t>(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5);
+       r < p.out_rows; r += warps) {
+    int64_t row = -1;
+    const int64_t n_out = p.F * p.K;
+    if (r < out_off[n_out]) {
+      const int64_t j = dev_last_le(out_off, n_out, r);
+      row = in_off[dev_source(p, j)] + (r - out_off[j]);
+      if (row >= p.total_L) row = -1;
+    }
+    E* d = dst + r * p.D;
+    if (row < 0) {
+      for (int64_t c = lane; c < p.D; c += 32) d[c] = E(0);
+      continue;
+    }
+    const E* s = src + row * p.src_row_stride;
+    for (int64_t c = lane; c < p.D; c += 32) d[c] = s[c];
+  }
+}
+
+// Backward for long segments: one warp per grad_values row r (input segment s = the last s with
+// in_off[s] <= r, row l = r - in_off[s]). keys/vals: the (input segment, output segment) pairs
+// stably sorted by key, so the output segments of s are vals[first_ge(keys, s) ..) in ascending
+// order; each lane sums its columns over them in that order in fp64 for every dtype (repeated
+// gradients may cancel), rounded once: deterministic, no atomics.
+template <class T>
+__global__ void gather_grad_by_row_kernel(SelectParams p, const int64_t* in_off,
+                                          const int64_t* out_off, const int64_t* keys,
+                                          const int64_t* vals) {
+  const T* g = static_cast<const T*>(p.src);
+  T* gv = static_cast<T*>(p.dst);
+  const int lane = threadIdx.x & 31;
+  const int64_t warps = static_cast<int64_t>(gridDim.x) * (blockDim.x >> 5);
+  for (int64_t r = static_cast<int64_t>(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5);
+       r < p.total_L; r += warps) {
+    int64_t j0 = 0, j1 = 0, l = 0;
+    const int64_t n_in = p.F * p.B, n_out = p.F * p.K;
+    if (r < in_off[n_in]) {
+      const int64_t s = dev_last_le(in_off, n_in, r);
+      l = r - in_off[s];
+      j0 = dev_first_ge(keys, n_out, s);
+      j1 = dev_first_ge(keys, n_out, s + 1);
+    }
+    for (int64_t c = lane; c < p.D; c += 32) {
+      double acc = 0;
+      for (int64_t j = j0; j < j1; ++j) {
+        const int64_t src_row = out_off[vals[j]] + l;
+        if (src_row < p.out_rows) {
+          if constexpr (std::is_same_v<T, double>)
+            acc += g[src_row * p.src_row_stride + c];
+          else
+            acc += static_cast<double>(core::cuda::to_float(g[src_row * p.src_row_stride + c]));
+        }
+      }
+      if constexpr (std::is_same_v<T, double>)
+        gv[r * p.D + c] = acc;
+      else
+        gv[r * p.D + c] = dev_from_double<T>(acc);
+    }
+  }
+}
+
 }  // namespace recops::ops::select_dev

@@ -76,9 +76,17 @@ dim3 row_grid(int64_t rows) {
       std::max<int64_t>(1, std::min<int64_t>((rows + kWarps - 1) / kWarps, kMaxBlocks))));
 }
 
+// Mean elements per segment (the kernel choice, select_tiles.h).
+bool long_segments(int64_t rows, int64_t D, int64_t segments) {
+  return segments > 0 && rows / segments * D > kSegmentElems;
+}
+
 template <class E>
 Status copy_rows(const SelectParams& p, const int64_t* in_off, const int64_t* out_off,
                  void* stream) {
+  if (long_segments(p.out_rows, p.D, p.F * p.K))
+    return RECOPS_LAUNCH_KERNEL("select_rows", select_by_row_kernel<E>, row_grid(p.out_rows),
+                                dim3(kThreads), 0, stream, p, in_off, out_off);
   return RECOPS_LAUNCH_KERNEL("select_rows", select_rows_kernel<E>, row_grid(p.F * p.K),
                               dim3(kThreads), 0, stream, p, in_off, out_off);
 }
@@ -86,6 +94,9 @@ Status copy_rows(const SelectParams& p, const int64_t* in_off, const int64_t* ou
 template <class T>
 Status gather(const SelectParams& p, const int64_t* in_off, const int64_t* out_off,
               const int64_t* keys, const int64_t* vals, void* stream) {
+  if (long_segments(p.total_L, p.D, p.F * p.B))
+    return RECOPS_LAUNCH_KERNEL("select_gather", gather_grad_by_row_kernel<T>, row_grid(p.total_L),
+                                dim3(kThreads), 0, stream, p, in_off, out_off, keys, vals);
   return RECOPS_LAUNCH_KERNEL("select_gather", gather_grad_kernel<T>, row_grid(p.F * p.B),
                               dim3(kThreads), 0, stream, p, in_off, out_off, keys, vals);
 }
