@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
+#include <vector>
 
 #include "core/parallel.h"
 #include "ops/training/common/row_norm.h"
@@ -134,6 +135,30 @@ inline void column_grad(int64_t rows, int64_t D, Acc* ws, W* out, int threads, F
   W* outs[1] = {out};
   column_grads(rows, D, 1, ws, outs, threads,
                [&](int64_t row, Acc* const* part) { fn(row, part[0]); });
+}
+
+// The backward of a row norm with an optional weight and bias: fn(row, buf, dw, db) for every
+// row, buf a scratch of buf_len doubles per thread, dw / db the row's column partials of dweight /
+// dbias (nullptr when that gradient is not wanted; with neither, rows just run in parallel).
+// dweight / dbias are summed in a fixed order (column_grads) from ws [2, P, D] doubles.
+template <class T, class F>
+inline void rows_with_weight_grads(int64_t rows, int64_t D, int64_t buf_len, void* dweight,
+                                   void* dbias, double* ws, int threads, F&& fn) {
+  const int n = (dweight ? 1 : 0) + (dbias ? 1 : 0);
+  if (n == 0) {
+    for_rows(rows, D, threads, [&](int64_t r0, int64_t r1) {
+      std::vector<double> buf(static_cast<size_t>(buf_len));
+      for (int64_t row = r0; row < r1; ++row) fn(row, buf, nullptr, nullptr);
+    });
+    return;
+  }
+  T* outs[2] = {dweight ? static_cast<T*>(dweight) : static_cast<T*>(dbias),
+                static_cast<T*>(dbias)};
+  column_grads(rows, D, n, ws, outs, threads, [&](int64_t row, double* const* part) {
+    thread_local std::vector<double> buf;
+    buf.resize(static_cast<size_t>(buf_len));
+    fn(row, buf, dweight ? part[0] : nullptr, dbias ? part[n - 1] : nullptr);
+  });
 }
 
 }  // namespace recops::ops::training

@@ -82,23 +82,8 @@ void backward(const Params& p, int threads) {
     if (dbp)
       for (int64_t d = 0; d < D; ++d) dbp[d] += h[d];
   };
-  const int nparts = (p.dweight ? 1 : 0) + (p.dbias ? 1 : 0);
-  if (nparts == 0) {
-    training::for_rows(p.rows, D, threads, [&](int64_t r0, int64_t r1) {
-      std::vector<double> buf(static_cast<size_t>(3 * D));
-      for (int64_t row = r0; row < r1; ++row) row_bwd(row, buf, nullptr, nullptr);
-    });
-    return;
-  }
-  T* outs[2] = {p.dweight ? static_cast<T*>(p.dweight) : static_cast<T*>(p.dbias),
-                static_cast<T*>(p.dbias)};
-  training::column_grads(p.rows, D, nparts, static_cast<double*>(p.workspace), outs, threads,
-                         [&](int64_t row, double* const* part) {
-                           thread_local std::vector<double> buf;
-                           buf.resize(static_cast<size_t>(3 * D));
-                           row_bwd(row, buf, p.dweight ? part[0] : nullptr,
-                                   p.dbias ? part[nparts - 1] : nullptr);
-                         });
+  training::rows_with_weight_grads<T>(p.rows, D, 3 * D, p.dweight, p.dbias,
+                                      static_cast<double*>(p.workspace), threads, row_bwd);
 }
 }  // namespace
 

@@ -102,23 +102,8 @@ void backward(const Params& p, int threads) {
         for (int64_t j = 0; j < gs; ++j) dbp[c0 + j] += h[j];
     }
   };
-  const int n = (p.dweight ? 1 : 0) + (p.dbias ? 1 : 0);
-  if (n == 0) {
-    training::for_rows(p.rows, D, threads, [&](int64_t r0, int64_t r1) {
-      std::vector<double> buf(static_cast<size_t>(2 * gs));
-      for (int64_t row = r0; row < r1; ++row) row_bwd(row, buf, nullptr, nullptr);
-    });
-    return;
-  }
-  T* outs[2] = {p.dweight ? static_cast<T*>(p.dweight) : static_cast<T*>(p.dbias),
-                static_cast<T*>(p.dbias)};
-  training::column_grads(p.rows, D, n, static_cast<double*>(p.workspace), outs, threads,
-                         [&](int64_t row, double* const* part) {
-                           thread_local std::vector<double> buf;
-                           buf.resize(static_cast<size_t>(2 * gs));
-                           row_bwd(row, buf, p.dweight ? part[0] : nullptr,
-                                   p.dbias ? part[n - 1] : nullptr);
-                         });
+  training::rows_with_weight_grads<T>(p.rows, D, 2 * gs, p.dweight, p.dbias,
+                                      static_cast<double*>(p.workspace), threads, row_bwd);
 }
 }  // namespace
 
