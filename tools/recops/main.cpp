@@ -8,6 +8,14 @@
 
 namespace {
 
+// `--json --quick` must not write a file named "--quick": a FILE argument never starts with '-'.
+const CLI::Validator kFileNotAFlag(
+    [](const std::string& v) {
+      return !v.empty() && v[0] == '-' ? "a file name, not an option (got '" + v + "')"
+                                       : std::string();
+    },
+    "FILE", "not an option");
+
 // A subcommand that runs ops (check, bench, tune, record) with the options they all take.
 CLI::App* add_run_command(CLI::App& app, const std::string& name, const std::string& help,
                           recops::cli::CommonOptions& o) {
@@ -21,7 +29,7 @@ CLI::App* add_run_command(CLI::App& app, const std::string& name, const std::str
                   "directory holding <op>/cases.yaml (src/ops) or the repository root; default: "
                   "$RECOPS_SOURCE_DIR, then the tree next to the executable, then the source tree "
                   "it was built from");
-  sub->add_option("--json", o.json, "also write the results as JSON to FILE");
+  sub->add_option("--json", o.json, "also write the results as JSON to FILE")->check(kFileNotAFlag);
   sub->add_flag("--quick", o.quick, "skip cases tagged `large` (the CI tier)");
   sub->add_flag("-q,--quiet", o.quiet,
                 "no progress on stderr (else: a rewritten line on a terminal, a line every 5 s "
@@ -203,7 +211,8 @@ int main(int argc, char** argv) {
   compare->add_option("--backend", cmo.backend, "backend to recompute on (default cpu)");
   compare->add_flag("--golden", cmo.golden, "judge against the fp64 golden instead");
   compare->add_option("--impl", cmo.impl, "force one implementation id for the recomputation");
-  compare->add_option("--json", cmo.json, "also write the verdicts as JSON to FILE");
+  compare->add_option("--json", cmo.json, "also write the verdicts as JSON to FILE")
+      ->check(kFileNotAFlag);
   compare->add_option("--cases-dir", cmo.cases_dir,
                       "directory holding <op>/cases.yaml (as for check)");
 
