@@ -117,3 +117,14 @@ def sll_jagged_jagged_bmm_jagged_out(x: torch.Tensor, y: torch.Tensor, x_lengths
                          "(square blocks: x and y share one jagged layout)")
     return _ops.jagged_jagged_bmm_jagged_out(x, y, x_lengths, x_offsets, z_offsets,
                                              int(z_offsets[-1]), max_seq_len, allow_tf32)
+
+
+def sll_multi_head_jagged_flash_attention(q_weights: torch.Tensor, k_weights: torch.Tensor,
+                                          v_weights: torch.Tensor, offsets: torch.Tensor,
+                                          max_seq_len: int,
+                                          allow_tf32: bool = True) -> torch.Tensor:
+    """``q, k, v [H, total_L, D]`` jagged -> ``[H, total_L, D]``: ``softmax(q kᵀ) v / max_seq_len``
+    per head and sequence over its first ``max_seq_len`` rows (rows past it are 0). SLL's
+    ``allow_tf32=True`` default is kept in the signature; no recops path uses TF32."""
+    return _ops.multi_head_jagged_flash_attention(q_weights, k_weights, v_weights, offsets,
+                                                  max_seq_len, allow_tf32)

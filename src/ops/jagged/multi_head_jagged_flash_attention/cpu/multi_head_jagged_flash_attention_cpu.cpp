@@ -1,0 +1,320 @@
+// jagged/multi_head_jagged_flash_attention/cpu/multi_head_jagged_flash_attention_cpu.cpp: the
+// optimized CPU path. Work items are (h, b, block of kRows rows); each converts chunks of kChunk
+// keys (or queries) to the accumulation type once and runs an online softmax over them. fp32
+// accumulation for fp32/fp16/bf16, fp64 for fp64. Fixed order everywhere: results never depend on
+// the thread count.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+#include "core/parallel.h"
+#include "ops/jagged/multi_head_jagged_flash_attention/impls.h"
+
+namespace recops::ops::multi_head_jagged_flash_attention_ns {
+namespace {
+constexpr int64_t kRows = 16;   // rows (queries or keys) per work item
+constexpr int64_t kChunk = 64;  // keys (or queries) converted at once
+
+template <class T>
+using AccOf = std::conditional_t<std::is_same_v<T, double>, double, float>;
+
+template <class T>
+AccOf<T> load(T x) {
+  if constexpr (std::is_same_v<T, double> || std::is_same_v<T, float>)
+    return x;
+  else
+    return to_float(x);
+}
+template <class T>
+T store(AccOf<T> x) {
+  if constexpr (std::is_same_v<T, double> || std::is_same_v<T, float>)
+    return x;
+  else
+    return from_float<T>(x);
+}
+
+template <class Acc>
+Acc dot(const Acc* a, const Acc* b, int64_t D) {
+  Acc s = 0;
+  for (int64_t d = 0; d < D; ++d) s += a[d] * b[d];
+  return s;
+}
+
+struct Item {
+  int64_t h, o, n, first;  // head, sequence start, valid rows, first row of the block
+};
+
+// The sequences' clamped ranges and the work items over valid rows, plus per-(h, b) items that
+// zero the truncated rows.
+struct Plan {
+  std::vector<Item> items;
+  std::vector<Item> tails;  // first = n_b, n = L_b: rows [n_b, L_b) get zeros
+};
+
+Plan plan(const Params& p) {
+  Plan pl;
+  for (int64_t b = 0; b < p.B; ++b) {
+    auto off = [&](int64_t i) {
+      const int64_t k = i * p.offsets_stride;
+      return p.offsets_int64 ? static_cast<const int64_t*>(p.seq_offsets)[k]
+                             : static_cast<const int32_t*>(p.seq_offsets)[k];
+    };
+    const int64_t o = std::clamp<int64_t>(off(b), 0, p.total_L);
+    const int64_t e = std::clamp<int64_t>(off(b + 1), o, p.total_L);
+    const int64_t n = std::min(e - o, p.max_L);
+    for (int64_t h = 0; h < p.H; ++h) {
+      for (int64_t f = 0; f < n; f += kRows) pl.items.push_back({h, o, n, f});
+      if (e - o > n) pl.tails.push_back({h, o, e - o, n});
+    }
+  }
+  return pl;
+}
+
+// Rows [first, first + cnt) of head h of a [H, total_L, D] operand into dst (cnt x D).
+template <class T>
+void gather(const HeadRows& t, int64_t h, int64_t row0, int64_t cnt, int64_t D, AccOf<T>* dst) {
+  for (int64_t i = 0; i < cnt; ++i) {
+    const T* src = static_cast<const T*>(t.data) + h * t.hs + (row0 + i) * t.rs;
+    for (int64_t d = 0; d < D; ++d) dst[i * D + d] = load(src[d]);
+  }
+}
+
+template <class T>
+void zero_tails(const Params& p, const Plan& pl, int threads, std::initializer_list<void*> outs,
+                bool lse) {
+  const int64_t D = p.D;
+  core::parallel_for(static_cast<int64_t>(pl.tails.size()), 1, threads,
+                     [&](int64_t i0, int64_t i1) {
+                       for (int64_t i = i0; i < i1; ++i) {
+                         const Item& it = pl.tails[i];
+                         for (void* o : outs) {
+                           T* base = static_cast<T*>(o) + (it.h * p.total_L + it.o + it.first) * D;
+                           std::fill(base, base + (it.n - it.first) * D, store<T>(0));
+                         }
+                         if (lse)
+                           std::fill(p.lse + it.h * p.total_L + it.o + it.first,
+                                     p.lse + it.h * p.total_L + it.o + it.n,
+                                     -std::numeric_limits<float>::infinity());
+                       }
+                     });
+}
+
+template <class T>
+void forward(const Params& p, int threads) {
+  using Acc = AccOf<T>;
+  const int64_t D = p.D;
+  const Plan pl = plan(p);
+  zero_tails<T>(p, pl, threads, {p.out}, p.lse != nullptr);
+  const Acc inv_maxl = Acc(1) / static_cast<Acc>(p.max_L);
+  core::parallel_for(
+      static_cast<int64_t>(pl.items.size()), 1, threads, [&](int64_t i0, int64_t i1) {
+        std::vector<Acc> q(kRows * D), k(kChunk * D), v(kChunk * D), acc(kRows * D);
+        std::vector<Acc> mx(kRows), sum(kRows), s(kChunk);
+        for (int64_t i = i0; i < i1; ++i) {
+          const Item& it = pl.items[i];
+          const int64_t rows = std::min(kRows, it.n - it.first);
+          gather<T>(p.q, it.h, it.o + it.first, rows, D, q.data());
+          std::fill(acc.begin(), acc.end(), Acc(0));
+          std::fill(mx.begin(), mx.end(), -std::numeric_limits<Acc>::infinity());
+          std::fill(sum.begin(), sum.end(), Acc(0));
+          for (int64_t c = 0; c < it.n; c += kChunk) {
+            const int64_t keys = std::min(kChunk, it.n - c);
+            gather<T>(p.k, it.h, it.o + c, keys, D, k.data());
+            gather<T>(p.v, it.h, it.o + c, keys, D, v.data());
+            for (int64_t r = 0; r < rows; ++r) {
+              Acc cmax = mx[r];
+              for (int64_t j = 0; j < keys; ++j) {
+                s[j] = dot(&q[r * D], &k[j * D], D);
+                cmax = std::max(cmax, s[j]);
+              }
+              const Acc scale = std::exp(mx[r] - cmax);  // exp(-inf) = 0 on the first chunk
+              Acc* a = &acc[r * D];
+              for (int64_t d = 0; d < D; ++d) a[d] *= scale;
+              Acc add = 0;
+              for (int64_t j = 0; j < keys; ++j) {
+                const Acc e = std::exp(s[j] - cmax);
+                add += e;
+                const Acc* vr = &v[j * D];
+                for (int64_t d = 0; d < D; ++d) a[d] += e * vr[d];
+              }
+              sum[r] = sum[r] * scale + add;
+              mx[r] = cmax;
+            }
+          }
+          for (int64_t r = 0; r < rows; ++r) {
+            const int64_t row = it.o + it.first + r;
+            T* o = static_cast<T*>(p.out) + (it.h * p.total_L + row) * D;
+            const Acc f = inv_maxl / sum[r];
+            for (int64_t d = 0; d < D; ++d) o[d] = store<T>(acc[r * D + d] * f);
+            if (p.lse) p.lse[it.h * p.total_L + row] = static_cast<float>(mx[r] + std::log(sum[r]));
+          }
+        }
+      });
+}
+
+// The row's softmax statistic: the given fp32 lse, or for fp64 the exact one (an fp32 lse would
+// put a relative error of |lse|·2^-24 into every fp64 p).
+template <class Acc>
+Acc row_lse(const Params& p, const Acc* lse_exact, int64_t h, int64_t row) {
+  return lse_exact ? lse_exact[h * p.total_L + row]
+                   : static_cast<Acc>(p.lse_in[h * p.lse_hs + row]);
+}
+
+// fp64 only: lse of every valid row recomputed in fp64 (rows m >= n_b are never read).
+template <class T>
+std::vector<AccOf<T>> exact_lse(const Params& p, const Plan& pl, int threads) {
+  using Acc = AccOf<T>;
+  const int64_t D = p.D;
+  std::vector<Acc> out(static_cast<size_t>(p.H * p.total_L));
+  core::parallel_for(
+      static_cast<int64_t>(pl.items.size()), 1, threads, [&](int64_t i0, int64_t i1) {
+        std::vector<Acc> q(kRows * D), k(kChunk * D), s(kRows * kChunk);
+        for (int64_t i = i0; i < i1; ++i) {
+          const Item& it = pl.items[i];
+          const int64_t rows = std::min(kRows, it.n - it.first), row0 = it.o + it.first;
+          gather<T>(p.q, it.h, row0, rows, D, q.data());
+          std::vector<Acc> mx(rows, -std::numeric_limits<Acc>::infinity()), sum(rows, Acc(0));
+          for (int64_t c = 0; c < it.n; c += kChunk) {
+            const int64_t keys = std::min(kChunk, it.n - c);
+            gather<T>(p.k, it.h, it.o + c, keys, D, k.data());
+            for (int64_t r = 0; r < rows; ++r) {
+              Acc cmax = mx[r];
+              for (int64_t j = 0; j < keys; ++j) {
+                s[j] = dot(&q[r * D], &k[j * D], D);
+                cmax = std::max(cmax, s[j]);
+              }
+              Acc add = 0;
+              for (int64_t j = 0; j < keys; ++j) add += std::exp(s[j] - cmax);
+              sum[r] = sum[r] * std::exp(mx[r] - cmax) + add;
+              mx[r] = cmax;
+            }
+          }
+          for (int64_t r = 0; r < rows; ++r)
+            out[it.h * p.total_L + row0 + r] = mx[r] + std::log(sum[r]);
+        }
+      });
+  return out;
+}
+
+// dq for blocks of query rows: dq(m) = Σ_n p (dp - max_L Δ(m)) k(n).
+template <class T>
+void backward_dq(const Params& p, const Plan& pl, const AccOf<T>* lse_exact, int threads) {
+  using Acc = AccOf<T>;
+  const int64_t D = p.D;
+  const Acc maxl = static_cast<Acc>(p.max_L), inv_maxl = Acc(1) / maxl;
+  core::parallel_for(
+      static_cast<int64_t>(pl.items.size()), 1, threads, [&](int64_t i0, int64_t i1) {
+        std::vector<Acc> q(kRows * D), g(kRows * D), o(kRows * D), k(kChunk * D), v(kChunk * D);
+        std::vector<Acc> acc(kRows * D), delta(kRows), lse(kRows);
+        for (int64_t i = i0; i < i1; ++i) {
+          const Item& it = pl.items[i];
+          const int64_t rows = std::min(kRows, it.n - it.first), row0 = it.o + it.first;
+          gather<T>(p.q, it.h, row0, rows, D, q.data());
+          gather<T>(p.grad, it.h, row0, rows, D, g.data());
+          gather<T>(p.o, it.h, row0, rows, D, o.data());
+          for (int64_t r = 0; r < rows; ++r) {
+            delta[r] = maxl * dot(&o[r * D], &g[r * D], D);
+            lse[r] = row_lse(p, lse_exact, it.h, row0 + r);
+          }
+          std::fill(acc.begin(), acc.end(), Acc(0));
+          for (int64_t c = 0; c < it.n; c += kChunk) {
+            const int64_t keys = std::min(kChunk, it.n - c);
+            gather<T>(p.k, it.h, it.o + c, keys, D, k.data());
+            gather<T>(p.v, it.h, it.o + c, keys, D, v.data());
+            for (int64_t r = 0; r < rows; ++r)
+              for (int64_t j = 0; j < keys; ++j) {
+                const Acc pj = std::exp(dot(&q[r * D], &k[j * D], D) - lse[r]) * inv_maxl;
+                const Acc ds = pj * (dot(&g[r * D], &v[j * D], D) - delta[r]);
+                const Acc* kr = &k[j * D];
+                Acc* a = &acc[r * D];
+                for (int64_t d = 0; d < D; ++d) a[d] += ds * kr[d];
+              }
+          }
+          for (int64_t r = 0; r < rows; ++r) {
+            T* dst = static_cast<T*>(p.dq) + (it.h * p.total_L + row0 + r) * D;
+            for (int64_t d = 0; d < D; ++d) dst[d] = store<T>(acc[r * D + d]);
+          }
+        }
+      });
+}
+
+// dk, dv for blocks of key rows: dv(n) = Σ_m p g(m), dk(n) = Σ_m ds q(m).
+template <class T>
+void backward_dkdv(const Params& p, const Plan& pl, const AccOf<T>* lse_exact, int threads) {
+  using Acc = AccOf<T>;
+  const int64_t D = p.D;
+  const Acc maxl = static_cast<Acc>(p.max_L), inv_maxl = Acc(1) / maxl;
+  core::parallel_for(
+      static_cast<int64_t>(pl.items.size()), 1, threads, [&](int64_t i0, int64_t i1) {
+        std::vector<Acc> k(kRows * D), v(kRows * D), q(kChunk * D), g(kChunk * D), o(kChunk * D);
+        std::vector<Acc> ak(kRows * D), av(kRows * D), delta(kChunk), lse(kChunk);
+        for (int64_t i = i0; i < i1; ++i) {
+          const Item& it = pl.items[i];
+          const int64_t rows = std::min(kRows, it.n - it.first), row0 = it.o + it.first;
+          gather<T>(p.k, it.h, row0, rows, D, k.data());
+          gather<T>(p.v, it.h, row0, rows, D, v.data());
+          std::fill(ak.begin(), ak.end(), Acc(0));
+          std::fill(av.begin(), av.end(), Acc(0));
+          for (int64_t c = 0; c < it.n; c += kChunk) {
+            const int64_t qs = std::min(kChunk, it.n - c);
+            gather<T>(p.q, it.h, it.o + c, qs, D, q.data());
+            gather<T>(p.grad, it.h, it.o + c, qs, D, g.data());
+            gather<T>(p.o, it.h, it.o + c, qs, D, o.data());
+            for (int64_t m = 0; m < qs; ++m) {
+              delta[m] = maxl * dot(&o[m * D], &g[m * D], D);
+              lse[m] = row_lse(p, lse_exact, it.h, it.o + c + m);
+            }
+            for (int64_t r = 0; r < rows; ++r)
+              for (int64_t m = 0; m < qs; ++m) {
+                const Acc pm = std::exp(dot(&q[m * D], &k[r * D], D) - lse[m]) * inv_maxl;
+                const Acc ds = pm * (dot(&g[m * D], &v[r * D], D) - delta[m]);
+                const Acc *qm = &q[m * D], *gm = &g[m * D];
+                Acc *dk = &ak[r * D], *dv = &av[r * D];
+                for (int64_t d = 0; d < D; ++d) {
+                  dk[d] += ds * qm[d];
+                  dv[d] += pm * gm[d];
+                }
+              }
+          }
+          for (int64_t r = 0; r < rows; ++r) {
+            const int64_t at = (it.h * p.total_L + row0 + r) * D;
+            T* dk = static_cast<T*>(p.dk) + at;
+            T* dv = static_cast<T*>(p.dv) + at;
+            for (int64_t d = 0; d < D; ++d) {
+              dk[d] = store<T>(ak[r * D + d]);
+              dv[d] = store<T>(av[r * D + d]);
+            }
+          }
+        }
+      });
+}
+
+template <class T>
+void backward(const Params& p, int threads) {
+  const Plan pl = plan(p);
+  zero_tails<T>(p, pl, threads, {p.dq, p.dk, p.dv}, false);
+  std::vector<AccOf<T>> exact;
+  if constexpr (std::is_same_v<T, double>) exact = exact_lse<T>(p, pl, threads);
+  const AccOf<T>* lse_exact = exact.empty() ? nullptr : exact.data();
+  backward_dq<T>(p, pl, lse_exact, threads);
+  backward_dkdv<T>(p, pl, lse_exact, threads);
+}
+}  // namespace
+
+Status run_cpu(const Params& p, const Context& ctx) {
+  const bool ok = visit_floating(p.dtype, [&](auto t) {
+    using T = decltype(t);
+    if (p.backward)
+      backward<T>(p, ctx.num_threads);
+    else
+      forward<T>(p, ctx.num_threads);
+  });
+  if (!ok)
+    return Status(StatusCode::internal,
+                  "multi_head_jagged_flash_attention: cpu_generic reached with a bad dtype");
+  return Status::Ok();
+}
+
+}  // namespace recops::ops::multi_head_jagged_flash_attention_ns

@@ -1,0 +1,12 @@
+// jagged/multi_head_jagged_flash_attention/impls.h: the implementations the entry lists, best
+// first, reference last. Definitions live in reference.cpp, cpu/ and cuda/; none includes another.
+#pragma once
+
+#include "core/kit/impls.h"
+#include "ops/jagged/multi_head_jagged_flash_attention/params.h"
+
+namespace recops::ops::multi_head_jagged_flash_attention_ns {
+
+RECOPS_DECLARE_IMPLS(Params, run_reference, run_cpu, run_cuda);
+
+}  // namespace recops::ops::multi_head_jagged_flash_attention_ns
