@@ -1,6 +1,7 @@
 // jagged/multi_head_jagged_flash_attention/cpu/multi_head_jagged_flash_attention_cpu.cpp: the
 // optimized CPU path. Work items are (h, b, block of kRows rows); each converts chunks of kChunk
-// keys (or queries) to the accumulation type once and runs an online softmax over them. fp32
+// keys (or queries) to the accumulation type once (also transposed, so that a row's kChunk scores
+// are independent sums the compiler vectorises) and runs an online softmax over them. fp32
 // accumulation for fp32/fp16/bf16, fp64 for fp64. Fixed order everywhere: results never depend on
 // the thread count.
 #include <algorithm>
@@ -40,6 +41,25 @@ Acc dot(const Acc* a, const Acc* b, int64_t D) {
   Acc s = 0;
   for (int64_t d = 0; d < D; ++d) s += a[d] * b[d];
   return s;
+}
+
+// t[d * kChunk + j] = rows[j * D + d] for j < cnt: a chunk laid out for scores().
+template <class Acc>
+void transpose(const Acc* rows, int64_t cnt, int64_t D, Acc* t) {
+  for (int64_t j = 0; j < cnt; ++j)
+    for (int64_t d = 0; d < D; ++d) t[d * kChunk + j] = rows[j * D + d];
+}
+
+// s[j] = x · row j of a transposed chunk, j < cnt: the inner loop runs over j (independent sums,
+// vectorised), each sum in order of d.
+template <class Acc>
+void scores(const Acc* x, const Acc* t, int64_t D, int64_t cnt, Acc* s) {
+  for (int64_t j = 0; j < cnt; ++j) s[j] = 0;
+  for (int64_t d = 0; d < D; ++d) {
+    const Acc xd = x[d];
+    const Acc* td = t + d * kChunk;
+    for (int64_t j = 0; j < cnt; ++j) s[j] += xd * td[j];
+  }
 }
 
 struct Item {
@@ -110,7 +130,8 @@ void forward(const Params& p, int threads) {
   const Acc inv_maxl = Acc(1) / static_cast<Acc>(p.max_L);
   core::parallel_for(
       static_cast<int64_t>(pl.items.size()), 1, threads, [&](int64_t i0, int64_t i1) {
-        std::vector<Acc> q(kRows * D), k(kChunk * D), v(kChunk * D), acc(kRows * D);
+        std::vector<Acc> q(kRows * D), k(kChunk * D), kt(kChunk * D), v(kChunk * D);
+        std::vector<Acc> acc(kRows * D);
         std::vector<Acc> mx(kRows), sum(kRows), s(kChunk);
         for (int64_t i = i0; i < i1; ++i) {
           const Item& it = pl.items[i];
@@ -122,13 +143,12 @@ void forward(const Params& p, int threads) {
           for (int64_t c = 0; c < it.n; c += kChunk) {
             const int64_t keys = std::min(kChunk, it.n - c);
             gather<T>(p.k, it.h, it.o + c, keys, D, k.data());
+            transpose(k.data(), keys, D, kt.data());
             gather<T>(p.v, it.h, it.o + c, keys, D, v.data());
             for (int64_t r = 0; r < rows; ++r) {
+              scores(&q[r * D], kt.data(), D, keys, s.data());
               Acc cmax = mx[r];
-              for (int64_t j = 0; j < keys; ++j) {
-                s[j] = dot(&q[r * D], &k[j * D], D);
-                cmax = std::max(cmax, s[j]);
-              }
+              for (int64_t j = 0; j < keys; ++j) cmax = std::max(cmax, s[j]);
               const Acc scale = std::exp(mx[r] - cmax);  // exp(-inf) = 0 on the first chunk
               Acc* a = &acc[r * D];
               for (int64_t d = 0; d < D; ++d) a[d] *= scale;
@@ -170,7 +190,7 @@ std::vector<AccOf<T>> exact_lse(const Params& p, const Plan& pl, int threads) {
   std::vector<Acc> out(static_cast<size_t>(p.H * p.total_L));
   core::parallel_for(
       static_cast<int64_t>(pl.items.size()), 1, threads, [&](int64_t i0, int64_t i1) {
-        std::vector<Acc> q(kRows * D), k(kChunk * D), s(kRows * kChunk);
+        std::vector<Acc> q(kRows * D), k(kChunk * D), kt(kChunk * D), s(kChunk);
         for (int64_t i = i0; i < i1; ++i) {
           const Item& it = pl.items[i];
           const int64_t rows = std::min(kRows, it.n - it.first), row0 = it.o + it.first;
@@ -179,12 +199,11 @@ std::vector<AccOf<T>> exact_lse(const Params& p, const Plan& pl, int threads) {
           for (int64_t c = 0; c < it.n; c += kChunk) {
             const int64_t keys = std::min(kChunk, it.n - c);
             gather<T>(p.k, it.h, it.o + c, keys, D, k.data());
+            transpose(k.data(), keys, D, kt.data());
             for (int64_t r = 0; r < rows; ++r) {
+              scores(&q[r * D], kt.data(), D, keys, s.data());
               Acc cmax = mx[r];
-              for (int64_t j = 0; j < keys; ++j) {
-                s[j] = dot(&q[r * D], &k[j * D], D);
-                cmax = std::max(cmax, s[j]);
-              }
+              for (int64_t j = 0; j < keys; ++j) cmax = std::max(cmax, s[j]);
               Acc add = 0;
               for (int64_t j = 0; j < keys; ++j) add += std::exp(s[j] - cmax);
               sum[r] = sum[r] * std::exp(mx[r] - cmax) + add;
@@ -207,6 +226,7 @@ void backward_dq(const Params& p, const Plan& pl, const AccOf<T>* lse_exact, int
   core::parallel_for(
       static_cast<int64_t>(pl.items.size()), 1, threads, [&](int64_t i0, int64_t i1) {
         std::vector<Acc> q(kRows * D), g(kRows * D), o(kRows * D), k(kChunk * D), v(kChunk * D);
+        std::vector<Acc> kt(kChunk * D), vt(kChunk * D), sc(kChunk), dp(kChunk);
         std::vector<Acc> acc(kRows * D), delta(kRows), lse(kRows);
         for (int64_t i = i0; i < i1; ++i) {
           const Item& it = pl.items[i];
@@ -223,14 +243,19 @@ void backward_dq(const Params& p, const Plan& pl, const AccOf<T>* lse_exact, int
             const int64_t keys = std::min(kChunk, it.n - c);
             gather<T>(p.k, it.h, it.o + c, keys, D, k.data());
             gather<T>(p.v, it.h, it.o + c, keys, D, v.data());
-            for (int64_t r = 0; r < rows; ++r)
+            transpose(k.data(), keys, D, kt.data());
+            transpose(v.data(), keys, D, vt.data());
+            for (int64_t r = 0; r < rows; ++r) {
+              scores(&q[r * D], kt.data(), D, keys, sc.data());
+              scores(&g[r * D], vt.data(), D, keys, dp.data());
+              Acc* a = &acc[r * D];
               for (int64_t j = 0; j < keys; ++j) {
-                const Acc pj = std::exp(dot(&q[r * D], &k[j * D], D) - lse[r]) * inv_maxl;
-                const Acc ds = pj * (dot(&g[r * D], &v[j * D], D) - delta[r]);
+                const Acc pj = std::exp(sc[j] - lse[r]) * inv_maxl;
+                const Acc ds = pj * (dp[j] - delta[r]);
                 const Acc* kr = &k[j * D];
-                Acc* a = &acc[r * D];
                 for (int64_t d = 0; d < D; ++d) a[d] += ds * kr[d];
               }
+            }
           }
           for (int64_t r = 0; r < rows; ++r) {
             T* dst = static_cast<T*>(p.dq) + (it.h * p.total_L + row0 + r) * D;
@@ -249,6 +274,7 @@ void backward_dkdv(const Params& p, const Plan& pl, const AccOf<T>* lse_exact, i
   core::parallel_for(
       static_cast<int64_t>(pl.items.size()), 1, threads, [&](int64_t i0, int64_t i1) {
         std::vector<Acc> k(kRows * D), v(kRows * D), q(kChunk * D), g(kChunk * D), o(kChunk * D);
+        std::vector<Acc> qt(kChunk * D), gt(kChunk * D), sc(kChunk), dp(kChunk);
         std::vector<Acc> ak(kRows * D), av(kRows * D), delta(kChunk), lse(kChunk);
         for (int64_t i = i0; i < i1; ++i) {
           const Item& it = pl.items[i];
@@ -266,17 +292,22 @@ void backward_dkdv(const Params& p, const Plan& pl, const AccOf<T>* lse_exact, i
               delta[m] = maxl * dot(&o[m * D], &g[m * D], D);
               lse[m] = row_lse(p, lse_exact, it.h, it.o + c + m);
             }
-            for (int64_t r = 0; r < rows; ++r)
+            transpose(q.data(), qs, D, qt.data());
+            transpose(g.data(), qs, D, gt.data());
+            for (int64_t r = 0; r < rows; ++r) {
+              scores(&k[r * D], qt.data(), D, qs, sc.data());
+              scores(&v[r * D], gt.data(), D, qs, dp.data());
+              Acc *dk = &ak[r * D], *dv = &av[r * D];
               for (int64_t m = 0; m < qs; ++m) {
-                const Acc pm = std::exp(dot(&q[m * D], &k[r * D], D) - lse[m]) * inv_maxl;
-                const Acc ds = pm * (dot(&g[m * D], &v[r * D], D) - delta[m]);
+                const Acc pm = std::exp(sc[m] - lse[m]) * inv_maxl;
+                const Acc ds = pm * (dp[m] - delta[m]);
                 const Acc *qm = &q[m * D], *gm = &g[m * D];
-                Acc *dk = &ak[r * D], *dv = &av[r * D];
                 for (int64_t d = 0; d < D; ++d) {
                   dk[d] += ds * qm[d];
                   dv[d] += pm * gm[d];
                 }
               }
+            }
           }
           for (int64_t r = 0; r < rows; ++r) {
             const int64_t at = (it.h * p.total_L + row0 + r) * D;
