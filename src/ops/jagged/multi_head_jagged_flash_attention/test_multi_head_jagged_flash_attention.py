@@ -192,3 +192,26 @@ def test_refusals_name_the_argument():
         recops.multi_head_jagged_flash_attention(q, k, v, torch.tensor([0, 4, 3, 5]), 3)
     with pytest.raises(RuntimeError, match="q must be fp64, fp32, fp16 or bf16"):
         recops.multi_head_jagged_flash_attention(q.int(), k.int(), v.int(), off, 3)
+
+
+def test_compile_dynamic_without_recompiling():
+    torch._dynamo.reset()
+    calls = []
+
+    def backend(gm, example_inputs):
+        calls.append(1)
+        return gm
+
+    def f(q, k, v, off, max_l):
+        out = recops.multi_head_jagged_flash_attention(q, k, v, off, max_l)
+        return out.sum()
+
+    cf = torch.compile(f, fullgraph=True, dynamic=True, backend=backend)
+    for lengths in ([3, 5, 2], [7, 1, 4, 9, 2], [6, 6]):
+        q, k, v = (t.requires_grad_() for t in make(lengths, 2, 8, torch.float32, seed=10))
+        off = offsets_of(lengths)
+        got = cf(q, k, v, off, 8)
+        got.backward()
+        want = f(*(t.detach() for t in (q, k, v)), off, 8)
+        torch.testing.assert_close(got.detach(), want)
+    assert len(calls) == 1, f"recompiled: {len(calls)} graphs"
