@@ -70,7 +70,8 @@ struct Item {
 // zero the truncated rows.
 struct Plan {
   std::vector<Item> items;
-  std::vector<Item> tails;  // first = n_b, n = L_b: rows [n_b, L_b) get zeros
+  std::vector<int64_t> cost;  // cost[i] = Σ of rows x (keys + 1) over items before i
+  std::vector<Item> tails;    // first = n_b, n = L_b: rows [n_b, L_b) get zeros
 };
 
 Plan plan(const Params& p) {
@@ -89,6 +90,9 @@ Plan plan(const Params& p) {
       if (e - o > n) pl.tails.push_back({h, o, e - o, n});
     }
   }
+  pl.cost.assign(1, 0);
+  for (const Item& it : pl.items)
+    pl.cost.push_back(pl.cost.back() + std::min(kRows, it.n - it.first) * (it.n + 1));
   return pl;
 }
 
@@ -99,6 +103,26 @@ void gather(const HeadRows& t, int64_t h, int64_t row0, int64_t cnt, int64_t D, 
     const T* src = static_cast<const T*>(t.data) + h * t.hs + (row0 + i) * t.rs;
     for (int64_t d = 0; d < D; ++d) dst[i * D + d] = load(src[d]);
   }
+}
+
+// fn(i0, i1) over contiguous item ranges of about equal cost (one range per thread), so skewed
+// lengths balance; each item's result does not depend on the split.
+template <class F>
+void for_items(const Plan& pl, int threads, F&& fn) {
+  const int64_t n = static_cast<int64_t>(pl.items.size());
+  const int parts = core::max_threads(threads, n);
+  const int64_t total = pl.cost.back();
+  auto start = [&](int64_t part) {  // first item whose cost prefix reaches part's share
+    const int64_t target = total / parts * part + total % parts * part / parts;
+    return static_cast<int64_t>(std::lower_bound(pl.cost.begin(), pl.cost.end() - 1, target) -
+                                pl.cost.begin());
+  };
+  core::parallel_for(parts, 1, parts, [&](int64_t p0, int64_t p1) {
+    for (int64_t part = p0; part < p1; ++part) {
+      const int64_t i0 = part == 0 ? 0 : start(part), i1 = part + 1 == parts ? n : start(part + 1);
+      if (i0 < i1) fn(i0, i1);
+    }
+  });
 }
 
 template <class T>
@@ -128,50 +152,49 @@ void forward(const Params& p, int threads) {
   const Plan pl = plan(p);
   zero_tails<T>(p, pl, threads, {p.out}, p.lse != nullptr);
   const Acc inv_maxl = Acc(1) / static_cast<Acc>(p.max_L);
-  core::parallel_for(
-      static_cast<int64_t>(pl.items.size()), 1, threads, [&](int64_t i0, int64_t i1) {
-        std::vector<Acc> q(kRows * D), k(kChunk * D), kt(kChunk * D), v(kChunk * D);
-        std::vector<Acc> acc(kRows * D);
-        std::vector<Acc> mx(kRows), sum(kRows), s(kChunk);
-        for (int64_t i = i0; i < i1; ++i) {
-          const Item& it = pl.items[i];
-          const int64_t rows = std::min(kRows, it.n - it.first);
-          gather<T>(p.q, it.h, it.o + it.first, rows, D, q.data());
-          std::fill(acc.begin(), acc.end(), Acc(0));
-          std::fill(mx.begin(), mx.end(), -std::numeric_limits<Acc>::infinity());
-          std::fill(sum.begin(), sum.end(), Acc(0));
-          for (int64_t c = 0; c < it.n; c += kChunk) {
-            const int64_t keys = std::min(kChunk, it.n - c);
-            gather<T>(p.k, it.h, it.o + c, keys, D, k.data());
-            transpose(k.data(), keys, D, kt.data());
-            gather<T>(p.v, it.h, it.o + c, keys, D, v.data());
-            for (int64_t r = 0; r < rows; ++r) {
-              scores(&q[r * D], kt.data(), D, keys, s.data());
-              Acc cmax = mx[r];
-              for (int64_t j = 0; j < keys; ++j) cmax = std::max(cmax, s[j]);
-              const Acc scale = std::exp(mx[r] - cmax);  // exp(-inf) = 0 on the first chunk
-              Acc* a = &acc[r * D];
-              for (int64_t d = 0; d < D; ++d) a[d] *= scale;
-              Acc add = 0;
-              for (int64_t j = 0; j < keys; ++j) {
-                const Acc e = std::exp(s[j] - cmax);
-                add += e;
-                const Acc* vr = &v[j * D];
-                for (int64_t d = 0; d < D; ++d) a[d] += e * vr[d];
-              }
-              sum[r] = sum[r] * scale + add;
-              mx[r] = cmax;
-            }
+  for_items(pl, threads, [&](int64_t i0, int64_t i1) {
+    std::vector<Acc> q(kRows * D), k(kChunk * D), kt(kChunk * D), v(kChunk * D);
+    std::vector<Acc> acc(kRows * D);
+    std::vector<Acc> mx(kRows), sum(kRows), s(kChunk);
+    for (int64_t i = i0; i < i1; ++i) {
+      const Item& it = pl.items[i];
+      const int64_t rows = std::min(kRows, it.n - it.first);
+      gather<T>(p.q, it.h, it.o + it.first, rows, D, q.data());
+      std::fill(acc.begin(), acc.end(), Acc(0));
+      std::fill(mx.begin(), mx.end(), -std::numeric_limits<Acc>::infinity());
+      std::fill(sum.begin(), sum.end(), Acc(0));
+      for (int64_t c = 0; c < it.n; c += kChunk) {
+        const int64_t keys = std::min(kChunk, it.n - c);
+        gather<T>(p.k, it.h, it.o + c, keys, D, k.data());
+        transpose(k.data(), keys, D, kt.data());
+        gather<T>(p.v, it.h, it.o + c, keys, D, v.data());
+        for (int64_t r = 0; r < rows; ++r) {
+          scores(&q[r * D], kt.data(), D, keys, s.data());
+          Acc cmax = mx[r];
+          for (int64_t j = 0; j < keys; ++j) cmax = std::max(cmax, s[j]);
+          const Acc scale = std::exp(mx[r] - cmax);  // exp(-inf) = 0 on the first chunk
+          Acc* a = &acc[r * D];
+          for (int64_t d = 0; d < D; ++d) a[d] *= scale;
+          Acc add = 0;
+          for (int64_t j = 0; j < keys; ++j) {
+            const Acc e = std::exp(s[j] - cmax);
+            add += e;
+            const Acc* vr = &v[j * D];
+            for (int64_t d = 0; d < D; ++d) a[d] += e * vr[d];
           }
-          for (int64_t r = 0; r < rows; ++r) {
-            const int64_t row = it.o + it.first + r;
-            T* o = static_cast<T*>(p.out) + (it.h * p.total_L + row) * D;
-            const Acc f = inv_maxl / sum[r];
-            for (int64_t d = 0; d < D; ++d) o[d] = store<T>(acc[r * D + d] * f);
-            if (p.lse) p.lse[it.h * p.total_L + row] = static_cast<float>(mx[r] + std::log(sum[r]));
-          }
+          sum[r] = sum[r] * scale + add;
+          mx[r] = cmax;
         }
-      });
+      }
+      for (int64_t r = 0; r < rows; ++r) {
+        const int64_t row = it.o + it.first + r;
+        T* o = static_cast<T*>(p.out) + (it.h * p.total_L + row) * D;
+        const Acc f = inv_maxl / sum[r];
+        for (int64_t d = 0; d < D; ++d) o[d] = store<T>(acc[r * D + d] * f);
+        if (p.lse) p.lse[it.h * p.total_L + row] = static_cast<float>(mx[r] + std::log(sum[r]));
+      }
+    }
+  });
 }
 
 // The row's softmax statistic: the given fp32 lse, or for fp64 the exact one (an fp32 lse would
@@ -188,32 +211,31 @@ std::vector<AccOf<T>> exact_lse(const Params& p, const Plan& pl, int threads) {
   using Acc = AccOf<T>;
   const int64_t D = p.D;
   std::vector<Acc> out(static_cast<size_t>(p.H * p.total_L));
-  core::parallel_for(
-      static_cast<int64_t>(pl.items.size()), 1, threads, [&](int64_t i0, int64_t i1) {
-        std::vector<Acc> q(kRows * D), k(kChunk * D), kt(kChunk * D), s(kChunk);
-        for (int64_t i = i0; i < i1; ++i) {
-          const Item& it = pl.items[i];
-          const int64_t rows = std::min(kRows, it.n - it.first), row0 = it.o + it.first;
-          gather<T>(p.q, it.h, row0, rows, D, q.data());
-          std::vector<Acc> mx(rows, -std::numeric_limits<Acc>::infinity()), sum(rows, Acc(0));
-          for (int64_t c = 0; c < it.n; c += kChunk) {
-            const int64_t keys = std::min(kChunk, it.n - c);
-            gather<T>(p.k, it.h, it.o + c, keys, D, k.data());
-            transpose(k.data(), keys, D, kt.data());
-            for (int64_t r = 0; r < rows; ++r) {
-              scores(&q[r * D], kt.data(), D, keys, s.data());
-              Acc cmax = mx[r];
-              for (int64_t j = 0; j < keys; ++j) cmax = std::max(cmax, s[j]);
-              Acc add = 0;
-              for (int64_t j = 0; j < keys; ++j) add += std::exp(s[j] - cmax);
-              sum[r] = sum[r] * std::exp(mx[r] - cmax) + add;
-              mx[r] = cmax;
-            }
-          }
-          for (int64_t r = 0; r < rows; ++r)
-            out[it.h * p.total_L + row0 + r] = mx[r] + std::log(sum[r]);
+  for_items(pl, threads, [&](int64_t i0, int64_t i1) {
+    std::vector<Acc> q(kRows * D), k(kChunk * D), kt(kChunk * D), s(kChunk);
+    for (int64_t i = i0; i < i1; ++i) {
+      const Item& it = pl.items[i];
+      const int64_t rows = std::min(kRows, it.n - it.first), row0 = it.o + it.first;
+      gather<T>(p.q, it.h, row0, rows, D, q.data());
+      std::vector<Acc> mx(rows, -std::numeric_limits<Acc>::infinity()), sum(rows, Acc(0));
+      for (int64_t c = 0; c < it.n; c += kChunk) {
+        const int64_t keys = std::min(kChunk, it.n - c);
+        gather<T>(p.k, it.h, it.o + c, keys, D, k.data());
+        transpose(k.data(), keys, D, kt.data());
+        for (int64_t r = 0; r < rows; ++r) {
+          scores(&q[r * D], kt.data(), D, keys, s.data());
+          Acc cmax = mx[r];
+          for (int64_t j = 0; j < keys; ++j) cmax = std::max(cmax, s[j]);
+          Acc add = 0;
+          for (int64_t j = 0; j < keys; ++j) add += std::exp(s[j] - cmax);
+          sum[r] = sum[r] * std::exp(mx[r] - cmax) + add;
+          mx[r] = cmax;
         }
-      });
+      }
+      for (int64_t r = 0; r < rows; ++r)
+        out[it.h * p.total_L + row0 + r] = mx[r] + std::log(sum[r]);
+    }
+  });
   return out;
 }
 
@@ -223,46 +245,45 @@ void backward_dq(const Params& p, const Plan& pl, const AccOf<T>* lse_exact, int
   using Acc = AccOf<T>;
   const int64_t D = p.D;
   const Acc maxl = static_cast<Acc>(p.max_L), inv_maxl = Acc(1) / maxl;
-  core::parallel_for(
-      static_cast<int64_t>(pl.items.size()), 1, threads, [&](int64_t i0, int64_t i1) {
-        std::vector<Acc> q(kRows * D), g(kRows * D), o(kRows * D), k(kChunk * D), v(kChunk * D);
-        std::vector<Acc> kt(kChunk * D), vt(kChunk * D), sc(kChunk), dp(kChunk);
-        std::vector<Acc> acc(kRows * D), delta(kRows), lse(kRows);
-        for (int64_t i = i0; i < i1; ++i) {
-          const Item& it = pl.items[i];
-          const int64_t rows = std::min(kRows, it.n - it.first), row0 = it.o + it.first;
-          gather<T>(p.q, it.h, row0, rows, D, q.data());
-          gather<T>(p.grad, it.h, row0, rows, D, g.data());
-          gather<T>(p.o, it.h, row0, rows, D, o.data());
-          for (int64_t r = 0; r < rows; ++r) {
-            delta[r] = maxl * dot(&o[r * D], &g[r * D], D);
-            lse[r] = row_lse(p, lse_exact, it.h, row0 + r);
-          }
-          std::fill(acc.begin(), acc.end(), Acc(0));
-          for (int64_t c = 0; c < it.n; c += kChunk) {
-            const int64_t keys = std::min(kChunk, it.n - c);
-            gather<T>(p.k, it.h, it.o + c, keys, D, k.data());
-            gather<T>(p.v, it.h, it.o + c, keys, D, v.data());
-            transpose(k.data(), keys, D, kt.data());
-            transpose(v.data(), keys, D, vt.data());
-            for (int64_t r = 0; r < rows; ++r) {
-              scores(&q[r * D], kt.data(), D, keys, sc.data());
-              scores(&g[r * D], vt.data(), D, keys, dp.data());
-              Acc* a = &acc[r * D];
-              for (int64_t j = 0; j < keys; ++j) {
-                const Acc pj = std::exp(sc[j] - lse[r]) * inv_maxl;
-                const Acc ds = pj * (dp[j] - delta[r]);
-                const Acc* kr = &k[j * D];
-                for (int64_t d = 0; d < D; ++d) a[d] += ds * kr[d];
-              }
-            }
-          }
-          for (int64_t r = 0; r < rows; ++r) {
-            T* dst = static_cast<T*>(p.dq) + (it.h * p.total_L + row0 + r) * D;
-            for (int64_t d = 0; d < D; ++d) dst[d] = store<T>(acc[r * D + d]);
+  for_items(pl, threads, [&](int64_t i0, int64_t i1) {
+    std::vector<Acc> q(kRows * D), g(kRows * D), o(kRows * D), k(kChunk * D), v(kChunk * D);
+    std::vector<Acc> kt(kChunk * D), vt(kChunk * D), sc(kChunk), dp(kChunk);
+    std::vector<Acc> acc(kRows * D), delta(kRows), lse(kRows);
+    for (int64_t i = i0; i < i1; ++i) {
+      const Item& it = pl.items[i];
+      const int64_t rows = std::min(kRows, it.n - it.first), row0 = it.o + it.first;
+      gather<T>(p.q, it.h, row0, rows, D, q.data());
+      gather<T>(p.grad, it.h, row0, rows, D, g.data());
+      gather<T>(p.o, it.h, row0, rows, D, o.data());
+      for (int64_t r = 0; r < rows; ++r) {
+        delta[r] = maxl * dot(&o[r * D], &g[r * D], D);
+        lse[r] = row_lse(p, lse_exact, it.h, row0 + r);
+      }
+      std::fill(acc.begin(), acc.end(), Acc(0));
+      for (int64_t c = 0; c < it.n; c += kChunk) {
+        const int64_t keys = std::min(kChunk, it.n - c);
+        gather<T>(p.k, it.h, it.o + c, keys, D, k.data());
+        gather<T>(p.v, it.h, it.o + c, keys, D, v.data());
+        transpose(k.data(), keys, D, kt.data());
+        transpose(v.data(), keys, D, vt.data());
+        for (int64_t r = 0; r < rows; ++r) {
+          scores(&q[r * D], kt.data(), D, keys, sc.data());
+          scores(&g[r * D], vt.data(), D, keys, dp.data());
+          Acc* a = &acc[r * D];
+          for (int64_t j = 0; j < keys; ++j) {
+            const Acc pj = std::exp(sc[j] - lse[r]) * inv_maxl;
+            const Acc ds = pj * (dp[j] - delta[r]);
+            const Acc* kr = &k[j * D];
+            for (int64_t d = 0; d < D; ++d) a[d] += ds * kr[d];
           }
         }
-      });
+      }
+      for (int64_t r = 0; r < rows; ++r) {
+        T* dst = static_cast<T*>(p.dq) + (it.h * p.total_L + row0 + r) * D;
+        for (int64_t d = 0; d < D; ++d) dst[d] = store<T>(acc[r * D + d]);
+      }
+    }
+  });
 }
 
 // dk, dv for blocks of key rows: dv(n) = Σ_m p g(m), dk(n) = Σ_m ds q(m).
@@ -271,55 +292,54 @@ void backward_dkdv(const Params& p, const Plan& pl, const AccOf<T>* lse_exact, i
   using Acc = AccOf<T>;
   const int64_t D = p.D;
   const Acc maxl = static_cast<Acc>(p.max_L), inv_maxl = Acc(1) / maxl;
-  core::parallel_for(
-      static_cast<int64_t>(pl.items.size()), 1, threads, [&](int64_t i0, int64_t i1) {
-        std::vector<Acc> k(kRows * D), v(kRows * D), q(kChunk * D), g(kChunk * D), o(kChunk * D);
-        std::vector<Acc> qt(kChunk * D), gt(kChunk * D), sc(kChunk), dp(kChunk);
-        std::vector<Acc> ak(kRows * D), av(kRows * D), delta(kChunk), lse(kChunk);
-        for (int64_t i = i0; i < i1; ++i) {
-          const Item& it = pl.items[i];
-          const int64_t rows = std::min(kRows, it.n - it.first), row0 = it.o + it.first;
-          gather<T>(p.k, it.h, row0, rows, D, k.data());
-          gather<T>(p.v, it.h, row0, rows, D, v.data());
-          std::fill(ak.begin(), ak.end(), Acc(0));
-          std::fill(av.begin(), av.end(), Acc(0));
-          for (int64_t c = 0; c < it.n; c += kChunk) {
-            const int64_t qs = std::min(kChunk, it.n - c);
-            gather<T>(p.q, it.h, it.o + c, qs, D, q.data());
-            gather<T>(p.grad, it.h, it.o + c, qs, D, g.data());
-            gather<T>(p.o, it.h, it.o + c, qs, D, o.data());
-            for (int64_t m = 0; m < qs; ++m) {
-              delta[m] = maxl * dot(&o[m * D], &g[m * D], D);
-              lse[m] = row_lse(p, lse_exact, it.h, it.o + c + m);
-            }
-            transpose(q.data(), qs, D, qt.data());
-            transpose(g.data(), qs, D, gt.data());
-            for (int64_t r = 0; r < rows; ++r) {
-              scores(&k[r * D], qt.data(), D, qs, sc.data());
-              scores(&v[r * D], gt.data(), D, qs, dp.data());
-              Acc *dk = &ak[r * D], *dv = &av[r * D];
-              for (int64_t m = 0; m < qs; ++m) {
-                const Acc pm = std::exp(sc[m] - lse[m]) * inv_maxl;
-                const Acc ds = pm * (dp[m] - delta[m]);
-                const Acc *qm = &q[m * D], *gm = &g[m * D];
-                for (int64_t d = 0; d < D; ++d) {
-                  dk[d] += ds * qm[d];
-                  dv[d] += pm * gm[d];
-                }
-              }
-            }
-          }
-          for (int64_t r = 0; r < rows; ++r) {
-            const int64_t at = (it.h * p.total_L + row0 + r) * D;
-            T* dk = static_cast<T*>(p.dk) + at;
-            T* dv = static_cast<T*>(p.dv) + at;
+  for_items(pl, threads, [&](int64_t i0, int64_t i1) {
+    std::vector<Acc> k(kRows * D), v(kRows * D), q(kChunk * D), g(kChunk * D), o(kChunk * D);
+    std::vector<Acc> qt(kChunk * D), gt(kChunk * D), sc(kChunk), dp(kChunk);
+    std::vector<Acc> ak(kRows * D), av(kRows * D), delta(kChunk), lse(kChunk);
+    for (int64_t i = i0; i < i1; ++i) {
+      const Item& it = pl.items[i];
+      const int64_t rows = std::min(kRows, it.n - it.first), row0 = it.o + it.first;
+      gather<T>(p.k, it.h, row0, rows, D, k.data());
+      gather<T>(p.v, it.h, row0, rows, D, v.data());
+      std::fill(ak.begin(), ak.end(), Acc(0));
+      std::fill(av.begin(), av.end(), Acc(0));
+      for (int64_t c = 0; c < it.n; c += kChunk) {
+        const int64_t qs = std::min(kChunk, it.n - c);
+        gather<T>(p.q, it.h, it.o + c, qs, D, q.data());
+        gather<T>(p.grad, it.h, it.o + c, qs, D, g.data());
+        gather<T>(p.o, it.h, it.o + c, qs, D, o.data());
+        for (int64_t m = 0; m < qs; ++m) {
+          delta[m] = maxl * dot(&o[m * D], &g[m * D], D);
+          lse[m] = row_lse(p, lse_exact, it.h, it.o + c + m);
+        }
+        transpose(q.data(), qs, D, qt.data());
+        transpose(g.data(), qs, D, gt.data());
+        for (int64_t r = 0; r < rows; ++r) {
+          scores(&k[r * D], qt.data(), D, qs, sc.data());
+          scores(&v[r * D], gt.data(), D, qs, dp.data());
+          Acc *dk = &ak[r * D], *dv = &av[r * D];
+          for (int64_t m = 0; m < qs; ++m) {
+            const Acc pm = std::exp(sc[m] - lse[m]) * inv_maxl;
+            const Acc ds = pm * (dp[m] - delta[m]);
+            const Acc *qm = &q[m * D], *gm = &g[m * D];
             for (int64_t d = 0; d < D; ++d) {
-              dk[d] = store<T>(ak[r * D + d]);
-              dv[d] = store<T>(av[r * D + d]);
+              dk[d] += ds * qm[d];
+              dv[d] += pm * gm[d];
             }
           }
         }
-      });
+      }
+      for (int64_t r = 0; r < rows; ++r) {
+        const int64_t at = (it.h * p.total_L + row0 + r) * D;
+        T* dk = static_cast<T*>(p.dk) + at;
+        T* dv = static_cast<T*>(p.dv) + at;
+        for (int64_t d = 0; d < D; ++d) {
+          dk[d] = store<T>(ak[r * D + d]);
+          dv[d] = store<T>(av[r * D + d]);
+        }
+      }
+    }
+  });
 }
 
 template <class T>
