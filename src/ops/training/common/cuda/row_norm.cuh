@@ -12,7 +12,7 @@
 // Owners: the rows are split into O contiguous ranges (training::partial_begin), one per row
 // group of the grid; with a weight gradient, O = training::norm_partials(rows, D) and owner o
 // writes its column sums to row o of a [O, D] fp32 workspace, which column_sum_kernel then adds
-// in order of o. Nothing depends on timing.
+// in a fixed order (set by O alone). Nothing depends on timing.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "core/cuda/launch.h"
 #include "core/cuda/numeric.cuh"
 #include "ops/training/common/row_norm.h"
 
@@ -181,18 +182,53 @@ __device__ __forceinline__ W from_double(double v) {
     return static_cast<W>(v);
 }
 
-// out[d] = Σ_{i < P} part[i * D + d] in order of i, in A (the partials' type: float, or double
-// for ops with fp64 partials), rounded once to W (P = 0: zeros).
+// Column sums of a [P, D] partials array in A (float, or double for ops with fp64 partials):
+// out[d] = Σ_i part[i * D + d], rounded once to W (P = 0: zeros). A CTA of kColSumSlices x 32
+// threads takes 32 columns; slice y adds the rows i ≡ y (mod kColSumSlices) in increasing i
+// through kColSumAcc interleaved accumulators, then slice 0 adds the slices in order of y. The
+// order depends on P only, so every run gives the same bits. (A single thread a column walked
+// all P rows: with P = 2048 and D = 128 that was one CTA doing 2048 dependent round trips.)
+inline constexpr int kColSumSlices = 32;
+inline constexpr int kColSumAcc = 4;
+
 template <class W, class A = float>
-__global__ void column_sum_kernel(const A* part, int64_t P, int64_t D, W* out) {
-  const int64_t d = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (d >= D) return;
+__global__ void __launch_bounds__(32 * kColSumSlices)
+    column_sum_kernel(const A* part, int64_t P, int64_t D, W* out) {
+  __shared__ A sums[kColSumSlices][33];
+  const int tx = static_cast<int>(threadIdx.x), ty = static_cast<int>(threadIdx.y);
+  const int64_t d = static_cast<int64_t>(blockIdx.x) * 32 + tx;
+  A acc[kColSumAcc];
+#pragma unroll
+  for (int a = 0; a < kColSumAcc; ++a) acc[a] = 0;
+  if (d < D) {
+    constexpr int64_t kStep = int64_t{kColSumSlices} * kColSumAcc;
+    for (int64_t i = ty; i < P; i += kStep)
+#pragma unroll
+      for (int a = 0; a < kColSumAcc; ++a)
+        if (i + a * kColSumSlices < P) acc[a] += part[(i + a * kColSumSlices) * D + d];
+  }
   A s = 0;
-  for (int64_t i = 0; i < P; ++i) s += part[i * D + d];
+#pragma unroll
+  for (int a = 0; a < kColSumAcc; ++a) s += acc[a];
+  sums[ty][tx] = s;
+  __syncthreads();
+  if (ty != 0 || d >= D) return;
+  A t = 0;
+  for (int y = 0; y < kColSumSlices; ++y) t += sums[y][tx];
   if constexpr (std::is_same_v<A, double>)
-    out[d] = from_double<W>(s);
+    out[d] = from_double<W>(t);
   else
-    out[d] = from_float<W>(s);
+    out[d] = from_float<W>(t);
+}
+
+// Launches column_sum_kernel for D columns (nothing for D = 0).
+template <class W, class A>
+Status launch_column_sum(const char* op, const A* part, int64_t P, int64_t D, W* out,
+                         void* stream) {
+  if (D <= 0) return Status::Ok();
+  return RECOPS_LAUNCH_KERNEL(op, (column_sum_kernel<W, A>),
+                              dim3(static_cast<unsigned>((D + 31) / 32)), dim3(32, kColSumSlices),
+                              0, stream, part, P, D, out);
 }
 
 }  // namespace recops::ops::training_dev

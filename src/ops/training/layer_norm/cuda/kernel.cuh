@@ -11,7 +11,7 @@
 //        reaching y0 and g = h·w; pass 4 dx = r·(g − mean g − n·mean(g·n)) (+ dy·σ(y0)),
 //        dweight += h·n, dbias += h per owner (registers for the cached slots, else the owner's
 //        fp64 workspace row, which only this thread touches at those columns); column_sum_kernel
-//        adds the owners in order.
+//        adds the owners in a fixed order.
 // Index math is 64-bit; rows are owned as contiguous ranges, so any row count is a loop.
 #pragma once
 
@@ -233,11 +233,9 @@ Status launch_n(const Params& p, const Context& ctx) {
                                                   block, 0, ctx.stream, p, s.width, s.owners));
     const double* ws = static_cast<const double*>(p.workspace);
     void* outs[2] = {p.dweight ? p.dweight : p.dbias, p.dbias};
-    const dim3 cgrid(static_cast<unsigned>((p.D + 255) / 256)), cblock(256);
     for (int j = 0; j < npart; ++j)
-      RECOPS_RETURN_IF_ERROR(RECOPS_LAUNCH_KERNEL(
-          "layer_norm_bwd", (training_dev::column_sum_kernel<T, double>), cgrid, cblock, 0,
-          ctx.stream, ws + j * P * p.D, P, p.D, static_cast<T*>(outs[j])));
+      RECOPS_RETURN_IF_ERROR(training_dev::launch_column_sum(
+          "layer_norm_bwd", ws + j * P * p.D, P, p.D, static_cast<T*>(outs[j]), ctx.stream));
     return Status::Ok();
   }
 }

@@ -7,7 +7,8 @@
 //   bwd: mean, r; Σ g and Σ g·n with g = drop(dout_y)·u·w; then dx, du. dweight/dbias: each
 //        owner (a contiguous range of rows) adds into its own fp64 workspace rows [2, owners, nw]:
 //        column d by lane d % 32 (per-column weight) or group k's warp sum by lane k % 32
-//        (group_norm), the same lane that zeroed it; column_sum_kernel adds the owners in order.
+//        (group_norm), the same lane that zeroed it; column_sum_kernel adds the owners in a fixed
+//        order.
 // Index math is 64-bit.
 #pragma once
 
@@ -186,11 +187,9 @@ Status launch_bwd(const Params& p, const Context& ctx) {
   }
   const double* ws = static_cast<const double*>(p.workspace);
   void* outs[2] = {p.dweight, p.dbias};
-  const dim3 cgrid(static_cast<unsigned>((nw + 255) / 256)), cblock(256);
   for (int j = 0; j < 2; ++j)
-    RECOPS_RETURN_IF_ERROR(RECOPS_LAUNCH_KERNEL(
-        "norm_mul_dropout_bwd", (training_dev::column_sum_kernel<T, double>), cgrid, cblock, 0,
-        ctx.stream, ws + j * P * nw, P, nw, static_cast<T*>(outs[j])));
+    RECOPS_RETURN_IF_ERROR(training_dev::launch_column_sum(
+        "norm_mul_dropout_bwd", ws + j * P * nw, P, nw, static_cast<T*>(outs[j]), ctx.stream));
   return Status::Ok();
 }
 

@@ -9,7 +9,7 @@
 //        statistics and dx in fp64 (README: dx cancels where x and dy·w~ are nearly parallel);
 //        dweight: owner o (a row range) sums dy·x·r per column into registers (cached slots) or
 //        its own workspace row (the rest), writes workspace row o; column_sum_kernel adds the
-//        rows in order. rstd_bwd: dx = −dr·r³·x / D.
+//        rows in a fixed order. rstd_bwd: dx = −dr·r³·x / D.
 // Index math is 64-bit; rows are owned as contiguous ranges, so any row count is a loop.
 #pragma once
 
@@ -215,11 +215,8 @@ Status launch_bwd_n(const Params& p, const Context& ctx) {
         0, ctx.stream, p, s.width, s.owners));
   }
   if (!with_dw) return Status::Ok();
-  const int64_t blocks = (p.D + 255) / 256;
-  return RECOPS_LAUNCH_KERNEL("rms_norm_bwd", training_dev::column_sum_kernel<T>,
-                              dim3(static_cast<unsigned>(blocks)), dim3(256), 0, ctx.stream,
-                              static_cast<const float*>(p.workspace), P, p.D,
-                              static_cast<T*>(p.dweight));
+  return training_dev::launch_column_sum("rms_norm_bwd", static_cast<const float*>(p.workspace), P,
+                                         p.D, static_cast<T*>(p.dweight), ctx.stream);
 }
 
 template <class T>
