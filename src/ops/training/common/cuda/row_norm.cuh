@@ -30,21 +30,40 @@ namespace recops::ops::training_dev {
 using core::cuda::from_float;
 using core::cuda::to_float;
 
+// The kN elements of T in the 16 bytes u as floats.
+template <class T, int kN>
+__device__ __forceinline__ void unpack_vec(const uint4& u, float (&out)[kN]) {
+  static_assert(kN * sizeof(T) == 16, "row_norm: a vector is 16 bytes");
+  const uint32_t w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    if constexpr (std::is_same_v<T, float>) {
+      out[i] = __uint_as_float(w[i]);
+    } else if constexpr (std::is_same_v<T, __half>) {
+      out[2 * i] = __half2float(__ushort_as_half(static_cast<unsigned short>(w[i] & 0xffffu)));
+      out[2 * i + 1] = __half2float(__ushort_as_half(static_cast<unsigned short>(w[i] >> 16)));
+    } else {
+      out[2 * i] = __uint_as_float(w[i] << 16);  // bf16 is the high half of a float
+      out[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
+    }
+  }
+}
+
 // kN elements of T at p (aligned to kN * sizeof(T) bytes when kN > 1) as floats.
 template <class T, int kN>
 __device__ __forceinline__ void load_vec(const T* p, float (&out)[kN]) {
-  if constexpr (kN == 1) {
+  if constexpr (kN == 1)
     out[0] = to_float(*p);
-  } else {
-    static_assert(kN * sizeof(T) == 16, "row_norm: a vector is 16 bytes");
-    union {
-      uint4 u;
-      T t[kN];
-    } v;
-    v.u = *reinterpret_cast<const uint4*>(p);
-#pragma unroll
-    for (int j = 0; j < kN; ++j) out[j] = to_float(v.t[j]);
-  }
+  else
+    unpack_vec<T, kN>(*reinterpret_cast<const uint4*>(p), out);
+}
+
+// The bits of a 16-bit float.
+__device__ __forceinline__ uint16_t bits16(__half v) {
+  return __half_as_ushort(v);
+}
+__device__ __forceinline__ uint16_t bits16(__nv_bfloat16 v) {
+  return __bfloat16_as_ushort(v);
 }
 
 // Rounds kN floats once to T and stores them at p (aligned as for load_vec).
@@ -53,13 +72,19 @@ __device__ __forceinline__ void store_vec(T* p, const float (&in)[kN]) {
   if constexpr (kN == 1) {
     *p = from_float<T>(in[0]);
   } else {
-    union {
-      uint4 u;
-      T t[kN];
-    } v;
+    // The 16 bytes built as four 32-bit words, so that the store is one 128-bit instruction
+    // (through a union of T[kN] nvcc emitted four 32-bit stores for 16-bit T).
+    uint32_t w[4];
 #pragma unroll
-    for (int j = 0; j < kN; ++j) v.t[j] = from_float<T>(in[j]);
-    *reinterpret_cast<uint4*>(p) = v.u;
+    for (int i = 0; i < 4; ++i) {
+      if constexpr (std::is_same_v<T, float>) {
+        w[i] = __float_as_uint(in[i]);
+      } else {
+        const T lo = from_float<T>(in[2 * i]), hi = from_float<T>(in[2 * i + 1]);
+        w[i] = static_cast<uint32_t>(bits16(lo)) | static_cast<uint32_t>(bits16(hi)) << 16;
+      }
+    }
+    *reinterpret_cast<uint4*>(p) = make_uint4(w[0], w[1], w[2], w[3]);
   }
 }
 
@@ -132,26 +157,34 @@ __device__ __forceinline__ void for_owners(int64_t rows, int64_t owners, const R
     f(o, training::partial_begin(rows, owners, o), training::partial_begin(rows, owners, o + 1));
 }
 
-// kSlots vectors of one row held in registers as floats.
+// kSlots vectors of one row held in registers.
 template <int kN, int kSlots>
 struct RowCache {
-  float v[kSlots > 0 ? kSlots : 1][kN];
+  // 16-byte vectors stay as loaded (4 registers, not kN floats: 8 for 16-bit T) and are
+  // converted again on each get; single elements as floats.
+  using Slot = std::conditional_t<kN == 1, float, uint4>;
+  Slot v[kSlots > 0 ? kSlots : 1];
 
   // Vector s of `row` into out; cached in slot k when k < kSlots.
   template <class T>
   __device__ __forceinline__ void load(int k, int64_t s, const T* row, float (&out)[kN]) {
-    load_vec<T, kN>(row + s * kN, out);
-    if (k < kSlots) {
-#pragma unroll
-      for (int j = 0; j < kN; ++j) v[k][j] = out[j];
+    if constexpr (kN == 1) {
+      load_vec<T, kN>(row + s, out);
+      if (k < kSlots) v[k] = out[0];
+    } else {
+      const uint4 u = *reinterpret_cast<const uint4*>(row + s * kN);
+      unpack_vec<T, kN>(u, out);
+      if (k < kSlots) v[k] = u;
     }
   }
   // Vector s again: from the cache when k < kSlots, else from memory.
   template <class T>
   __device__ __forceinline__ void get(int k, int64_t s, const T* row, float (&out)[kN]) const {
     if (k < kSlots) {
-#pragma unroll
-      for (int j = 0; j < kN; ++j) out[j] = v[k][j];
+      if constexpr (kN == 1)
+        out[0] = v[k];
+      else
+        unpack_vec<T, kN>(v[k], out);
     } else {
       load_vec<T, kN>(row + s * kN, out);
     }
@@ -170,6 +203,46 @@ struct RowCache {
     return ss;
   }
 };
+
+// A float pair hi + lo that carries a sum to about twice float's precision without fp64 math
+// (fp64 conversions run at a fraction of the fp32 rate): the backward statistics whose rounding
+// dx = r·(g − r²c·x) would amplify where the two terms cancel.
+struct FloatPair {
+  float hi = 0.f, lo = 0.f;
+
+  // += a·b: the product split error-free with an fma, the sum with TwoSum (no ordering needed);
+  // both rounding errors go to lo. The _rn intrinsics keep nvcc from contracting p into the sum.
+  __device__ __forceinline__ void add_prod(float a, float b) {
+    const float p = __fmul_rn(a, b), pe = fmaf(a, b, -p);
+    const float s = __fadd_rn(hi, p), bp = __fsub_rn(s, hi);
+    const float se = __fadd_rn(__fsub_rn(hi, __fsub_rn(s, bp)), __fsub_rn(p, bp));
+    hi = s;
+    lo += se + pe;
+  }
+  // += a·b·c with a·b rounded to float: the error of a·b (an fma) is added times c to lo.
+  __device__ __forceinline__ void add_prod3(float a, float b, float c) {
+    const float q = __fmul_rn(a, b), qe = fmaf(a, b, -q);
+    add_prod(q, c);
+    lo = fmaf(qe, c, lo);
+  }
+  __device__ __forceinline__ double value() const {
+    return static_cast<double>(hi) + static_cast<double>(lo);
+  }
+};
+
+// The split of a double into floats hi + lo (hi = v rounded, lo = the rest rounded).
+__device__ __forceinline__ void split_double(double v, float& hi, float& lo) {
+  hi = static_cast<float>(v);
+  lo = static_cast<float>(v - static_cast<double>(hi));
+}
+
+// a·b − (kh + kl)·x with kh + kl a double split in two floats (split_double): kh·x = q + qe
+// exactly, a·b − q is one fma, so where the terms cancel the result keeps its relative accuracy
+// (a few roundings of the result, not of the terms).
+__device__ __forceinline__ float sub_split_prod(float a, float b, float kh, float kl, float x) {
+  const float q = __fmul_rn(kh, x), qe = fmaf(kh, x, -q);
+  return fmaf(-kl, x, fmaf(a, b, -q) - qe);
+}
 
 // One rounding of a double to W.
 template <class W>

@@ -8,9 +8,13 @@
 
 namespace recops::ops::training_dev {
 
-inline constexpr int kRowSlots = 4;             // 16-byte vectors per thread kept in registers
-inline constexpr int kRowWarpBlock = 256;       // warp-per-row mode: 8 rows in flight per CTA
-inline constexpr int64_t kRowMaxBlocks = 4096;  // CTAs of a launch without fixed owners
+inline constexpr int kRowSlots = 4;        // 16-byte vectors per thread kept in registers
+inline constexpr int kRowWarpBlock = 256;  // warp-per-row mode: 8 rows in flight per CTA
+// CTAs of a launch without fixed owners. Each CTA walks its rows one after the other, so with
+// few CTAs (4096 was the first value) the last wave runs part-empty: 65536x4096 bf16 had 16 rows
+// a CTA and about 6.2 waves of resident CTAs on an H200. 65536 gives most shapes a row group a
+// row (or a few), and the grid's tail becomes short.
+inline constexpr int64_t kRowMaxBlocks = 65536;
 // The most threads of a CTA (the kernels' __launch_bounds__): the backward keeps two cached rows
 // and the weight-gradient sums, about 170 registers per thread for 16-bit dtypes (ptxas -v,
 // sm_90a), so 256 threads fit the 64K registers of an SM without spilling.
