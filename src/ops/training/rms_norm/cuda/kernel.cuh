@@ -5,8 +5,10 @@
 // a warp; or the CTA for long rows); thread `lane` holds vectors
 // lane, lane + width, ... of the row, the first kSlots in registers. fp32 statistics.
 //   fwd: pass 1 ss = Σ x²; r = 1 / sqrt(ss / D + eps); pass 2 y = x·r·w~ (rstd: r only)
-//   bwd: pass 1 ss and dot = Σ dy·w~·x (x, dy cached); pass 2 dx = r·(dy·w~ − r²·(dot/D)·x),
-//        statistics and dx in fp64 (README: dx cancels where x and dy·w~ are nearly parallel);
+//   bwd: pass 1 ss and dot = Σ dy·w~·x (x, dy cached); pass 2 dx = r·(dy·w~ − r²·(dot/D)·x).
+//        dx cancels where x and dy·w~ are nearly parallel (README), so the sums are float pairs
+//        (error-free fma products, TwoSum), added across the group and turned into r and
+//        K = r²·dot/D in fp64 once per row, and dx is fp32 fmas with K split into two floats;
 //        dweight: owner o (a row range) sums dy·x·r per column into registers (cached slots) or
 //        its own workspace row (the rest), writes workspace row o; column_sum_kernel adds the
 //        rows in a fixed order. rstd_bwd: dx = −dr·r³·x / D.
@@ -22,6 +24,7 @@
 
 namespace recops::ops::rms_norm_ns {
 
+using training_dev::FloatPair;
 using training_dev::for_owners;
 using training_dev::for_slots;
 using training_dev::load_vec;
@@ -69,9 +72,6 @@ __device__ __forceinline__ void weight_vec(const Params& p, int64_t s, float (&w
 __device__ __forceinline__ float rstd_of(float ss, const Params& p) {
   return 1.f / sqrtf(ss / static_cast<float>(p.D) + static_cast<float>(p.eps));
 }
-__device__ __forceinline__ double rstd_of(double ss, const Params& p) {
-  return 1.0 / sqrt(ss / static_cast<double>(p.D) + p.eps);
-}
 
 template <class T, int kN>
 __global__ void __launch_bounds__(training_dev::kRowMaxThreads)
@@ -106,8 +106,10 @@ template <class T, int kN>
 __global__ void __launch_bounds__(training_dev::kRowMaxThreads)
     bwd_kernel(Params p, int width, int64_t owners) {
   __shared__ double smem[32];
+  __shared__ float fsmem[32];
   const RowGroup g = row_group(width);
   const int64_t D = p.D, nvec = D / kN;
+  const double inv_d = 1.0 / static_cast<double>(D);
   const T* x = static_cast<const T*>(p.x);
   const bool rstd = p.mode == Mode::rstd_bwd;
   const bool with_dw = !rstd && p.dweight != nullptr;
@@ -127,22 +129,22 @@ __global__ void __launch_bounds__(training_dev::kRowMaxThreads)
       const T* xr = x + row * D;
       T* dxr = static_cast<T*>(p.out) + row * D;
       RowCache<kN, kSlots> cx;
-      if (rstd) {
-        const double r =
-            rstd_of(packed_group_sum(cx.template load_sum_sq<double>(xr, nvec, g), g, smem), p);
-        const double c = -load_r(p, row) * r * r * r / static_cast<double>(D);
+      if (rstd) {  // dx = −dr·r³·x / D: a product, no cancellation, fp32 as the forward
+        const float r =
+            rstd_of(packed_group_sum(cx.template load_sum_sq<float>(xr, nvec, g), g, fsmem), p);
+        const float c = -load_r(p, row) * r * r * r / static_cast<float>(D);
         for_slots<kSlots>(nvec, g, [&](int k, int64_t s) {
           float v[kN];
           cx.get(k, s, xr, v);
 #pragma unroll
-          for (int j = 0; j < kN; ++j) v[j] = static_cast<float>(c * v[j]);
+          for (int j = 0; j < kN; ++j) v[j] = c * v[j];
           store_vec<T, kN>(dxr + s * kN, v);
         });
         continue;
       }
       const T* gr = static_cast<const T*>(p.grad) + row * D;
       RowCache<kN, kSlots> cg;
-      double ss = 0, dot = 0;
+      FloatPair ss, dot;  // this thread's Σ x² and Σ dy·w~·x
       for_slots<kSlots>(nvec, g, [&](int k, int64_t s) {
         float v[kN], dy[kN], w[kN];
         cx.load(k, s, xr, v);
@@ -150,12 +152,14 @@ __global__ void __launch_bounds__(training_dev::kRowMaxThreads)
         weight_vec<T, kN>(p, s, w);
 #pragma unroll
         for (int j = 0; j < kN; ++j) {
-          ss += static_cast<double>(v[j]) * v[j];
-          dot += static_cast<double>(dy[j]) * w[j] * v[j];
+          ss.add_prod(v[j], v[j]);
+          dot.add_prod3(dy[j], w[j], v[j]);
         }
       });
-      const double r = rstd_of(packed_group_sum(ss, g, smem), p);
-      const double rrc = r * r * (packed_group_sum(dot, g, smem) / static_cast<double>(D));
+      // Per-row scalars in fp64: r, and K = r²·c split into floats kh + kl.
+      const double r = rsqrt(packed_group_sum(ss.value(), g, smem) * inv_d + p.eps);
+      float kh, kl;
+      training_dev::split_double(r * r * (packed_group_sum(dot.value(), g, smem) * inv_d), kh, kl);
       const float rf = static_cast<float>(r);
       for_slots<kSlots>(nvec, g, [&](int k, int64_t s) {
         float v[kN], dy[kN], w[kN], dx[kN];
@@ -164,7 +168,7 @@ __global__ void __launch_bounds__(training_dev::kRowMaxThreads)
         weight_vec<T, kN>(p, s, w);
 #pragma unroll
         for (int j = 0; j < kN; ++j)
-          dx[j] = static_cast<float>(r * (static_cast<double>(dy[j]) * w[j] - rrc * v[j]));
+          dx[j] = training_dev::sub_split_prod(dy[j], w[j], kh, kl, v[j]) * rf;
         store_vec<T, kN>(dxr + s * kN, dx);
         if (!with_dw) return;
 #pragma unroll
