@@ -5,8 +5,9 @@
 // a warp; or the CTA for long rows), the first kRowSlots vectors of each thread's part in
 // registers.
 //   fwd: pass 1 ss = Σ x² (fp32); r = 1 / sqrt(ss + eps); pass 2 y = x·r
-//   bwd: pass 1 ss and s = Σ dy·x (fp64; x, dy cached); pass 2 dx = r·dy − r³·s·x (fp64: it
-//        cancels where dy is nearly parallel to y = x·r)
+//   bwd: pass 1 ss and s = Σ dy·x (x, dy cached); pass 2 dx = r·(dy − r²·s·x). It cancels where
+//        dy is nearly parallel to y = x·r, so (as rms_norm_bwd) the sums are float pairs, r and
+//        K = r²·s fp64 once per row, and dx fp32 with K split in two floats (sub_split_prod).
 // Index math is 64-bit; rows are owned as contiguous ranges, so any row count is a loop.
 #pragma once
 
@@ -64,26 +65,30 @@ __global__ void __launch_bounds__(training_dev::kRowMaxThreads)
       const T* xr = static_cast<const T*>(p.x) + row * D;
       const T* gr = static_cast<const T*>(p.grad) + row * D;
       RowCache<kN, kSlots> cx, cg;
-      double ss = 0, dot = 0;
+      training_dev::FloatPair ss, dot;  // this thread's Σ x² and Σ dy·x
       for_slots<kSlots>(nvec, g, [&](int k, int64_t s) {
         float v[kN], dy[kN];
         cx.load(k, s, xr, v);
         cg.load(k, s, gr, dy);
 #pragma unroll
         for (int j = 0; j < kN; ++j) {
-          ss += static_cast<double>(v[j]) * v[j];
-          dot += static_cast<double>(dy[j]) * v[j];
+          ss.add_prod(v[j], v[j]);
+          dot.add_prod(dy[j], v[j]);
         }
       });
-      const double r = 1.0 / sqrt(packed_group_sum(ss, g, smem) + p.eps);
-      const double k3 = r * r * r * packed_group_sum(dot, g, smem);
+      // Per-row scalars in fp64: r, and K = r²·s split into floats kh + kl.
+      const double r = rsqrt(packed_group_sum(ss.value(), g, smem) + p.eps);
+      float kh, kl;
+      training_dev::split_double(r * r * packed_group_sum(dot.value(), g, smem), kh, kl);
+      const float rf = static_cast<float>(r);
       T* dxr = static_cast<T*>(p.out) + row * D;
       for_slots<kSlots>(nvec, g, [&](int k, int64_t s) {
         float v[kN], dy[kN];
         cx.get(k, s, xr, v);
         cg.get(k, s, gr, dy);
 #pragma unroll
-        for (int j = 0; j < kN; ++j) v[j] = static_cast<float>(r * dy[j] - k3 * v[j]);
+        for (int j = 0; j < kN; ++j)
+          v[j] = training_dev::sub_split_prod(dy[j], 1.f, kh, kl, v[j]) * rf;
         store_vec<T, kN>(dxr + s * kN, v);
       });
     }
