@@ -5,7 +5,9 @@
 // owns whole rows and walks their normalisation groups of gs columns one after the other; thread
 // `lane` holds vectors lane, lane + width, ... of a group, the first kSlots in registers.
 // Arithmetic in fp64 (README: y0 = n·w + b and dv = r·(h·w − n·mean(h·w·n)) cancel, and fp32
-// misses the single standard there); loads and stores in T.
+// misses the single standard there), except the forward of the gate-after form for 16-bit
+// dtypes (fwd_gate_after_fp32_kernel: fp32 with exact x·w and r split in two floats); loads and
+// stores in T.
 //   fwd: pass 1 (x, and z when the gate comes first, cached) v = x or x·a(z), ss = Σ v²;
 //        r = 1 / sqrt(ss / gs + eps); pass 2 y0 = v·r·w + b, y = y0·a(z) or y0
 //   bwd: pass 1 (x, z, dy cached) ss = Σ v², dot = Σ h·w·v with h = dy·a(z) or dy;
@@ -46,10 +48,12 @@ template <class A>
 __device__ __forceinline__ A gate_act(bool sigmoid, A z) {
   return sigmoid ? sigm(z) : z * sigm(z);
 }
+// a(z) and a'(z) from one σ (one exp; the same values as gate_act and a separate σ for a').
 template <class A>
-__device__ __forceinline__ A gate_grad(bool sigmoid, A z) {
+__device__ __forceinline__ void gate_act_grad(bool sigmoid, A z, A& a, A& ag) {
   const A s = sigm(z);
-  return sigmoid ? s * (A(1) - s) : s * (A(1) + z * (A(1) - s));
+  a = sigmoid ? s : z * s;
+  ag = sigmoid ? s * (A(1) - s) : s * (A(1) + z * (A(1) - s));
 }
 
 // kN elements of an optional [D] vector at column c (fill when absent).
@@ -63,49 +67,97 @@ __device__ __forceinline__ void column_vec(const void* t, int64_t c, float fill,
   }
 }
 
+// Calls f(base, c0, xr, zr) for each normalisation group of this row group's owned rows, in
+// order: base its first element's index, c0 its first column, xr and zr its x and z.
+template <class T, class F>
+__device__ __forceinline__ void for_groups(const Params& p, int64_t owners, const RowGroup& g,
+                                           F&& f) {
+  const int64_t D = p.D, gs = p.group;
+  for_owners(p.rows, owners, g, [&](int64_t, int64_t r0, int64_t r1) {
+    for (int64_t base = r0 * D; base < r1 * D; base += gs)
+      f(base, base % D, static_cast<const T*>(p.x) + base, static_cast<const T*>(p.z) + base);
+  });
+}
+
+// The forward of the gate-after form (norm_before_gate) for 16-bit T in fp32 arithmetic: x·w is
+// exact in fp32 (two 16-bit significands), Σx² a float pair, r in fp64 once per group and split
+// into floats rh + rl, so y0 = fma(x·w, rh, b) + x·w·rl keeps its relative accuracy where the
+// bias cancels n·w; a(z) in fp32 only scales y0. x and z are both loaded in the first pass.
+// Its own kernel, so that its registers are not those of the fp64 path.
+template <class T, int kN>
+__global__ void __launch_bounds__(training_dev::kRowMaxThreads)
+    fwd_gate_after_fp32_kernel(Params p, int width, int64_t owners) {
+  __shared__ double smem[32];
+  const RowGroup g = row_group(width);
+  const int64_t gs = p.group, nvec = gs / kN;
+  const double inv_gs = 1.0 / static_cast<double>(gs);
+  for_groups<T>(p, owners, g, [&](int64_t base, int64_t c0, const T* xr, const T* zr) {
+    RowCache<kN, kFwdSlots> cx, cz;
+    training_dev::FloatPair ss;
+    for_slots<kFwdSlots>(nvec, g, [&](int k, int64_t s) {
+      float x[kN], z[kN];
+      cx.load(k, s, xr, x);
+      cz.load(k, s, zr, z);
+#pragma unroll
+      for (int j = 0; j < kN; ++j) ss.add_prod(x[j], x[j]);
+    });
+    float rh, rl;
+    training_dev::split_double(rsqrt(packed_group_sum(ss.value(), g, smem) * inv_gs + p.eps), rh,
+                               rl);
+    for_slots<kFwdSlots>(nvec, g, [&](int k, int64_t s) {
+      float x[kN], z[kN], w[kN], b[kN], y[kN];
+      cx.get(k, s, xr, x);
+      cz.get(k, s, zr, z);
+      column_vec<T, kN>(p.weight, c0 + s * kN, 1.f, w);
+      column_vec<T, kN>(p.bias, c0 + s * kN, 0.f, b);
+#pragma unroll
+      for (int j = 0; j < kN; ++j) {
+        const float xw = __fmul_rn(x[j], w[j]);
+        y[j] = fmaf(xw, rl, fmaf(xw, rh, b[j])) * gate_act(p.sigmoid, z[j]);
+      }
+      store_vec<T, kN>(static_cast<T*>(p.out) + base + s * kN, y);
+    });
+  });
+}
+
 template <class T, int kN>
 __global__ void __launch_bounds__(training_dev::kRowMaxThreads)
     fwd_kernel(Params p, int width, int64_t owners) {
   __shared__ double smem[32];
   const RowGroup g = row_group(width);
-  const int64_t D = p.D, gs = p.group, nvec = gs / kN;
+  const int64_t gs = p.group, nvec = gs / kN;
   const bool before = p.norm_before_gate;
-  for_owners(p.rows, owners, g, [&](int64_t, int64_t r0, int64_t r1) {
-    for (int64_t base = r0 * D; base < r1 * D; base += gs) {  // group by group
-      const int64_t c0 = base % D;
-      const T* xr = static_cast<const T*>(p.x) + base;
-      const T* zr = static_cast<const T*>(p.z) + base;
-      RowCache<kN, kFwdSlots> cx, cz;  // z only when the gate comes first
-      double ss = 0;
-      for_slots<kFwdSlots>(nvec, g, [&](int k, int64_t s) {
-        float x[kN], z[kN];
-        cx.load(k, s, xr, x);
-        if (!before) cz.load(k, s, zr, z);
+  for_groups<T>(p, owners, g, [&](int64_t base, int64_t c0, const T* xr, const T* zr) {
+    RowCache<kN, kFwdSlots> cx, cz;  // z only when the gate comes first
+    double ss = 0;
+    for_slots<kFwdSlots>(nvec, g, [&](int k, int64_t s) {
+      float x[kN], z[kN];
+      cx.load(k, s, xr, x);
+      if (!before) cz.load(k, s, zr, z);
 #pragma unroll
-        for (int j = 0; j < kN; ++j) {
-          const double v = before ? x[j] : x[j] * gate_act(p.sigmoid, static_cast<double>(z[j]));
-          ss += v * v;
-        }
-      });
-      const double r = 1.0 / sqrt(packed_group_sum(ss, g, smem) / static_cast<double>(gs) + p.eps);
-      for_slots<kFwdSlots>(nvec, g, [&](int k, int64_t s) {
-        float x[kN], z[kN], w[kN], b[kN], y[kN];
-        cx.get(k, s, xr, x);
-        if (before)
-          load_vec<T, kN>(zr + s * kN, z);
-        else
-          cz.get(k, s, zr, z);
-        column_vec<T, kN>(p.weight, c0 + s * kN, 1.f, w);
-        column_vec<T, kN>(p.bias, c0 + s * kN, 0.f, b);
+      for (int j = 0; j < kN; ++j) {
+        const double v = before ? x[j] : x[j] * gate_act(p.sigmoid, static_cast<double>(z[j]));
+        ss += v * v;
+      }
+    });
+    const double r = 1.0 / sqrt(packed_group_sum(ss, g, smem) / static_cast<double>(gs) + p.eps);
+    for_slots<kFwdSlots>(nvec, g, [&](int k, int64_t s) {
+      float x[kN], z[kN], w[kN], b[kN], y[kN];
+      cx.get(k, s, xr, x);
+      if (before)
+        load_vec<T, kN>(zr + s * kN, z);
+      else
+        cz.get(k, s, zr, z);
+      column_vec<T, kN>(p.weight, c0 + s * kN, 1.f, w);
+      column_vec<T, kN>(p.bias, c0 + s * kN, 0.f, b);
 #pragma unroll
-        for (int j = 0; j < kN; ++j) {
-          const double a = gate_act(p.sigmoid, static_cast<double>(z[j]));
-          const double y0 = (before ? x[j] : x[j] * a) * r * w[j] + b[j];
-          y[j] = static_cast<float>(before ? y0 * a : y0);
-        }
-        store_vec<T, kN>(static_cast<T*>(p.out) + base + s * kN, y);
-      });
-    }
+      for (int j = 0; j < kN; ++j) {
+        const double a = gate_act(p.sigmoid, static_cast<double>(z[j]));
+        const double y0 = (before ? x[j] : x[j] * a) * r * w[j] + b[j];
+        y[j] = static_cast<float>(before ? y0 * a : y0);
+      }
+      store_vec<T, kN>(static_cast<T*>(p.out) + base + s * kN, y);
+    });
   });
 }
 
@@ -168,7 +220,9 @@ __global__ void __launch_bounds__(training_dev::kRowMaxThreads)
         column_vec<T, kN>(p.bias, c0 + s * kN, 0.f, b);
 #pragma unroll
         for (int j = 0; j < kN; ++j) {
-          const double zj = z[j], a = gate_act(p.sigmoid, zj), ag = gate_grad(p.sigmoid, zj);
+          const double zj = z[j];
+          double a, ag;
+          gate_act_grad(p.sigmoid, zj, a, ag);
           const double n = (p.norm_before_gate ? x[j] : x[j] * a) * r;
           const double h = p.norm_before_gate ? dy[j] * a : dy[j];
           const double dv = r * (h * w[j] - n * c);
@@ -223,6 +277,11 @@ Status launch_n(const Params& p, const Context& ctx) {
       training_dev::row_launch_packed(p.rows, p.group / kN, P, training_dev::kRowPackedPerLane);
   const dim3 grid(static_cast<unsigned>(s.blocks)), block(s.block);
   if constexpr (!kBwd) {
+    if constexpr (sizeof(T) == 2) {
+      if (p.norm_before_gate)
+        return RECOPS_LAUNCH_KERNEL("rms_norm_gated", (fwd_gate_after_fp32_kernel<T, kN>), grid,
+                                    block, 0, ctx.stream, p, s.width, s.owners);
+    }
     return RECOPS_LAUNCH_KERNEL("rms_norm_gated", (fwd_kernel<T, kN>), grid, block, 0, ctx.stream,
                                 p, s.width, s.owners);
   } else {
