@@ -157,6 +157,15 @@ __device__ __forceinline__ void for_owners(int64_t rows, int64_t owners, const R
     f(o, training::partial_begin(rows, owners, o), training::partial_begin(rows, owners, o + 1));
 }
 
+// Calls f(row) for each row of this row group's owners, in order (for_owners).
+template <class F>
+__device__ __forceinline__ void for_owned_rows(int64_t rows, int64_t owners, const RowGroup& g,
+                                               F&& f) {
+  for_owners(rows, owners, g, [&](int64_t, int64_t r0, int64_t r1) {
+    for (int64_t row = r0; row < r1; ++row) f(row);
+  });
+}
+
 // kSlots vectors of one row held in registers.
 template <int kN, int kSlots>
 struct RowCache {

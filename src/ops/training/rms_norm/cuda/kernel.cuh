@@ -4,8 +4,9 @@
 // One row per row group (row_launch_packed: a few lanes for short rows, several rows to a warp;
 // a warp; or the CTA for long rows); thread `lane` holds vectors
 // lane, lane + width, ... of the row, the first kSlots in registers. fp32 statistics.
-//   fwd: pass 1 ss = Σ x²; r = 1 / sqrt(ss / D + eps); pass 2 y = x·r·w~ (rstd: r only)
-//   bwd: pass 1 ss and dot = Σ dy·w~·x (x, dy cached); pass 2 dx = r·(dy·w~ − r²·(dot/D)·x).
+//   fwd: pass 1 ss = Σ x²; r = 1 / sqrt(ss / D + eps); pass 2 y = x·r·w~ (rstd: r only,
+//   rstd_kernel: no cache) bwd: pass 1 ss and dot = Σ dy·w~·x (x, dy cached); pass 2 dx = r·(dy·w~
+//   − r²·(dot/D)·x).
 //        dx cancels where x and dy·w~ are nearly parallel (README), so the sums are float pairs
 //        (error-free fma products, TwoSum), added across the group and turned into r and
 //        K = r²·dot/D in fp64 once per row, and dx is fp32 fmas with K split into two floats;
@@ -73,8 +74,34 @@ __device__ __forceinline__ float rstd_of(float ss, const Params& p) {
   return 1.f / sqrtf(ss / static_cast<float>(p.D) + static_cast<float>(p.eps));
 }
 
+// rms_norm_rstd: r only, so nothing is cached and the loads go 4 at a time. fwd_kernel's
+// uncached vectors come one per round trip (R1, D = 16384 bf16: 8 vectors a thread, the last 4
+// serial). The sum runs over the same vectors in the same order, so r is the same.
 template <class T, int kN>
 __global__ void __launch_bounds__(training_dev::kRowMaxThreads)
+    rstd_kernel(Params p, int width, int64_t owners) {
+  __shared__ float smem[32];
+  const RowGroup g = row_group(width);
+  const int64_t D = p.D, nvec = D / kN;
+  training_dev::for_owned_rows(p.rows, owners, g, [&](int64_t row) {
+    const T* xr = static_cast<const T*>(p.x) + row * D;
+    float ss = 0.f;
+#pragma unroll 4
+    for (int64_t s = g.lane; s < nvec; s += g.width) {
+      float v[kN];
+      load_vec<T, kN>(xr + s * kN, v);
+#pragma unroll
+      for (int j = 0; j < kN; ++j) ss += v[j] * v[j];
+    }
+    const float r = rstd_of(packed_group_sum(ss, g, smem), p);
+    if (g.lane == 0) store_r(p, row, r);
+  });
+}
+
+// At most 64 registers (4 CTAs of kRowMaxThreads): left alone ptxas took 71 for bf16 vectors,
+// 7 instead of 8 resident 128-thread CTAs per SM at D = 4096.
+template <class T, int kN>
+__global__ void __launch_bounds__(training_dev::kRowMaxThreads, 4)
     fwd_kernel(Params p, int width, int64_t owners) {
   __shared__ float smem[32];
   const RowGroup g = row_group(width);
@@ -85,10 +112,6 @@ __global__ void __launch_bounds__(training_dev::kRowMaxThreads)
       RowCache<kN, kSlots> cx;
       const float r =
           rstd_of(packed_group_sum(cx.template load_sum_sq<float>(xr, nvec, g), g, smem), p);
-      if (p.mode == Mode::rstd) {
-        if (g.lane == 0) store_r(p, row, r);
-        continue;
-      }
       T* yr = static_cast<T*>(p.out) + row * D;
       for_slots<kSlots>(nvec, g, [&](int k, int64_t s) {
         float v[kN], w[kN];
@@ -203,6 +226,10 @@ bool vectorizable(const Params& p) {
 template <class T, int kN>
 Status launch_fwd_n(const Params& p, const Context& ctx) {
   const RowLaunch s = row_launch_packed(p.rows, p.D / kN, 0, training_dev::kRowPackedPerLane);
+  if (p.mode == Mode::rstd)
+    return RECOPS_LAUNCH_KERNEL("rms_norm_rstd", (rstd_kernel<T, kN>),
+                                dim3(static_cast<unsigned>(s.blocks)), dim3(s.block), 0, ctx.stream,
+                                p, s.width, s.owners);
   return RECOPS_LAUNCH_KERNEL("rms_norm", (fwd_kernel<T, kN>),
                               dim3(static_cast<unsigned>(s.blocks)), dim3(s.block), 0, ctx.stream,
                               p, s.width, s.owners);
