@@ -128,3 +128,14 @@ def sll_multi_head_jagged_flash_attention(q_weights: torch.Tensor, k_weights: to
     ``allow_tf32=True`` default is kept in the signature; no recops path uses TF32."""
     return _ops.multi_head_jagged_flash_attention(q_weights, k_weights, v_weights, offsets,
                                                   max_seq_len, allow_tf32)
+
+
+def sll_jagged_dense_flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                                     attn_bias: torch.Tensor, offsets: torch.Tensor,
+                                     max_seq_len: int, allow_tf32: bool = True) -> torch.Tensor:
+    """Jagged ``q``, ``v [sum L_b, D]``, dense ``k [B, D, T]``, ``attn_bias [B, S, T]`` (S >=
+    max_seq_len) -> ``out [B, T, D]``: per target column t a softmax over each sequence's first
+    ``max_seq_len`` rows of ``q_b k_b[:, t] + attn_bias``, times ``v``. Differentiable in q, k, v
+    and attn_bias. SLL's signature and default ``allow_tf32=True`` (the recops op defaults to
+    False); any D (CUDA D <= 256), lse kept in fp32, an empty sequence gives 0 (jagged_ops.md §4)."""
+    return _ops.jagged_dense_flash_attention(q, k, v, attn_bias, offsets, max_seq_len, allow_tf32)

@@ -1,0 +1,28 @@
+// jagged/jagged_dense_flash_attention/cuda/launch.cu: cuda_sm80's dtype switch. The fp32, fp16
+// and bf16 launchers are instantiated in inst/; fp64, which scripts/gen_instances.py has no file
+// name for, here.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "ops/jagged/jagged_dense_flash_attention/cuda/kernel.cuh"
+#include "ops/jagged/jagged_dense_flash_attention/impls.h"
+
+namespace recops::ops::jagged_dense_flash_attention_ns {
+
+template Status launch_fwd<double>(const Params& p, const Context& ctx);
+template Status launch_bwd<double>(const Params& p, const Context& ctx);
+
+Status run_cuda(const Params& p, const Context& ctx) {
+  switch (p.dtype) {
+    case DType::fp32: return p.backward ? launch_bwd<float>(p, ctx) : launch_fwd<float>(p, ctx);
+    case DType::fp16: return p.backward ? launch_bwd<__half>(p, ctx) : launch_fwd<__half>(p, ctx);
+    case DType::bf16:
+      return p.backward ? launch_bwd<__nv_bfloat16>(p, ctx) : launch_fwd<__nv_bfloat16>(p, ctx);
+    case DType::fp64: return p.backward ? launch_bwd<double>(p, ctx) : launch_fwd<double>(p, ctx);
+    default:
+      return Status(StatusCode::internal,
+                    "jagged_dense_flash_attention: cuda_sm80 reached with a bad dtype");
+  }
+}
+
+}  // namespace recops::ops::jagged_dense_flash_attention_ns

@@ -1,0 +1,12 @@
+// jagged/jagged_dense_flash_attention/impls.h: the implementations the entry lists, best first,
+// reference last. Definitions live in reference.cpp, cpu/ and cuda/; none includes another.
+#pragma once
+
+#include "core/kit/impls.h"
+#include "ops/jagged/jagged_dense_flash_attention/params.h"
+
+namespace recops::ops::jagged_dense_flash_attention_ns {
+
+RECOPS_DECLARE_IMPLS(Params, run_reference, run_cpu, run_cuda);
+
+}  // namespace recops::ops::jagged_dense_flash_attention_ns
