@@ -67,11 +67,19 @@ template <class Acc, class T>
 void load_row(const T* src, int64_t D, Acc* dst) {
   for (int64_t d = 0; d < D; ++d) dst[d] = load<Acc>(src[d]);
 }
+// Eight independent partial sums (the compiler keeps them in one vector register), added in a
+// fixed order: a serial sum would wait on every add's latency.
 template <class Acc>
 Acc dot(const Acc* a, const Acc* b, int64_t D) {
-  Acc s = 0;
-  for (int64_t d = 0; d < D; ++d) s += a[d] * b[d];
-  return s;
+  constexpr int kW = 8;
+  Acc s[kW] = {};
+  int64_t d = 0;
+  for (; d + kW <= D; d += kW)
+    for (int i = 0; i < kW; ++i) s[i] += a[d + i] * b[d + i];
+  Acc r = 0;
+  for (; d < D; ++d) r += a[d] * b[d];
+  for (int i = 0; i < kW; ++i) r += s[i];
+  return r;
 }
 // kt[j, :] = k[b, :, t0 + j] for j < w (Acc).
 template <class Acc, class T>
@@ -159,6 +167,12 @@ struct BwdSeq {
 template <class T, class Acc>
 void bwd_rows_item(const Params& p, int64_t b, const Seq& s, int64_t l0, int64_t l1) {
   const int64_t D = p.D, T_ = p.T;
+  if (l0 >= s.n) {  // truncated rows only: zeros, without the per-sequence setup
+    const int64_t n = (l1 - l0) * D;
+    std::fill_n(static_cast<T*>(p.dq) + (s.start + l0) * D, n, store<T>(Acc(0)));
+    std::fill_n(static_cast<T*>(p.dv) + (s.start + l0) * D, n, store<T>(Acc(0)));
+    return;
+  }
   const BwdSeq<T, Acc> bs(p, b);
   std::vector<Acc> kt(static_cast<size_t>(T_ * D)), buf(static_cast<size_t>(4 * D));
   load_k_cols<Acc, T>(p, b, 0, T_, kt.data());
@@ -221,34 +235,53 @@ void bwd_cols_item(const Params& p, int64_t b, const Seq& s, int64_t t0, int64_t
 
 struct Item {
   int64_t b, lo, hi;  // [lo, hi): target columns, or rows for pass A
+  int64_t cost;       // (valid rows + 1) x columns: the dot products it computes, at least 1
 };
 std::vector<Item> blocks(const std::vector<Seq>& seqs, bool rows, int64_t T, int64_t step) {
   std::vector<Item> items;
   for (int64_t b = 0; b < static_cast<int64_t>(seqs.size()); ++b) {
     const int64_t n = rows ? seqs[b].rows : T;
-    for (int64_t i = 0; i < n; i += step) items.push_back({b, i, std::min(n, i + step)});
+    for (int64_t i = 0; i < n; i += step) {
+      const int64_t hi = std::min(n, i + step);
+      const int64_t cost = rows ? (std::max<int64_t>(0, std::min(hi, seqs[b].n) - i) + 1) * T
+                                : (seqs[b].n + 1) * (hi - i);
+      items.push_back({b, i, hi, std::max<int64_t>(1, cost)});
+    }
   }
   return items;
+}
+
+// Runs fn on every item; threads take contiguous item ranges of about equal cost (found by binary
+// search over the cost prefix), so skewed lengths balance. Outputs do not depend on the split.
+template <class F>
+void each(const std::vector<Item>& items, int threads, F&& fn) {
+  const int64_t n = static_cast<int64_t>(items.size());
+  std::vector<int64_t> pre(static_cast<size_t>(n + 1), 0);
+  for (int64_t i = 0; i < n; ++i) pre[i + 1] = pre[i] + items[i].cost;
+  const int64_t parts = core::max_threads(threads, n);
+  core::parallel_for(parts, 1, threads, [&](int64_t c0, int64_t c1) {
+    auto at = [&](int64_t c) {  // the first item of part c
+      const int64_t target = static_cast<int64_t>(static_cast<double>(pre[n]) * c / parts);
+      return static_cast<int64_t>(std::lower_bound(pre.begin(), pre.end(), target) - pre.begin());
+    };
+    const int64_t i0 = c0 == 0 ? 0 : at(c0), i1 = c1 == parts ? n : at(c1);
+    for (int64_t i = i0; i < i1; ++i) fn(items[i]);
+  });
 }
 
 template <class T>
 void compute(const Params& p, int threads) {
   using Acc = std::conditional_t<std::is_same_v<T, double>, double, float>;
   const std::vector<Seq> seqs = sequences(p);
-  auto each = [&](const std::vector<Item>& items, auto&& fn) {
-    core::parallel_for(static_cast<int64_t>(items.size()), 1, threads, [&](int64_t i0, int64_t i1) {
-      for (int64_t i = i0; i < i1; ++i) fn(items[i]);
-    });
-  };
   const std::vector<Item> cols = blocks(seqs, false, p.T, kCols);
   if (!p.backward) {
-    each(cols,
+    each(cols, threads,
          [&](const Item& it) { forward_item<T, Acc>(p, it.b, seqs[it.b], it.lo, it.hi - it.lo); });
     return;
   }
-  each(blocks(seqs, true, p.T, kRows),
+  each(blocks(seqs, true, p.T, kRows), threads,
        [&](const Item& it) { bwd_rows_item<T, Acc>(p, it.b, seqs[it.b], it.lo, it.hi); });
-  each(cols,
+  each(cols, threads,
        [&](const Item& it) { bwd_cols_item<T, Acc>(p, it.b, seqs[it.b], it.lo, it.hi - it.lo); });
 }
 }  // namespace
