@@ -11,6 +11,7 @@
 #include "core/dispatch.h"
 #include "core/kit/op_def.h"
 #include "core/offsets.h"
+#include "ops/training/common/ce_entry.h"
 #include "ops/training/common/row_norm_entry.h"
 #include "ops/training/fused_cross_entropy/impls.h"
 
@@ -72,41 +73,7 @@ Status check_inputs(const char* op, const CeScalars& s, const TensorView& logits
                  describe(*weight));
     RECOPS_RETURN_IF_ERROR(core::check_same_device(op, "logits", logits, "weight", *weight));
   }
-  RECOPS_CHECK(std::isfinite(s.label_smoothing) && s.label_smoothing >= 0 && s.label_smoothing <= 1,
-               op, ": label_smoothing=", s.label_smoothing, " must be in [0, 1]");
-  RECOPS_CHECK(std::isfinite(s.z_loss_scale) && s.z_loss_scale >= 0, op,
-               ": z_loss_scale=", s.z_loss_scale, " must be finite and >= 0");
-  RECOPS_CHECK(std::isfinite(s.softcap) && s.softcap >= 0, op, ": softcap=", s.softcap,
-               " must be finite and >= 0 (0: off)");
-  const auto r = static_cast<int>(s.reduction);
-  RECOPS_CHECK(r >= 0 && r <= 2, op, ": reduction=", r,
-               " must be 0 (\"none\"), 1 (\"sum\") or 2 (\"mean\")");
-  return Status::Ok();
-}
-
-// Every label in [0, V) or ignore_index: always on the CPU; on CUDA when validation is on and the
-// stream is not being captured (one device-to-host copy of the labels and a sync).
-Status check_labels(const char* op, const CeScalars& s, const TensorView& labels, int64_t V,
-                    const Context& ctx) {
-  const int64_t N = labels.sizes[0];
-  const void* host = labels.data;
-  std::vector<char> buf;
-  if (!labels.device.is_cpu()) {
-    if (!validate_enabled() || core::cuda::stream_capturing(ctx.stream) || N == 0)
-      return Status::Ok();
-    buf.resize(static_cast<size_t>(N * dtype_size(labels.dtype)));
-    RECOPS_RETURN_IF_ERROR(core::cuda::copy_strided_to_host(
-        buf.data(), labels.data, dtype_size(labels.dtype), N, 1, labels.device.index, ctx.stream));
-    host = buf.data();
-  }
-  for (int64_t i = 0; i < N; ++i) {
-    const int64_t y = labels.dtype == DType::int64
-                          ? static_cast<const int64_t*>(host)[i]
-                          : static_cast<int64_t>(static_cast<const int32_t*>(host)[i]);
-    RECOPS_CHECK(y == s.ignore_index || (y >= 0 && y < V), op, ": labels[", i, "]=", y,
-                 " must be in [0, V) = [0, ", V, ") or ignore_index (", s.ignore_index, ")");
-  }
-  return Status::Ok();
+  return training::check_ce_scalars(op, s);
 }
 
 Status check_modes(const char* op, const FusedCrossEntropyArgs& a) {
@@ -136,13 +103,6 @@ Params params_of(const CeScalars& s, const TensorView& logits, const TensorView&
   return p;
 }
 
-Status check_workspace(const char* op, const Context& ctx, size_t need) {
-  RECOPS_CHECK(ctx.workspace_bytes >= need && (need == 0 || ctx.workspace != nullptr), op,
-               ": the workspace must hold ", need, " bytes (the op's workspace_bytes); got ",
-               ctx.workspace_bytes);
-  return Status::Ok();
-}
-
 // The forward of both ops; lse: the output, or nullptr (the workspace holds it).
 Status forward(const char* op, const FusedCrossEntropyArgs& a, const TensorView& loss,
                const TensorView& z_loss, const TensorView* lse, const Context& ctx) {
@@ -151,13 +111,13 @@ Status forward(const char* op, const FusedCrossEntropyArgs& a, const TensorView&
   RECOPS_RETURN_IF_ERROR(check_inputs(op, a, a.logits, a.labels, a.weight));
   RECOPS_RETURN_IF_ERROR(check_modes(op, a));
   RECOPS_RETURN_IF_ERROR(fused_cross_entropy_shape(a, &ls, &st));
-  RECOPS_RETURN_IF_ERROR(check_labels(op, a, a.labels, a.logits.sizes[1], ctx));
+  RECOPS_RETURN_IF_ERROR(training::check_ce_labels(op, a, a.labels, a.logits.sizes[1], ctx));
   RECOPS_RETURN_IF_ERROR(check_like(op, "loss", loss, a.logits, ls, st));
   RECOPS_RETURN_IF_ERROR(check_like(op, "z_loss", z_loss, a.logits, ls, st));
   const int64_t N = a.logits.sizes[0];
   if (lse) RECOPS_RETURN_IF_ERROR(check_like(op, "lse", *lse, a.logits, {N}, st));
   const size_t need = fused_cross_entropy_workspace_bytes(a, lse != nullptr);
-  RECOPS_RETURN_IF_ERROR(check_workspace(op, ctx, need));
+  RECOPS_RETURN_IF_ERROR(training::check_ce_workspace(op, ctx, need));
   Params p = params_of(a, a.logits, a.labels, a.weight);
   p.loss = loss.data;
   p.z_loss = z_loss.data;
@@ -218,7 +178,7 @@ Status fused_cross_entropy_bwd(const FusedCrossEntropyBwdArgs& a, const TensorVi
                                const Context& ctx) {
   using namespace ops::fused_cross_entropy_ns;
   RECOPS_RETURN_IF_ERROR(check_inputs(kBwd, a, a.logits, a.labels, a.weight));
-  RECOPS_RETURN_IF_ERROR(check_labels(kBwd, a, a.labels, a.logits.sizes[1], ctx));
+  RECOPS_RETURN_IF_ERROR(ops::training::check_ce_labels(kBwd, a, a.labels, a.logits.sizes[1], ctx));
   const int64_t N = a.logits.sizes[0];
   const DType st = stat_dtype_of(a.logits);
   const Shape ls = a.reduction == CeReduction::none ? Shape{N} : Shape{};
@@ -233,7 +193,8 @@ Status fused_cross_entropy_bwd(const FusedCrossEntropyBwdArgs& a, const TensorVi
                describe(a.lse));
   RECOPS_RETURN_IF_ERROR(
       check_like(kBwd, "grad_logits", grad_logits, a.logits, a.logits.shape(), a.logits.dtype));
-  RECOPS_RETURN_IF_ERROR(check_workspace(kBwd, ctx, fused_cross_entropy_bwd_workspace_bytes(a)));
+  RECOPS_RETURN_IF_ERROR(
+      ops::training::check_ce_workspace(kBwd, ctx, fused_cross_entropy_bwd_workspace_bytes(a)));
   Params p = params_of(a, a.logits, a.labels, a.weight);
   p.bwd = true;
   p.grad = a.grad_loss.data;

@@ -18,23 +18,12 @@
 #include <cstdint>
 #include <optional>
 
+#include "ops/training/common/cross_entropy.h"
 #include "recops/context.h"
 #include "recops/status.h"
 #include "recops/tensor_view.h"
 
 namespace recops {
-
-// The schema's `reduction` (an int; the Python wrapper takes the names "none", "sum", "mean").
-enum class CeReduction : int8_t { none = 0, sum = 1, mean = 2 };
-
-// The scalars every op of the folder takes.
-struct CeScalars {
-  int64_t ignore_index = -100;
-  double label_smoothing = 0.0;  // eps, in [0, 1]
-  double z_loss_scale = 0.0;     // lambda >= 0
-  double softcap = 0.0;          // c >= 0 (0: off)
-  CeReduction reduction = CeReduction::mean;
-};
 
 struct FusedCrossEntropyArgs : CeScalars {
   TensorView logits;                 // [N, V], V >= 1, fp64/fp32/fp16/bf16, contiguous

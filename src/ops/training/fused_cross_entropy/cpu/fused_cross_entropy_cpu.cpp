@@ -1,27 +1,22 @@
 // training/fused_cross_entropy/cpu/fused_cross_entropy_cpu.cpp: the optimized CPU path. Rows in
-// parallel (core::parallel_for, static chunks); each row is read once for its statistics: blocks of
-// kBlock logits are converted to A (fp32, fp64 for fp64) in a local buffer, their max found, the
-// running sum rescaled when the max grows (online softmax), then the block's exp and plain sums
-// taken over kLanes independent lanes (vectorisable, fixed order). The backward reads each row
-// once more and writes dlogits. The "sum"/"mean" totals add per-row values in row order.
+// parallel (core::parallel_for, static chunks); each row is read once for its statistics
+// (training/common/ce_row_cpu.h: online softmax over blocks, vectorisable lanes, fixed order). The
+// backward reads each row once more and writes dlogits. The "sum"/"mean" totals add per-row values
+// in row order.
 #include <algorithm>
 #include <cmath>
 #include <type_traits>
 
 #include "core/parallel.h"
+#include "ops/training/common/ce_row_cpu.h"
 #include "ops/training/fused_cross_entropy/impls.h"
 
 namespace recops::ops::fused_cross_entropy_ns {
 namespace {
-constexpr int64_t kBlock = 256;
-constexpr int kLanes = 8;
 
 template <class A, class T>
 A load(T v) {
-  if constexpr (std::is_same_v<A, double>)
-    return to_double(v);
-  else
-    return to_float(v);
+  return training::ce_load<A>(v);
 }
 
 template <class T, class A>
@@ -46,51 +41,6 @@ int64_t label_at(const Params& p, int64_t i) {
                         : static_cast<int64_t>(static_cast<const int32_t*>(p.labels)[i]);
 }
 
-template <class A>
-A lane_sum(const A (&v)[kLanes]) {
-  A s = 0;
-  for (int l = 0; l < kLanes; ++l) s += v[l];
-  return s;
-}
-
-// The row's lse and sum of its (capped) logits, in one read of the row.
-template <class T, class A>
-void row_stats(const T* z, int64_t V, A cap, A* lse, A* sum_z) {
-  A buf[kBlock];
-  A m = -INFINITY, s = 0, sz = 0;
-  for (int64_t b0 = 0; b0 < V; b0 += kBlock) {
-    const int64_t n = std::min(kBlock, V - b0);
-    for (int64_t k = 0; k < n; ++k) buf[k] = load<A>(z[b0 + k]);
-    if (cap > 0)
-      for (int64_t k = 0; k < n; ++k) buf[k] = cap * std::tanh(buf[k] / cap);
-    A lm[kLanes], ls[kLanes] = {}, lz[kLanes] = {};
-    std::fill(lm, lm + kLanes, A(-INFINITY));
-    int64_t k = 0;
-    for (; k + kLanes <= n; k += kLanes)
-      for (int l = 0; l < kLanes; ++l) {
-        lm[l] = std::max(lm[l], buf[k + l]);
-        lz[l] += buf[k + l];
-      }
-    for (; k < n; ++k) {
-      lm[0] = std::max(lm[0], buf[k]);
-      lz[0] += buf[k];
-    }
-    sz += lane_sum(lz);
-    const A bm = *std::max_element(lm, lm + kLanes);
-    if (bm > m) {
-      s = m == -INFINITY ? A(0) : s * std::exp(m - bm);
-      m = bm;
-    }
-    if (m == -INFINITY) continue;  // every logit so far is -inf
-    for (k = 0; k + kLanes <= n; k += kLanes)
-      for (int l = 0; l < kLanes; ++l) ls[l] += std::exp(buf[k + l] - m);
-    for (; k < n; ++k) ls[0] += std::exp(buf[k] - m);
-    s += lane_sum(ls);
-  }
-  *lse = m + std::log(s);
-  *sum_z = sz;
-}
-
 template <class T>
 void forward(const Params& p, int threads) {
   using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
@@ -110,7 +60,7 @@ void forward(const Params& p, int threads) {
       if (y != p.ignore_index && y >= 0 && y < V) {
         const T* z = logits + i * V;
         A sum_z;
-        row_stats(z, V, cap, &r_lse, &sum_z);
+        training::ce_row_stats(z, V, cap, &r_lse, &sum_z);
         A zy = load<A>(z[y]);
         if (cap > 0) zy = cap * std::tanh(zy / cap);
         r_w = weight_at<A>(p, i);

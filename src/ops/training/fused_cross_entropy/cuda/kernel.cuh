@@ -21,13 +21,18 @@
 #include <algorithm>
 
 #include "core/cuda/launch.h"
+#include "ops/training/common/cuda/ce_row.cuh"
 #include "ops/training/common/cuda/row_norm.cuh"
 #include "ops/training/fused_cross_entropy/cuda/launch.h"
 #include "ops/training/fused_cross_entropy/cuda/tiles.h"
 
 namespace recops::ops::fused_cross_entropy_ns {
 
+using training_dev::capped;
+using training_dev::cta_combine;
+using training_dev::cta_sum;
 using training_dev::load_vec;
+using training_dev::MaxSum;
 using training_dev::store_vec;
 using training_dev::to_float;
 
@@ -44,39 +49,6 @@ __device__ __forceinline__ float weight_at(const Params& p, int64_t i) {
   if (p.weight == nullptr) return 1.f;
   if (p.weight_dtype == DType::fp32) return static_cast<const float*>(p.weight)[i];
   return to_float(static_cast<const T*>(p.weight)[i]);
-}
-
-// The running (max, sum of exp(z - max)) of a set of logits.
-struct MaxSum {
-  float m, s;
-};
-__device__ __forceinline__ MaxSum combine(MaxSum a, MaxSum b) {
-  const float m = fmaxf(a.m, b.m);
-  if (m == -INFINITY) return {m, 0.f};
-  return {m, a.s * expf(a.m - m) + b.s * expf(b.m - m)};
-}
-
-// The CTA's combination of every thread's (ms, sz), the same bits in every thread. smem: 32
-// entries of each. Each lane pair combines the same two values (commutative), then the warps'
-// results are combined in warp order.
-__device__ __forceinline__ void cta_combine(MaxSum& ms, float& sz, MaxSum* sm_ms, float* sm_z) {
-#pragma unroll
-  for (int k = 16; k > 0; k /= 2) {
-    const MaxSum o{__shfl_xor_sync(0xffffffffu, ms.m, k), __shfl_xor_sync(0xffffffffu, ms.s, k)};
-    ms = combine(ms, o);
-    sz += __shfl_xor_sync(0xffffffffu, sz, k);
-  }
-  const int warp = static_cast<int>(threadIdx.x) / 32, warps = static_cast<int>(blockDim.x) / 32;
-  __syncthreads();  // the previous row's readers are done with smem
-  if (threadIdx.x % 32 == 0) sm_ms[warp] = ms, sm_z[warp] = sz;
-  __syncthreads();
-  ms = sm_ms[0];
-  sz = sm_z[0];
-  for (int w = 1; w < warps; ++w) ms = combine(ms, sm_ms[w]), sz += sm_z[w];
-}
-
-__device__ __forceinline__ float capped(float v, float cap) {
-  return cap > 0.f ? cap * tanhf(v / cap) : v;
 }
 
 template <class T, int kN>
@@ -132,23 +104,6 @@ __global__ void __launch_bounds__(kMaxThreads) fwd_kernel(Params p) {
       zl[row] = r_z;
       if (!none) loss[2 * p.N + row] = r_w;
     }
-  }
-}
-
-// The CTA's fp64 sums of v (the same bits in every thread): lane butterfly, then warps in order.
-template <int kK>
-__device__ __forceinline__ void cta_sum(double (&v)[kK], double (*sm)[32]) {
-#pragma unroll
-  for (int k = 16; k > 0; k /= 2)
-#pragma unroll
-    for (int j = 0; j < kK; ++j) v[j] += __shfl_xor_sync(0xffffffffu, v[j], k);
-  const int warp = static_cast<int>(threadIdx.x) / 32, warps = static_cast<int>(blockDim.x) / 32;
-  if (threadIdx.x % 32 == 0)
-    for (int j = 0; j < kK; ++j) sm[j][warp] = v[j];
-  __syncthreads();
-  for (int j = 0; j < kK; ++j) {
-    v[j] = 0;
-    for (int w = 0; w < warps; ++w) v[j] += sm[j][w];
   }
 }
 
