@@ -1,0 +1,200 @@
+// training/chunk_loss/driver.cpp: the `recops` CLI's driver of chunk_loss and chunk_loss_bwd:
+// builds a case's inputs, calls the public entry, counts bytes and FLOPs (tools/recops/driver.h).
+//
+// Case fields beyond the common ones: shape ([N, V], required; the hidden size D is args.D, so that
+// the shape's product stays a tensor's), scale (hidden's; the weight's values are scaled by
+// 3/sqrt(D) on top). args: D (required), reduction (none, sum, mean; default mean; another
+// name is passed on as -1, for the refusal case), ignore_index (default -100), label_smoothing,
+// z_loss_scale, softcap (default 0), bias, token_weight (booleans, default false; token_weight is
+// fp32 in [0.25, 1.75)), label_dtype (int32 or int64, default int64), ignore_every (k > 0: rows
+// with i % k == 0 get ignore_index), labels (an explicit list), token_chunk, vocab_chunk (default
+// 0), accum (fp32 or input; default fp32). Labels are uniform in [0, V) with row 0 at V - 1 and row
+// 1 at 0. The backward's grad_loss is random.
+#include <cmath>
+
+#include "core/hash_rng.h"
+#include "ops/training/chunk_loss/chunk_loss.h"
+#include "ops/training/common/case_args.h"
+#include "tools/recops/gen.h"
+#include "tools/recops/inputs.h"
+
+namespace recops::cli {
+namespace {
+using training_args::flag;
+using training_args::number;
+
+const ArgValue* find(const CaseSpec& cs, const char* key) {
+  const auto it = cs.args.find(key);
+  return it == cs.args.end() ? nullptr : &it->second;
+}
+double reduction_of(const CaseSpec& cs) {
+  const ArgValue* v = find(cs, "reduction");
+  if (!v || v->s == "mean") return 2;
+  if (v->s == "none") return 0;
+  return v->s == "sum" ? 1 : -1;
+}
+
+class ChunkLossDriver final : public FixedDriver {
+ public:
+  ChunkLossDriver()
+      : FixedDriver({.ops = {"chunk_loss", "chunk_loss_bwd"},
+                     .folder = "training/chunk_loss",
+                     .fields = {"shape", "scale"},
+                     .dtype = DType::bf16,
+                     .args = {{"D", ArgKind::integer},
+                              {"reduction", ArgKind::text},
+                              {"ignore_index", ArgKind::integer},
+                              {"label_smoothing", ArgKind::number},
+                              {"z_loss_scale", ArgKind::number},
+                              {"softcap", ArgKind::number},
+                              {"bias", ArgKind::boolean},
+                              {"token_weight", ArgKind::boolean},
+                              {"label_dtype", ArgKind::text},
+                              {"ignore_every", ArgKind::integer},
+                              {"labels", ArgKind::int_list},
+                              {"token_chunk", ArgKind::integer},
+                              {"vocab_chunk", ArgKind::integer},
+                              {"accum", ArgKind::text}}}) {}
+
+  Status make(const CaseRow& row, Problem* p) const override {
+    const CaseSpec& cs = *row.spec;
+    RECOPS_RETURN_IF_ERROR(begin_make(row, p, "[N, V]"));
+    const Shape& shape = *cs.shape;
+    if (shape.size() != 2) return case_error(row, "shape must be [N, V]");
+    if (!find(cs, "D")) return case_error(row, "needs args.D (the hidden size)");
+    const int64_t N = shape[0], V = shape[1], D = find(cs, "D")->i;
+    DType ld = DType::int64;
+    if (const ArgValue* v = find(cs, "label_dtype")) {
+      const auto d = dtype_from_name(v->s);
+      if (!d) return case_error(row, "args.label_dtype: unknown dtype " + v->s);
+      ld = *d;
+    }
+    const ArgValue* accum = find(cs, "accum");
+    if (accum && accum->s != "fp32" && accum->s != "input")
+      return case_error(row, "args.accum must be fp32 or input");
+    const int64_t ignore_index = find(cs, "ignore_index") ? find(cs, "ignore_index")->i : -100;
+    p->scalars = {{"ignore_index", static_cast<double>(ignore_index)},
+                  {"label_smoothing", number(cs, "label_smoothing", 0)},
+                  {"z_loss_scale", number(cs, "z_loss_scale", 0)},
+                  {"softcap", number(cs, "softcap", 0)},
+                  {"reduction", reduction_of(cs)},
+                  {"bias", flag(cs, "bias", false)},
+                  {"token_weight", flag(cs, "token_weight", false)},
+                  {"token_chunk", find(cs, "token_chunk") ? find(cs, "token_chunk")->i : 0.0},
+                  {"vocab_chunk", find(cs, "vocab_chunk") ? find(cs, "vocab_chunk")->i : 0.0},
+                  {"accum_input", accum && accum->s == "input"}};
+    std::vector<int64_t> labels;
+    const ArgValue* every = find(cs, "ignore_every");
+    for (int64_t i = 0; i < N; ++i) {
+      int64_t y = V > 0 ? core::uniform_int(tensor_seed(cs.seed, 3), i, 0, V - 1) : 0;
+      if (i == 0) y = V - 1;
+      if (i == 1) y = 0;
+      if (every && every->i > 0 && i % every->i == 0) y = ignore_index;
+      labels.push_back(y);
+    }
+    if (const ArgValue* v = find(cs, "labels")) labels = v->list;
+    const DType st = p->dtype == DType::fp64 ? DType::fp64 : DType::fp32;
+    const bool bwd = row.op == "chunk_loss_bwd";
+    const Shape loss_shape = reduction_of(cs) == 0 ? Shape{N} : Shape{};
+    p->inputs.clear();
+    if (bwd) p->inputs.push_back(data_input("grad_loss", st, loss_shape, cs.seed + 1, 1.0));
+    p->inputs.push_back(data_input("hidden", p->dtype, {N, D}, cs.seed, cs.scale));
+    const double ws = 3.0 / std::sqrt(static_cast<double>(std::max<int64_t>(D, 1)));
+    p->inputs.push_back(data_input("weight", p->dtype, {V, D}, cs.seed + 5, ws));
+    p->inputs.push_back(int_input("labels", ld, labels));
+    if (flag(cs, "bias", false))
+      p->inputs.push_back(data_input("bias", p->dtype, {V}, cs.seed + 6, 1.0));
+    if (flag(cs, "token_weight", false)) {
+      Input w = data_input("token_weight", DType::fp32, {N}, cs.seed + 2, 1.0);
+      float* d = static_cast<float*>(static_cast<void*>(w.buf.data()));
+      for (int64_t i = 0; i < N; ++i) d[i] = 1.0f + 0.75f * d[i];  // in [0.25, 1.75)
+      p->inputs.push_back(std::move(w));
+    }
+    p->sizes = {{"N", N}, {"D", D}, {"V", V}};
+    if (bwd) {
+      p->outputs = {{"d_hidden", {N, D}, p->dtype}, {"d_weight", {V, D}, p->dtype}};
+      if (flag(cs, "bias", false)) p->outputs.push_back({"d_bias", {V}, p->dtype});
+    } else {
+      p->outputs = {{"loss", loss_shape, st}, {"z_loss", loss_shape, st}};
+    }
+    return Status::Ok();
+  }
+
+  size_t workspace_bytes(const Problem& p, const std::vector<TensorView>& in,
+                         const std::vector<TensorView>&) const override {
+    if (p.op == "chunk_loss_bwd") return chunk_loss_bwd_workspace_bytes(bwd_args(p, in));
+    return chunk_loss_workspace_bytes(fwd_args(p, in, 0));
+  }
+
+  Status run(const Problem& p, const std::vector<TensorView>& in,
+             const std::vector<TensorView>& out, const Context& ctx) const override {
+    if (p.op == "chunk_loss") return chunk_loss(fwd_args(p, in, 0), out[0], out[1], ctx);
+    return chunk_loss_bwd(bwd_args(p, in), out[0], out[1], out.size() > 2 ? &out[2] : nullptr, ctx);
+  }
+
+  // The fp64 golden (the reference) with the workspace the entry requires.
+  Status golden(const Problem& p, std::vector<Tensor>* out) const override {
+    *out = alloc_outputs(p, Device::cpu());
+    const auto in = views(p.inputs);
+    const auto o = views(*out);
+    const size_t bytes = workspace_bytes(p, in, o);
+    Tensor ws = Tensor::empty({static_cast<int64_t>(std::max<size_t>(1, bytes))}, DType::uint8);
+    Context ctx;
+    ctx.impl = "reference";
+    ctx.workspace = ws.data();
+    ctx.workspace_bytes = bytes;
+    return run(p, in, o, ctx);
+  }
+
+  // The double standard's plain baseline: logits and G rounded to the input dtype.
+  Status baseline(const Problem& p, std::vector<Tensor>* out) const override {
+    *out = alloc_outputs(p, Device::cpu());
+    const auto in = views(p.inputs);
+    const auto o = views(*out);
+    if (p.op == "chunk_loss") return chunk_loss_plain(fwd_args(p, in, 0), o[0], o[1]);
+    return chunk_loss_bwd_plain(bwd_args(p, in), o[0], o[1], o.size() > 2 ? &o[2] : nullptr);
+  }
+
+  // Every input read once, every output written once.
+  double bytes(const Problem& p) const override { return io_bytes(p); }
+  // 2·N·D·V forward; 6·N·D·V backward (the logits recomputed, then the dh and dW products).
+  double flops(const Problem& p) const override {
+    double n = 1;
+    for (const auto& [k, v] : p.sizes) n *= static_cast<double>(v);
+    return (p.op == "chunk_loss" ? 2.0 : 6.0) * n;
+  }
+
+ private:
+  // in (from `at`): hidden, weight, labels[, bias][, token_weight]
+  static ChunkLossArgs fwd_args(const Problem& p, const std::vector<TensorView>& in, size_t at) {
+    ChunkLossArgs a;
+    a.ignore_index = static_cast<int64_t>(p.scalars.at("ignore_index"));
+    a.label_smoothing = p.scalars.at("label_smoothing");
+    a.z_loss_scale = p.scalars.at("z_loss_scale");
+    a.softcap = p.scalars.at("softcap");
+    a.reduction = static_cast<CeReduction>(static_cast<int>(p.scalars.at("reduction")));
+    a.token_chunk = static_cast<int64_t>(p.scalars.at("token_chunk"));
+    a.vocab_chunk = static_cast<int64_t>(p.scalars.at("vocab_chunk"));
+    a.hidden = in[at];
+    a.weight = in[at + 1];
+    a.labels = in[at + 2];
+    size_t k = at + 3;
+    if (p.scalars.at("bias") != 0) a.bias = in[k++];
+    if (p.scalars.at("token_weight") != 0) a.token_weight = in[k++];
+    if (p.scalars.at("accum_input") != 0) a.accum_dtype = p.dtype;
+    return a;
+  }
+  // in: grad_loss, then the forward's
+  static ChunkLossBwdArgs bwd_args(const Problem& p, const std::vector<TensorView>& in) {
+    ChunkLossBwdArgs a;
+    static_cast<ChunkLossArgs&>(a) = fwd_args(p, in, 1);
+    a.grad_loss = in[0];
+    return a;
+  }
+};
+
+}  // namespace
+
+RECOPS_REGISTER_DRIVER(ChunkLossDriver);
+
+}  // namespace recops::cli

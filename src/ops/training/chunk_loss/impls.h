@@ -1,0 +1,12 @@
+// training/chunk_loss/impls.h: the implementations the entry lists, best first, reference last.
+// Definitions live in reference.cpp, cpu/ and cuda/; none includes another.
+#pragma once
+
+#include "core/kit/impls.h"
+#include "ops/training/chunk_loss/params.h"
+
+namespace recops::ops::chunk_loss_ns {
+
+RECOPS_DECLARE_IMPLS(Params, run_reference, run_cpu, run_cuda);
+
+}  // namespace recops::ops::chunk_loss_ns

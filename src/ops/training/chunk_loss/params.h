@@ -1,0 +1,83 @@
+// training/chunk_loss/params.h: the flat problem description shared by the entry, the reference,
+// cpu/ and cuda/. One struct for the forward and the backward.
+#pragma once
+
+#include <cstdint>
+
+#include "recops/dtype.h"
+
+namespace recops::ops::chunk_loss_ns {
+
+enum class Red : uint8_t { none = 0, sum = 1, mean = 2 };
+
+// A (the statistics' type): fp32, fp64 for fp64 inputs.
+struct Params {
+  bool bwd = false;
+  bool plain = false;                  // reference only: the double standard's plain baseline
+  const void* hidden = nullptr;        // [N, D] contiguous, dtype
+  const void* weight = nullptr;        // [V, D] contiguous, dtype
+  const void* bias = nullptr;          // [V], dtype; nullptr: 0
+  const void* labels = nullptr;        // [N], int64 when labels_int64 else int32
+  const void* token_weight = nullptr;  // [N], tw_dtype; nullptr: 1
+  // Forward: loss, z_loss ([N] for "none", else [1]) in A. Backward: grad ([N] or [1], A) read;
+  // dh [N, D], dw [V, D], db [V] (nullptr: not wanted) written in dtype.
+  void* loss = nullptr;
+  void* z_loss = nullptr;
+  const void* grad = nullptr;
+  void* dh = nullptr;
+  void* dw = nullptr;
+  void* db = nullptr;
+  void* workspace = nullptr;  // the entry's layout (chunk_loss.cpp, Layout)
+  DType dtype = DType::fp32;
+  DType tw_dtype = DType::fp32;
+  bool labels_int64 = true;
+  bool accum_low = false;  // dW/db accumulate in dtype (accum_dtype = input), else in A
+  Red reduction = Red::mean;
+  int64_t N = 0, D = 0, V = 0;
+  int64_t Nc = 0, Vc = 0;  // token chunk rows, vocab tile columns (chunk_loss_plan)
+  int64_t ignore_index = -100;
+  double label_smoothing = 0.0;
+  double z_loss_scale = 0.0;
+  double softcap = 0.0;
+  int device_index = 0;
+};
+
+// The workspace's pieces, byte offsets from Params::workspace (s = dtype size, a = sizeof(A)):
+//   rows   [4, N] A     per row: the running sum of the capped logits (then w·l), the label's
+//                       logit (then w·lambda·lse²), w (backward: s_i), the running lse
+//   z      [Nc, Vc] A   the logit tile; the backward turns it into G in place
+//   g      [Nc, Vc] s   G rounded to dtype (the CUDA GEMM operand)
+//   hacc   [Nc, D] A    the hidden chunk converted to A (CPU only; unused by CUDA)
+//   dhacc  [Nc, D] A    the dh accumulator over vocab tiles (backward)
+//   dwacc  [V, D] A     dW accumulator (backward)
+//   dbacc  [V] A        db accumulator (backward)
+struct Layout {
+  size_t rows = 0, z = 0, g = 0, hacc = 0, dhacc = 0, dwacc = 0, dbacc = 0, total = 0;
+};
+
+inline size_t align256(size_t b) {
+  return (b + 255) / 256 * 256;
+}
+
+inline Layout layout_of(const Params& p) {
+  const size_t a = p.dtype == DType::fp64 ? 8 : 4, s = dtype_size(p.dtype);
+  const auto n = [](int64_t x) { return static_cast<size_t>(x); };
+  Layout l;
+  size_t off = 0;
+  auto take = [&](size_t bytes) {
+    const size_t at = off;
+    off += align256(bytes);
+    return at;
+  };
+  l.rows = take(4 * n(p.N) * a);
+  l.z = take(n(p.Nc) * n(p.Vc) * a);
+  l.g = take(p.bwd ? n(p.Nc) * n(p.Vc) * s : 0);
+  l.hacc = take(n(p.Nc) * n(p.D) * a);
+  l.dhacc = take(p.bwd ? n(p.Nc) * n(p.D) * a : 0);
+  l.dwacc = take(p.bwd ? n(p.V) * n(p.D) * a : 0);
+  l.dbacc = take(p.bwd ? n(p.V) * a : 0);
+  l.total = off;
+  return l;
+}
+
+}  // namespace recops::ops::chunk_loss_ns

@@ -1,0 +1,108 @@
+// training/chunk_loss/test_chunk_loss.cpp: the C++ tests of the op beyond `recops check`'s cases:
+// refusals and their messages, the workspace bound of training_ops.md §3.2 (torch-free; built into
+// tests/cpp's recops_tests).
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "ops/training/chunk_loss/chunk_loss.h"
+#include "recops/tensor.h"
+
+namespace recops {
+namespace {
+
+struct Inputs {
+  Tensor h, w, y, loss, zl;
+  Inputs(int64_t N, int64_t D, int64_t V, DType t = DType::fp32)
+      : h(Tensor::empty({N, D}, t)),
+        w(Tensor::empty({V, D}, t)),
+        y(Tensor::empty({N}, DType::int64)),
+        loss(Tensor::empty({}, DType::fp32)),
+        zl(Tensor::empty({}, DType::fp32)) {
+    for (int64_t i = 0; i < N; ++i) static_cast<int64_t*>(y.data())[i] = i % V;
+  }
+  ChunkLossArgs args() const {
+    ChunkLossArgs a;
+    a.hidden = h.view();
+    a.weight = w.view();
+    a.labels = y.view();
+    return a;
+  }
+};
+
+Status run(const ChunkLossArgs& a, Inputs& in) {
+  std::vector<char> ws(chunk_loss_workspace_bytes(a) + 1);
+  Context ctx;
+  ctx.workspace = ws.data();
+  ctx.workspace_bytes = ws.size();
+  return chunk_loss(a, in.loss.view(), in.zl.view(), ctx);
+}
+
+void expect_error(const Status& s, const char* text) {
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find(text), std::string::npos) << s.message();
+}
+
+TEST(ChunkLoss, RefusesMismatchedWeight) {
+  Inputs in(4, 3, 5);
+  Tensor w = Tensor::empty({5, 4}, DType::fp32);
+  ChunkLossArgs a = in.args();
+  a.weight = w.view();
+  expect_error(run(a, in), "chunk_loss: weight must be contiguous [V, D] with V >= 1 and D = 3");
+}
+
+TEST(ChunkLoss, RefusesWeightOfAnotherDtype) {
+  Inputs in(4, 3, 5);
+  Tensor w = Tensor::empty({5, 3}, DType::bf16);
+  ChunkLossArgs a = in.args();
+  a.weight = w.view();
+  expect_error(run(a, in), "chunk_loss: weight must have hidden's dtype");
+}
+
+TEST(ChunkLoss, RefusesLabelOutOfRange) {
+  Inputs in(4, 3, 5);
+  static_cast<int64_t*>(in.y.data())[2] = 5;
+  expect_error(run(in.args(), in), "chunk_loss: labels[2]=5 must be in [0, V) = [0, 5)");
+}
+
+TEST(ChunkLoss, RefusesNegativeChunk) {
+  Inputs in(4, 3, 5);
+  ChunkLossArgs a = in.args();
+  a.token_chunk = -1;
+  expect_error(run(a, in), "chunk_loss: token_chunk=-1 must be >= 0");
+}
+
+TEST(ChunkLoss, RefusesAccumDtype) {
+  Inputs in(4, 3, 5);
+  ChunkLossArgs a = in.args();
+  a.accum_dtype = DType::fp16;
+  expect_error(run(a, in), "chunk_loss: accum_dtype must be None, fp32 or hidden's dtype");
+}
+
+TEST(ChunkLoss, RefusesSmallWorkspace) {
+  Inputs in(4, 3, 5);
+  Context ctx;
+  const Status s = chunk_loss(in.args(), in.loss.view(), in.zl.view(), ctx);
+  expect_error(s, "chunk_loss: the workspace must hold");
+}
+
+// §3.2: the logit tiles stay within max(N·D·sizeof(hidden), 64 MiB) at the benchmark shape, and
+// the token chunk is a multiple of 64.
+TEST(ChunkLoss, PlanKeepsTheBudget) {
+  ChunkLossArgs a;
+  a.hidden.dtype = a.weight.dtype = DType::bf16;
+  a.hidden.ndim = a.weight.ndim = 2;
+  a.hidden.sizes[0] = 16384;
+  a.hidden.sizes[1] = a.weight.sizes[1] = 4096;
+  a.weight.sizes[0] = 131072;
+  ChunkLossPlan plan;
+  ASSERT_TRUE(chunk_loss_plan(a, &plan).ok());
+  EXPECT_EQ(plan.Vc, 131072);
+  EXPECT_GT(plan.Nc, 0);
+  EXPECT_EQ(plan.Nc % 64, 0);
+  const int64_t tiles = plan.Nc * plan.Vc * (4 + 2) + 2 * plan.Nc * 4096 * 4;
+  EXPECT_LE(tiles, int64_t{16384} * 4096 * 2);
+}
+
+}  // namespace
+}  // namespace recops
