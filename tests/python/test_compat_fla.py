@@ -100,8 +100,26 @@ def test_rmsnorm_fn_groups(norm_before_gate):
     _close(m(x.detach(), z.detach()), ref(x.double(), z.double(), torch.ones(24).double()))
 
 
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_fused_linear_cross_entropy(reduction):
+    g = torch.Generator().manual_seed(6)
+    x = torch.randn(2, 11, 8, generator=g, dtype=torch.float64, requires_grad=True)
+    w = (torch.randn(13, 8, generator=g, dtype=torch.float64) / 3).requires_grad_()
+    t = torch.randint(0, 13, (2, 11), generator=g)
+    t[0, :3] = -100
+    loss = fla.FusedLinearCrossEntropyLoss(label_smoothing=0.1, logit_softcapping=3.0,
+                                           reduction=reduction)(x, t, w)
+    z = 3.0 * torch.tanh(F.linear(x, w) / 3.0)
+    want = F.cross_entropy(z.reshape(-1, 13), t.reshape(-1), label_smoothing=0.1,
+                           reduction=reduction)
+    torch.testing.assert_close(loss, want)
+    for a, b in zip(torch.autograd.grad(loss, (x, w)), torch.autograd.grad(want, (x, w))):
+        torch.testing.assert_close(a, b)
+    with pytest.raises(NotImplementedError, match="logit_scale"):
+        fla.FusedLinearCrossEntropyLoss(logit_scale=2.0)
+
+
 @pytest.mark.parametrize("name,op", [("layer_norm", "layer_norm"),
-                                     ("FusedLinearCrossEntropyLoss", "chunk_loss"),
                                      ("chunk_gated_delta_rule", "chunk_gated_delta_rule")])
 def test_not_served(name, op):
     with pytest.raises(NotImplementedError, match=op):

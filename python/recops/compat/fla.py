@@ -4,7 +4,10 @@ recops training ops, for drop-in use.
 Served: ``l2norm`` / ``l2_norm`` / ``L2Norm`` (recops ``l2norm``); ``rms_norm`` / ``RMSNorm``
 (``rms_norm``); ``rms_norm_gated`` / ``FusedRMSNormGated`` (``rms_norm_gated``, norm before gate);
 ``rmsnorm_fn`` / ``RMSNormGated`` of ``fla.modules.layernorm_gated`` (``rms_norm_gated`` with
-group_size and norm_before_gate).
+group_size and norm_before_gate); ``FusedLinearCrossEntropyLoss`` (``chunk_loss``; fla's
+``num_chunks`` is a schedule hint and is ignored, recops chooses its chunks from the workspace
+budget; ``logit_scale`` other than 1, ``use_l2warp`` and ``process_group`` raise
+NotImplementedError).
 
 Differences from fla:
 - ``residual`` / ``prenorm`` / ``residual_in_fp32`` are composed here: the sum ``x + residual`` (in
@@ -14,7 +17,7 @@ Differences from fla:
 - recops' l2norm saves x and recomputes y in backward (fla saves the rounded y): training_ops §3.5.
 
 Not served (NotImplementedError naming the missing recops op): layer_norm, group_norm and the gated
-LayerNorm, the norm+linear fusions, FusedLinearCrossEntropyLoss (``chunk_loss``), causal_conv1d /
+LayerNorm, the norm+linear fusions, causal_conv1d /
 ShortConvolution (``causal_conv1d``), rotary (``inplace_rope_``), chunk_gated_delta_rule and
 chunk_kda. fla's FusedCrossEntropyLoss is not wrapped (use ``recops.fused_cross_entropy`` or
 ``recops.compat.liger.LigerCrossEntropyLoss``).
@@ -25,6 +28,7 @@ from typing import Optional
 import torch
 from torch import nn
 
+from .. import chunk_loss as _chunk_loss
 from .. import l2norm as _l2norm
 from .. import rms_norm as _rms_norm
 from .. import rms_norm_gated as _rms_norm_gated
@@ -204,9 +208,43 @@ GroupNorm = _missing("GroupNorm", "group_norm")
 layer_norm_gated = _missing("layer_norm_gated", "layer_norm_gated")
 FusedLayerNormGated = _missing("FusedLayerNormGated", "layer_norm_gated")
 rms_norm_linear = _missing("rms_norm_linear", "rms_norm_linear")
-FusedLinearCrossEntropyLoss = _missing("FusedLinearCrossEntropyLoss", "chunk_loss")
 causal_conv1d = _missing("causal_conv1d", "causal_conv1d")
 ShortConvolution = _missing("ShortConvolution", "causal_conv1d")
 RotaryEmbedding = _missing("RotaryEmbedding", "inplace_rope_")
 chunk_gated_delta_rule = _missing("chunk_gated_delta_rule", "chunk_gated_delta_rule")
 chunk_kda = _missing("chunk_kda", "chunk_kda")
+
+
+class FusedLinearCrossEntropyLoss(nn.Module):
+    """``fla.modules.FusedLinearCrossEntropyLoss``: the same constructor and
+    ``forward(x, target, weight, bias=None)`` (x ``[..., D]``, target ``[...]``; a scalar loss)."""
+
+    def __init__(self, ignore_index: int = -100, label_smoothing: float = 0.0,
+                 logit_scale: float = 1.0, logit_softcapping: Optional[float] = None,
+                 num_chunks: int = 8, reduction: str = "mean", use_l2warp: bool = False,
+                 l2_penalty_factor: float = 1e-4, accumulate_grad_in_fp32: bool = True,
+                 process_group=None):
+        super().__init__()
+        if reduction not in ("mean", "sum"):
+            raise ValueError(f"FusedLinearCrossEntropyLoss: reduction must be 'mean' or 'sum', "
+                             f"got {reduction!r}")
+        if logit_scale != 1.0 or use_l2warp or process_group is not None:
+            raise NotImplementedError(
+                "FusedLinearCrossEntropyLoss: logit_scale != 1, use_l2warp and process_group are "
+                "not served")
+        self.ignore_index = ignore_index
+        self.label_smoothing = label_smoothing
+        self.logit_softcapping = logit_softcapping
+        self.num_chunks = num_chunks  # a schedule hint; recops chooses its own chunks
+        self.reduction = reduction
+        self.accumulate_grad_in_fp32 = accumulate_grad_in_fp32
+
+    def forward(self, x: torch.Tensor, target: torch.Tensor, weight: torch.Tensor,
+                bias: Optional[torch.Tensor] = None) -> torch.Tensor:
+        acc = None if self.accumulate_grad_in_fp32 or x.dtype == torch.float64 else x.dtype
+        loss, _ = _chunk_loss(x.reshape(-1, x.shape[-1]), weight, target.reshape(-1), bias,
+                              ignore_index=int(self.ignore_index),
+                              label_smoothing=float(self.label_smoothing),
+                              softcap=float(self.logit_softcapping or 0.0),
+                              reduction=self.reduction, accum_dtype=acc)
+        return loss

@@ -2,7 +2,8 @@
 liger-kernel 0.8.5) over the recops training ops, for drop-in use.
 
 Served: ``liger_rms_norm`` / ``LigerRMSNorm`` (recops ``rms_norm``), ``liger_cross_entropy`` /
-``LigerCrossEntropyLoss`` (``fused_cross_entropy``), ``liger_swiglu`` / ``LigerSwiGLUMLP``
+``LigerCrossEntropyLoss`` (``fused_cross_entropy``), ``liger_fused_linear_cross_entropy`` /
+``LigerFusedLinearCrossEntropyLoss`` (``chunk_loss``), ``liger_swiglu`` / ``LigerSwiGLUMLP``
 (``clipped_swiglu`` with alpha=1, no clipping, no linear offset, non-interleaved), and
 ``apply_recops_to_llama`` in the style of ``apply_liger_kernel_to_llama``.
 
@@ -14,10 +15,13 @@ Differences from Liger, all deliberate:
   instead, so a class weight raises NotImplementedError. ``size_average`` / ``reduce`` are
   placeholders in Liger too (ignored). With every row ignored, "mean" gives 0 (Liger and torch: NaN).
   ``return_token_accuracy`` / ``return_predicted_tokens`` are not served.
+- Fused linear cross entropy: as cross entropy above (``ce_weight``, a class weight, is not
+  served; nor ``use_token_scaling``). ``accum_dtype`` keeps Liger's meaning: None accumulates dW/db
+  in the parameters' dtype (recops ``accum_dtype=hidden.dtype``), ``torch.float32`` in fp32 (the
+  recops default). The loss and gradients use fp32 logits (Liger rounds them to the input dtype).
 - ``liger_swiglu(a, b)`` concatenates a and b (one extra copy) because recops' op reads ``[..., 2I]``.
 
-Not served (NotImplementedError naming the missing recops op): rope (``inplace_rope_``), fused
-linear cross entropy (``chunk_loss``), layer_norm, group_norm, geglu, jsd, kl_div, tvd, dyt,
+Not served (NotImplementedError naming the missing recops op): rope (``inplace_rope_``), layer_norm, group_norm, geglu, jsd, kl_div, tvd, dyt,
 sparsemax, qwen2vl_mrope.
 """
 
@@ -28,7 +32,7 @@ from typing import Callable, Optional
 import torch
 from torch import nn
 
-from .. import clipped_swiglu, fused_cross_entropy, rms_norm
+from .. import chunk_loss, clipped_swiglu, fused_cross_entropy, rms_norm
 
 
 def _missing(liger_name: str, recops_op: str) -> Callable:
@@ -159,6 +163,77 @@ class LigerCrossEntropyLoss(nn.Module):
             return_predicted_tokens=self.return_predicted_tokens)
 
 
+# ---- fused linear cross entropy ------------------------------------------------------------------
+
+
+def liger_fused_linear_cross_entropy(input, weight, target, bias=None, ce_weight=None,
+                                     ignore_index: int = -100, lse_square_scale: float = 0.0,
+                                     label_smoothing: float = 0.0, reduction: str = "mean",
+                                     softcap: Optional[float] = None, return_z_loss: bool = False,
+                                     accum_dtype=None, use_token_scaling: bool = False,
+                                     return_token_accuracy: bool = False,
+                                     return_predicted_tokens: bool = False):
+    """Cross entropy of ``input [N, D] @ weight[V, D].T (+ bias)`` against ``target [N]`` without
+    the ``[N, V]`` logits (recops ``chunk_loss``). Returns the loss, or
+    ``CrossEntropyOutput(loss, z_loss)`` when ``return_z_loss``."""
+    if ce_weight is not None:
+        raise NotImplementedError(
+            "liger_fused_linear_cross_entropy: ce_weight (a per-class weight [V]) is not served; "
+            "recops' chunk_loss takes a per-token weight")
+    if use_token_scaling or return_token_accuracy or return_predicted_tokens:
+        raise NotImplementedError(
+            "liger_fused_linear_cross_entropy: use_token_scaling / return_token_accuracy / "
+            "return_predicted_tokens are not served")
+    if softcap is not None and not softcap > 0:
+        raise ValueError(
+            f"liger_fused_linear_cross_entropy: softcap must be > 0 or None, got {softcap}")
+    acc = input.dtype if accum_dtype is None else accum_dtype
+    acc = None if acc in (torch.float32, torch.float64) else acc
+    loss, z_loss = chunk_loss(input, weight, target, bias, ignore_index=int(ignore_index),
+                              label_smoothing=float(label_smoothing),
+                              z_loss_scale=float(lse_square_scale), softcap=float(softcap or 0.0),
+                              reduction=reduction, accum_dtype=acc)
+    if not return_z_loss:
+        return loss
+    return CrossEntropyOutput(loss=loss, z_loss=z_loss)
+
+
+class LigerFusedLinearCrossEntropyLoss(nn.Module):
+    """``liger_kernel.transformers.LigerFusedLinearCrossEntropyLoss``: the same constructor and
+    ``forward(lin_weight, _input, target, bias=None)``."""
+
+    def __init__(self, ce_weight=None, ignore_index: int = -100, lse_square_scale: float = 0.0,
+                 label_smoothing: float = 0.0, reduction: str = "mean",
+                 softcap: Optional[float] = None, return_z_loss: bool = False,
+                 accum_dtype=None, use_token_scaling: bool = False,
+                 return_token_accuracy: bool = False, return_predicted_tokens: bool = False):
+        super().__init__()
+        if not 0.0 <= label_smoothing <= 1.0:
+            raise ValueError(f"LigerFusedLinearCrossEntropyLoss: label_smoothing must be in "
+                             f"[0, 1], got {label_smoothing}")
+        if reduction not in ("mean", "sum", "none"):
+            raise ValueError(f"LigerFusedLinearCrossEntropyLoss: reduction must be 'mean', 'sum' "
+                             f"or 'none', got {reduction!r}")
+        self.ce_weight = ce_weight
+        self.ignore_index = ignore_index
+        self.lse_square_scale = lse_square_scale
+        self.label_smoothing = label_smoothing
+        self.reduction = reduction
+        self.softcap = softcap
+        self.return_z_loss = return_z_loss
+        self.accum_dtype = accum_dtype
+        self.use_token_scaling = use_token_scaling
+        self.return_token_accuracy = return_token_accuracy
+        self.return_predicted_tokens = return_predicted_tokens
+
+    def forward(self, lin_weight, _input, target, bias=None):
+        return liger_fused_linear_cross_entropy(
+            _input, lin_weight, target, bias, self.ce_weight, self.ignore_index,
+            self.lse_square_scale, self.label_smoothing, self.reduction, self.softcap,
+            self.return_z_loss, self.accum_dtype, self.use_token_scaling,
+            self.return_token_accuracy, self.return_predicted_tokens)
+
+
 # ---- SwiGLU ------------------------------------------------------------------------------------
 
 
@@ -204,8 +279,6 @@ class LigerSwiGLUMLP(nn.Module):
 liger_rope = _missing("liger_rope", "inplace_rope_")
 liger_rotary_pos_emb = _missing("liger_rotary_pos_emb", "inplace_rope_")
 liger_qwen2vl_mrope = _missing("liger_qwen2vl_mrope", "inplace_rope_ (mrope sections)")
-liger_fused_linear_cross_entropy = _missing("liger_fused_linear_cross_entropy", "chunk_loss")
-LigerFusedLinearCrossEntropyLoss = _missing("LigerFusedLinearCrossEntropyLoss", "chunk_loss")
 liger_layer_norm = _missing("liger_layer_norm", "layer_norm")
 LigerLayerNorm = _missing("LigerLayerNorm", "layer_norm")
 liger_group_norm = _missing("liger_group_norm", "group_norm")
