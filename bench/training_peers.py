@@ -3,8 +3,11 @@
 
 Ops (training_ops.md §6 shapes; --quick: small ones for a CPU smoke test): rms_norm (with and
 without weight), rms_norm_rstd, l2norm, rms_norm_gated, clipped_swiglu, sort_chunks_by_idx and
-fused_cross_entropy (the default mode, and precompute mode against Liger as §6 pairs them). Ours is
-the public ``recops.<op>``; forward+backward goes through autograd (``torch.autograd.grad``).
+fused_cross_entropy (the default mode, and precompute mode against Liger as §6 pairs them) and
+chunk_loss (fused linear cross-entropy: Liger FLCE in both accumulation modes, fla, eager and
+compiled F.linear + F.cross_entropy; TFLOP/s over 2·N·D·V forward and 6·N·D·V forward+backward, and
+the peak extra memory of one forward+backward of each, `max_memory_allocated` minus what was
+allocated before, in the record's shape as `peak_extra_mib`). Ours is the public ``recops.<op>``; forward+backward goes through autograd (``torch.autograd.grad``).
 
 Peers, timed in the same process on the same inputs: eager PyTorch of the reference formula,
 ``torch.compile`` of the same formula, Liger-Kernel and fla-core (pure Python + Triton: `bash
@@ -54,6 +57,8 @@ SHAPES = {
     "sort_chunks_by_idx": [("S1", {"T": 65536, "D": 4096, "C": 256})],
     "fused_cross_entropy": [("E1", {"N": 16384, "V": 131072}), ("E2", {"N": 16384, "V": 256000}),
                             ("E3", {"N": 16384, "V": 32768})],
+    "chunk_loss": [("C1", {"N": 16384, "D": 4096, "V": 131072}),
+                   ("C2", {"N": 16384, "D": 4096, "V": 256000})],
 }
 QUICK = {
     "rms_norm": [("qN", {"rows": 64, "D": 96, "weight": True}),
@@ -66,6 +71,7 @@ QUICK = {
                        ("qWc", {"rows": 64, "I": 48, "interleaved": False})],
     "sort_chunks_by_idx": [("qS", {"T": 256, "D": 64, "C": 16})],
     "fused_cross_entropy": [("qE", {"N": 64, "V": 500})],
+    "chunk_loss": [("qC", {"N": 64, "D": 32, "V": 500})],
 }
 ALL_OPS = list(SHAPES)
 ALL_PEERS = ["eager", "compile", "liger", "fla", "quack"]
@@ -89,15 +95,19 @@ class Peers:
                 from liger_kernel.ops.cross_entropy import LigerCrossEntropyFunction
                 from liger_kernel.ops.rms_norm import LigerRMSNormFunction
                 from liger_kernel.ops.swiglu import LigerSiLUMulFunction
+                from liger_kernel.transformers.functional import liger_fused_linear_cross_entropy
                 self.mods[name] = {"ce": LigerCrossEntropyFunction, "rms": LigerRMSNormFunction,
-                                   "swiglu": LigerSiLUMulFunction}
+                                   "swiglu": LigerSiLUMulFunction,
+                                   "flce": liger_fused_linear_cross_entropy}
             elif name == "fla":
                 from fla.modules.fused_cross_entropy import FusedCrossEntropyLoss
+                from fla.modules import FusedLinearCrossEntropyLoss
                 from fla.modules.fused_norm_gate import rms_norm_gated
                 from fla.modules.l2norm import l2norm
                 from fla.modules.layernorm_gated import rmsnorm_fn
                 self.mods[name] = {"l2norm": l2norm, "rms_norm_gated": rms_norm_gated,
-                                   "rmsnorm_fn": rmsnorm_fn, "ce": FusedCrossEntropyLoss}
+                                   "rmsnorm_fn": rmsnorm_fn, "ce": FusedCrossEntropyLoss,
+                                   "flce": FusedLinearCrossEntropyLoss}
             elif name == "quack":
                 try:
                     import quack  # noqa: F401
@@ -192,6 +202,30 @@ def ref_ce(logits, labels):
 
 
 # ---- the ops -----------------------------------------------------------------------------------------
+def ref_lce(h, w, y):
+    return F.cross_entropy(F.linear(h, w).float(), y)
+
+
+def _peak_extra_mib(fn, args, grad_pos, device):
+    """MiB above what was allocated before one forward+backward of fn (CUDA only; else None)."""
+    if device != "cuda":
+        return None
+    try:
+        leaves = [a.detach().requires_grad_() if k in grad_pos else a for k, a in enumerate(args)]
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+        out = fn(*leaves)
+        out = out[0] if isinstance(out, (tuple, list)) else out
+        grads = torch.autograd.grad(out, [leaves[k] for k in grad_pos], torch.ones_like(out))
+        torch.cuda.synchronize()
+        peak = torch.cuda.max_memory_allocated() - base
+        del out, grads, leaves
+        return round(peak / 2**20, 1)
+    except Exception as e:
+        return jp._short(e)
+
+
 def _es(dtype):
     return torch.tensor([], dtype=dtype).element_size()
 
@@ -324,6 +358,35 @@ def bench_op(bench, peers, op, sid, p, dtype_name):
             pre_shape = dict(shape, mode="default", precompute_error=jp._short(e))
         return recs + bench.run(op, pre_shape, dtype_name, args, ours_pre, {}, exts, (0,),
                                 _fb(nb))
+    if op == "chunk_loss":
+        N, D, V = p["N"], p["D"], p["V"]
+        g = torch.Generator(device=device).manual_seed(5)
+        # One rotation: the inputs (hidden, the LM head) are far larger than L2.
+        args = [(bench.rand((N, D), dtype, gen), bench.rand((V, D), dtype, gen) * D**-0.5,
+                 torch.randint(0, V, (N,), device=device, generator=g))]
+        fl = {"fwd": 2 * N * D * V, "fwd_bwd": 6 * N * D * V}
+        # Byte floor: hidden, the weight and the labels read once; the backward writes dh, dW.
+        s = (N * D + V * D) * es
+        nb = _fb({"fwd": s + N * 8, "bwd": 2 * s + N * 8})
+        recs = []
+        # (accumulation, ours, Liger's accum_dtype): §6 pairs recops' default (fp32 dW/db) with
+        # Liger accum_dtype=float32, and recops accum_dtype=input with Liger's default.
+        for acc, ours, liger_acc in (
+                ("fp32", lambda h, w, y: recops.chunk_loss(h, w, y), torch.float32),
+                ("input", lambda h, w, y: recops.chunk_loss(h, w, y, accum_dtype=h.dtype), None)):
+            exts, plains = {}, {}
+            if acc == "fp32":
+                _refs(bench, exts, plains, ref_lce, peers)
+                peers.add(exts, "fla", "FusedLinearCrossEntropyLoss",
+                          lambda m: lambda h, w, y: m["flce"]()(h, y, w))
+            peers.add(exts, "liger", f"LigerFusedLinearCrossEntropy(accum_dtype={liger_acc})",
+                      lambda m, a=liger_acc: lambda h, w, y: m["flce"](h, w, y, accum_dtype=a))
+            mem = {"ours": _peak_extra_mib(ours, args[0], (0, 1), device)}
+            for name, fn in list(plains.items()) + [(k, f) for k, (f, _) in exts.items()]:
+                mem[name] = _peak_extra_mib(fn, args[0], (0, 1), device)
+            recs += bench.run(op, dict(shape, accum=acc, peak_extra_mib=mem), dtype_name, args,
+                              ours, plains, exts, (0, 1), nb, fl)
+        return recs
     raise ValueError(op)
 
 

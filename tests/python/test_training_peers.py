@@ -24,7 +24,7 @@ def test_training_peers_quick_cpu(tmp_path):
     recs = json.loads(out.read_text())
     ops = {r["op"] for r in recs}
     assert ops == {"rms_norm", "rms_norm_rstd", "l2norm", "rms_norm_gated", "clipped_swiglu",
-                   "sort_chunks_by_idx", "fused_cross_entropy"}
+                   "sort_chunks_by_idx", "fused_cross_entropy", "chunk_loss"}
     for r in recs:
         assert r["phase"] in ("fwd", "fwd_bwd") and r["time_ms"] > 0
         assert r["gbps"] > 0 and r["frac_bw_ceiling"] > 0 and r["ceilings"]["copy_gbps"] > 0
