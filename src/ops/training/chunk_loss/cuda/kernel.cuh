@@ -35,6 +35,8 @@
 namespace recops::ops::chunk_loss_ns {
 
 using training_dev::capped;
+using training_dev::ce_counted;
+using training_dev::ce_label_at;
 using training_dev::cta_combine;
 using training_dev::cta_sum;
 using training_dev::from_float;
@@ -52,13 +54,6 @@ struct Dev {
   int64_t r0, n, v0, vc;
 };
 
-__device__ __forceinline__ int64_t label_at(const Params& p, int64_t i) {
-  return p.labels_int64 ? static_cast<const int64_t*>(p.labels)[i]
-                        : static_cast<int64_t>(static_cast<const int32_t*>(p.labels)[i]);
-}
-__device__ __forceinline__ bool counted(const Params& p, int64_t y) {
-  return y != p.ignore_index && y >= 0 && y < p.V;
-}
 template <class T>
 __device__ __forceinline__ float tw_at(const Params& p, int64_t i) {
   if (p.token_weight == nullptr) return 1.f;
@@ -84,7 +79,7 @@ __global__ void __launch_bounds__(kReduceThreads) rows_init_kernel(Params p, Dev
   if (p.bwd && p.reduction == Red::mean) {  // uniform over the CTA
     double v[1] = {0};
     for (int64_t i = threadIdx.x; i < p.N; i += blockDim.x)
-      if (counted(p, label_at(p, i))) v[0] += tw_at<T>(p, i);
+      if (ce_counted(p, ce_label_at(p, i))) v[0] += tw_at<T>(p, i);
     cta_sum(v, sm);
     dn = v[0];
   }
@@ -96,7 +91,7 @@ __global__ void __launch_bounds__(kReduceThreads) rows_init_kernel(Params p, Dev
       continue;
     }
     float s = 0.f;
-    if (counted(p, label_at(p, i))) {
+    if (ce_counted(p, ce_label_at(p, i))) {
       s = static_cast<const float*>(p.grad)[p.reduction == Red::none ? i : 0] * tw_at<T>(p, i);
       if (p.reduction == Red::mean) s = dn == 0 ? 0.f : static_cast<float>(s / dn);
     }
@@ -111,8 +106,8 @@ __global__ void __launch_bounds__(kMaxThreads) stats_kernel(Params p, Dev d) {
   __shared__ float sm_z[32];
   const float cap = static_cast<float>(p.softcap);
   for (int64_t i = blockIdx.x; i < d.n; i += gridDim.x) {
-    const int64_t row = d.r0 + i, y = label_at(p, row);
-    if (p.bwd ? d.r_w[row] == 0.f : !counted(p, y)) continue;  // the same for the whole CTA
+    const int64_t row = d.r0 + i, y = ce_label_at(p, row);
+    if (p.bwd ? d.r_w[row] == 0.f : !ce_counted(p, y)) continue;  // the same for the whole CTA
     const float* z = d.z + i * d.vc;
     MaxSum ms{-INFINITY, 0.f};
     float sz = 0.f;
@@ -146,7 +141,7 @@ __global__ void __launch_bounds__(kReduceThreads) finish_fwd_kernel(Params p, De
   double v[3] = {0, 0, 0};
   for (int64_t i = threadIdx.x; i < p.N; i += blockDim.x) {
     float l = 0.f, zl = 0.f, w = 0.f;
-    if (counted(p, label_at(p, i))) {
+    if (ce_counted(p, ce_label_at(p, i))) {
       const float lse = d.r_lse[i];
       w = tw_at<T>(p, i);
       zl = lam * lse * lse;
@@ -177,7 +172,7 @@ __global__ void __launch_bounds__(kMaxThreads) grad_kernel(Params p, Dev d) {
   const float cap = static_cast<float>(p.softcap), eps = static_cast<float>(p.label_smoothing);
   const float lam = static_cast<float>(p.z_loss_scale);
   for (int64_t i = blockIdx.x; i < d.n; i += gridDim.x) {
-    const int64_t row = d.r0 + i, y = label_at(p, row);
+    const int64_t row = d.r0 + i, y = ce_label_at(p, row);
     const float s = d.r_w[row], lse = d.r_lse[row];
     const float a = s * (1.f + 2.f * lam * lse), bias = s * eps / static_cast<float>(p.V);
     const float hit = s * (1.f - eps);

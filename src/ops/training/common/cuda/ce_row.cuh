@@ -8,6 +8,19 @@
 
 namespace recops::ops::training_dev {
 
+// Row i's label of a params struct P with labels (int64 when labels_int64, else int32),
+// ignore_index and V; counted: not ignored and in [0, V) (a bad label counts as ignored, so no
+// access leaves the row when value validation is off).
+template <class P>
+__device__ __forceinline__ int64_t ce_label_at(const P& p, int64_t i) {
+  return p.labels_int64 ? static_cast<const int64_t*>(p.labels)[i]
+                        : static_cast<int64_t>(static_cast<const int32_t*>(p.labels)[i]);
+}
+template <class P>
+__device__ __forceinline__ bool ce_counted(const P& p, int64_t y) {
+  return y != p.ignore_index && y >= 0 && y < p.V;
+}
+
 // The running (max, sum of exp(z - max)) of a set of logits.
 struct MaxSum {
   float m, s;

@@ -29,6 +29,8 @@
 namespace recops::ops::fused_cross_entropy_ns {
 
 using training_dev::capped;
+using training_dev::ce_counted;
+using training_dev::ce_label_at;
 using training_dev::cta_combine;
 using training_dev::cta_sum;
 using training_dev::load_vec;
@@ -36,13 +38,6 @@ using training_dev::MaxSum;
 using training_dev::store_vec;
 using training_dev::to_float;
 
-__device__ __forceinline__ int64_t label_at(const Params& p, int64_t i) {
-  return p.labels_int64 ? static_cast<const int64_t*>(p.labels)[i]
-                        : static_cast<int64_t>(static_cast<const int32_t*>(p.labels)[i]);
-}
-__device__ __forceinline__ bool counted(const Params& p, int64_t y) {
-  return y != p.ignore_index && y >= 0 && y < p.V;
-}
 // weight[i]: fp32 or T (the entry allows those two).
 template <class T>
 __device__ __forceinline__ float weight_at(const Params& p, int64_t i) {
@@ -62,9 +57,9 @@ __global__ void __launch_bounds__(kMaxThreads) fwd_kernel(Params p) {
   float* loss = static_cast<float*>(none ? p.loss : p.workspace);
   float* zl = none ? static_cast<float*>(p.z_loss) : loss + p.N;
   for (int64_t row = blockIdx.x; row < p.N; row += gridDim.x) {
-    const int64_t y = label_at(p, row);
+    const int64_t y = ce_label_at(p, row);
     float r_lse = 0.f, r_loss = 0.f, r_z = 0.f, r_w = 0.f;
-    if (counted(p, y)) {  // the same for the whole CTA
+    if (ce_counted(p, y)) {  // the same for the whole CTA
       const T* z = static_cast<const T*>(p.logits) + row * V;
       MaxSum ms{-INFINITY, 0.f};
       float sz = 0.f;
@@ -128,7 +123,7 @@ __global__ void __launch_bounds__(kReduceThreads) denominator_kernel(Params p) {
   __shared__ double sm[1][32];
   double v[1] = {0};
   for (int64_t i = threadIdx.x; i < p.N; i += blockDim.x)
-    if (counted(p, label_at(p, i))) v[0] += weight_at<T>(p, i);
+    if (ce_counted(p, ce_label_at(p, i))) v[0] += weight_at<T>(p, i);
   cta_sum(v, sm);
   if (threadIdx.x == 0) static_cast<float*>(p.workspace)[0] = static_cast<float>(v[0]);
 }
@@ -140,9 +135,9 @@ __global__ void __launch_bounds__(kMaxThreads) bwd_kernel(Params p) {
   const float lam = static_cast<float>(p.z_loss_scale);
   const float dn = p.reduction == Red::mean ? static_cast<const float*>(p.workspace)[0] : 1.f;
   for (int64_t row = blockIdx.x; row < p.N; row += gridDim.x) {
-    const int64_t y = label_at(p, row);
+    const int64_t y = ce_label_at(p, row);
     float s = 0.f;
-    if (counted(p, y)) {
+    if (ce_counted(p, y)) {
       s = static_cast<const float*>(p.grad)[p.reduction == Red::none ? row : 0] *
           weight_at<T>(p, row);
       if (p.reduction == Red::mean) s = dn == 0.f ? 0.f : s / dn;
