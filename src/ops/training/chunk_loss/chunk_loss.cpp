@@ -108,6 +108,7 @@ Params params_of(const ChunkLossArgs& a, bool bwd) {
   p.dtype = a.hidden.dtype;
   p.accum_low = a.accum_dtype && *a.accum_dtype == a.hidden.dtype &&
                 *a.accum_dtype != stat_dtype_of(a.hidden.dtype);
+  p.host = a.hidden.device.is_cpu();
   p.reduction = static_cast<Red>(static_cast<int>(a.reduction));
   p.N = a.hidden.sizes[0];
   p.D = a.hidden.sizes[1];

@@ -32,6 +32,7 @@ struct Params {
   DType tw_dtype = DType::fp32;
   bool labels_int64 = true;
   bool accum_low = false;  // dW/db accumulate in dtype (accum_dtype = input), else in A
+  bool host = true;        // the tensors are on the CPU (the workspace layout differs)
   Red reduction = Red::mean;
   int64_t N = 0, D = 0, V = 0;
   int64_t Nc = 0, Vc = 0;  // token chunk rows, vocab tile columns (chunk_loss_plan)
@@ -47,9 +48,9 @@ struct Params {
 //                       logit (then w·lambda·lse²), w (backward: s_i), the running lse
 //   z      [Nc, Vc] A   the logit tile; the backward turns it into G in place
 //   g      [Nc, Vc] s   G rounded to dtype (the CUDA GEMM operand)
-//   hacc   [Nc, D] A    the hidden chunk converted to A (CPU only; unused by CUDA)
+//   hacc   [Nc, D] A    the hidden chunk converted to A (CPU only)
 //   dhacc  [Nc, D] A    the dh accumulator over vocab tiles (backward)
-//   dwacc  [V, D] A     dW accumulator (backward)
+//   dwacc  [V, D] A     dW accumulator (backward; CUDA with accum_low accumulates in dW itself)
 //   dbacc  [V] A        db accumulator (backward)
 struct Layout {
   size_t rows = 0, z = 0, g = 0, hacc = 0, dhacc = 0, dwacc = 0, dbacc = 0, total = 0;
@@ -72,9 +73,9 @@ inline Layout layout_of(const Params& p) {
   l.rows = take(4 * n(p.N) * a);
   l.z = take(n(p.Nc) * n(p.Vc) * a);
   l.g = take(p.bwd ? n(p.Nc) * n(p.Vc) * s : 0);
-  l.hacc = take(n(p.Nc) * n(p.D) * a);
+  l.hacc = take(p.host ? n(p.Nc) * n(p.D) * a : 0);
   l.dhacc = take(p.bwd ? n(p.Nc) * n(p.D) * a : 0);
-  l.dwacc = take(p.bwd ? n(p.V) * n(p.D) * a : 0);
+  l.dwacc = take(p.bwd && (p.host || !p.accum_low) ? n(p.V) * n(p.D) * a : 0);
   l.dbacc = take(p.bwd ? n(p.V) * a : 0);
   l.total = off;
   return l;

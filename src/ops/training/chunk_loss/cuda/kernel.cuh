@@ -307,7 +307,8 @@ Status backward_tiles(const Params& p, const Context& ctx, Dev& d, cublasHandle_
   const int iD = static_cast<int>(p.D);
 
   const size_t vd = static_cast<size_t>(p.V * p.D);
-  RECOPS_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(d.dwacc, 0, vd * sizeof(float), stream));
+  if (!p.accum_low)  // else the workspace has no fp32 dW (params.h)
+    RECOPS_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(d.dwacc, 0, vd * sizeof(float), stream));
   RECOPS_CUDA_RETURN_IF_ERROR(
       cudaMemsetAsync(d.dbacc, 0, static_cast<size_t>(p.V) * sizeof(float), stream));
   // dW's accumulator: fp32, or dW itself in T with accum_dtype = input (cuBLAS rounds C once per
