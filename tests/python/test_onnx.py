@@ -1,0 +1,189 @@
+"""recops.onnx: export through torch.onnx (dynamo) to one recops::<op> node per op, checked by
+onnx.checker and run in ONNX Runtime (the recops nodes through onnxruntime-extensions PyOps),
+matching torch."""
+
+import contextlib
+import io
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+onnx = pytest.importorskip("onnx", reason="onnx is not installed (make deps-py installs it)")
+pytest.importorskip("onnxscript", reason="onnxscript is not installed (make deps-py)")
+pytest.importorskip("onnxruntime", reason="onnxruntime is not installed (make deps-py)")
+pytest.importorskip("onnxruntime_extensions",
+                    reason="onnxruntime-extensions is not installed (make deps-py)")
+
+import recops  # noqa: E402
+import recops.onnx as ro  # noqa: E402
+from recops import testing  # noqa: E402
+
+# accuracy.md thresholds; fp64 outputs get fp32's, since ONNX float attributes are float32.
+_T = {torch.float32: 2**-13, torch.float64: 2**-13, torch.float16: 2**-10}
+
+
+def _export(module, args, path):
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+        warnings.simplefilter("ignore")
+        return ro.export(module, args, str(path))
+
+
+def _close(got: np.ndarray, want: torch.Tensor):
+    """ONNX Runtime's output against torch's: integers exact, floats by accuracy.md's `single`
+    standard (NaN where torch has NaN)."""
+    want = want.detach()
+    assert tuple(got.shape) == tuple(want.shape)
+    if not want.dtype.is_floating_point:
+        assert np.array_equal(got, want.numpy())
+        return
+    g = torch.from_numpy(np.asarray(got)).double()
+    w = want.double()
+    assert torch.equal(torch.isnan(g), torch.isnan(w))
+    finite = torch.isfinite(w)
+    assert torch.equal(g[~finite & ~torch.isnan(w)], w[~finite & ~torch.isnan(w)])
+    g, w = g[finite], w[finite]
+    if w.numel() == 0:
+        return
+    T = _T[want.dtype]
+    small = max(float(w.abs().max()) * 2**-10, 1e-30)
+    rel = (g - w).abs() / w.abs().clamp_min(small)
+    assert float(rel.mean()) <= T and float(rel.max()) <= 10 * T, (float(rel.max()), T)
+
+
+class _Model(torch.nn.Module):
+    """jagged_to_padded_dense -> hstu_attn -> rms_norm, as a served model would chain them."""
+
+    def __init__(self, D: int):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.linspace(0.5, 1.5, D))
+
+    def forward(self, q, k, v, offsets):
+        out = recops.hstu_attn(q, k, v, offsets, max_seq_len_q=6,
+                               max_seq_len_k=6, alpha=0.25)
+        out = recops.rms_norm(out, self.weight, eps=1e-5)
+        return recops.jagged_to_padded_dense(out.flatten(1), offsets, max_seq_len=6)
+
+
+def test_module_exports_checks_and_runs(tmp_path):
+    torch.manual_seed(0)
+    offsets = torch.tensor([0, 4, 4, 10])
+    q, k, v = (torch.randn(10, 2, 16) for _ in range(3))
+    model = _Model(16).eval()
+    path = tmp_path / "model.onnx"
+    _export(model, (q, k, v, offsets), path)
+
+    proto = onnx.load(str(path))
+    onnx.checker.check_model(proto, full_check=True)
+    recops_nodes = [n for n in proto.graph.node if n.domain == ro.DOMAIN]
+    assert sorted(n.op_type for n in recops_nodes) == \
+        ["hstu_attn_fwd", "jagged_to_padded_dense", "rms_norm"]
+    hstu = next(n for n in recops_nodes if n.op_type == "hstu_attn_fwd")
+    attrs = {a.name: onnx.helper.get_attribute_value(a) for a in hstu.attribute}
+    assert attrs["max_seq_len_q"] == 6 and attrs["alpha"] == pytest.approx(0.25)
+    assert any(o.domain == ro.DOMAIN and o.version == ro.VERSION for o in proto.opset_import)
+    # shape inference: the output's type and shape are in the model
+    inferred = onnx.shape_inference.infer_shapes(proto, strict_mode=True)
+    out = inferred.graph.output[0].type.tensor_type
+    assert out.elem_type == onnx.TensorProto.FLOAT
+    assert [d.dim_value for d in out.shape.dim] == [3, 6, 32]
+
+    sess = ro.session(path)
+    feeds = dict(zip([i.name for i in sess.get_inputs()],
+                     [t.numpy() for t in (q, k, v, offsets)]))
+    (got,) = sess.run(None, feeds)
+    _close(got, model(q, k, v, offsets))
+
+
+def test_schema_and_translation_for_every_op():
+    ops = ro.exportable_ops()
+    assert set(ops) == {i["name"] for i in recops._kit.op_table()}
+    table = ro.translation_table()
+    for op in ops:
+        schema = onnx.defs.get_schema(op, ro.VERSION, ro.DOMAIN)
+        args = ro.op_args(op)
+        assert [p.name for p in schema.inputs] == [n for n, k, _ in args if k.endswith("tensor")]
+        assert set(schema.attributes) == {n for n, k, _ in args if not k.endswith("tensor")}
+        assert len(schema.outputs) == len(getattr(torch.ops.recops, op).default._schema.returns)
+        assert getattr(torch.ops.recops, op).default in table
+
+
+class _Call(torch.nn.Module):
+    """One op with the sample's non-tensor arguments fixed; the tensors are the inputs."""
+
+    def __init__(self, sample):
+        super().__init__()
+        self.op, self.args, self.kwargs = sample.op, sample.args, sample.kwargs
+        self.pos = [i for i, a in enumerate(self.args) if isinstance(a, torch.Tensor)]
+        self.kw = [k for k, a in self.kwargs.items() if isinstance(a, torch.Tensor)]
+
+    def tensors(self):
+        return [self.args[i] for i in self.pos] + [self.kwargs[k] for k in self.kw]
+
+    def forward(self, *tensors):
+        args, kwargs = list(self.args), dict(self.kwargs)
+        for i, t in zip(self.pos, tensors):
+            args[i] = t
+        for k, t in zip(self.kw, tensors[len(self.pos):]):
+            kwargs[k] = t
+        return getattr(torch.ops.recops, self.op)(*args, **kwargs)
+
+
+def _samples():
+    """Case samples of every exportable op that recops.testing builds: per op its first
+    non-empty and first empty row, plus the first row of each other dtype over all ops (bf16
+    and fp8 left out: numpy, the feeds' type, has neither); about 15 exports of 1-3 s CPU."""
+    out, dtypes = [], set()
+    for op in ro.exportable_ops():
+        try:
+            samples = testing.sample_inputs(op, "cpu")
+        except KeyError:
+            continue  # recops.testing has no builder for this op's cases
+        seen = set()
+        for s in samples:
+            if s.dtype in ("bf16", "fp8_e4m3") or testing.torch_cannot_hold(s):
+                continue
+            empty = any(t.numel() == 0 for t in _Call(s).tensors())
+            key = "empty" if empty else "rows"
+            if key not in seen or (not empty and s.dtype not in dtypes):
+                seen.add(key)
+                dtypes.add(s.dtype)
+                out.append(pytest.param(s, id=s.name))
+    return out
+
+
+@pytest.mark.parametrize("sample", _samples())
+def test_op_cases_run_in_onnxruntime(sample, tmp_path):
+    model = _Call(sample)
+    tensors = model.tensors()
+    path = tmp_path / "op.onnx"
+    _export(model, tuple(tensors), path)
+    proto = onnx.load(str(path))
+    onnx.checker.check_model(proto)
+    assert [n.op_type for n in proto.graph.node if n.domain == ro.DOMAIN] == [sample.op]
+    sess = ro.session(path)
+    feeds = {i.name: t.numpy() for i, t in zip(sess.get_inputs(), tensors)}
+    got = sess.run(None, feeds)
+    want = model(*tensors)
+    want = want if isinstance(want, (tuple, list)) else (want,)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        _close(g, w)
+
+
+def test_kernel_error_is_raised_not_fatal(tmp_path):
+    """A recops error inside ONNX Runtime comes back from run() as the op's own message."""
+    values, offsets = torch.randn(5, 2), torch.tensor([0, 2, 5])
+    path = tmp_path / "j.onnx"
+
+    class M(torch.nn.Module):
+        def forward(self, values, offsets):
+            return torch.ops.recops.jagged_to_padded_dense(values, offsets, 3, 0.0)
+
+    _export(M(), (values, offsets), path)
+    sess = ro.session(path)
+    with pytest.raises(RuntimeError, match="offsets"):
+        sess.run(None, {"values": values.numpy(), "offsets": np.array([0, 4, 2])})
+    (got,) = sess.run(None, {"values": values.numpy(), "offsets": offsets.numpy()})
+    _close(got, M()(values, offsets))
