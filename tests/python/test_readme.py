@@ -28,6 +28,9 @@ def test_python_example_runs(block):
         pytest.importorskip("torchrec", reason="the TorchRec example needs torchrec")
         if not hasattr(torch.ops.recops, "permute_2D_sparse_data"):
             pytest.skip("this build has no permute_2D_sparse_data")
+    if "recops.onnx" in block:
+        for mod in ("onnx", "onnxscript", "onnxruntime", "onnxruntime_extensions"):
+            pytest.importorskip(mod, reason="the ONNX example needs " + mod)
     exec(compile(block, "README.md", "exec"), {})
 
 
