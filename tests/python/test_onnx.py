@@ -187,3 +187,43 @@ def test_kernel_error_is_raised_not_fatal(tmp_path):
         sess.run(None, {"values": values.numpy(), "offsets": np.array([0, 4, 2])})
     (got,) = sess.run(None, {"values": values.numpy(), "offsets": offsets.numpy()})
     _close(got, M()(values, offsets))
+
+
+def _forms():
+    torch.manual_seed(0)
+    x, b, off = torch.randn(5, 8), torch.randn(8), torch.tensor([0, 2, 5])
+    ops = torch.ops.recops
+    return {
+        "dtype_attribute": (lambda x: ops.rms_norm_rstd(x, 1e-5, torch.float64), (x,)),
+        "symint_attribute": (lambda v, o: ops.jagged_softmax(v, o, 3), (torch.randn(5, 1), off)),
+        "missing_middle_input": (lambda x, b: ops.layer_norm(x, None, b), (x, b)),
+        "three_outputs": (lambda logits, labels: ops.fused_cross_entropy_fwd(
+            logits, labels, None, -100, 0.1, 0.0, 0.0, 2), (torch.randn(4, 8),
+                                                           torch.tensor([1, 3, -100, 7]))),
+    }
+
+
+class _Fn(torch.nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *args):
+        return self.fn(*args)
+
+
+@pytest.mark.parametrize("form", list(_forms()))
+def test_argument_forms(form, tmp_path):
+    """Argument forms the case samples above do not reach: a dtype attribute, a missing
+    optional input before a present one, an op with three outputs."""
+    fn, args = _forms()[form]
+    path = tmp_path / "f.onnx"
+    _export(_Fn(fn).eval(), args, path)
+    onnx.checker.check_model(onnx.load(str(path)), full_check=True)
+    sess = ro.session(path)
+    got = sess.run(None, {i.name: a.numpy() for i, a in zip(sess.get_inputs(), args)})
+    want = fn(*args)
+    want = want if isinstance(want, (tuple, list)) else (want,)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        _close(g, w)
