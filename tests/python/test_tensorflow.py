@@ -1,0 +1,111 @@
+# recops.tensorflow (the TF custom ops generated from the kit's tables, src/tensorflow): each op
+# on tf.Tensors against the torch op on the same inputs, gradients through tf.GradientTape against
+# torch autograd. Skipped when tensorflow (or librecops_tf.so) is not importable.
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+tf = pytest.importorskip("tensorflow", reason="tensorflow is not installed (tensorflow-cpu)")
+rtf = pytest.importorskip("recops.tensorflow",
+                          reason="librecops_tf.so is not built (RECOPS_BUILD_TENSORFLOW)")
+
+import recops  # noqa: E402
+from recops import testing  # noqa: E402
+from _cli import recops_binary  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+_TF_OF = {torch.float64: tf.float64, torch.float32: tf.float32, torch.float16: tf.float16,
+          torch.bfloat16: tf.bfloat16, torch.int32: tf.int32, torch.int64: tf.int64,
+          torch.uint8: tf.uint8, torch.bool: tf.bool}
+
+
+def to_tf(t):
+    if not isinstance(t, torch.Tensor):
+        return t
+    t = t.detach()
+    if t.dtype == torch.bfloat16:  # numpy has no bfloat16: through float32, exactly
+        return tf.cast(tf.constant(t.float().numpy()), tf.bfloat16)
+    return tf.constant(t.numpy())
+
+
+def to_np(t):
+    if isinstance(t, torch.Tensor):
+        t = t.detach()
+        return (t.float() if t.dtype == torch.bfloat16 else t).numpy()
+    return (tf.cast(t, tf.float32) if t.dtype == tf.bfloat16 else t).numpy()
+
+
+def assert_same(a, b, rtol=0.0, atol=0.0):
+    a, b = to_np(a), to_np(b)
+    assert a.shape == b.shape and a.dtype == b.dtype, (a.shape, a.dtype, b.shape, b.dtype)
+    np.testing.assert_allclose(a, b, rtol=rtol, atol=atol, equal_nan=True)
+
+
+def _kw(kwargs):
+    return {k: (rtf._NAMES[_TF_OF[v]] if isinstance(v, torch.dtype) else v)
+            for k, v in kwargs.items()}
+
+
+# ---- the conversions and the cumsums: every sample of their cases.yaml ------------------------
+
+_OPS = ["jagged_to_padded_dense", "dense_to_jagged", "complete_cumsum", "exclusive_cumsum",
+        "inclusive_cumsum"]
+
+
+def _samples():
+    out = []
+    for op in _OPS:
+        for s in testing.sample_inputs(op, "cpu"):
+            if s.dtype == "fp8_e4m3" or testing.torch_cannot_hold(s):
+                continue  # TF has no fp8 dtype; outputs torch cannot allocate
+            out.append(pytest.param(s, id=s.name))
+    return out
+
+
+@pytest.mark.parametrize("sample", _samples())
+def test_conversions_and_cumsums(sample):
+    want = testing.call(sample)
+    got = getattr(rtf, sample.op)(*map(to_tf, sample.args), **_kw(sample.kwargs))
+    assert_same(got, want)
+
+
+@pytest.mark.parametrize("op", ["jagged_to_padded_dense", "dense_to_jagged"])
+def test_conversion_gradients(op):
+    samples = [s for s in testing.sample_inputs(op, "cpu", requires_grad=True)
+               if s.dtype in ("fp32", "fp64") and not testing.torch_cannot_hold(s)][:6]
+    assert samples
+    for s in samples:
+        out = testing.call(s)
+        g = torch.randn_like(out) if out.numel() else torch.zeros_like(out)
+        (want,) = torch.autograd.grad(out, s.args[0], g, allow_unused=True)
+        x = to_tf(s.args[0])
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = getattr(rtf, op)(x, *map(to_tf, s.args[1:]), **_kw(s.kwargs))
+        got = tape.gradient(y, x, output_gradients=to_tf(g))
+        assert_same(got, want if want is not None else torch.zeros_like(s.args[0]))
+
+
+def test_graph_mode_shapes():
+    off = tf.constant([0, 2, 2, 7], tf.int64)
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 3], tf.float32)])
+    def f(v):
+        y = rtf.jagged_to_padded_dense(v, off, 5)
+        assert y.shape.as_list() == [3, 5, 3]  # B from the offsets, E from values
+        return y
+
+    v = tf.random.uniform([7, 3])
+    assert_same(f(v), recops.jagged_to_padded_dense(torch.tensor(v.numpy()),
+                                                    torch.tensor(off.numpy()), 5))
+
+
+def test_errors_name_the_argument():
+    with pytest.raises(tf.errors.InvalidArgumentError, match="max_seq_len"):
+        rtf.jagged_to_padded_dense(tf.zeros([3, 2]), tf.constant([0, 3], tf.int64), -1)
