@@ -109,3 +109,69 @@ def test_graph_mode_shapes():
 def test_errors_name_the_argument():
     with pytest.raises(tf.errors.InvalidArgumentError, match="max_seq_len"):
         rtf.jagged_to_padded_dense(tf.zeros([3, 2]), tf.constant([0, 3], tf.int64), -1)
+
+
+# ---- HSTU attention: forward and backward, every mask feature ---------------------------------
+
+
+def _problem(dtype, lengths=(5, 0, 9), H=2, d=8, delta=2, seed=1):
+    g = torch.Generator().manual_seed(seed)
+    lk = [x + delta for x in lengths]
+    oq = torch.tensor([0] + np.cumsum(lengths).tolist())
+    ok = torch.tensor([0] + np.cumsum(lk).tolist())
+    mk = lambda *s: (torch.rand(*s, generator=g, dtype=torch.float64) * 2 - 1).to(dtype)  # noqa
+    return mk(int(oq[-1]), H, d), mk(int(ok[-1]), H, d), mk(int(ok[-1]), H, d), oq, ok
+
+
+_FEATURES = {
+    "causal": {},
+    "contexts": {"num_contexts": [2, 0, 3]},
+    "targets": {"num_targets": [2, 0, 4], "target_group_size": 2},
+    "contexts_targets": {"num_contexts": [1, 0, 2], "num_targets": [2, 0, 3]},
+    "window": {"window": (3, 1)},
+    "anti_causal": {"mask_type": "anti_causal"},
+    "none": {"mask_type": "none"},
+    "rab": {"rab": True},
+    "rab_scales": {"rab": True, "alpha": 0.3, "silu_scale": 0.1},
+    "custom": {"mask_type": "custom", "mask": True},
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("feature", sorted(_FEATURES))
+def test_hstu_attn(feature, dtype):
+    q, k, v, oq, ok = _problem(dtype)
+    Sq, Sk = int((oq[1:] - oq[:-1]).max()), int((ok[1:] - ok[:-1]).max())
+    kw = dict(_FEATURES[feature])
+    for n in ("num_contexts", "num_targets"):
+        if n in kw:
+            kw[n] = torch.tensor(kw[n])
+    if kw.pop("rab", False):
+        kw["rab"] = torch.randn(3, 2, Sq, Sk, dtype=dtype)
+    if kw.pop("mask", False):
+        kw["mask"] = torch.rand(3, 2, Sq, Sk, generator=torch.Generator().manual_seed(2)) > 0.3
+    diff = [q, k, v] + ([kw["rab"]] if "rab" in kw else [])
+    for t in diff:
+        t.requires_grad_(True)
+    out = recops.hstu_attn(q, k, v, oq, ok, Sq, Sk, **kw)
+    dout = torch.randn_like(out)
+    want = torch.autograd.grad(out, diff, dout)
+
+    tdiff = [to_tf(t) for t in diff]
+    tkw = {n: to_tf(x) for n, x in kw.items()}
+    with tf.GradientTape() as tape:
+        tape.watch(tdiff)
+        if "rab" in tkw:
+            tkw["rab"] = tdiff[3]
+        got_out = rtf.hstu_attn(*tdiff[:3], to_tf(oq), to_tf(ok), Sq, Sk, **tkw)
+    got = tape.gradient(got_out, tdiff, output_gradients=to_tf(dout))
+    tol = dict(rtol=1e-12, atol=1e-12) if dtype == torch.float64 else dict(rtol=1e-5, atol=1e-6)
+    assert_same(got_out, out, **tol)
+    for a, b in zip(got, want):
+        assert_same(a, b, **tol)
+
+
+def test_hstu_attn_defaults_read_the_offsets():
+    q, k, v, oq, _ = _problem(torch.float32, delta=0)
+    want = recops.hstu_attn(q, k, v, oq)
+    assert_same(rtf.hstu_attn(to_tf(q), to_tf(k), to_tf(v), to_tf(oq)), want)
