@@ -80,8 +80,14 @@ def _dtype_name(dt) -> str:
 
 
 def _tensor_spec(t) -> dict:
-    return {"dtype": _dtype_name(t.dtype),
+    spec = {"dtype": _dtype_name(t.dtype),
             "shape": [-1 if s is None else int(s) for s in t.shape.as_list()]}
+    # An eager integer tensor's values: shape functions that size an output from offsets or
+    # lengths read them (the C++ side reads zeros without them).
+    if (t.dtype in (tf.int32, tf.int64) and hasattr(t, "numpy")
+            and t.shape.num_elements() is not None and t.shape.num_elements() <= 1 << 20):
+        spec["data"] = t.numpy().ravel().tolist()
+    return spec
 
 
 def _out_dtypes(info: dict, values: list) -> List[str]:

@@ -175,3 +175,104 @@ def test_hstu_attn_defaults_read_the_offsets():
     q, k, v, oq, _ = _problem(torch.float32, delta=0)
     want = recops.hstu_attn(q, k, v, oq)
     assert_same(rtf.hstu_attn(to_tf(q), to_tf(k), to_tf(v), to_tf(oq)), want)
+
+
+# ---- every op the TF layer registered: the cases' inputs as `recops record` writes them --------
+
+_N_CASES = 2  # per op: the first valid cases of its cases.yaml
+
+
+def _case_table():
+    import yaml
+
+    cases = {}
+    for f in sorted((ROOT / "src" / "ops").glob("*/*/cases.yaml")):
+        doc = yaml.safe_load(f.read_text())
+        for c in doc.get("cases", []):
+            ops = c.get("op", doc.get("op"))
+            for o in ops if isinstance(ops, list) else [ops]:
+                if "expect_error" in c or "large" in (c.get("tags") or []):
+                    continue
+                cases.setdefault(o, []).append(c)
+    return cases
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    binary = recops_binary()
+    if binary is None:
+        pytest.skip("no recops binary: build it (make build) or set RECOPS_BIN")
+    cases = _case_table()
+    out = tmp_path_factory.mktemp("tf_recorded")
+    entries = {}
+    for op in sorted(rtf.TABLE):
+        ids = [c["id"] for c in cases.get(op, [])][:_N_CASES]
+        if not ids:
+            continue
+        d = out / op
+        subprocess.run([binary, "record", "--backend", "cpu", "--quick", "-q", "--op", op,
+                        "--case", ",".join(ids), "--out", str(d), "--cases-dir",
+                        str(ROOT / "src" / "ops")], check=True, capture_output=True)
+        m = json.loads((d / "manifest.json").read_text())
+        entries[op] = [(d, e, next(c for c in cases[op] if c["id"] == e["case"]))
+                       for e in m["cases"] if e["op"] == op][:2 * _N_CASES]
+    return entries
+
+
+def _values(info, inputs, case):
+    """One value per table argument: the recorded tensors, the case's scalars (by argument
+    name), else the table's defaults; None with the reason when an argument has no value."""
+    import ast
+
+    vals = []
+    for a in info["args"]:
+        n = a["name"]
+        if a["type"] in ("tensor", "opt_tensor"):
+            if n in inputs:
+                vals.append(inputs[n])
+            elif a["type"] == "opt_tensor":
+                vals.append(None)
+            else:
+                return None, f"no recorded tensor {n}"
+        elif n in case and isinstance(case[n], (bool, int, float)):
+            vals.append(case[n])
+        elif "def" in a:
+            vals.append(ast.literal_eval(a["def"]))
+        else:
+            return None, f"the case names no value for {n}"
+    return vals, None
+
+
+@pytest.mark.parametrize("op", sorted(rtf.TABLE))
+def test_every_op_against_torch(op, recorded):
+    from safetensors.torch import load_file
+
+    info = rtf.TABLE[op]
+    if op not in recorded:
+        pytest.skip(f"{op} has no cases of its own (its forward's or a helper's)")
+    compared, reasons = 0, []
+    for d, e, case in recorded[op]:
+        if e["dtype"] == "fp8_e4m3":
+            continue  # TensorFlow has no fp8 dtype
+        vals, why = _values(info, load_file(str(d / e["inputs"])), case)
+        if vals is None:
+            reasons.append(f"{e['case']}: {why}")
+            continue
+        pos = [v for a, v in zip(info["args"], vals) if not a["kw"]]
+        kw = {a["name"]: v for a, v in zip(info["args"], vals) if a["kw"]}
+        try:
+            want = getattr(torch.ops.recops, op)(*pos, **kw)
+        except (RuntimeError, ValueError, TypeError, NotImplementedError):
+            # the case's scalars are named otherwise: the TF op refuses the same values
+            with pytest.raises((tf.errors.InvalidArgumentError, tf.errors.UnimplementedError)):
+                rtf.call_op(op, *map(to_tf, vals))
+            continue
+        got = rtf.call_op(op, *map(to_tf, vals))
+        want = list(want) if isinstance(want, (tuple, list)) else [want]
+        got = list(got) if isinstance(got, tuple) else [got]
+        assert len(got) == len(want)
+        for a, b in zip(got, want):
+            assert_same(a, b)
+        compared += 1
+    if not compared:
+        pytest.skip("; ".join(reasons) or "no sample")
