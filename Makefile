@@ -24,11 +24,12 @@ APT_PACKAGES := cmake ninja-build g++ clang clang-format libclang-rt-14-dev libo
 # its dependency list (which names the GPU package fbgemm-gpu); what it imports is listed here.
 # transformers (the HF Llama patch test of recops.compat.liger) goes in the same way, its
 # dependencies named here: 4.57.6 runs on torch 2.13 and 2.15 and needs fewer packages than 5.x.
+# tensorflow-cpu: the TensorFlow binding (src/tensorflow) and its tests, in the same venv as torch.
 # onnx, onnxscript, onnxruntime and onnxruntime-extensions are recops.onnx's (export, and the
 # sessions whose recops nodes run as extensions PyOps); with torch 2.13.0 pip resolves them to
 # onnx 1.23.2, onnxscript 0.7.2, onnxruntime 1.32.0, extensions 0.15.2, numpy unchanged, protobuf
 # 7.36.2 (which only onnx needs).
-PY_PACKAGES := torch==2.13.0 fbgemm-gpu-cpu==1.8.0 numpy pytest pyyaml safetensors \
+PY_PACKAGES := torch==2.13.0 fbgemm-gpu-cpu==1.8.0 tensorflow-cpu==2.21.0 numpy pytest pyyaml safetensors \
   scikit-build-core ninja matplotlib tensordict torchmetrics==1.0.3 tqdm pyre-extensions iopath \
   huggingface-hub==0.36.2 tokenizers==0.22.2 regex requests filelock packaging \
   onnx onnxscript onnxruntime onnxruntime-extensions

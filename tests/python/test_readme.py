@@ -31,6 +31,9 @@ def test_python_example_runs(block):
     if "recops.onnx" in block:
         for mod in ("onnx", "onnxscript", "onnxruntime", "onnxruntime_extensions"):
             pytest.importorskip(mod, reason="the ONNX example needs " + mod)
+    if "recops.tensorflow" in block:
+        pytest.importorskip("tensorflow", reason="the TensorFlow example needs tensorflow-cpu")
+        pytest.importorskip("recops.tensorflow", reason="librecops_tf.so is not built")
     exec(compile(block, "README.md", "exec"), {})
 
 
