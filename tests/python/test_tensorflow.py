@@ -276,3 +276,61 @@ def test_every_op_against_torch(op, recorded):
         compared += 1
     if not compared:
         pytest.skip("; ".join(reasons) or "no sample")
+
+
+_FLOATS = (torch.float32, torch.float64)
+
+
+@pytest.mark.parametrize("op", sorted(n for n, i in rtf.TABLE.items()
+                                      if i["backward"] or n in rtf._GRAD_HOOKS))
+def test_every_gradient_against_torch(op, recorded):
+    from safetensors.torch import load_file
+
+    info = rtf.TABLE[op]
+    if op not in recorded:
+        pytest.skip(f"{op} has no cases of its own")
+    compared, reasons = 0, []
+    for d, e, case in recorded[op]:
+        vals, why = _values(info, load_file(str(d / e["inputs"])), case)
+        if vals is None or e["dtype"] not in ("fp32", "fp64"):
+            reasons.append(f"{e['case']}: {why or 'dtype ' + e['dtype']}")
+            continue
+        diff = [i for i, (a, v) in enumerate(zip(info["args"], vals))
+                if a["grad"] and isinstance(v, torch.Tensor) and v.dtype in _FLOATS]
+        vals = [v.clone().requires_grad_(True) if i in diff else v for i, v in enumerate(vals)]
+        pos = [v for a, v in zip(info["args"], vals) if not a["kw"]]
+        kw = {a["name"]: v for a, v in zip(info["args"], vals) if a["kw"]}
+        try:
+            outs = getattr(torch.ops.recops, op)(*pos, **kw)
+        except (RuntimeError, ValueError, TypeError, NotImplementedError) as ex:
+            reasons.append(f"{e['case']}: torch refuses ({str(ex)[:60]})")
+            continue
+        outs = list(outs) if isinstance(outs, (tuple, list)) else [outs]
+        g = torch.Generator().manual_seed(3)
+        douts = [torch.randn(o.shape, generator=g, dtype=o.dtype) if o.dtype in _FLOATS else None
+                 for o in outs]
+        pairs = [(o, go) for o, go, od in zip(outs, douts, info["outs"])
+                 if od["grad"] and go is not None and o.requires_grad]
+        if not pairs or not diff:
+            reasons.append(f"{e['case']}: nothing differentiable")
+            continue
+        want = torch.autograd.grad([p[0] for p in pairs], [vals[i] for i in diff],
+                                   [p[1] for p in pairs], allow_unused=True)
+        tvals = [to_tf(v) for v in vals]
+        with tf.GradientTape() as tape:
+            tape.watch([tvals[i] for i in diff])
+            touts = rtf.call_op(op, *tvals)
+        touts = list(touts) if isinstance(touts, tuple) else [touts]
+        tpairs = [(t, to_tf(go)) for t, go, od in zip(touts, douts, info["outs"])
+                  if od["grad"] and go is not None]
+        got = tape.gradient([p[0] for p in tpairs], [tvals[i] for i in diff],
+                            output_gradients=[p[1] for p in tpairs])
+        for i, a, b in zip(diff, got, want):
+            if b is None:
+                b = torch.zeros_like(vals[i])
+            if a is None:
+                a = tf.zeros_like(tvals[i])
+            assert_same(a, b, rtol=1e-6, atol=1e-6)
+        compared += 1
+    if not compared:
+        pytest.skip("; ".join(reasons) or "no sample")
