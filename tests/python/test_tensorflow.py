@@ -78,7 +78,8 @@ def test_conversions_and_cumsums(sample):
 @pytest.mark.parametrize("op", ["jagged_to_padded_dense", "dense_to_jagged"])
 def test_conversion_gradients(op):
     samples = [s for s in testing.sample_inputs(op, "cpu", requires_grad=True)
-               if s.dtype in ("fp32", "fp64") and not testing.torch_cannot_hold(s)][:6]
+               if s.dtype in ("fp32", "fp64") and not testing.torch_cannot_hold(s)
+               and s.args[0].numel() <= 1 << 16][:6]
     assert samples
     for s in samples:
         out = testing.call(s)
