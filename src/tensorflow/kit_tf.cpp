@@ -471,10 +471,11 @@ std::string out_dtypes_json(const std::string& op, const std::string& spec) {
     return nlohmann::json({{"error", op + ": bad argument spec"}}).dump();
   // First with null data (as torch's Meta kernel), then, for a shape function that needs the
   // data (a size read from offsets or lengths), with the integer tensors' values where the spec
-  // has them and zeros elsewhere: the dtypes do not depend on the floating values.
+  // has them and zeros elsewhere, then as an empty batch: the dtypes do not depend on the values.
   std::vector<kit::OutSpec> specs;
   std::string error;
-  for (const bool zeros : {false, true}) {
+  for (const int attempt : {0, 1, 2}) {
+    const bool zeros = attempt > 0, empty = attempt == 2;
     std::vector<Scalar> sc(d->args.size());
     std::vector<std::optional<TensorView>> views(d->args.size());
     std::vector<std::unique_ptr<char, decltype(&std::free)>> buffers;
@@ -487,6 +488,9 @@ std::string out_dtypes_json(const std::string& op, const std::string& spec) {
         Shape shape;
         for (const auto& e : v["shape"]) shape.push_back(std::max<int64_t>(e.get<int64_t>(), 1));
         const auto dt = dtype_from_name(v["dtype"].get<std::string>());
+        // The last attempt, for a graph's tensors without values: an empty batch (a 1-D integer
+        // tensor becomes one 0: lengths, indices and offsets that agree with empty values).
+        if (empty && !shape.empty()) shape[0] = shape.size() == 1 && dt && is_integral(*dt) ? 1 : 0;
         if (!dt || shape.size() > static_cast<size_t>(kMaxDims))
           return nlohmann::json({{"error", op + ": " + a.name + ": unsupported tensor"}}).dump();
         void* data = nullptr;
@@ -497,7 +501,8 @@ std::string out_dtypes_json(const std::string& op, const std::string& spec) {
           buffers.emplace_back(static_cast<char*>(std::calloc(static_cast<size_t>(n) + 1, 1)),
                                &std::free);
           data = buffers.back().get();
-          if (v.contains("data")) {  // an integer tensor's values (offsets, lengths, indices)
+          if (!empty &&
+              v.contains("data")) {  // an integer tensor's values (offsets, lengths, indices)
             const auto& vals = v["data"];
             for (size_t j = 0; j < vals.size() && static_cast<int64_t>(j) * dtype_size(*dt) < n;
                  ++j) {
@@ -531,7 +536,7 @@ std::string out_dtypes_json(const std::string& op, const std::string& spec) {
     const Status st = d->shapes(call.get(), &specs, Context{});
     if (st.ok()) break;
     error = st.message();
-    if (zeros) return nlohmann::json({{"error", error}}).dump();
+    if (empty) return nlohmann::json({{"error", error}}).dump();
   }
   nlohmann::json out = nlohmann::json::array();
   for (const auto& s : specs) out.push_back(s.present ? std::string(dtype_name(s.dtype)) : "");

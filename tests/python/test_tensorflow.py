@@ -107,6 +107,28 @@ def test_graph_mode_shapes():
                                                     torch.tensor(off.numpy()), 5))
 
 
+def test_graph_mode_gradient_and_data_sized_outputs():
+    # In a tf.function the wrapper sees no values: output dtypes of ops whose shape function
+    # reads lengths (jagged_index_select) still come out right, and the gradient runs as a graph.
+    off = tf.constant([0, 2, 2, 6], tf.int64)
+
+    def fwd_bwd(x):
+        with tf.GradientTape() as t:
+            t.watch(x)
+            y = rtf.hstu_attn(x, x, x, off, max_seq_len_q=4, max_seq_len_k=4,
+                              num_targets=tf.constant([1, 0, 2]))
+            s = tf.reduce_sum(y * y)
+        return y, t.gradient(s, x)
+
+    x = tf.random.uniform([6, 2, 4], dtype=tf.float64)
+    for a, b in zip(tf.function(fwd_bwd)(x), fwd_bwd(x)):
+        assert_same(a, b)
+    sel = tf.function(lambda v, n: rtf.jagged_index_select(v, n, tf.constant([2, 0], tf.int64)))
+    v, n = tf.random.uniform([6, 3]), tf.constant([2, 0, 4], tf.int64)
+    for a, b in zip(sel(v, n), rtf.jagged_index_select(v, n, tf.constant([2, 0], tf.int64))):
+        assert_same(a, b)
+
+
 def test_errors_name_the_argument():
     with pytest.raises(tf.errors.InvalidArgumentError, match="max_seq_len"):
         rtf.jagged_to_padded_dense(tf.zeros([3, 2]), tf.constant([0, 3], tf.int64), -1)
@@ -264,9 +286,20 @@ def test_every_op_against_torch(op, recorded):
         try:
             want = getattr(torch.ops.recops, op)(*pos, **kw)
         except (RuntimeError, ValueError, TypeError, NotImplementedError):
-            # the case's scalars are named otherwise: the TF op refuses the same values
-            with pytest.raises((tf.errors.InvalidArgumentError, tf.errors.UnimplementedError)):
-                rtf.call_op(op, *map(to_tf, vals))
+            # Mostly the case's scalars are named otherwise, and the TF op refuses the same
+            # values. Else TF must give what the CLI recorded: the torch binding refuses some
+            # valid all-empty inputs (jagged_index_select's b0_k0: an empty CPU tensor's null
+            # data read as a tensor without data).
+            try:
+                got = rtf.call_op(op, *map(to_tf, vals))
+            except (tf.errors.InvalidArgumentError, tf.errors.UnimplementedError):
+                continue
+            rec = load_file(str(d / e["outputs"]))
+            got = list(got) if isinstance(got, tuple) else [got]
+            for o, a in zip(info["outs"], got):
+                if o["name"] in rec:
+                    assert_same(a, rec[o["name"]])
+            compared += 1
             continue
         got = rtf.call_op(op, *map(to_tf, vals))
         want = list(want) if isinstance(want, (tuple, list)) else [want]
