@@ -305,7 +305,6 @@ class KitFunction : public torch::autograd::Function<KitFunction> {
         rest.push_back(keep[i]);
       }
     }
-    ctx->save_for_backward(tensors);
     ctx->saved_data["rest"] = rest;
     ctx->saved_data["where"] = where;
     ctx->saved_data["def"] = reinterpret_cast<int64_t>(d);
@@ -316,14 +315,33 @@ class KitFunction : public torch::autograd::Function<KitFunction> {
       if (d->args[i].opts.grad)
         given.push_back(in[i].isTensor() && in[i].toTensor().defined() ? 1 : 0);
     ctx->saved_data["given"] = given;
+    const size_t m = d->outs.size();
+    variable_list outs;  // every output of the op that ran (save_outputs_from: more than m)
     {
       const at::AutoDispatchBelowADInplaceOrView below;
-      op->redispatchBoxed(ks & c10::after_autograd_keyset, stack);
+      if (d->save_outputs_from.empty()) {
+        op->redispatchBoxed(ks & c10::after_autograd_keyset, stack);
+        for (size_t i = 0; i < m; ++i) outs.push_back((*stack)[stack->size() - m + i].toTensor());
+        torch::jit::drop(*stack, m);
+      } else {
+        outs = call(d->save_outputs_from, in);
+        torch::jit::drop(*stack, n);
+      }
     }
-    const size_t m = d->outs.size();
-    variable_list outs;
-    for (size_t i = 0; i < m; ++i) outs.push_back((*stack)[stack->size() - m + i].toTensor());
-    torch::jit::drop(*stack, m);
+    // The saved outputs follow the kept arguments' tensors.
+    const kit::OpDef* from = d->save_outputs_from.empty() ? d : kit::find_def(d->save_outputs_from);
+    TORCH_INTERNAL_ASSERT(from != nullptr && outs.size() == from->outs.size() && outs.size() >= m,
+                          d->name, ": save_outputs_from ", d->save_outputs_from,
+                          " gave no outputs that extend this op's");
+    for (const auto& name : d->save_outputs) {
+      size_t k = 0;
+      while (k < from->outs.size() && from->outs[k].name != name) ++k;
+      TORCH_INTERNAL_ASSERT(k < from->outs.size(), d->name, ": save_outputs names ", name,
+                            ", which is no output of ", from->name);
+      tensors.push_back(outs[k]);
+    }
+    ctx->save_for_backward(tensors);
+    outs.resize(m);
     for (size_t i = 0; i < m; ++i)
       if (!d->outs[i].grad) ctx->mark_non_differentiable({outs[i]});
     return outs;
@@ -337,8 +355,10 @@ class KitFunction : public torch::autograd::Function<KitFunction> {
     const auto tensors = ctx->get_saved_variables();
     const auto rest = ctx->saved_data["rest"].toList();
     const auto where = ctx->saved_data["where"].toIntVector();
+    // The kept arguments, then the saved outputs (OpDef::save_outputs).
     Args saved(rest.begin(), rest.end());
-    for (size_t j = 0; j < tensors.size(); ++j) saved[static_cast<size_t>(where[j])] = tensors[j];
+    for (size_t j = 0; j < where.size(); ++j) saved[static_cast<size_t>(where[j])] = tensors[j];
+    for (size_t j = where.size(); j < tensors.size(); ++j) saved.emplace_back(tensors[j]);
     std::vector<at::Tensor> gout;  // the differentiable outputs' gradients
     for (size_t i = 0; i < grads.size(); ++i)
       if (d->outs[i].grad) gout.push_back(grads[i]);

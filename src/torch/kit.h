@@ -31,10 +31,12 @@ struct TorchHooks {
   // symbolic size is an error naming the op.
   std::function<std::vector<at::Tensor>(const Args& args)> meta;
   // What the Autograd kernel keeps for the backward (default: every argument). Tensors kept here
-  // are saved with version checks.
+  // are saved with version checks; the outputs the table names in save_outputs are saved after
+  // them (kit::Def::save_outputs).
   std::function<Args(const Args& args)> save;
   // The backward (default: the OpDef's backward op, called with the output gradients, the saved
-  // arguments and the want_d<x> flags). Returns one gradient per differentiable argument.
+  // arguments, the saved outputs and the want_d<x> flags). `saved`: what `save` kept, then the
+  // save_outputs in the table's order. Returns one gradient per differentiable argument.
   std::function<std::vector<at::Tensor>(const Args& saved, const std::vector<at::Tensor>& grads)>
       backward;
 };

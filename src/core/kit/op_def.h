@@ -129,6 +129,12 @@ struct OpDef {
   // forward arguments in order, then `bool want_d<x>` for each optional differentiable tensor x;
   // it returns one gradient per differentiable argument, in order.
   std::string backward;
+  // Outputs the Autograd kernel saves for the backward, by name (Def::save_outputs). They follow
+  // the saved arguments: in the `saved` of a backward hook, and as arguments of the backward op
+  // before the want_d<x> flags. With save_outputs_from set, they are outputs of that op, which
+  // the Autograd kernel then runs instead of this one (see Def::save_outputs).
+  std::vector<std::string> save_outputs;
+  std::string save_outputs_from;
   // The op's torch-free halves, type-erased over one call's state (kit::Call: the Args struct and
   // the op's Plan, what the shape function validated and the run reuses, so that every check
   // runs once per call).
@@ -260,6 +266,15 @@ class Def {
   }
   Def& backward(std::string name) {
     d_.backward = std::move(name);
+    return *this;
+  }
+  // The Autograd kernel saves these outputs for the backward (with version checks), e.g. a
+  // softmax's lse, so that the backward need not recompute them. With `from`, they are outputs
+  // of op `from`, which takes the same arguments and returns this op's outputs first, then more:
+  // when a gradient is needed the Autograd kernel runs `from` and returns its first outputs.
+  Def& save_outputs(std::vector<std::string> names, std::string from = "") {
+    d_.save_outputs = std::move(names);
+    d_.save_outputs_from = std::move(from);
     return *this;
   }
   Def& device_arg(int i) {

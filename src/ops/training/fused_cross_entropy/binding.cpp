@@ -1,8 +1,8 @@
 // training/fused_cross_entropy/binding.cpp: the torch hooks the generic binding (src/torch/kit.h)
-// cannot derive. The backward needs lse, a forward output the Autograd kernel's save hook cannot
-// see (it receives the arguments only): it recomputes lse with fused_cross_entropy_fwd from the
-// saved arguments, then calls fused_cross_entropy_bwd; both are registered ops, so torch.compile
-// traces the backward as a graph of recops ops. Meta kernels give the loss shapes in SymInts.
+// cannot derive: the backward calls fused_cross_entropy_bwd with the forward's lse, which the
+// table saves (save_outputs from fused_cross_entropy_fwd, so the forward runs that op when a
+// gradient is needed); both are registered ops, so torch.compile traces the backward as a graph
+// of recops ops. Meta kernels give the loss shapes in SymInts.
 #include <ATen/ops/empty.h>
 
 #include "torch/kit.h"
@@ -31,11 +31,10 @@ RECOPS_TORCH_HOOKS(fused_cross_entropy) {
   recops::binding::TorchHooks h;
   h.meta = [](const Args& a) { return fwd_meta(a, "fused_cross_entropy", false); };
   // saved: logits, labels, weight, ignore_index, label_smoothing, z_loss_scale, softcap,
-  // reduction, precompute_grad, inplace (the schema's order).
+  // reduction, precompute_grad, inplace (the schema's order), then the saved output lse.
   h.backward = [](const Args& s, const std::vector<at::Tensor>& grads) {
-    const at::Tensor lse = recops::binding::call("fused_cross_entropy_fwd", s)[2];
     return recops::binding::call("fused_cross_entropy_bwd",
-                                 {grads[0], s[0], s[1], s[2], lse, s[3], s[4], s[5], s[6], s[7]});
+                                 {grads[0], s[0], s[1], s[2], s[10], s[3], s[4], s[5], s[6], s[7]});
   };
   return h;
 }

@@ -297,6 +297,7 @@ RECOPS_REGISTER_OPS(reg) {
         .out("z_loss", false);
     if (main) {
       d.shapes(op_shapes).run(op_run).workspace(op_workspace).backward(kBwd).doc("", kDoc);
+      d.save_outputs({"lse"}, kFwd);  // the backward's lse, not recomputed
     } else {
       d.out("lse", false).shapes(fwd_shapes).run(fwd_run).workspace(fwd_workspace).doc("-", "");
     }

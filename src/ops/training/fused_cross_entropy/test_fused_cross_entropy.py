@@ -108,6 +108,18 @@ def test_fwd_gives_lse_and_bwd_the_gradient(device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+def test_autograd_saves_the_forward_lse(device):
+    """The table's save_outputs: the forward's lse is saved (no recompute in the backward)."""
+    z, y, w = sample(9, 11, device, dtype=torch.float32)
+    packed = []
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: packed.append(t) or t, lambda t: t):
+        loss, _ = recops.fused_cross_entropy(z.clone().requires_grad_(), y, w, reduction="none")
+    lse = torch.ops.recops.fused_cross_entropy_fwd(z, y, w, reduction=0)[2]
+    assert any(t.shape == lse.shape and torch.equal(t, lse) for t in packed)
+    assert torch.equal(loss.detach(), recops.fused_cross_entropy(z, y, w, reduction="none")[0])
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_opcheck(device):
     z, y, w = sample(7, 5, device, dtype=torch.float32)
     for red in (0, 2):
