@@ -2,7 +2,7 @@
 # scripts/run_fuzz.sh: builds the libFuzzer targets of tests/fuzz with clang (ASan + UBSan, in
 # build-fuzz) and runs each for a bounded time over its seed corpus in tests/fuzz/corpus/<target>.
 #
-#   scripts/run_fuzz.sh [SECONDS_PER_TARGET=30] [TARGET...]
+#   scripts/run_fuzz.sh [SECONDS_PER_TARGET=20] [TARGET...]
 #
 # New inputs that raise coverage go to build-fuzz/corpus/<target> (the checked-in seeds stay
 # untouched); a crash leaves fuzz-artifacts/<target>/crash-* and a non-zero exit. Turn each
@@ -10,10 +10,12 @@
 # tests/fuzz/corpus/<target>/ (named after what it caught), once it is fixed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-SECONDS_PER_TARGET=${1:-30}
+SECONDS_PER_TARGET=${1:-20}
 shift || true
 TARGETS=("$@")
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(fuzz_casefile fuzz_jagged_entries)
+[ ${#TARGETS[@]} -gt 0 ] ||
+  TARGETS=(fuzz_casefile fuzz_jagged_entries fuzz_attention_entries fuzz_training_entries
+           fuzz_safetensors fuzz_tuning)
 BUILD=${RECOPS_FUZZ_BUILD:-build-fuzz}
 JOBS=${JOBS:-$(nproc)}
 

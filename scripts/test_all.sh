@@ -78,7 +78,8 @@ step "asan+ubsan ctest" asan
 # 5. Formatting of every tracked C++/CUDA source.
 step "clang-format" bash -c "git ls-files '*.h' '*.cpp' '*.cu' '*.cuh' | xargs clang-format --dry-run --Werror"
 
-# 6. Bounded fuzzing of the case-file parser and the jagged validation (libFuzzer, clang).
+# 6. Bounded fuzzing (libFuzzer, clang): the case-file parser, the op entries (jagged, cumsum,
+#    HSTU, Stem, training), the safetensors reader and the tuning loader.
 if [ -x scripts/run_fuzz.sh ]; then
   step fuzz scripts/run_fuzz.sh
 fi

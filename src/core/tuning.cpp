@@ -4,6 +4,7 @@
 #include "core/tuning.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cctype>
 #include <cstdlib>
 #include <filesystem>
@@ -137,7 +138,7 @@ void load_file(const std::string& path, Tables* t) {
   json root;
   try {
     root = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for a number like 1e999
     t->errors.push_back(path + ": " + e.what());  // names the line and column
     return;
   }
@@ -186,8 +187,9 @@ void load_file(const std::string& path, Tables* t) {
     }
     bool ok = true;
     for (const auto& [k, v] : cfg->items()) {  // nlohmann keeps object keys sorted
-      if (!v.is_number() ||
-          v.get<double>() != static_cast<double>(static_cast<int64_t>(v.get<double>()))) {
+      // An integer within int64 (the range test first: casting 1e300 is undefined).
+      const double x = v.is_number() ? v.get<double>() : 0.5;
+      if (!(x >= -9.2e18 && x <= 9.2e18) || x != std::trunc(x)) {
         t->errors.push_back(where + ": field 'config." + k + "': not an integer");
         ok = false;
         break;

@@ -149,8 +149,15 @@ Status check_meta(const char* op, const HstuAttnArgs& a, P* p) {
   p->dv = dv;
   p->Sq = a.max_seq_len_q;
   p->Sk = a.max_seq_len_k;
-  p->total_q = jagged ? q.sizes[0] : B * q.sizes[1];
-  p->total_k = jagged ? k.sizes[0] : B * k.sizes[1];
+  // Dense rows B·S: an empty q/k may carry extents whose product overflows.
+  int64_t dense_q = 0, dense_k = 0;
+  if (!jagged)
+    RECOPS_CHECK(!__builtin_mul_overflow(B, q.sizes[1], &dense_q) &&
+                     !__builtin_mul_overflow(B, k.sizes[1], &dense_k),
+                 op, ": dense B·Sq and B·Sk must fit int64; got B=", B, ", Sq=", q.sizes[1],
+                 ", Sk=", k.sizes[1]);
+  p->total_q = jagged ? q.sizes[0] : dense_q;
+  p->total_k = jagged ? k.sizes[0] : dense_k;
   p->device_index = q.device.index;
 
   RECOPS_CHECK(a.target_group_size >= 0, op, ": target_group_size=", a.target_group_size,
@@ -402,7 +409,11 @@ Status check_data(const char* op, const HstuAttnArgs& a, const P& p_in, const Co
                    "] for a sequence with pages, 0 without");
     }
   }
-  for (int64_t b = 0; b < p.B; ++b) {
+  // Dense without per-sequence tensors, every sequence has the same lengths: check one (an empty
+  // dense q may have B up to 2^63-1). Otherwise B is bounded by a tensor's size.
+  const bool per_seq = p.jagged || p.kv_cache || a.num_contexts || a.num_targets;
+  const int64_t checked = per_seq ? p.B : std::min<int64_t>(p.B, 1);
+  for (int64_t b = 0; b < checked; ++b) {
     const int64_t Lq = p.len_q(b), Lk = p.len_k(b);
     RECOPS_CHECK(Lq <= p.Sq, op, ": sequence ", b, " has Lq=", Lq, " > max_seq_len_q=", p.Sq);
     RECOPS_CHECK(Lk <= p.Sk, op, ": sequence ", b, " has Lk=", Lk,

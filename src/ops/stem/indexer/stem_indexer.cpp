@@ -68,6 +68,20 @@ Status check_word(const std::vector<int32_t>& m, size_t w, int64_t want, const c
 
 }  // namespace
 
+// Σ_{i<Qb} visible_blocks(r, b, i) in closed form: with stem_block_size 1 and int32 lengths,
+// Qb reaches 2^31 and the loop took seconds. Causal rows see max(0, Kb − Qb + 1 + i) <= Kb
+// blocks; the sum of that arithmetic series is below 2^63 for Qb, Kb < 2^31.
+static int64_t visible_blocks_sum(const stem::StemRules& r, const stem::BatchRules& b) {
+  if (b.Qb <= 0) return 0;
+  if (!r.causal || b.decode) return b.Qb * b.Kb;
+  const int64_t a = b.Kb - b.Qb + 1;     // blocks seen by row 0 (before the clamp at 0)
+  const int64_t first = a < 0 ? -a : 0;  // the first row that sees any
+  const int64_t n = b.Qb - first;        // rows that see some
+  if (n <= 0) return 0;
+  const int64_t lo = a + first, hi = b.Kb;  // their counts run lo, lo + 1, ..., hi
+  return (lo + hi) * n / 2;
+}
+
 std::vector<int32_t> stem_metadata_words(const StemIndexerMetadataParams& p) {
   const int64_t S = p.B * p.Nk, G = p.Nk > 0 ? std::max<int64_t>(1, p.Nq / p.Nk) : 1;
   const int64_t Tq = std::max<int64_t>(1, 128 / G);
@@ -97,8 +111,7 @@ std::vector<int32_t> stem_metadata_words(const StemIndexerMetadataParams& p) {
   std::vector<int64_t> cost(static_cast<size_t>(S), 0), qb(static_cast<size_t>(S), 0);
   for (int64_t b = 0; b < p.B; ++b) {
     const int64_t Qb = stem::ceil_div(p.Lq[b], p.Bs);
-    int64_t c = 0;
-    for (int64_t i = 0; i < Qb; ++i) c += stem::visible_blocks(r, p.Lq[b], p.Lk[b], p.Lk[b], i);
+    const int64_t c = visible_blocks_sum(r, stem::batch_rules(r, p.Lq[b], p.Lk[b], p.Lk[b]));
     for (int64_t hk = 0; hk < p.Nk; ++hk) {
       cost[b * p.Nk + hk] = c;
       qb[b * p.Nk + hk] = Qb;

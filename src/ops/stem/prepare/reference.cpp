@@ -30,6 +30,7 @@ Status stem_prepare_reference(const StemPrepareParams& p, const Context&) {
     // mirrored) of the first `len` tokens, t = i·Bs + g + r·Ts; x already scaled.
     auto group_sums = [&](int64_t H, int64_t NB, int64_t len, bool mirrored, uint16_t* out,
                           auto x) {
+      if (Df == 0) return;  // nothing to write (NB may then be huge)
       for (int64_t h = 0; h < H; ++h)
         for (int64_t i = 0; i < NB; ++i)
           for (int64_t g = 0; g < p.Ts; ++g)

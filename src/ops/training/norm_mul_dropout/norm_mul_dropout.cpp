@@ -42,8 +42,10 @@ Status check_args(const char* op, const A& a, Params* p) {
   if (a.group_norm) {
     RECOPS_CHECK(a.num_heads >= 1, op, ": num_heads=", a.num_heads, " must be >= 1");
     const int64_t L = a.linear_dim == -1 ? D / a.num_heads : a.linear_dim;
-    RECOPS_CHECK(L >= 1 && a.num_heads * L == D, op, ": num_heads * linear_dim must equal D=", D,
-                 "; got num_heads=", a.num_heads, ", linear_dim=", a.linear_dim);
+    int64_t heads_cols = 0;
+    RECOPS_CHECK(L >= 1 && !__builtin_mul_overflow(a.num_heads, L, &heads_cols) && heads_cols == D,
+                 op, ": num_heads * linear_dim must equal D=", D, "; got num_heads=", a.num_heads,
+                 ", linear_dim=", a.linear_dim);
     heads = a.num_heads;
   }
   const int64_t nw = a.group_norm ? heads : D;

@@ -75,8 +75,9 @@ Status stem_prepare_cpu(const StemPrepareParams& p, const Context& ctx) {
   const auto* qb = static_cast<const char*>(p.q);
   const auto* kb = static_cast<const char*>(p.k);
   const auto* vb = static_cast<const char*>(p.v);
-  // qflat: one (b, h, i) block per task.
-  const int64_t nq = p.B * p.Nq * p.Qmax;
+  // qflat: one (b, h, i) block per task. With Df = 0 qflat and kflat are empty (and Qmax, Kmax
+  // may be huge): no tasks.
+  const int64_t nq = Df > 0 ? p.B * p.Nq * p.Qmax : 0;
 #pragma omp parallel for schedule(dynamic, 4) num_threads(nt)
   for (int64_t task = 0; task < nq; ++task) {
     const int64_t b = task / (p.Nq * p.Qmax), h = task / p.Qmax % p.Nq, i = task % p.Qmax;
@@ -94,7 +95,7 @@ Status stem_prepare_cpu(const StemPrepareParams& p, const Context& ctx) {
     for (int64_t d = 0; d < Df; ++d) out[d] = bf16_from_float(acc[d]).bits;
   }
   // kflat: one (b, h, j) block per task, groups mirrored.
-  const int64_t nk = p.B * p.Nk * p.Kmax;
+  const int64_t nk = Df > 0 ? p.B * p.Nk * p.Kmax : 0;
 #pragma omp parallel for schedule(dynamic, 4) num_threads(nt)
   for (int64_t task = 0; task < nk; ++task) {
     const int64_t b = task / (p.Nk * p.Kmax), h = task / p.Kmax % p.Nk, j = task % p.Kmax;
