@@ -5,6 +5,7 @@
 #   configure + build (Release, CUDA sm_90a, the torch binding through the device's python3)
 #   ctest
 #   recops check --backend cuda          -> $OUT/check_cuda.json
+#   recops check --threads 8 --streams 4 -> $OUT/stress_cuda.json (DEVICE_STRESS, default on)
 #   scripts/kernel_bench.py              -> $OUT/kernels_cuda.json (our kernels vs the copy ceiling)
 #   recops bench --backend cuda          -> $OUT/bench_cuda.json
 #   python3 bench/jagged_peers.py        -> $OUT/peers_cuda.json
@@ -122,6 +123,14 @@ wants ctest && step ctest 150 "$OUT/tests.log" ctest --test-dir "$BUILD" --outpu
 # 658 rows, took 193-199 s at e2b0645 and 33533a3 once the HSTU golden ran on all cores).
 wants check && step "check cuda" "${DEVICE_CHECK_S:-300}" "$OUT/check_bench.log" \
   "$RECOPS" check --backend cuda ${DEVICE_CHECK_ARGS:-} --json "$OUT/check_cuda.json"
+# Load on CUDA streams (issue 21): the quick cases of every op from 8 host threads at once, on 4
+# non-blocking streams round robin, each result bit-identical to the single run. DEVICE_STRESS=0
+# skips it; DEVICE_STRESS_S bounds it (default 120 s), DEVICE_STRESS_ARGS narrows it.
+if wants check && [ "${DEVICE_STRESS:-1}" != 0 ]; then
+  step "stress cuda" "${DEVICE_STRESS_S:-120}" "$OUT/check_bench.log" \
+    "$RECOPS" check --backend cuda --quick --threads 8 --streams 4 ${DEVICE_STRESS_ARGS:-} \
+    --json "$OUT/stress_cuda.json"
+fi
 wants kernels && step kernels 120 "$OUT/check_bench.log" \
   python3 scripts/kernel_bench.py --json "$OUT/kernels_cuda.json"
 wants bench && step "bench cuda" 90 "$OUT/check_bench.log" \

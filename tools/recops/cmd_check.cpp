@@ -13,6 +13,7 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <stdexcept>
 #include <thread>
 
 #include <unistd.h>
@@ -35,6 +36,29 @@ struct Result {
   std::string reproducer;
   std::vector<std::pair<std::string, int64_t>> sizes;
 };
+
+// The --streams streams of CUDA device `dev` (created on first use, kept for the run); empty
+// on the CPU or without --streams. Throws when a stream cannot be created.
+const std::vector<void*>& load_streams(DeviceType bt, Device dev, int n) {
+  struct Pool {
+    std::map<int, std::vector<void*>> by_device;
+    ~Pool() {
+      for (auto& [i, v] : by_device)
+        for (void* s : v) core::cuda::destroy_stream(s);
+    }
+  };
+  static Pool pool;
+  static const std::vector<void*> none;
+  if (bt != DeviceType::cuda || n <= 0) return none;
+  std::vector<void*>& v = pool.by_device[dev.index];
+  while (static_cast<int>(v.size()) < n) {
+    void* s = nullptr;
+    if (Status st = core::cuda::create_stream(dev.index, &s); !st.ok())
+      throw std::runtime_error("--streams: " + st.message());
+    v.push_back(s);
+  }
+  return v;
+}
 
 std::string first_line(const std::string& s) {
   const auto nl = s.find('\n');
@@ -116,6 +140,7 @@ int run_check(const CheckOptions& o, const std::string& argv0) {
             if (o.no_validate) cmd += " --no-validate";
             if (o.repeat > 1) cmd += " --repeat " + std::to_string(o.repeat);
             if (o.threads > 1) cmd += " --threads " + std::to_string(o.threads);
+            if (o.threads > 1 && o.streams > 0) cmd += " --streams " + std::to_string(o.streams);
             r.reproducer = cmd;
           }
           // Off a terminal a failure is said when it happens, so a run cut short by a time
@@ -256,13 +281,18 @@ int run_check(const CheckOptions& o, const std::string& argv0) {
             }
           }
           // Load: N host threads run the case at once; each must give the single run's bits.
+          // On CUDA with --streams, thread t launches on stream t mod N.
           if (pass && o.threads > 1) {
             std::vector<RunOut> runs(static_cast<size_t>(o.threads));
+            const std::vector<void*>& streams = load_streams(bt, dev, o.streams);
             std::vector<std::thread> pool;
             for (int t = 0; t < o.threads; ++t)
               pool.emplace_back([&, t] {
                 try {
-                  runs[t] = run_poisoned(*d, p, dev_in, dev, base, t % 2);
+                  Context tc = base;
+                  if (!streams.empty())
+                    tc.stream = streams[static_cast<size_t>(t) % streams.size()];
+                  runs[t] = run_poisoned(*d, p, dev_in, dev, tc, t % 2);
                 } catch (const std::exception& e) {
                   runs[t].status = Status(StatusCode::internal, e.what());
                 }

@@ -29,6 +29,7 @@ struct CheckOptions : CommonOptions, RowFilterOptions {
   std::string impl;
   int repeat = 1;
   int threads = 1;  // --threads: also run each case from N host threads at once (the stress rule)
+  int streams = 0;  // --streams: on CUDA, the --threads runs launch on N streams (round robin)
   bool fail_on_ref = false;
   bool no_validate = false;
   bool verbose = false;

@@ -118,6 +118,15 @@ RunOut run_poisoned(const Driver& d, const Problem& p, const std::vector<Input>&
     ctx.workspace = ws.data();
     ctx.workspace_bytes = wb;
   }
+  // The poisoned outputs went up on the legacy default stream, which a non-blocking stream
+  // does not wait for: finish those copies first.
+  if (dev.is_cuda() && ctx.stream != nullptr) {
+    if (Status s = core::cuda::synchronize(dev.index); !s.ok()) {
+      r.status = s;
+      r.host_out = std::move(outs);
+      return r;
+    }
+  }
   r.status = d.run(p, in_views, out_views, ctx);
   if (dev.is_cuda()) {
     // Asynchronous kernel errors surface here.

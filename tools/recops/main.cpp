@@ -103,9 +103,15 @@ int main(int argc, char** argv) {
   check
       ->add_option("--threads", co.threads,
                    "also run each case from N host threads at once (each on its own outputs; on "
-                   "CUDA on the default stream) and require every result bit-identical to the "
+                   "CUDA on the default stream unless --streams) and require every result "
+                   "bit-identical to the "
                    "single run: the registry, tuning and attribute caches under load")
       ->check(CLI::Range(1, 256));
+  check
+      ->add_option("--streams", co.streams,
+                   "with --threads on CUDA: thread t launches on stream t mod N of N non-blocking "
+                   "streams instead of the default stream")
+      ->check(CLI::Range(1, 64));
   check->add_flag("--fail-on-ref", co.fail_on_ref,
                   "fail a case that only the reference implementation would run");
   check->add_flag(

@@ -102,6 +102,18 @@ Status synchronize(int device_index) {
   return Status::Ok();
 }
 
+Status create_stream(int device_index, void** stream) {
+  RECOPS_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_index));
+  cudaStream_t s = nullptr;
+  RECOPS_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  *stream = s;
+  return Status::Ok();
+}
+
+void destroy_stream(void* stream) {
+  if (stream) (void)cudaStreamDestroy(static_cast<cudaStream_t>(stream));
+}
+
 Status mem_get_info(int device_index, size_t* free_bytes, size_t* total_bytes) {
   RECOPS_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_index));
   RECOPS_CUDA_RETURN_IF_ERROR(cudaMemGetInfo(free_bytes, total_bytes));

@@ -36,6 +36,10 @@ Status malloc_device(void** ptr, size_t bytes, int device_index);
 void free_device(void* ptr);
 Status memcpy_any(void* dst, const void* src, size_t bytes);  // cudaMemcpyDefault, synchronous
 Status synchronize(int device_index);
+// A non-blocking stream of device `index` (cudaStreamCreateWithFlags), for load tests; destroy it
+// with destroy_stream.
+Status create_stream(int device_index, void** stream);
+void destroy_stream(void* stream);
 // Free and total device memory of device `index` (cudaMemGetInfo), for memory measurements.
 Status mem_get_info(int device_index, size_t* free_bytes, size_t* total_bytes);
 

@@ -45,6 +45,10 @@ Status zero_async(void*, size_t, int, void*) {
 Status synchronize(int) {
   return no_cuda();
 }
+Status create_stream(int, void**) {
+  return no_cuda();
+}
+void destroy_stream(void*) {}
 
 Status mem_get_info(int, size_t*, size_t*) {
   return no_cuda();
