@@ -96,6 +96,35 @@ void test_double() {
   expect(!judge(view_of(out), view_of(gold), jo).pass, "double: no baseline fails");
 }
 
+// Issue 21: every standard compares which entries are NaN / +Inf / -Inf, not only finite values.
+void test_nonfinite_pattern() {
+  const core::Standard standards[] = {core::Standard::exact, core::Standard::single,
+                                      core::Standard::dbl};
+  for (core::Standard st : standards) {
+    std::vector<float> gold = {1.f, NAN, INFINITY, -INFINITY, 2.f, 3.f};
+    std::vector<float> out = gold;
+    std::vector<float> plain = gold;  // the double standard's baseline
+    TensorView pv = view_of(plain);
+    JudgeOptions jo;
+    jo.standard = st;
+    if (st == core::Standard::dbl) jo.baseline = &pv;
+    expect(judge(view_of(out), view_of(gold), jo).pass, "pattern: the golden's pattern passes");
+    const std::pair<int, float> wrong[] = {
+        {1, 0.f},        // finite where the golden is NaN
+        {2, -INFINITY},  // the other infinity
+        {2, NAN},        // NaN where the golden is +Inf
+        {3, 5.f},        // finite where the golden is -Inf
+        {4, INFINITY},   // Inf where the golden is finite
+        {5, NAN},        // NaN where the golden is finite
+    };
+    for (auto [i, v] : wrong) {
+      out = gold;
+      out[static_cast<size_t>(i)] = v;
+      expect(!judge(view_of(out), view_of(gold), jo).pass, "pattern: a wrong pattern fails");
+    }
+  }
+}
+
 void test_parser() {
   CaseSchema schema;
   schema.ops["jagged_to_padded_dense"] = {"jagged_to_padded_dense",
@@ -176,6 +205,7 @@ int main() {
   test_exact();
   test_single();
   test_double();
+  test_nonfinite_pattern();
   test_parser();
   test_generators();
   test_safetensors_overflow();

@@ -101,8 +101,13 @@ class StemPrepareDriver final : public StemDriver {
     return stem_prepare(args(p, in), out[0], out[1], out[2], ctx);
   }
 
+  // Both NaN, or the same infinity (false when either is finite).
+  static bool same_nonfinite(double a, double g) {
+    return (std::isnan(a) && std::isnan(g)) || (std::isinf(a) && a == g);
+  }
   // Spec §11 rule 7: qflat/kflat within 1 bf16 ulp (exact zeros where the golden is zero, i.e.
   // padding), vbias within 1e-5 + 1e-4·|g|; a poisoned (unwritten) element fails either rule.
+  // Non-finite values must match the golden's (which entries are NaN / which Inf).
   std::optional<Judgement> judge_outputs(const Problem& p, const std::vector<Tensor>& out,
                                          const std::vector<Tensor>& gold) const override {
     Judgement j;
@@ -119,7 +124,10 @@ class StemPrepareDriver final : public StemDriver {
       // accumulation-noise floor 2^-16·max|golden| applies there; padding rows (all zero in the
       // golden) must be exactly zero.
       double gmax = 0;
-      for (int64_t i = 0; i < n; ++i) gmax = std::max(gmax, std::fabs(to_double(BFloat16{g[i]})));
+      for (int64_t i = 0; i < n; ++i) {
+        const double x = std::fabs(to_double(BFloat16{g[i]}));
+        if (std::isfinite(x)) gmax = std::max(gmax, x);  // an Inf must not widen the floor
+      }
       auto ordered = [](uint16_t h) {
         return (h & 0x8000) ? -static_cast<int32_t>(h & 0x7fff) : static_cast<int32_t>(h);
       };
@@ -128,9 +136,12 @@ class StemPrepareDriver final : public StemDriver {
         for (int64_t i = r0; i < r0 + Df && padding; ++i) padding = (g[i] & 0x7fff) == 0;
         for (int64_t i = r0; i < r0 + Df; ++i) {
           const double va = to_double(BFloat16{a[i]}), vg = to_double(BFloat16{g[i]});
+          // Non-finite values must match the golden's pattern (NaN for NaN, the same Inf).
           const bool ok = padding ? (a[i] & 0x7fff) == 0
-                                  : va == va && (std::abs(ordered(a[i]) - ordered(g[i])) <= 1 ||
-                                                 std::fabs(va - vg) <= 0x1p-16 * gmax);
+                          : !std::isfinite(vg) || !std::isfinite(va)
+                              ? same_nonfinite(va, vg)
+                              : std::abs(ordered(a[i]) - ordered(g[i])) <= 1 ||
+                                    std::fabs(va - vg) <= 0x1p-16 * gmax;
           if (va == va) j.max_abs = std::max(j.max_abs, std::fabs(va - vg));
           if (!ok)
             fail(p.outputs[o].name + "[" + std::to_string(i) + "] = " + std::to_string(va) +
@@ -143,7 +154,8 @@ class StemPrepareDriver final : public StemDriver {
     const auto* g = static_cast<const float*>(gold[2].data());
     for (int64_t i = 0; i < out[2].numel(); ++i) {
       const double d = std::fabs(static_cast<double>(a[i]) - g[i]);
-      if (!(d <= 1e-5 + 1e-4 * std::fabs(g[i])))
+      const bool finite = std::isfinite(a[i]) && std::isfinite(g[i]);
+      if (finite ? !(d <= 1e-5 + 1e-4 * std::fabs(g[i])) : !same_nonfinite(a[i], g[i]))
         fail("vbias[" + std::to_string(i) + "] = " + std::to_string(a[i]) + ", golden " +
              std::to_string(g[i]));
       if (d == d) j.max_abs = std::max(j.max_abs, d);
