@@ -156,6 +156,63 @@ def _rowpadded_strides(lead, E, width):
     return tuple(strides)
 
 
+# ---- the accuracy standard (docs/spec/accuracy.md) -----------------------------------------------
+
+# T per output dtype; fp64 outputs are held to fp32's threshold.
+ACCURACY_T = {torch.float64: 2.0**-13, torch.float32: 2.0**-13, torch.float16: 2.0**-10,
+              torch.bfloat16: 2.0**-7}
+
+
+def _errors(out: np.ndarray, gold: np.ndarray) -> tuple:
+    """(max-abs, relative L2) over the elements whose golden is finite."""
+    f = np.isfinite(gold)
+    if not f.any():
+        return 0.0, 0.0
+    d = np.abs(out[f] - gold[f])
+    g2 = float(np.sum(gold[f] ** 2))
+    return float(d.max()), float(math.sqrt(float(np.sum(d**2)) / g2)) if g2 > 0 else float(
+        math.sqrt(float(np.sum(d**2))))
+
+
+def assert_accurate(out, gold, dtype, *, plain=None, small=None, name: str = "output") -> None:
+    """Judges `out` against the fp64 `gold` by the accuracy standard, for outputs of `dtype`.
+
+    Always: the non-finite pattern must match (NaN where the golden is NaN, the same Inf).
+    Without `plain`, the `single` standard: rel_i = |out − gold| / max(|gold|, small),
+    mean(rel) <= T, max(rel) <= 10·T, and |out − gold| <= T·small where |gold| < small (`small`
+    defaults to the dtype's smallest normal times max|gold|). With `plain` (the same function
+    computed plainly at the same precision), the `double` standard:
+    err(out) <= 2·err(plain) + T/8 for the max-abs and the relative L2 error alike.
+    """
+    T = ACCURACY_T[dtype]
+    o = out.detach().double().cpu().numpy().ravel()
+    g = gold.detach().double().cpu().numpy().ravel()
+    assert o.shape == g.shape, f"{name}: {o.shape} vs golden {g.shape}"
+    bad = ((np.isnan(g) != np.isnan(o)) | (np.isinf(g) & (o != g))
+           | (np.isfinite(g) & ~np.isfinite(o)))
+    assert not bad.any(), (f"{name}: non-finite pattern differs from the golden at "
+                           f"{np.flatnonzero(bad)[:8].tolist()}")
+    if plain is not None:
+        p = plain.detach().double().cpu().numpy().ravel()
+        (ma, rl), (pma, prl) = _errors(o, g), _errors(p, g)
+        assert ma <= 2 * pma + T / 8, f"{name}: max-abs {ma:.3g} > 2·{pma:.3g} + T/8 (T={T:.3g})"
+        assert rl <= 2 * prl + T / 8, f"{name}: rel L2 {rl:.3g} > 2·{prl:.3g} + T/8 (T={T:.3g})"
+        return
+    f = np.isfinite(g)
+    if not f.any():
+        return
+    o, g = o[f], g[f]
+    if small is None:
+        small = float(torch.finfo(dtype).tiny) * max(float(np.abs(g).max()), 1.0)
+    tiny = np.abs(g) < small
+    d = np.abs(o - g)
+    assert not (d[tiny] > T * small).any(), f"{name}: abs error above T·small where |gold| < small"
+    rel = d[~tiny] / np.abs(g[~tiny])
+    if rel.size:
+        assert rel.mean() <= T, f"{name}: mean rel {rel.mean():.3g} > T={T:.3g}"
+        assert rel.max() <= 10 * T, f"{name}: max rel {rel.max():.3g} > 10·T={10 * T:.3g}"
+
+
 # ---- lengths -----------------------------------------------------------------------------------
 
 

@@ -1,6 +1,7 @@
 """recops.testing reproduces the C++ generators: fixed values computed with src/core/hash_rng.h."""
 
 import numpy as np
+import pytest
 import torch
 
 from recops import testing
@@ -42,3 +43,23 @@ def test_rowpadded_values_layout():
     t = testing.rowpadded_values([4], [3], "fp32", 9, 1, row_pad=2)
     assert t.shape == (4, 3) and t.stride() == (5, 1)
     assert torch.equal(t, testing.rowpadded_values([4], [3], "fp32", 9, 1))
+
+
+def test_assert_accurate_standard():
+    # docs/spec/accuracy.md: the non-finite pattern always; single: mean rel <= T, max <= 10 T;
+    # double: err(out) <= 2 err(plain) + T/8.
+    from recops.testing import assert_accurate
+    gold = torch.tensor([1.0, float("nan"), float("inf"), -2.0, 3.0], dtype=torch.float64)
+    out = gold.float()
+    assert_accurate(out, gold, torch.float32)
+    for i, v in [(1, 0.0), (2, float("-inf")), (3, float("nan")), (4, float("inf"))]:
+        bad = out.clone()
+        bad[i] = v
+        with pytest.raises(AssertionError, match="non-finite pattern"):
+            assert_accurate(bad, gold, torch.float32)
+    with pytest.raises(AssertionError, match="rel"):
+        assert_accurate(out * (1 + 2e-3), gold, torch.float32)
+    plain = gold.float() + 0.01
+    assert_accurate(out + 0.005, gold, torch.float32, plain=plain)
+    with pytest.raises(AssertionError, match="max-abs"):
+        assert_accurate(out + 0.1, gold, torch.float32, plain=plain)
