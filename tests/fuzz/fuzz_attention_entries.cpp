@@ -65,7 +65,7 @@ bool hstu_args(FuzzedDataProvider& fdp, Arena& ar, recops::HstuAttnArgs* a) {
       return false;
   }
   const int64_t nb = B > 64 ? 64 : B;
-  const int64_t Smax = Sq > Sk ? Sq : Sk;
+  const int64_t Smax = std::min<int64_t>(Sq > Sk ? Sq : Sk, INT32_MAX);  // Sq may be 2^62
   TensorView tmp;
   if (fdp.ConsumeIntegralInRange<int>(0, 3) == 0) {
     if (!ar.ints({nb}, off_t, 0, Smax, &tmp)) return false;

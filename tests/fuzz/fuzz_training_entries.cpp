@@ -332,7 +332,8 @@ void fuzz_conv(FuzzedDataProvider& fdp) {
       int64_t last = 0, longest = 0;
       nseq = fdp.ConsumeIntegralInRange<int64_t>(0, 4);
       const DType it = dtype_or_any(fdp, fdp.ConsumeBool() ? DType::int32 : DType::int64);
-      ok = ok && ar.offsets(nseq, it, T / (nseq > 0 ? nseq : 1) + 1, &tmp, &last, &longest);
+      ok = ok && ar.offsets(nseq, it, std::min<int64_t>(T, INT32_MAX) / (nseq > 0 ? nseq : 1) + 1,
+                            &tmp, &last, &longest);
       a.seq_offsets = tmp;
       break;
     }

@@ -7,6 +7,7 @@
 
 #include <fuzzer/FuzzedDataProvider.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <deque>
@@ -132,6 +133,7 @@ class Arena {
   // *last gets the final value; *longest the largest length.
   bool offsets(int64_t n, DType t, int64_t max_len, TensorView* out, int64_t* last,
                int64_t* longest) {
+    max_len = std::min<int64_t>(max_len, int64_t{1} << 20);  // the cumsum cannot overflow
     Shape shape = {n + 1};
     if (fdp_.ConsumeIntegralInRange<int>(0, 15) == 0) shape = {1, n + 1};
     if (!view(shape, t, out)) return false;
