@@ -21,6 +21,8 @@ FBGEMM_TRITON = "fbgemm_gpu.triton.jagged.triton_jagged_tensor_ops"
 SLL_BMM = "fbgemm_gpu.sll.triton.triton_jagged_bmm"
 SLL_SOFTMAX = "fbgemm_gpu.sll.triton.triton_jagged_softmax"
 SLL_ADD = "fbgemm_gpu.sll.triton.triton_jagged_dense_elementwise_add"
+SLL_DENSE_ATTN = "fbgemm_gpu.sll.triton.triton_jagged_dense_flash_attention"
+SLL_MH_ATTN = "fbgemm_gpu.sll.triton.triton_multi_head_jagged_flash_attention"
 GR_TRITON = "generative_recommenders.ops.triton.triton_jagged"
 
 
@@ -84,6 +86,17 @@ def _needs(fb, name):
         def missing(*args, **kw):
             raise PeerError(f"torch.ops.fbgemm.{name} not in this fbgemm_gpu: {e}")
         return missing
+
+
+def _needs_sll(fb, name):
+    """FBGEMM's sll_* op `name`: fbgemm_gpu registers those when fbgemm_gpu.sll is imported."""
+    try:
+        importlib.import_module("fbgemm_gpu.sll")
+    except Exception as e:
+        def missing(*args, **kw):
+            raise PeerError(f"import fbgemm_gpu.sll: {type(e).__name__}: {e}")
+        return missing
+    return _needs(fb, name)
 
 
 # Each builder returns {peer name: (function of the op's inputs, differentiable)}; the functions
@@ -168,6 +181,30 @@ def peers_jagged_bmm(fb, tri):
     sll = tri.fn(SLL_BMM, "jagged_jagged_bmm")
     out["sll_triton:jagged_jagged_bmm"] = (
         lambda x, y, o, L: sll(x, y, o, L, False, use_fbgemm_kernel=False), True)
+    return out
+
+
+def peers_dense_flash_attention(fb, tri):
+    """SLL's op (FBGEMM registers it for CUDA only, over the same Triton kernel) and the kernel
+    itself; allow_tf32=False on both, as ours."""
+    out = {}
+    if fb is not None:
+        op = _needs_sll(fb, "sll_jagged_dense_flash_attention")
+        out["fbgemm"] = (lambda q, k, v, b, o, L: op(q, k, v, b, o, L, False), True)
+    sll = tri.fn(SLL_DENSE_ATTN, "jagged_dense_flash_attention")
+    out["sll_triton:jagged_dense_flash_attention"] = (
+        lambda q, k, v, b, o, L: sll(q, k, v, b, o, L, allow_tf32=False), True)
+    return out
+
+
+def peers_multi_head_flash_attention(fb, tri):
+    out = {}
+    if fb is not None:
+        op = _needs_sll(fb, "sll_multi_head_jagged_flash_attention")
+        out["fbgemm"] = (lambda q, k, v, o, L: op(q, k, v, o, L, False), True)
+    sll = tri.fn(SLL_MH_ATTN, "multi_head_jagged_flash_attention")
+    out["sll_triton:multi_head_jagged_flash_attention"] = (
+        lambda q, k, v, o, L: sll(q, k, v, o, L, allow_tf32=False), True)
     return out
 
 

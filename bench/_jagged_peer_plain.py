@@ -168,6 +168,43 @@ def jagged_bmm_loop(x, y, offsets, max_L):
     return torch.stack(outs)
 
 
+# ---- attention -----------------------------------------------------------------------------------
+def _key_fill(offsets, mask):
+    """-inf where a key position is padding, but 0 for every position of an empty sequence: its
+    softmax is then finite (and zeroed after), so no NaN reaches the gradients of k or the bias."""
+    nonempty = (offsets[1:] > offsets[:-1]).view(-1, *([1] * (mask.dim() - 1)))
+    return torch.where(nonempty, float("-inf"), 0.0)
+
+
+def dense_flash_attention_padded(q, k, v, attn_bias, offsets, max_L):
+    """q, v padded to [B, max_L, D]; s = q k + bias [B, max_L, T], -inf on padding; softmax over
+    the sequence axis in fp32, rounded to the input dtype; out = pᵀ v [B, T, D]."""
+    qp = to_dense_index_copy(q, offsets, max_L, 0.0)
+    vp = to_dense_index_copy(v, offsets, max_L, 0.0)
+    s = torch.bmm(qp, k) + attn_bias[:, :max_L]
+    mask = valid_mask(offsets, max_L)[:, :, None]
+    s = torch.where(mask, s, _key_fill(offsets, mask).to(s.dtype))
+    p = torch.where(mask, torch.softmax(s.float(), dim=1), 0.0).to(q.dtype)
+    return torch.bmm(p.transpose(1, 2), vp)
+
+
+def multi_head_flash_attention_padded(q, k, v, offsets, max_L):
+    """q, k, v [H, total_L, D] padded to [B, H, max_L, D]; s = q kᵀ with -inf on padded keys;
+    softmax in fp32 / max_L, rounded to the input dtype; p v gathered back to [H, total_L, D]."""
+    total_L = q.shape[1]
+
+    def pad(x):  # [H, total_L, D] -> [B, H, max_L, D]
+        return to_dense_index_copy(x.transpose(0, 1), offsets, max_L, 0.0).transpose(1, 2)
+
+    qp, kp, vp = pad(q), pad(k), pad(v)
+    s = torch.matmul(qp, kp.transpose(2, 3))
+    mask = valid_mask(offsets, max_L)[:, None, None, :]
+    s = torch.where(mask, s, _key_fill(offsets, mask).to(s.dtype))
+    p = (torch.where(mask, torch.softmax(s.float(), dim=-1), 0.0) / max(max_L, 1)).to(q.dtype)
+    out = torch.matmul(p, vp)  # [B, H, max_L, D]; rows m >= n_b dropped below
+    return to_jagged_index(out.transpose(1, 2), offsets, total_L).transpose(0, 1)
+
+
 # ---- segment_sum_csr / jagged_index_select ---------------------------------------------------------
 def segment_sum_reduce(batch_size, csr_seg, values):
     """torch.segment_reduce over offsets csr_seg * batch_size (empty segments sum to 0)."""

@@ -2,9 +2,10 @@
 """Times recops' jagged ops against their peers in one run, forward and forward+backward.
 
 Ops: the conversions, jagged_dense_elementwise_add / _mul, jagged_softmax, jagged_index_select
-(memory-bound shapes S*), jagged_dense_bmm / jagged_jagged_bmm (M*), segment_sum_csr (G*) and the
-cumsum family (C*). Ours is what a user calls, the public ``recops.<op>``; with --phases fwd_bwd
-also forward+backward through autograd (``torch.autograd.grad``) where the op has a backward.
+(memory-bound shapes S*), jagged_dense_bmm / jagged_jagged_bmm (M*), jagged_dense_flash_attention
+(A*) / multi_head_jagged_flash_attention (H*), segment_sum_csr (G*) and the cumsum family (C*).
+Ours is what a user calls, the public ``recops.<op>``; with --phases fwd_bwd also forward+backward
+through autograd (``torch.autograd.grad``) where the op has a backward.
 
 Peers, timed in the same process on the same inputs: the plain PyTorch composition (the fastest of
 a few honest formulations, named in the record; bench/_jagged_peer_plain.py), FBGEMM's op when
@@ -15,7 +16,7 @@ fails to import, compile or run gets a record with `peer_error` and never stops 
 are re-measured in the same run (performance.md): copy bandwidth (a 1 GiB device copy on CUDA, a
 large host copy on the CPU) and the bf16 matmul rate (8192^3, CUDA only). Outputs (gradients for
 fwd_bwd) of all sides are compared; the records carry the fields of performance.md, memory-bound
-ops as GB/s and a fraction of the copy ceiling, the bmms as TFLOP/s.
+ops as GB/s and a fraction of the copy ceiling, the bmms and attentions as TFLOP/s.
 
     python bench/jagged_peers.py --device cpu    # reduced shapes; about 25 min on 2 busy cores
     python bench/jagged_peers.py --device cuda --json out.json
@@ -23,7 +24,8 @@ ops as GB/s and a fraction of the copy ceiling, the bmms as TFLOP/s.
 
 Byte floor (jagged_ops.md §6.1): inputs only where the math reads them (truncated rows and padded
 dense positions not counted), each output byte once, the offsets once; fwd_bwd counts the forward's
-and the backward's. FLOPs (§6.1): 2·K·N·Σn_b for the bmms (n_b truncated at max_L), fwd_bwd 3x.
+and the backward's. FLOPs (§6.1): 2·K·N·Σn_b for the bmms (n_b truncated at max_L), fwd_bwd 3x;
+attention forward 4·D·T·Σn_b (jagged-dense) and 4·H·D·Σn_b² (multi-head), fwd_bwd 3.5x.
 """
 
 from __future__ import annotations
@@ -87,6 +89,17 @@ BMM_SHAPES = {  # K = N for jagged_dense_bmm, M = N for jagged_jagged_bmm
     "M3": dict(B=64, max_L=4096, K=1024, gen="all_max", only=("jagged_jagged_bmm",)),
     "M1r": dict(B=128, max_L=256, K=128, gen="skewed"),  # CPU variant of M1
 }
+# §6.3 A* (jagged_dense_flash_attention, lengths as its perf.yaml) and H* (the multi-head one).
+# A1 and H1 are fp32 in the spec; like S1's fp16 they run in --dtype here.
+_JD, _MH = ("jagged_dense_flash_attention",), ("multi_head_jagged_flash_attention",)
+ATTN_SHAPES = {
+    "A1": dict(B=10, max_L=100, D=64, T=30, gen="uniform", only=_JD),
+    "A2": dict(B=1024, max_L=1024, D=128, T=64, gen="skewed", only=_JD),
+    "A3": dict(B=1024, max_L=1024, D=256, T=32, gen="skewed", only=_JD),
+    "H1": dict(B=10, max_L=100, H=8, D=32, gen="range", lo=1, hi=100, only=_MH),
+    "H2": dict(B=1024, max_L=1024, H=4, D=64, gen="skewed", only=_MH),
+    "H3": dict(B=32, max_L=4096, H=4, D=128, gen="skewed", only=_MH),
+}
 SEG_SHAPES = {  # segment_sum_csr (its perf.yaml: the spec names none)
     "G1": dict(S=409600, max=64, batch_size=1),  # a KJT's bags, §6.3 C1's sizes
     "G2": dict(S=4096, max=32768, batch_size=4),  # long segments, memory-bound
@@ -101,14 +114,16 @@ CUMSUM_SHAPES = {
 MEM_OPS = ["jagged_to_padded_dense", "dense_to_jagged", "jagged_dense_elementwise_add",
            "jagged_dense_elementwise_mul", "jagged_softmax", "jagged_index_select"]
 BMM_OPS = ["jagged_dense_bmm", "jagged_jagged_bmm"]
+ATTN_OPS = ["jagged_dense_flash_attention", "multi_head_jagged_flash_attention"]
 CUMSUM_OPS = ["complete_cumsum", "exclusive_cumsum", "inclusive_cumsum"]
-ALL_OPS = MEM_OPS + BMM_OPS + ["segment_sum_csr"] + CUMSUM_OPS
-TABLES = [(CONV_SHAPES, MEM_OPS), (BMM_SHAPES, BMM_OPS), (SEG_SHAPES, ["segment_sum_csr"]),
+ALL_OPS = MEM_OPS + BMM_OPS + ATTN_OPS + ["segment_sum_csr"] + CUMSUM_OPS
+TABLES = [(CONV_SHAPES, MEM_OPS), (BMM_SHAPES, BMM_OPS), (ATTN_SHAPES, ATTN_OPS),
+          (SEG_SHAPES, ["segment_sum_csr"]),
           (CUMSUM_SHAPES, CUMSUM_OPS)]
 DEFAULTS = {
-    "cuda": ["S1", "S2", "S3", "S4", "S5", "S3h4", "M0", "M1", "M2", "M3", "G1", "G2",
-             "C1", "C2", "C3"],
-    "cpu": ["S1", "S2", "S3r", "S4", "M0", "M1r", "G1", "G2r", "C1", "C2", "C3r"],
+    "cuda": ["S1", "S2", "S3", "S4", "S5", "S3h4", "M0", "M1", "M2", "M3", "A1", "A2", "A3",
+             "H1", "H2", "H3", "G1", "G2", "C1", "C2", "C3"],
+    "cpu": ["S1", "S2", "S3r", "S4", "M0", "M1r", "A1", "H1", "G1", "G2r", "C1", "C2", "C3r"],
 }
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 
@@ -506,6 +521,44 @@ def bench_bmm(bench, op, spec, dtype_name):
                      flops={"fwd": flops, "fwd_bwd": 3 * flops})
 
 
+def bench_attention(bench, op, spec, dtype_name):
+    """The two flash attentions: TFLOP/s by §6.1, forward 4·D·T·Σn_b (jagged-dense) or
+    4·H·D·Σn_b² (multi-head), n_b truncated at max_L; fwd_bwd 3.5x (backward 2.5x forward)."""
+    device = bench.device
+    dtype = DTYPES[dtype_name]
+    es = torch.tensor([], dtype=dtype).element_size()
+    B, max_L, D = spec["B"], spec["max_L"], spec["D"]
+    lengths = _lengths(spec, B, max_L)
+    offsets = torch.tensor(testing.offsets_from_lengths(lengths), device=device)
+    total_L = int(offsets[-1])
+    n = [min(x, max_L) for x in lengths]
+    gen = torch.Generator(device=device).manual_seed(37)
+    shape = {"B": B, "max_L": max_L, "D": D, "total_L": total_L, "lengths": spec["gen"]}
+    if op == "jagged_dense_flash_attention":
+        T = spec["T"]
+        shape["T"] = T
+        flops = 4 * D * T * sum(n)
+        rot = _rotations((2 * total_L * D + B * D * T + B * max_L * T) * es, device)
+        args = [(bench.rand((total_L, D), dtype, gen), bench.rand((B, D, T), dtype, gen),
+                 bench.rand((total_L, D), dtype, gen), bench.rand((B, max_L, T), dtype, gen),
+                 offsets, max_L) for _ in range(rot)]
+        plains = {"torch_plain:padded_softmax": plain.dense_flash_attention_padded}
+        peers, fn, grad_pos = (ext.peers_dense_flash_attention(bench.fb, bench.tri),
+                               recops.jagged_dense_flash_attention, (0, 1, 2, 3))
+    else:
+        H = spec["H"]
+        shape["H"] = H
+        flops = 4 * H * D * sum(x * x for x in n)
+        rot = _rotations(3 * H * total_L * D * es, device)
+        args = [tuple(bench.rand((H, total_L, D), dtype, gen) for _ in range(3)) + (offsets, max_L)
+                for _ in range(rot)]
+        plains = {"torch_plain:padded_softmax": plain.multi_head_flash_attention_padded}
+        peers, fn, grad_pos = (ext.peers_multi_head_flash_attention(bench.fb, bench.tri),
+                               recops.multi_head_jagged_flash_attention, (0, 1, 2))
+    return bench.run(op, shape, dtype_name, args, fn, plains, peers, grad_pos,
+                     flops={"fwd": flops, "fwd_bwd": 3.5 * flops})
+
+
 def bench_segment_sum(bench, spec, dtype_name):
     """segment_sum_csr: csr_seg, values and out once each (every value belongs to a segment)."""
     device = bench.device
@@ -552,6 +605,8 @@ def run_one(bench, op, sid, dtype_name):
         return bench_memory_bound(bench, op, CONV_SHAPES[sid], dtype_name)
     if sid in BMM_SHAPES:
         return bench_bmm(bench, op, BMM_SHAPES[sid], dtype_name)
+    if sid in ATTN_SHAPES:
+        return bench_attention(bench, op, ATTN_SHAPES[sid], dtype_name)
     if sid in SEG_SHAPES:
         return bench_segment_sum(bench, SEG_SHAPES[sid], dtype_name)
     return bench_cumsum(bench, op, CUMSUM_SHAPES[sid])
