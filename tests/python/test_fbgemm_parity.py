@@ -471,3 +471,78 @@ def test_sll_jagged2_bmm_gradients(sll_ops, seed, B, L, dt):
             outs.append(torch.autograd.grad(z, (a, b), g))
         for want, got in zip(*outs):
             _close_k(got, want, 7 + L)
+
+
+# ---- the two flash attentions (jagged_ops.md §2.9, §2.10) ----
+
+def _attn_case(seed, B, L, D, over, dt, odt):
+    """Lengths in [0, L + over) (sequence 0 empty, some truncated past L) with their offsets."""
+    g = torch.Generator().manual_seed(seed)
+    n = torch.randint(0, L + over, (B,), generator=g)
+    if B:
+        n[0] = 0
+    off = torch.zeros(B + 1, dtype=torch.int64)
+    off[1:] = torch.cumsum(n, 0)
+    return g, off.to(odt), int(off[-1])
+
+
+def _outputs_and_grads(fn, inputs, *rest):
+    """fn's output and the gradients of all its inputs for a fixed output gradient."""
+    leaves = [t.detach().clone().requires_grad_(True) for t in inputs]
+    out = fn(*leaves, *rest)
+    go = torch.linspace(-1, 1, out.numel()).view_as(out).to(out.dtype)
+    return out, torch.autograd.grad(out, leaves, go)
+
+
+_FLASH = [pytest.param(seed, B, L, D, T, S, dt, odt,
+                       id=f"B{B}-L{L}-D{D}-T{T}-S{S}-{str(dt)[6:]}-{str(odt)[6:]}")
+          for seed, (B, L, D, T, S) in enumerate([(1, 1, 1, 1, 1), (5, 7, 16, 3, 7),
+                                                   (10, 100, 64, 30, 100), (6, 9, 48, 1, 12),
+                                                   (4, 20, 32, 33, 20), (3, 0, 8, 4, 2)])
+          for dt in (torch.float32, torch.bfloat16)
+          for odt in (torch.int32, torch.int64)]
+
+
+@pytest.mark.parametrize("seed,B,L,D,T,S,dt,odt", _FLASH)
+def test_sll_jagged_dense_flash_attention(sll_ops, seed, B, L, D, T, S, dt, odt):
+    # SLL's CPU op is its unfused composition (bmm, add, softmax, bmm) under SLL's autograd; it
+    # leaves rows past max_seq_len unwritten, so dq and dv are compared on the rows within it and
+    # dbias on its first max_seq_len positions (recops: 0 beyond, checked; FBGEMM's dbias there
+    # is garbage, 1e13 at B3-L0-S2). In 16 bits that composition rounds the scores and p between
+    # its four ops (dq off by 0.8 from fp64 at B10-L100), so 16-bit samples compare with FBGEMM run
+    # in fp32 on the same values.
+    g, off, total = _attn_case(seed, B, L, D, 4, dt, odt)
+    q, v = (torch.randn(total, D, generator=g).to(dt) for _ in range(2))
+    k = torch.randn(B, D, T, generator=g).to(dt)
+    bias = torch.randn(B, S, T, generator=g).to(dt)
+    want, wg = _fbgemm(_outputs_and_grads, F.sll_jagged_dense_flash_attention,
+                       [t.float() for t in (q, k, v, bias)], off.long(), L, False)
+    want, wg = want.to(dt), [w.to(dt) for w in wg]
+    got, gg = _outputs_and_grads(sll_ops.sll_jagged_dense_flash_attention, (q, k, v, bias), off, L,
+                                 False)
+    keep = _keep_rows(off, total, L)
+    kk = D + L  # each result sums D products (scores) and then up to L
+    _close_k(got, want, kk)
+    for i in (0, 2):  # dq, dv
+        _close_k(gg[i][keep], wg[i][keep], kk + T)
+        assert not gg[i][~keep].any()
+    _close_k(gg[1], wg[1], kk + L)
+    _close_k(gg[3][:, :L], wg[3][:, :L], kk + T)
+    assert not gg[3][:, L:].any()
+
+
+@pytest.mark.parametrize("seed,B,L,D,H,dt", [(0, 1, 1, 1, 1, torch.float32),
+                                              (1, 6, 9, 16, 2, torch.float32),
+                                              (2, 10, 100, 32, 8, torch.float32)])
+def test_sll_multi_head_jagged_flash_attention(sll_ops, seed, B, L, D, H, dt):
+    # FBGEMM 1.8 registers this op for CUDA only: on its CPU build the sample skips with FBGEMM's
+    # message; where a CPU kernel exists, outputs and gradients are compared on rows within L.
+    g, off, total = _attn_case(seed, B, L, D, 3, dt, torch.int64)
+    q, k, v = (torch.randn(H, total, D, generator=g).to(dt) for _ in range(3))
+    want, wg = _fbgemm(_outputs_and_grads, F.sll_multi_head_jagged_flash_attention, (q, k, v), off,
+                       L, False)
+    got, gg = _outputs_and_grads(sll_ops.sll_multi_head_jagged_flash_attention, (q, k, v), off, L,
+                                 False)
+    keep = _keep_rows(off, total, L)
+    for a, b in zip((got,) + gg, (want,) + wg):
+        _close_k(a[:, keep], b[:, keep], D + L)
