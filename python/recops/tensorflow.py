@@ -206,6 +206,14 @@ _GRAD_HOOKS = {
     "fused_cross_entropy": lambda f, y, g: [call_op(
         "fused_cross_entropy_bwd", g[0], f[0], f[1], f[2],
         call_op("fused_cross_entropy_fwd", *f)[2], *f[3:8])],
+    # the backward op takes the forward's out and lse, recomputed with the _fwd op (as the torch
+    # binding's hook does)
+    "jagged_dense_flash_attention": lambda f, y, g: list(call_op(
+        "jagged_dense_flash_attention_bwd", g[0], *f[:5],
+        *call_op("jagged_dense_flash_attention_fwd", *f), *f[5:])),
+    "multi_head_jagged_flash_attention": lambda f, y, g: list(call_op(
+        "multi_head_jagged_flash_attention_bwd", g[0], *f[:4],
+        *call_op("multi_head_jagged_flash_attention_fwd", *f), *f[4:])),
     # the residual's gradient is grad_y itself
     "causal_conv1d": lambda f, y, g: list(call_op(
         "causal_conv1d_bwd", g[0], g[1], *f[:8], None, *f[9:], True, True, False))[:4] + [g[0]],
