@@ -169,17 +169,17 @@ void forward(const Params& p, int threads) {
         transpose(k.data(), keys, D, kt.data());
         gather<T>(p.v, it.h, it.o + c, keys, D, v.data());
         for (int64_t r = 0; r < rows; ++r) {
-          scores(&q[r * D], kt.data(), D, keys, s.data());
+          scores(q.data() + r * D, kt.data(), D, keys, s.data());
           Acc cmax = mx[r];
           for (int64_t j = 0; j < keys; ++j) cmax = std::max(cmax, s[j]);
           const Acc scale = std::exp(mx[r] - cmax);  // exp(-inf) = 0 on the first chunk
-          Acc* a = &acc[r * D];
+          Acc* a = acc.data() + r * D;
           for (int64_t d = 0; d < D; ++d) a[d] *= scale;
           Acc add = 0;
           for (int64_t j = 0; j < keys; ++j) {
             const Acc e = std::exp(s[j] - cmax);
             add += e;
-            const Acc* vr = &v[j * D];
+            const Acc* vr = v.data() + j * D;
             for (int64_t d = 0; d < D; ++d) a[d] += e * vr[d];
           }
           sum[r] = sum[r] * scale + add;
@@ -223,7 +223,7 @@ std::vector<AccOf<T>> exact_lse(const Params& p, const Plan& pl, int threads) {
         gather<T>(p.k, it.h, it.o + c, keys, D, k.data());
         transpose(k.data(), keys, D, kt.data());
         for (int64_t r = 0; r < rows; ++r) {
-          scores(&q[r * D], kt.data(), D, keys, s.data());
+          scores(q.data() + r * D, kt.data(), D, keys, s.data());
           Acc cmax = mx[r];
           for (int64_t j = 0; j < keys; ++j) cmax = std::max(cmax, s[j]);
           Acc add = 0;
@@ -256,7 +256,7 @@ void backward_dq(const Params& p, const Plan& pl, const AccOf<T>* lse_exact, int
       gather<T>(p.grad, it.h, row0, rows, D, g.data());
       gather<T>(p.o, it.h, row0, rows, D, o.data());
       for (int64_t r = 0; r < rows; ++r) {
-        delta[r] = maxl * dot(&o[r * D], &g[r * D], D);
+        delta[r] = maxl * dot(o.data() + r * D, g.data() + r * D, D);
         lse[r] = row_lse(p, lse_exact, it.h, row0 + r);
       }
       std::fill(acc.begin(), acc.end(), Acc(0));
@@ -267,13 +267,13 @@ void backward_dq(const Params& p, const Plan& pl, const AccOf<T>* lse_exact, int
         transpose(k.data(), keys, D, kt.data());
         transpose(v.data(), keys, D, vt.data());
         for (int64_t r = 0; r < rows; ++r) {
-          scores(&q[r * D], kt.data(), D, keys, sc.data());
-          scores(&g[r * D], vt.data(), D, keys, dp.data());
-          Acc* a = &acc[r * D];
+          scores(q.data() + r * D, kt.data(), D, keys, sc.data());
+          scores(g.data() + r * D, vt.data(), D, keys, dp.data());
+          Acc* a = acc.data() + r * D;
           for (int64_t j = 0; j < keys; ++j) {
             const Acc pj = std::exp(sc[j] - lse[r]) * inv_maxl;
             const Acc ds = pj * (dp[j] - delta[r]);
-            const Acc* kr = &k[j * D];
+            const Acc* kr = k.data() + j * D;
             for (int64_t d = 0; d < D; ++d) a[d] += ds * kr[d];
           }
         }
@@ -309,19 +309,19 @@ void backward_dkdv(const Params& p, const Plan& pl, const AccOf<T>* lse_exact, i
         gather<T>(p.grad, it.h, it.o + c, qs, D, g.data());
         gather<T>(p.o, it.h, it.o + c, qs, D, o.data());
         for (int64_t m = 0; m < qs; ++m) {
-          delta[m] = maxl * dot(&o[m * D], &g[m * D], D);
+          delta[m] = maxl * dot(o.data() + m * D, g.data() + m * D, D);
           lse[m] = row_lse(p, lse_exact, it.h, it.o + c + m);
         }
         transpose(q.data(), qs, D, qt.data());
         transpose(g.data(), qs, D, gt.data());
         for (int64_t r = 0; r < rows; ++r) {
-          scores(&k[r * D], qt.data(), D, qs, sc.data());
-          scores(&v[r * D], gt.data(), D, qs, dp.data());
-          Acc *dk = &ak[r * D], *dv = &av[r * D];
+          scores(k.data() + r * D, qt.data(), D, qs, sc.data());
+          scores(v.data() + r * D, gt.data(), D, qs, dp.data());
+          Acc *dk = ak.data() + r * D, *dv = av.data() + r * D;
           for (int64_t m = 0; m < qs; ++m) {
             const Acc pm = std::exp(sc[m] - lse[m]) * inv_maxl;
             const Acc ds = pm * (dp[m] - delta[m]);
-            const Acc *qm = &q[m * D], *gm = &g[m * D];
+            const Acc *qm = q.data() + m * D, *gm = g.data() + m * D;
             for (int64_t d = 0; d < D; ++d) {
               dk[d] += ds * qm[d];
               dv[d] += pm * gm[d];
