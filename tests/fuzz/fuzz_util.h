@@ -134,8 +134,9 @@ class Arena {
   bool offsets(int64_t n, DType t, int64_t max_len, TensorView* out, int64_t* last,
                int64_t* longest) {
     max_len = std::min<int64_t>(max_len, int64_t{1} << 20);  // the cumsum cannot overflow
-    Shape shape = {n + 1};
-    if (fdp_.ConsumeIntegralInRange<int>(0, 15) == 0) shape = {1, n + 1};
+    const int64_t n1 = n < INT64_MAX ? n + 1 : n;  // a fuzzed INT64_MAX stays representable
+    Shape shape = {n1};
+    if (fdp_.ConsumeIntegralInRange<int>(0, 15) == 0) shape = {1, n1};
     if (!view(shape, t, out)) return false;
     *last = 0;
     *longest = 0;
@@ -158,7 +159,8 @@ class Arena {
   // A contiguous output of `shape` (or, rarely, a perturbed shape or dtype).
   bool output(Shape shape, DType t, TensorView* out) {
     const int r = fdp_.ConsumeIntegralInRange<int>(0, 15);
-    if (r == 0 && !shape.empty()) shape.back() += 1;
+    // A perturbed extent stays representable (a fuzzed INT64_MAX + 1 would be the harness's UB).
+    if (r == 0 && !shape.empty() && shape.back() < INT64_MAX) shape.back() += 1;
     if (r == 1) shape.push_back(1);
     if (r == 2) t = any_dtype(fdp_);
     return view(shape, t, out);
