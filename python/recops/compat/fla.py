@@ -1,5 +1,5 @@
-"""fla-core's names and argument orders (``fla.modules``, checked against fla-core 0.6.0) over the
-recops training ops, for drop-in use.
+"""fla-core's names and argument orders (``fla.modules``, checked against fla-core 0.6.0; ``fla.ops``
+functions where named) over the recops training ops, for drop-in use.
 
 Served: ``l2norm`` / ``l2_norm`` / ``L2Norm`` (recops ``l2norm``); ``rms_norm`` / ``RMSNorm``
 (``rms_norm``); ``rms_norm_gated`` / ``FusedRMSNormGated`` (``rms_norm_gated``, norm before gate);
@@ -7,7 +7,8 @@ Served: ``l2norm`` / ``l2_norm`` / ``L2Norm`` (recops ``l2norm``); ``rms_norm`` 
 group_size and norm_before_gate); ``FusedLinearCrossEntropyLoss`` (``chunk_loss``; fla's
 ``num_chunks`` is a schedule hint and is ignored, recops chooses its chunks from the workspace
 budget; ``logit_scale`` other than 1, ``use_l2warp`` and ``process_group`` raise
-NotImplementedError).
+NotImplementedError); ``chunk_local_cumsum`` of ``fla.ops.utils.cumsum`` (``chunk_local_cumsum``;
+fla-org/flash-linear-attention @ bc3b101d; differentiable here, fla's is not).
 
 Differences from fla:
 - ``residual`` / ``prenorm`` / ``residual_in_fp32`` are composed here: the sum ``x + residual`` (in
@@ -15,6 +16,10 @@ Differences from fla:
   ``prenorm``, returned as the second output, as fla does; fla fuses the add into its kernel.
 - ``rms_norm``'s ``bias`` is added after the recops op (fla fuses it): one more elementwise pass.
 - recops' l2norm saves x and recomputes y in backward (fla saves the rounded y): training_ops §3.5.
+- ``chunk_local_cumsum``: ``chunk_size`` defaults to 64 (fla requires it); ``chunk_indices`` (fla's
+  precomputed (sequence, chunk) schedule) is accepted and not read, recops walks ``cu_seqlens``
+  itself; ``head_first=True`` raises NotImplementedError and another keyword is a TypeError (fla
+  swallows unknown keywords); bad input raises RuntimeError naming the argument where fla asserts.
 
 Not served (NotImplementedError naming the missing recops op): layer_norm, group_norm and the gated
 LayerNorm, the norm+linear fusions, causal_conv1d /
@@ -28,6 +33,7 @@ from typing import Optional
 import torch
 from torch import nn
 
+from .. import chunk_local_cumsum as _chunk_local_cumsum
 from .. import chunk_loss as _chunk_loss
 from .. import l2norm as _l2norm
 from .. import rms_norm as _rms_norm
@@ -197,6 +203,27 @@ class RMSNormGated(nn.Module):
     def forward(self, x, z=None):
         return rmsnorm_fn(x, self.weight, self.bias, z=z, eps=self.eps,
                           group_size=self.group_size, norm_before_gate=self.norm_before_gate)
+
+
+# ---- chunk_local_cumsum (fla.ops.utils.cumsum) -----------------------------------------------
+
+
+def chunk_local_cumsum(g: torch.Tensor, chunk_size: int = 64, reverse: bool = False,
+                       scale: Optional[float] = None, cu_seqlens: Optional[torch.Tensor] = None,
+                       output_dtype: Optional[torch.dtype] = torch.float,
+                       chunk_indices: Optional[torch.Tensor] = None,
+                       head_first: bool = False) -> torch.Tensor:
+    """``fla.ops.utils.cumsum.chunk_local_cumsum``: per chunk of ``chunk_size`` positions (restarting
+    at each ``cu_seqlens`` sequence start, B = 1), the inclusive cumsum over time of g ``[B, T, H]``
+    or ``[B, T, H, K]``, towards the chunk's end with ``reverse``, times ``scale`` (None: 1), in
+    ``output_dtype`` (None: g's dtype)."""
+    if head_first:
+        raise NotImplementedError("chunk_local_cumsum: head_first=True is not served; g must be "
+                                  "[B, T, H] or [B, T, H, K] (fla removed head_first as well)")
+    del chunk_indices  # fla's schedule for cu_seqlens; recops derives its own
+    return _chunk_local_cumsum(g, int(chunk_size), bool(reverse),
+                               1.0 if scale is None else float(scale), cu_seqlens,
+                               out_dtype=output_dtype or g.dtype)
 
 
 # ---- not served --------------------------------------------------------------------------------

@@ -10,6 +10,7 @@
 #include "core/offsets.h"
 #include "ops/training/causal_conv1d/cuda/tiles.h"
 #include "ops/training/causal_conv1d/impls.h"
+#include "ops/training/common/packed_offsets.h"
 
 namespace recops::ops::causal_conv1d_ns {
 namespace {
@@ -99,17 +100,10 @@ Status check_args(const char* op, const A& a, const Context* ctx, Params* p) {
     p->idx_dtype = s.dtype;
   }
   if (a.seq_offsets) {
-    const TensorView& o = *a.seq_offsets;
-    RECOPS_RETURN_IF_ERROR(core::check_offsets_meta(op, "seq_offsets", o));
-    RECOPS_RETURN_IF_ERROR(core::check_same_device(op, "x", x, "seq_offsets", o));
-    RECOPS_CHECK(B == 1, op, ": packed input (seq_offsets) requires B=1; got B=", B);
-    RECOPS_CHECK(o.is_contiguous(), op, ": seq_offsets must be contiguous");
-    if (ctx)
-      RECOPS_RETURN_IF_ERROR(
-          core::validate_offsets(op, "seq_offsets", o, T, "T (x's dim 2)", *ctx));
-    N = o.sizes[0] - 1;
-    p->seq_offsets = o.data;
-    p->off_dtype = o.dtype;
+    RECOPS_RETURN_IF_ERROR(
+        training::check_packed_offsets(op, "x", x, *a.seq_offsets, B, T, "T (x's dim 2)", ctx, &N));
+    p->seq_offsets = a.seq_offsets->data;
+    p->off_dtype = a.seq_offsets->dtype;
   }
   p->state_dtype = x.dtype;
   if (a.initial_state) {

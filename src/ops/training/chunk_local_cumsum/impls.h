@@ -1,0 +1,13 @@
+// training/chunk_local_cumsum/impls.h: the implementations the entry lists, best first, reference
+// last. Definitions live in reference.cpp and cpu/; none includes another. There is no CUDA one
+// yet (README, Limits): run_cuda is declared by the macro and never defined or named.
+#pragma once
+
+#include "core/kit/impls.h"
+#include "ops/training/chunk_local_cumsum/params.h"
+
+namespace recops::ops::chunk_local_cumsum_ns {
+
+RECOPS_DECLARE_IMPLS(Params, run_reference, run_cpu, run_cuda);
+
+}  // namespace recops::ops::chunk_local_cumsum_ns
