@@ -74,6 +74,31 @@ TEST(ChunkLocalCumsum, BackwardSumsTheOtherWay) {
   EXPECT_EQ(std::vector<double>(p, p + 5), (std::vector<double>{-3, -2, -7, -4, -5}));
 }
 
+// A 16-bit output is one rounding of the fp64 sum: 1 + 2^-8 + 2^-30 lies just above the bf16
+// midpoint 1 + 2^-8, which a detour through float (to 1 + 2^-8, then a tie to even) rounds down.
+TEST(ChunkLocalCumsum, RoundsOnceToSixteenBitOutputs) {
+  Tensor g = from_values({1.0f, 0x1p-8f + 0x1p-30f, 1.0f, 0x1p-11f + 0x1p-30f}, {1, 4, 1});
+  for (DType t : {DType::bf16, DType::fp16}) {
+    std::vector<double> got;
+    for (const char* impl : {"cpu_generic", "reference"}) {
+      Tensor out = Tensor::empty({1, 4, 1}, t);
+      ChunkLocalCumsumArgs a;
+      a.g = g.view();
+      a.chunk_size = 2;
+      a.out_dtype = t;
+      Context ctx;
+      ctx.impl = impl;
+      ASSERT_TRUE(chunk_local_cumsum(a, out.view(), ctx).ok());
+      for (int i = 0; i < 4; ++i)
+        got.push_back(t == DType::bf16 ? to_double(static_cast<const BFloat16*>(out.data())[i])
+                                       : to_double(static_cast<const Half*>(out.data())[i]));
+    }
+    const double up = t == DType::bf16 ? 1 + 0x1p-7 : 1 + 0x1p-10;  // the next value above 1
+    EXPECT_EQ(got[t == DType::bf16 ? 1 : 3], up) << dtype_name(t);
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(got[i], got[4 + i]) << dtype_name(t) << " element " << i;
+  }
+}
+
 Status call_with(int64_t chunk, std::optional<TensorView> off, const TensorView& g) {
   Tensor out = Tensor::empty(g.shape(), DType::fp32);
   ChunkLocalCumsumArgs a;
