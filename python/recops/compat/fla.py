@@ -1,5 +1,5 @@
-"""fla-core's names and argument orders (``fla.modules``, checked against fla-core 0.6.0; ``fla.ops``
-functions where named) over the recops training ops, for drop-in use.
+"""fla-core's names and argument orders (``fla.modules``, checked against fla-core 0.6.0;
+``fla.ops`` functions where named) over the recops training ops, for drop-in use.
 
 Served: ``l2norm`` / ``l2_norm`` / ``L2Norm`` (recops ``l2norm``); ``rms_norm`` / ``RMSNorm``
 (``rms_norm``); ``rms_norm_gated`` / ``FusedRMSNormGated`` (``rms_norm_gated``, norm before gate);
@@ -205,7 +205,7 @@ class RMSNormGated(nn.Module):
                           group_size=self.group_size, norm_before_gate=self.norm_before_gate)
 
 
-# ---- chunk_local_cumsum (fla.ops.utils.cumsum) -----------------------------------------------
+# ---- chunk_local_cumsum (fla.ops.utils.cumsum) -------------------------------------------------
 
 
 def chunk_local_cumsum(g: torch.Tensor, chunk_size: int = 64, reverse: bool = False,
@@ -213,10 +213,10 @@ def chunk_local_cumsum(g: torch.Tensor, chunk_size: int = 64, reverse: bool = Fa
                        output_dtype: Optional[torch.dtype] = torch.float,
                        chunk_indices: Optional[torch.Tensor] = None,
                        head_first: bool = False) -> torch.Tensor:
-    """``fla.ops.utils.cumsum.chunk_local_cumsum``: per chunk of ``chunk_size`` positions (restarting
-    at each ``cu_seqlens`` sequence start, B = 1), the inclusive cumsum over time of g ``[B, T, H]``
-    or ``[B, T, H, K]``, towards the chunk's end with ``reverse``, times ``scale`` (None: 1), in
-    ``output_dtype`` (None: g's dtype)."""
+    """``fla.ops.utils.cumsum.chunk_local_cumsum``: per chunk of ``chunk_size`` positions
+    (restarting at each ``cu_seqlens`` sequence start, B = 1), the inclusive cumsum over time of g
+    ``[B, T, H]`` or ``[B, T, H, K]``, towards the chunk's end with ``reverse``, times ``scale``
+    (None: 1), in ``output_dtype`` (None: g's dtype)."""
     if head_first:
         raise NotImplementedError("chunk_local_cumsum: head_first=True is not served; g must be "
                                   "[B, T, H] or [B, T, H, K] (fla removed head_first as well)")
