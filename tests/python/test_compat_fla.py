@@ -119,8 +119,92 @@ def test_fused_linear_cross_entropy(reduction):
         fla.FusedLinearCrossEntropyLoss(logit_scale=2.0)
 
 
-@pytest.mark.parametrize("name,op", [("layer_norm", "layer_norm"),
+@pytest.mark.parametrize("name,op", [("group_norm", "group_norm"),
                                      ("chunk_gated_delta_rule", "chunk_gated_delta_rule")])
 def test_not_served(name, op):
     with pytest.raises(NotImplementedError, match=op):
         getattr(fla, name)()
+
+
+# ---- layer_norm and causal_conv1d ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("with_bias", [False, True])
+def test_layer_norm(with_bias):
+    x, w = _rand(5, 24, seed=1), _rand(24, seed=2)
+    b = _rand(24, seed=3) if with_bias else None
+    _check_grads(lambda x, w, b: fla.layer_norm(x, w, b, eps=1e-6),
+                 lambda x, w, b: F.layer_norm(x, (24,), w, b, eps=1e-6), [x, w, b])
+
+
+def test_layer_norm_module_residual_prenorm():
+    m = fla.LayerNorm(16, bias=True, eps=1e-6)
+    with torch.no_grad():
+        m.weight.copy_(_rand(16, seed=4, grad=False))
+        m.bias.copy_(_rand(16, seed=5, grad=False))
+    x, r = _rand(3, 16, seed=6, grad=False), _rand(3, 16, seed=7, grad=False)
+    y, res = m(x, residual=r, prenorm=True)
+    _close(res, x + r)
+    _close(y, F.layer_norm((x + r).double(), (16,), m.weight.double(), m.bias.double(), 1e-6))
+
+
+def _conv_ref(x, w, b, residual, h0, act):
+    """Plain torch, x [B, T, D], w [D, W], h0 [B, D, W] or None: (y [B, T, D], final [B, D, W])."""
+    B, T, D = x.shape
+    W = w.shape[-1]
+    init = h0 if h0 is not None else x.new_zeros(B, D, W)
+    full = torch.cat([init, x.transpose(1, 2)], dim=-1)  # [B, D, W + T]
+    y = F.conv1d(full, w.unsqueeze(1), b, groups=D)[..., 1:]  # output t sees full[t+1 .. t+W]
+    if act in ("silu", "swish"):
+        y = F.silu(y)
+    y = y.transpose(1, 2)
+    if residual is not None:
+        y = y + residual
+    return y, full[..., -W:]
+
+
+@pytest.mark.parametrize("act", [None, "silu"])
+@pytest.mark.parametrize("with_state", [False, True])
+def test_causal_conv1d(act, with_state):
+    B, T, D, W = 2, 9, 6, 4
+    x, w, b, r = _rand(B, T, D, seed=8), _rand(D, W, seed=9), _rand(D, seed=10), _rand(B, T, D, seed=11)
+    h0 = _rand(B, D, W, seed=12) if with_state else None
+    _check_grads(lambda x, w, b, r, h0: fla.causal_conv1d(x, w, b, r, h0, activation=act)[0],
+                 lambda x, w, b, r, h0: _conv_ref(x, w, b, r, h0, act)[0], [x, w, b, r, h0])
+    y, fs = fla.causal_conv1d(x, w, b, r, h0, output_final_state=True, activation=act)
+    want_y, want_fs = _conv_ref(x.double(), w.double(), b.double(), r.double(),
+                                None if h0 is None else h0.double(), act)
+    _close(y, want_y)
+    _close(fs, want_fs)
+    assert fla.causal_conv1d(x, w, b, r, h0, activation=act)[1] is None
+
+
+def test_causal_conv1d_varlen():
+    lens = [3, 0, 5, 2]
+    T, D, W = sum(lens), 5, 3
+    x, w = _rand(1, T, D, seed=13, grad=False), _rand(D, W, seed=14, grad=False)
+    cu = torch.tensor([0, 3, 3, 8, 10])
+    y, fs = fla.causal_conv1d(x, w, cu_seqlens=cu, output_final_state=True, activation="silu")
+    for n in range(len(lens)):
+        s, e = int(cu[n]), int(cu[n + 1])
+        want_y, want_fs = _conv_ref(x[:, s:e].double(), w.double(), None, None, None, "silu")
+        _close(y[:, s:e], want_y)
+        _close(fs[n], want_fs[0])
+    with pytest.raises(TypeError, match="bogus"):
+        fla.causal_conv1d(x, w, bogus=1)
+    with pytest.raises(NotImplementedError, match="weight=None"):
+        fla.causal_conv1d(x)
+
+
+def test_short_convolution_prefill_then_decode():
+    torch.manual_seed(0)
+    D, W, T = 8, 4, 7
+    m = fla.ShortConvolution(D, W, bias=True, activation="silu")
+    x = torch.randn(2, T + 2, D)
+    full, _ = m(x)  # the whole sequence at once
+    y, cache = m(x[:, :T], output_final_state=True)
+    _close(y, full[:, :T])
+    for t in range(T, T + 2):  # two decoding steps roll the cache in place
+        step, cache2 = m(x[:, t:t + 1], cache=cache)
+        assert cache2 is cache
+        _close(step, full[:, t:t + 1])

@@ -21,9 +21,18 @@ Differences from fla:
   itself; ``head_first=True`` raises NotImplementedError and another keyword is a TypeError (fla
   swallows unknown keywords); bad input raises RuntimeError naming the argument where fla asserts.
 
-Not served (NotImplementedError naming the missing recops op): layer_norm, group_norm and the gated
-LayerNorm, the norm+linear fusions, causal_conv1d /
-ShortConvolution (``causal_conv1d``), rotary (``inplace_rope_``), chunk_gated_delta_rule and
+- ``layer_norm`` / ``LayerNorm``: ``recops.layer_norm`` (bias applied inside the op), residual and
+  prenorm as for rms_norm.
+- ``causal_conv1d``: ``recops.causal_conv1d`` in fla's layout (x ``[B, T, D]``, weight ``[D, W]``,
+  states ``[N, D, W]``, ``cu_seqlens`` = recops' ``seq_offsets``, the residual added after the
+  activation). Every ``backend`` gives the same result (fla's 'cuda' backend returns the cache
+  unchanged as its final state; recops returns the real final state); ``seq_idx`` (keyword) is
+  passed through; ``cp_context`` raises NotImplementedError. ``ShortConvolution`` is the
+  ``nn.Conv1d`` module on top of it; in decoding (``B * T == N``) the cache is updated in place as
+  fla does.
+
+Not served (NotImplementedError naming the missing recops op): group_norm and the gated
+LayerNorm, the norm+linear fusions, rotary (``inplace_rope_``), chunk_gated_delta_rule and
 chunk_kda. fla's FusedCrossEntropyLoss is not wrapped (use ``recops.fused_cross_entropy`` or
 ``recops.compat.liger.LigerCrossEntropyLoss``).
 """
@@ -33,7 +42,9 @@ from typing import Optional
 import torch
 from torch import nn
 
+from .. import causal_conv1d as _causal_conv1d
 from .. import chunk_local_cumsum as _chunk_local_cumsum
+from .. import layer_norm as _layer_norm
 from .. import chunk_loss as _chunk_loss
 from .. import l2norm as _l2norm
 from .. import rms_norm as _rms_norm
@@ -106,8 +117,8 @@ def rms_norm(x: torch.Tensor, weight: Optional[torch.Tensor], bias: Optional[tor
     return _finish(y, x, res_out, prenorm)
 
 
-class RMSNorm(nn.Module):
-    """``fla.modules.RMSNorm``: the same constructor and parameters."""
+class _Norm(nn.Module):
+    """fla's norm modules: the same constructor, parameters and forward; ``_fn`` is the function."""
 
     def __init__(self, hidden_size: int, elementwise_affine: bool = True, bias: bool = False,
                  eps: float = 1e-5, device=None, dtype=None):
@@ -123,8 +134,34 @@ class RMSNorm(nn.Module):
                 self.bias = nn.Parameter(torch.zeros(hidden_size, device=device, dtype=dtype))
 
     def forward(self, x, residual=None, prenorm=False, residual_in_fp32=False):
-        return rms_norm(x, self.weight, self.bias, residual=residual, eps=self.eps,
-                        prenorm=prenorm, residual_in_fp32=residual_in_fp32)
+        return type(self)._fn(x, self.weight, self.bias, residual=residual, eps=self.eps,
+                              prenorm=prenorm, residual_in_fp32=residual_in_fp32)
+
+
+class RMSNorm(_Norm):
+    """``fla.modules.RMSNorm``: the same constructor and parameters."""
+
+    _fn = staticmethod(rms_norm)
+
+
+# ---- layer_norm --------------------------------------------------------------------------------
+
+
+def layer_norm(x: torch.Tensor, weight: Optional[torch.Tensor], bias: Optional[torch.Tensor],
+               residual: Optional[torch.Tensor] = None, eps: float = 1e-5, prenorm: bool = False,
+               residual_in_fp32: bool = False):
+    """``fla.modules.layernorm.layer_norm``: ``layernorm(x [+ residual]) * weight + bias``; with
+    ``prenorm`` also returns ``x + residual``."""
+    res_out = _with_residual(x, residual, residual_in_fp32)
+    w = weight.to(res_out.dtype) if weight is not None else None
+    b = bias.to(res_out.dtype) if bias is not None else None
+    return _finish(_layer_norm(res_out, w, b, eps=float(eps)), x, res_out, prenorm)
+
+
+class LayerNorm(_Norm):
+    """``fla.modules.LayerNorm``: the same constructor and parameters."""
+
+    _fn = staticmethod(layer_norm)
 
 
 # ---- gated RMSNorm -----------------------------------------------------------------------------
@@ -226,17 +263,88 @@ def chunk_local_cumsum(g: torch.Tensor, chunk_size: int = 64, reverse: bool = Fa
                                out_dtype=output_dtype or g.dtype)
 
 
+# ---- causal_conv1d -----------------------------------------------------------------------------
+
+
+def causal_conv1d(x: torch.Tensor, weight: Optional[torch.Tensor] = None,
+                  bias: Optional[torch.Tensor] = None, residual: Optional[torch.Tensor] = None,
+                  initial_state: Optional[torch.Tensor] = None,
+                  output_final_state: Optional[bool] = False, activation: Optional[str] = None,
+                  backend: Optional[str] = "triton", cu_seqlens: Optional[torch.Tensor] = None,
+                  cu_seqlens_cpu: Optional[torch.Tensor] = None,
+                  chunk_indices: Optional[torch.Tensor] = None, cp_context=None, **kwargs):
+    """``fla.modules.convolution.causal_conv1d``: x ``[B, T, D]``, weight ``[D, W]``, states
+    ``[N, D, W]``; returns ``(y [B, T, D], final_state or None)``."""
+    seq_idx = kwargs.pop("seq_idx", None)
+    if kwargs:
+        raise TypeError(f"causal_conv1d: unexpected keyword arguments {sorted(kwargs)}")
+    if weight is None:
+        raise NotImplementedError("causal_conv1d: weight=None (no convolution) is not served")
+    if cp_context is not None:
+        raise NotImplementedError("causal_conv1d: cp_context (context parallelism) is not served")
+    if backend not in (None, "triton", "cuda", "mix"):
+        raise ValueError(f"causal_conv1d: backend must be 'triton', 'cuda' or 'mix', got {backend!r}")
+    if activation not in (None, "silu", "swish"):
+        raise NotImplementedError("causal_conv1d: activation must be None, 'silu' or 'swish', "
+                                  f"got {activation!r}")
+    del cu_seqlens_cpu, chunk_indices  # fla's precomputed schedules; recops walks the offsets
+    x_bdt = x.transpose(1, 2)
+    y, final_state = _causal_conv1d(
+        x_bdt, weight, bias, initial_state, bool(output_final_state), activation or "none",
+        seq_idx, cu_seqlens, residual=None if residual is None else residual.transpose(1, 2),
+        weight_layout="DW", state_len=int(weight.shape[-1]))
+    return y.transpose(1, 2), (final_state if output_final_state else None)
+
+
+class ShortConvolution(nn.Conv1d):
+    """``fla.modules.ShortConvolution``: a depthwise causal ``nn.Conv1d`` (weight ``[D, 1, W]``)
+    whose forward is :func:`causal_conv1d`; in decoding (``B * T == N``) the cache is updated in
+    place, as fla does."""
+
+    def __init__(self, hidden_size: int, kernel_size: int, bias: bool = False,
+                 activation: Optional[str] = "silu", backend: Optional[str] = "triton",
+                 device=None, dtype=None, **kwargs):
+        super().__init__(hidden_size, hidden_size, kernel_size, groups=hidden_size, bias=bias,
+                         padding=kernel_size - 1, device=device, dtype=dtype)
+        if activation not in (None, "silu", "swish"):
+            raise ValueError(f"activation must be None, 'silu' or 'swish', got {activation!r}")
+        if backend not in ("triton", "cuda"):
+            raise ValueError(f"backend must be 'triton' or 'cuda', got {backend!r}")
+        self.hidden_size = hidden_size
+        self.activation = activation
+        self.backend = backend
+
+    def forward(self, x: torch.Tensor, residual: Optional[torch.Tensor] = None,
+                mask: Optional[torch.Tensor] = None, cache: Optional[torch.Tensor] = None,
+                output_final_state: bool = False, cu_seqlens: Optional[torch.Tensor] = None,
+                chunk_indices: Optional[torch.Tensor] = None, **kwargs):
+        B, T = x.shape[0], x.shape[1]
+        N = B if cu_seqlens is None else len(cu_seqlens) - 1
+        if mask is not None:
+            if cu_seqlens is not None:
+                raise ValueError("`mask` and `cu_seqlens` cannot be provided at the same time")
+            x = x * mask.unsqueeze(-1).to(x.dtype)
+        weight = self.weight.squeeze(1)
+        if B * T == N:  # decoding: one token per sequence, the cache rolls in place
+            if cache is None and output_final_state:
+                cache = x.new_zeros(N, self.hidden_size, weight.shape[-1])
+            y, state = causal_conv1d(x, weight, self.bias, residual, cache, cache is not None,
+                                     self.activation, cu_seqlens=cu_seqlens, **kwargs)
+            if cache is not None:
+                with torch.no_grad():
+                    cache.copy_(state)
+            return y, cache
+        return causal_conv1d(x, weight, self.bias, residual, cache, output_final_state,
+                             self.activation, cu_seqlens=cu_seqlens, **kwargs)
+
+
 # ---- not served --------------------------------------------------------------------------------
 
-layer_norm = _missing("layer_norm", "layer_norm")
-LayerNorm = _missing("LayerNorm", "layer_norm")
 group_norm = _missing("group_norm", "group_norm")
 GroupNorm = _missing("GroupNorm", "group_norm")
 layer_norm_gated = _missing("layer_norm_gated", "layer_norm_gated")
 FusedLayerNormGated = _missing("FusedLayerNormGated", "layer_norm_gated")
 rms_norm_linear = _missing("rms_norm_linear", "rms_norm_linear")
-causal_conv1d = _missing("causal_conv1d", "causal_conv1d")
-ShortConvolution = _missing("ShortConvolution", "causal_conv1d")
 RotaryEmbedding = _missing("RotaryEmbedding", "inplace_rope_")
 chunk_gated_delta_rule = _missing("chunk_gated_delta_rule", "chunk_gated_delta_rule")
 chunk_kda = _missing("chunk_kda", "chunk_kda")
