@@ -1,0 +1,146 @@
+// training/mhc_post/cpu/mhc_post_cpu.cpp: cpu_generic. OpenMP over blocks of tokens; each token's
+// channels go in pieces of kBlock, widened to Acc (float; double for fp64) so that the inner
+// loops over channels are plain vectorisable loops. The backward's per-token sums (dpost, dcomb)
+// add one partial per piece, in channel order: deterministic, no atomics.
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+#include <vector>
+
+#include "core/parallel.h"
+#include "ops/training/mhc_post/impls.h"
+
+namespace recops::ops::mhc_post_ns {
+namespace {
+constexpr int64_t kBlock = 256;  // channels per piece
+
+template <class T>
+using AccOf = std::conditional_t<std::is_same_v<T, double>, double, float>;
+
+template <class T>
+AccOf<T> widen(T v) {
+  if constexpr (std::is_same_v<T, double> || std::is_same_v<T, float>)
+    return v;
+  else
+    return to_float(v);
+}
+template <class T>
+T narrow(AccOf<T> v) {
+  if constexpr (std::is_same_v<T, double> || std::is_same_v<T, float>)
+    return v;
+  else
+    return from_float<T>(v);
+}
+
+// Per-thread scratch: the pieces of the n streams (xs), of dout (gs), of y (yb), one output row
+// (acc); the token's weights w[i * n + j] (from stream i to stream j) and post; the sums.
+template <class Acc>
+struct Scratch {
+  std::vector<Acc> xs, gs, yb, acc, w, post, dpost, dcomb;
+  explicit Scratch(int64_t n)
+      : xs(n * kBlock),
+        gs(n * kBlock),
+        yb(kBlock),
+        acc(kBlock),
+        w(n * n),
+        post(n),
+        dpost(n),
+        dcomb(n * n) {}
+};
+
+template <class T>
+void token(const Params& p, int64_t t, Scratch<AccOf<T>>& s) {
+  using Acc = AccOf<T>;
+  const int64_t n = p.n, C = p.C;
+  const T* X = static_cast<const T*>(p.X) + t * n * C;
+  const T* y = static_cast<const T*>(p.y) + t * C;
+  const Acc* post = static_cast<const Acc*>(p.post) + t * n;
+  const Acc* comb = static_cast<const Acc*>(p.comb) + t * n * n;
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < n; ++j) s.w[i * n + j] = p.out_in ? comb[j * n + i] : comb[i * n + j];
+  std::copy(post, post + n, s.post.begin());
+  std::fill(s.dpost.begin(), s.dpost.end(), Acc(0));
+  std::fill(s.dcomb.begin(), s.dcomb.end(), Acc(0));
+  for (int64_t c0 = 0; c0 < C; c0 += kBlock) {
+    const int64_t m = std::min(kBlock, C - c0);
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t c = 0; c < m; ++c) s.xs[i * kBlock + c] = widen(X[i * C + c0 + c]);
+    for (int64_t c = 0; c < m; ++c) s.yb[c] = widen(y[c0 + c]);
+    if (!p.backward) {
+      T* out = static_cast<T*>(p.out) + t * n * C + c0;
+      for (int64_t j = 0; j < n; ++j) {
+        for (int64_t c = 0; c < m; ++c) s.acc[c] = s.post[j] * s.yb[c];
+        for (int64_t i = 0; i < n; ++i) {
+          const Acc wij = s.w[i * n + j];
+          const Acc* xi = &s.xs[i * kBlock];
+          for (int64_t c = 0; c < m; ++c) s.acc[c] += wij * xi[c];
+        }
+        for (int64_t c = 0; c < m; ++c) out[j * C + c] = narrow<T>(s.acc[c]);
+      }
+      continue;
+    }
+    const T* dout = static_cast<const T*>(p.dout) + t * n * C + c0;
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t c = 0; c < m; ++c) s.gs[j * kBlock + c] = widen(dout[j * C + c]);
+    // dy = Σ_j post_j·dout_j
+    T* dy = static_cast<T*>(p.dy) + t * C + c0;
+    std::fill(s.acc.begin(), s.acc.begin() + m, Acc(0));
+    for (int64_t j = 0; j < n; ++j) {
+      const Acc pj = s.post[j];
+      const Acc* gj = &s.gs[j * kBlock];
+      for (int64_t c = 0; c < m; ++c) s.acc[c] += pj * gj[c];
+    }
+    for (int64_t c = 0; c < m; ++c) dy[c] = narrow<T>(s.acc[c]);
+    // dX_i = Σ_j w_ij·dout_j; dcomb_ij += <X_i, dout_j> over this piece
+    T* dX = static_cast<T*>(p.dX) + t * n * C + c0;
+    for (int64_t i = 0; i < n; ++i) {
+      std::fill(s.acc.begin(), s.acc.begin() + m, Acc(0));
+      const Acc* xi = &s.xs[i * kBlock];
+      for (int64_t j = 0; j < n; ++j) {
+        const Acc wij = s.w[i * n + j];
+        const Acc* gj = &s.gs[j * kBlock];
+        Acc dot = 0;
+        for (int64_t c = 0; c < m; ++c) {
+          s.acc[c] += wij * gj[c];
+          dot += xi[c] * gj[c];
+        }
+        s.dcomb[i * n + j] += dot;
+      }
+      for (int64_t c = 0; c < m; ++c) dX[i * C + c] = narrow<T>(s.acc[c]);
+    }
+    // dpost_j += <dout_j, y> over this piece
+    for (int64_t j = 0; j < n; ++j) {
+      const Acc* gj = &s.gs[j * kBlock];
+      Acc dot = 0;
+      for (int64_t c = 0; c < m; ++c) dot += gj[c] * s.yb[c];
+      s.dpost[j] += dot;
+    }
+  }
+  if (!p.backward) return;
+  // C = 0: no pieces ran, dpost and dcomb are the zeros they started as (n = 0: dy = 0 above).
+  Acc* dpost = static_cast<Acc*>(p.dpost) + t * n;
+  Acc* dcomb = static_cast<Acc*>(p.dcomb) + t * n * n;
+  std::copy(s.dpost.begin(), s.dpost.end(), dpost);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < n; ++j)
+      (p.out_in ? dcomb[j * n + i] : dcomb[i * n + j]) = s.dcomb[i * n + j];
+}
+
+template <class T>
+void run_typed(const Params& p, int threads) {
+  const int64_t per_token = std::max<int64_t>(1, p.n * std::max<int64_t>(p.C, 1));
+  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 14) / per_token);
+  core::parallel_for(p.tokens, grain, threads, [&](int64_t begin, int64_t end) {
+    Scratch<AccOf<T>> s(p.n);
+    for (int64_t t = begin; t < end; ++t) token<T>(p, t, s);
+  });
+}
+}  // namespace
+
+Status run_cpu(const Params& p, const Context& ctx) {
+  if (!visit_floating(p.dtype, [&](auto t) { run_typed<decltype(t)>(p, ctx.num_threads); }))
+    return Status(StatusCode::internal, "mhc_post: cpu_generic reached with a bad dtype");
+  return Status::Ok();
+}
+
+}  // namespace recops::ops::mhc_post_ns
