@@ -5,10 +5,17 @@
 
 #include "core/dispatch.h"
 #include "core/kit/op_def.h"
+#include "ops/training/common/mhc_entry.h"
 #include "ops/training/mhc_post/impls.h"
 
 namespace recops::ops::mhc_post_ns {
 namespace {
+using training::check_like;
+using training::check_streams;
+using training::mhc_coef_dtype;
+using training::mhc_lead_plus;
+using training::mhc_tokens;
+
 constexpr const char* kOp = "mhc_post";
 constexpr const char* kBwd = "mhc_post_bwd";
 
@@ -18,42 +25,15 @@ const std::vector<core::Impl<Params>>& impls() {
   return list;
 }
 
-// The coefficients' dtype: fp32, or fp64 with fp64 streams (the golden's dtype).
-DType coef_dtype(DType x) {
-  return x == DType::fp64 ? DType::fp64 : DType::fp32;
-}
-
-// X's leading dims followed by `tail`.
-Shape lead_plus(const TensorView& X, std::initializer_list<int64_t> tail) {
-  Shape s(X.sizes, X.sizes + X.ndim - 2);
-  s.insert(s.end(), tail);
-  return s;
-}
-
-// A tensor `t` named `name` that must be contiguous with `shape` and `dtype`, on X's device.
-Status check_tensor(const char* op, const char* name, const TensorView& t, const Shape& shape,
-                    DType dtype, const TensorView& X) {
-  RECOPS_CHECK(t.shape() == shape && t.dtype == dtype && t.is_contiguous(), op, ": ", name,
-               " must be contiguous, ", dtype_name(dtype), " with shape ", shape_str(shape),
-               "; got ", describe(t));
-  RECOPS_CHECK(t.device == X.device, op, ": ", name, " must be on X's device (", describe(X),
-               "), got ", describe(t));
-  return Status::Ok();
-}
-
 // The forward's arguments, shared by the forward and the backward.
 Status check_args(const char* op, const MhcPostArgs& a) {
   const TensorView& X = a.X;
-  RECOPS_CHECK(X.dtype == DType::fp64 || X.dtype == DType::fp32 || X.dtype == DType::fp16 ||
-                   X.dtype == DType::bf16,
-               op, ": X must be fp64, fp32, fp16 or bf16, got ", dtype_name(X.dtype));
-  RECOPS_CHECK(X.ndim >= 2, op, ": X must have at least two dims ([..., n, C]), got ", describe(X));
-  RECOPS_CHECK(X.is_contiguous(), op, ": X must be contiguous");
+  RECOPS_RETURN_IF_ERROR(check_streams(op, X));
   const int64_t n = X.size(-2), C = X.size(-1);
-  const DType cd = coef_dtype(X.dtype);
-  RECOPS_RETURN_IF_ERROR(check_tensor(op, "y", a.y, lead_plus(X, {C}), X.dtype, X));
-  RECOPS_RETURN_IF_ERROR(check_tensor(op, "post", a.post, lead_plus(X, {n}), cd, X));
-  RECOPS_RETURN_IF_ERROR(check_tensor(op, "comb", a.comb, lead_plus(X, {n, n}), cd, X));
+  const DType cd = mhc_coef_dtype(X.dtype);
+  RECOPS_RETURN_IF_ERROR(check_like(op, "y", a.y, X, mhc_lead_plus(X, {C}), X.dtype));
+  RECOPS_RETURN_IF_ERROR(check_like(op, "post", a.post, X, mhc_lead_plus(X, {n}), cd));
+  RECOPS_RETURN_IF_ERROR(check_like(op, "comb", a.comb, X, mhc_lead_plus(X, {n, n}), cd));
   const auto layout = static_cast<int64_t>(a.comb_layout);
   RECOPS_CHECK(layout == 0 || layout == 1, op,
                ": comb_layout must be 0 (in_out) or 1 (out_in), got ", layout);
@@ -67,11 +47,10 @@ Params params_of(const MhcPostArgs& a) {
   p.post = a.post.data;
   p.comb = a.comb.data;
   p.dtype = a.X.dtype;
-  p.coef_dtype = coef_dtype(a.X.dtype);
+  p.coef_dtype = mhc_coef_dtype(a.X.dtype);
   p.n = a.X.size(-2);
   p.C = a.X.size(-1);
-  p.tokens = 1;  // the product of X's leading dims
-  for (int d = 0; d < a.X.ndim - 2; ++d) p.tokens = TensorView::mul_sat(p.tokens, a.X.sizes[d]);
+  p.tokens = mhc_tokens(a.X);
   p.out_in = a.comb_layout == MhcCombLayout::out_in;
   return p;
 }
@@ -94,7 +73,7 @@ Status mhc_post_shape(const MhcPostArgs& a, Shape* out_shape) {
 Status mhc_post(const MhcPostArgs& a, const TensorView& out, const Context& ctx) {
   using namespace ops::mhc_post_ns;
   RECOPS_RETURN_IF_ERROR(check_args(kOp, a));
-  RECOPS_RETURN_IF_ERROR(check_tensor(kOp, "out", out, a.X.shape(), a.X.dtype, a.X));
+  RECOPS_RETURN_IF_ERROR(check_like(kOp, "out", out, a.X, a.X.shape(), a.X.dtype));
   Params p = params_of(a);
   p.out = out.data;
   if (p.tokens == 0 || p.n == 0 || p.C == 0) return Status::Ok();  // empty: nothing to write
@@ -106,11 +85,11 @@ Status mhc_post_bwd(const MhcPostBwdArgs& a, const TensorView& dX, const TensorV
   using namespace ops::mhc_post_ns;
   const MhcPostArgs f = fwd_of(a);
   RECOPS_RETURN_IF_ERROR(check_args(kBwd, f));
-  RECOPS_RETURN_IF_ERROR(check_tensor(kBwd, "dout", a.dout, a.X.shape(), a.X.dtype, a.X));
-  RECOPS_RETURN_IF_ERROR(check_tensor(kBwd, "dX", dX, a.X.shape(), a.X.dtype, a.X));
-  RECOPS_RETURN_IF_ERROR(check_tensor(kBwd, "dy", dy, a.y.shape(), a.y.dtype, a.X));
-  RECOPS_RETURN_IF_ERROR(check_tensor(kBwd, "dpost", dpost, a.post.shape(), a.post.dtype, a.X));
-  RECOPS_RETURN_IF_ERROR(check_tensor(kBwd, "dcomb", dcomb, a.comb.shape(), a.comb.dtype, a.X));
+  RECOPS_RETURN_IF_ERROR(check_like(kBwd, "dout", a.dout, a.X, a.X.shape(), a.X.dtype));
+  RECOPS_RETURN_IF_ERROR(check_like(kBwd, "dX", dX, a.X, a.X.shape(), a.X.dtype));
+  RECOPS_RETURN_IF_ERROR(check_like(kBwd, "dy", dy, a.X, a.y.shape(), a.y.dtype));
+  RECOPS_RETURN_IF_ERROR(check_like(kBwd, "dpost", dpost, a.X, a.post.shape(), a.post.dtype));
+  RECOPS_RETURN_IF_ERROR(check_like(kBwd, "dcomb", dcomb, a.X, a.comb.shape(), a.comb.dtype));
   Params p = params_of(f);
   p.dout = a.dout.data;
   p.dX = dX.data;

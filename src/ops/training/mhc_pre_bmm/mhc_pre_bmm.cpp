@@ -5,10 +5,18 @@
 
 #include "core/dispatch.h"
 #include "core/kit/op_def.h"
+#include "ops/training/common/mhc_entry.h"
 #include "ops/training/mhc_pre_bmm/impls.h"
 
 namespace recops::ops::mhc_pre_bmm_ns {
 namespace {
+using training::check_like;
+using training::check_out_dtype;
+using training::check_streams;
+using training::mhc_coef_dtype;
+using training::mhc_lead_plus;
+using training::mhc_tokens;
+
 constexpr const char* kOp = "mhc_pre_bmm";
 constexpr const char* kBwd = "mhc_pre_bmm_bwd";
 
@@ -18,35 +26,14 @@ const std::vector<core::Impl<Params>>& impls() {
   return list;
 }
 
-bool is_float_dtype(DType t) {
-  return t == DType::fp64 || t == DType::fp32 || t == DType::fp16 || t == DType::bf16;
-}
-
-// A tensor `t` named `name` that must be contiguous with `shape` and `dtype`, on X's device.
-Status check_tensor(const char* op, const char* name, const TensorView& t, const Shape& shape,
-                    DType dtype, const TensorView& X) {
-  RECOPS_CHECK(t.shape() == shape && t.dtype == dtype && t.is_contiguous(), op, ": ", name,
-               " must be contiguous, ", dtype_name(dtype), " with shape ", shape_str(shape),
-               "; got ", describe(t));
-  RECOPS_CHECK(t.device == X.device, op, ": ", name, " must be on X's device (", describe(X),
-               "), got ", describe(t));
-  return Status::Ok();
-}
-
 // The forward's arguments (shared by the backward); sets y's shape and dtype.
 Status check_args(const char* op, const MhcPreBmmArgs& a, Shape* y_shape, DType* y_dtype) {
   const TensorView& X = a.X;
-  RECOPS_CHECK(is_float_dtype(X.dtype), op, ": X must be fp64, fp32, fp16 or bf16, got ",
-               dtype_name(X.dtype));
-  RECOPS_CHECK(X.ndim >= 2, op, ": X must have at least two dims ([..., n, C]), got ", describe(X));
-  RECOPS_CHECK(X.is_contiguous(), op, ": X must be contiguous");
-  Shape h_shape(X.sizes, X.sizes + X.ndim - 1);  // [..., n]
-  const DType cd = X.dtype == DType::fp64 ? DType::fp64 : DType::fp32;
-  RECOPS_RETURN_IF_ERROR(check_tensor(op, "h_pre", a.h_pre, h_shape, cd, X));
-  RECOPS_CHECK(!a.out_dtype || is_float_dtype(*a.out_dtype), op,
-               ": out_dtype must be fp64, fp32, fp16 or bf16, got ", dtype_name(*a.out_dtype));
-  *y_shape = Shape(X.sizes, X.sizes + X.ndim - 2);
-  y_shape->push_back(X.size(-1));
+  RECOPS_RETURN_IF_ERROR(check_streams(op, X));
+  RECOPS_RETURN_IF_ERROR(
+      check_like(op, "h_pre", a.h_pre, X, mhc_lead_plus(X, {X.size(-2)}), mhc_coef_dtype(X.dtype)));
+  RECOPS_RETURN_IF_ERROR(check_out_dtype(op, a.out_dtype));
+  *y_shape = mhc_lead_plus(X, {X.size(-1)});
   *y_dtype = a.out_dtype.value_or(DType::fp32);
   return Status::Ok();
 }
@@ -60,8 +47,7 @@ Params params_of(const MhcPreBmmArgs& a, DType y_dtype) {
   p.y_dtype = y_dtype;
   p.n = a.X.size(-2);
   p.C = a.X.size(-1);
-  p.tokens = 1;  // the product of X's leading dims
-  for (int d = 0; d < a.X.ndim - 2; ++d) p.tokens = TensorView::mul_sat(p.tokens, a.X.sizes[d]);
+  p.tokens = mhc_tokens(a.X);
   return p;
 }
 }  // namespace
@@ -78,7 +64,7 @@ Status mhc_pre_bmm(const MhcPreBmmArgs& a, const TensorView& y, const Context& c
   Shape ys;
   DType yt;
   RECOPS_RETURN_IF_ERROR(check_args(kOp, a, &ys, &yt));
-  RECOPS_RETURN_IF_ERROR(check_tensor(kOp, "y", y, ys, yt, a.X));
+  RECOPS_RETURN_IF_ERROR(check_like(kOp, "y", y, a.X, ys, yt));
   Params p = params_of(a, yt);
   p.y = y.data;
   // n = 0 still writes y (zeros: a sum over no streams).
@@ -93,9 +79,9 @@ Status mhc_pre_bmm_bwd(const MhcPreBmmBwdArgs& a, const TensorView& dh_pre, cons
   Shape ys;
   DType yt;
   RECOPS_RETURN_IF_ERROR(check_args(kBwd, f, &ys, &yt));
-  RECOPS_RETURN_IF_ERROR(check_tensor(kBwd, "dy", a.dy, ys, yt, a.X));
-  RECOPS_RETURN_IF_ERROR(check_tensor(kBwd, "dh_pre", dh_pre, a.h_pre.shape(), a.h_pre.dtype, a.X));
-  RECOPS_RETURN_IF_ERROR(check_tensor(kBwd, "dX", dX, a.X.shape(), a.X.dtype, a.X));
+  RECOPS_RETURN_IF_ERROR(check_like(kBwd, "dy", a.dy, a.X, ys, yt));
+  RECOPS_RETURN_IF_ERROR(check_like(kBwd, "dh_pre", dh_pre, a.X, a.h_pre.shape(), a.h_pre.dtype));
+  RECOPS_RETURN_IF_ERROR(check_like(kBwd, "dX", dX, a.X, a.X.shape(), a.X.dtype));
   Params p = params_of(f, yt);
   p.dy = a.dy.data;
   p.dh_pre = dh_pre.data;
