@@ -1,7 +1,10 @@
 // training/mhc_post/cpu/mhc_post_cpu.cpp: cpu_generic. OpenMP over blocks of tokens; each token's
-// channels go in pieces of kBlock, widened to Acc (float; double for fp64) so that the inner
-// loops over channels are plain vectorisable loops. The backward's per-token sums (dpost, dcomb)
-// add one partial per piece, in channel order: deterministic, no atomics.
+// channels go in pieces of kBlock, widened to double so that the inner loops over channels are
+// plain vectorisable loops. The arithmetic is fp64 for every dtype, not the spec's fp32 floor:
+// the streams are signed, so every output is a sum whose terms may cancel, and an fp32 sum then
+// misses the single standard's per-element bound (rms_norm_gated's CPU path does the same); each
+// output is still rounded once. The backward's per-token sums (dpost, dcomb) add one partial
+// per piece, in channel order: deterministic, no atomics.
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
@@ -14,27 +17,25 @@ namespace recops::ops::mhc_post_ns {
 namespace {
 constexpr int64_t kBlock = 256;  // channels per piece
 
-template <class T>
-using AccOf = std::conditional_t<std::is_same_v<T, double>, double, float>;
+using Acc = double;
 
 template <class T>
-AccOf<T> widen(T v) {
+Acc widen(T v) {
   if constexpr (std::is_same_v<T, double> || std::is_same_v<T, float>)
     return v;
   else
-    return to_float(v);
+    return to_double(v);
 }
 template <class T>
-T narrow(AccOf<T> v) {
+T narrow(Acc v) {
   if constexpr (std::is_same_v<T, double> || std::is_same_v<T, float>)
-    return v;
+    return static_cast<T>(v);
   else
-    return from_float<T>(v);
+    return from_double<T>(v);
 }
 
 // Per-thread scratch: the pieces of the n streams (xs), of dout (gs), of y (yb), one output row
 // (acc); the token's weights w[i * n + j] (from stream i to stream j) and post; the sums.
-template <class Acc>
 struct Scratch {
   std::vector<Acc> xs, gs, yb, acc, w, post, dpost, dcomb;
   explicit Scratch(int64_t n)
@@ -48,17 +49,17 @@ struct Scratch {
         dcomb(n * n) {}
 };
 
-template <class T>
-void token(const Params& p, int64_t t, Scratch<AccOf<T>>& s) {
-  using Acc = AccOf<T>;
+// T: the streams' dtype; W: the coefficients' (float, or double with fp64 streams).
+template <class T, class W>
+void token(const Params& p, int64_t t, Scratch& s) {
   const int64_t n = p.n, C = p.C;
   const T* X = static_cast<const T*>(p.X) + t * n * C;
   const T* y = static_cast<const T*>(p.y) + t * C;
-  const Acc* post = static_cast<const Acc*>(p.post) + t * n;
-  const Acc* comb = static_cast<const Acc*>(p.comb) + t * n * n;
+  const W* post = static_cast<const W*>(p.post) + t * n;
+  const W* comb = static_cast<const W*>(p.comb) + t * n * n;
   for (int64_t i = 0; i < n; ++i)
     for (int64_t j = 0; j < n; ++j) s.w[i * n + j] = p.out_in ? comb[j * n + i] : comb[i * n + j];
-  std::copy(post, post + n, s.post.begin());
+  for (int64_t j = 0; j < n; ++j) s.post[j] = post[j];
   std::fill(s.dpost.begin(), s.dpost.end(), Acc(0));
   std::fill(s.dcomb.begin(), s.dcomb.end(), Acc(0));
   for (int64_t c0 = 0; c0 < C; c0 += kBlock) {
@@ -118,28 +119,33 @@ void token(const Params& p, int64_t t, Scratch<AccOf<T>>& s) {
   }
   if (!p.backward) return;
   // C = 0: no pieces ran, dpost and dcomb are the zeros they started as (n = 0: dy = 0 above).
-  Acc* dpost = static_cast<Acc*>(p.dpost) + t * n;
-  Acc* dcomb = static_cast<Acc*>(p.dcomb) + t * n * n;
-  std::copy(s.dpost.begin(), s.dpost.end(), dpost);
+  W* dpost = static_cast<W*>(p.dpost) + t * n;
+  W* dcomb = static_cast<W*>(p.dcomb) + t * n * n;
+  for (int64_t j = 0; j < n; ++j) dpost[j] = static_cast<W>(s.dpost[j]);
   for (int64_t i = 0; i < n; ++i)
     for (int64_t j = 0; j < n; ++j)
-      (p.out_in ? dcomb[j * n + i] : dcomb[i * n + j]) = s.dcomb[i * n + j];
+      (p.out_in ? dcomb[j * n + i] : dcomb[i * n + j]) = static_cast<W>(s.dcomb[i * n + j]);
 }
 
-template <class T>
+template <class T, class W>
 void run_typed(const Params& p, int threads) {
   const int64_t per_token = std::max<int64_t>(1, p.n * std::max<int64_t>(p.C, 1));
   const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 14) / per_token);
   core::parallel_for(p.tokens, grain, threads, [&](int64_t begin, int64_t end) {
-    Scratch<AccOf<T>> s(p.n);
-    for (int64_t t = begin; t < end; ++t) token<T>(p, t, s);
+    Scratch s(p.n);
+    for (int64_t t = begin; t < end; ++t) token<T, W>(p, t, s);
   });
 }
 }  // namespace
 
 Status run_cpu(const Params& p, const Context& ctx) {
-  if (!visit_floating(p.dtype, [&](auto t) { run_typed<decltype(t)>(p, ctx.num_threads); }))
-    return Status(StatusCode::internal, "mhc_post: cpu_generic reached with a bad dtype");
+  const bool ok = visit_floating(p.dtype, [&](auto t) {
+    if (p.coef_dtype == DType::fp64)
+      run_typed<decltype(t), double>(p, ctx.num_threads);
+    else
+      run_typed<decltype(t), float>(p, ctx.num_threads);
+  });
+  if (!ok) return Status(StatusCode::internal, "mhc_post: cpu_generic reached with a bad dtype");
   return Status::Ok();
 }
 
