@@ -121,10 +121,10 @@ Args:
         TileKernels) or "out_in" (``comb[j, i]``; Megatron-LM).
 
 Returns:
-    out ``[..., n, C]`` in X's dtype (fp32 arithmetic, fp64 for fp64; one rounding).
+    out ``[..., n, C]`` in X's dtype (fp64 arithmetic on the CPU; one rounding).
 
-Differentiable in X, y, post and comb (the op ``mhc_post_bwd``; dpost and dcomb in fp32,
-accumulated per token in a fixed order).
+Differentiable in X, y, post and comb (the op ``mhc_post_bwd``; dpost and dcomb in post's
+dtype, summed per token in a fixed order).
 )";
 }  // namespace
 }  // namespace recops::ops::mhc_post_ns

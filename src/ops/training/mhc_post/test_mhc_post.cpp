@@ -19,8 +19,7 @@ TEST(MhcPost, RefusesMismatchedLeadingDims) {
   Tensor out = Tensor::empty({3, 2, 5}, DType::fp32);
   const Status s = mhc_post({X.view(), y.view(), post.view(), comb.view()}, out.view());
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("mhc_post: y must be contiguous fp32[3, 5]"),
-            std::string::npos)
+  EXPECT_NE(s.message().find("mhc_post: y must be contiguous fp32[3, 5]"), std::string::npos)
       << s.message();
 }
 

@@ -106,7 +106,7 @@ Args:
     out_dtype: y's dtype (default fp32; DeepSeek V4 casts to X's dtype).
 
 Returns:
-    y ``[..., C]`` (fp32 arithmetic, fp64 for fp64 X; one rounding).
+    y ``[..., C]`` (fp64 arithmetic on the CPU; one rounding).
 
 Differentiable in h_pre and X (the op ``mhc_pre_bmm_bwd``): ``dX_i = dy * h_pre_i`` in X's
 dtype, ``dh_pre_i = <dy, X_i>`` in fp32, a per-token sum in a fixed order (no atomics).

@@ -16,8 +16,7 @@ TEST(MhcPreBmm, RefusesWrongOutputDtype) {
   Tensor y = Tensor::empty({3, 5}, DType::bf16);  // the default out_dtype is fp32
   const Status s = mhc_pre_bmm({h.view(), X.view()}, y.view());
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("mhc_pre_bmm: y must be contiguous fp32[3, 5]"),
-            std::string::npos)
+  EXPECT_NE(s.message().find("mhc_pre_bmm: y must be contiguous fp32[3, 5]"), std::string::npos)
       << s.message();
 }
 

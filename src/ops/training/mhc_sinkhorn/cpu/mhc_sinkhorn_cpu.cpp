@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <numeric>
 #include <type_traits>
 #include <vector>
 
@@ -34,6 +35,15 @@ void softmax_rows(const T* l, int64_t n, Acc* p) {
     }
     const Acc inv = Acc(1) / z;
     for (int64_t j = 0; j < n; ++j) pr[j] *= inv;
+  }
+}
+
+// The softmax's backward per row: out = p·(g - <g, p>), p the softmax without the added eps.
+template <class Acc, class T>
+void softmax_rows_back(const Acc* p, const Acc* g, int64_t n, T* out) {
+  for (const Acc* end = p + n * n; p != end; p += n, g += n, out += n) {
+    const Acc d = std::inner_product(g, g + n, p, Acc(0));
+    for (int64_t j = 0; j < n; ++j) out[j] = static_cast<T>(p[j] * (g[j] - d));
   }
 }
 
@@ -115,12 +125,7 @@ void run_typed(const Params& p, int threads) {
       for (int64_t k = 0; k < nn; ++k) g[k] = static_cast<Acc>(dP[base + k]);
       for (int64_t k = steps; k >= 1; --k)
         step_back(xs.data() + (k - 1) * nn, g.data(), n, k % 2 == 1, eps, v1.data(), v2.data());
-      for (int64_t i = 0; i < n; ++i) {
-        Acc d = 0;
-        for (int64_t j = 0; j < n; ++j) d += g[i * n + j] * sm[i * n + j];
-        for (int64_t j = 0; j < n; ++j)
-          out[base + i * n + j] = static_cast<T>(sm[i * n + j] * (g[i * n + j] - d));
-      }
+      softmax_rows_back(sm.data(), g.data(), n, out + base);
     }
   });
 }
