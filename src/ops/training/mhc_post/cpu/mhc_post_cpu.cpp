@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/parallel.h"
+#include "ops/training/common/mhc_cpu.h"
 #include "ops/training/mhc_post/impls.h"
 
 namespace recops::ops::mhc_post_ns {
@@ -18,24 +19,9 @@ namespace {
 constexpr int64_t kBlock = 256;  // channels per piece
 
 using Acc = double;
-
-// 16-bit values widen through fp32 (exact, and much cheaper than to_double's generic decode)
-// and narrow through fp32 (a 2^-24 rounding before the 16-bit one: at worst one 16-bit ulp from
-// the single rounding, in rare ties; within the single standard).
-template <class T>
-Acc widen(T v) {
-  if constexpr (std::is_same_v<T, double> || std::is_same_v<T, float>)
-    return v;
-  else
-    return static_cast<double>(to_float(v));
-}
-template <class T>
-T narrow(Acc v) {
-  if constexpr (std::is_same_v<T, double> || std::is_same_v<T, float>)
-    return static_cast<T>(v);
-  else
-    return from_float<T>(static_cast<float>(v));
-}
+using training::mhc_cpu::dot;
+using training::mhc_cpu::narrow;
+using training::mhc_cpu::widen;
 
 // Per-thread scratch: the pieces of the n streams (xs), of dout (gs), of y (yb), one output row
 // (acc); the token's weights w[i * n + j] (from stream i to stream j) and post; the sums.
@@ -103,22 +89,13 @@ void token(const Params& p, int64_t t, Scratch& s) {
       for (int64_t j = 0; j < n; ++j) {
         const Acc wij = s.w[i * n + j];
         const Acc* gj = &s.gs[j * kBlock];
-        Acc dot = 0;
-        for (int64_t c = 0; c < m; ++c) {
-          s.acc[c] += wij * gj[c];
-          dot += xi[c] * gj[c];
-        }
-        s.dcomb[i * n + j] += dot;
+        for (int64_t c = 0; c < m; ++c) s.acc[c] += wij * gj[c];
+        s.dcomb[i * n + j] += dot(xi, gj, m);
       }
       for (int64_t c = 0; c < m; ++c) dX[i * C + c] = narrow<T>(s.acc[c]);
     }
     // dpost_j += <dout_j, y> over this piece
-    for (int64_t j = 0; j < n; ++j) {
-      const Acc* gj = &s.gs[j * kBlock];
-      Acc dot = 0;
-      for (int64_t c = 0; c < m; ++c) dot += gj[c] * s.yb[c];
-      s.dpost[j] += dot;
-    }
+    for (int64_t j = 0; j < n; ++j) s.dpost[j] += dot(&s.gs[j * kBlock], s.yb.data(), m);
   }
   if (!p.backward) return;
   // C = 0: no pieces ran, dpost and dcomb are the zeros they started as (n = 0: dy = 0 above).

@@ -10,32 +10,16 @@
 #include <vector>
 
 #include "core/parallel.h"
+#include "ops/training/common/mhc_cpu.h"
 #include "ops/training/mhc_pre_bmm/impls.h"
 
 namespace recops::ops::mhc_pre_bmm_ns {
 namespace {
 constexpr int64_t kBlock = 256;  // channels per piece
 
-template <class V>
-constexpr bool kNative = std::is_same_v<V, double> || std::is_same_v<V, float>;
-
-// 16-bit values widen through fp32 (exact, and much cheaper than to_double's generic decode)
-// and narrow through fp32 (a 2^-24 rounding before the 16-bit one: at worst one 16-bit ulp from
-// the single rounding, in rare ties; within the single standard).
-template <class V>
-double widen(V v) {
-  if constexpr (kNative<V>)
-    return static_cast<double>(v);
-  else
-    return static_cast<double>(to_float(v));
-}
-template <class V>
-V narrow(double v) {
-  if constexpr (kNative<V>)
-    return static_cast<V>(v);
-  else
-    return from_float<V>(static_cast<float>(v));
-}
+using training::mhc_cpu::dot;
+using training::mhc_cpu::narrow;
+using training::mhc_cpu::widen;
 
 // T: X's dtype; Y: y's (and dy's); W: h_pre's (float, or double with fp64 X).
 template <class T, class Y, class W>
@@ -45,7 +29,7 @@ void run_typed(const Params& p, int threads) {
   const int64_t per_token = std::max<int64_t>(1, std::max<int64_t>(n, 1) * C);
   const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 14) / per_token);
   core::parallel_for(p.tokens, grain, threads, [&](int64_t begin, int64_t end) {
-    std::vector<Acc> acc(kBlock), dh(n);
+    std::vector<Acc> acc(kBlock), xw(kBlock), dh(n);
     for (int64_t t = begin; t < end; ++t) {
       const W* h = static_cast<const W*>(p.h_pre) + t * n;
       const T* X = static_cast<const T*>(p.X) + t * n * C;
@@ -73,12 +57,11 @@ void run_typed(const Params& p, int threads) {
           const Acc hi = h[i];
           const T* xi = X + i * C + c0;
           T* dxi = dX + i * C + c0;
-          Acc dot = 0;
           for (int64_t c = 0; c < m; ++c) {
             dxi[c] = narrow<T>(acc[c] * hi);
-            dot += acc[c] * widen(xi[c]);
+            xw[c] = widen(xi[c]);
           }
-          dh[i] += dot;
+          dh[i] += dot(acc.data(), xw.data(), m);
         }
       }
       W* dh_out = static_cast<W*>(p.dh_pre) + t * n;
