@@ -125,3 +125,52 @@ def test_bad_input_names_the_argument_and_rule():
         recops.mhc_post(X.int(), y, post, comb)
     with pytest.raises(RuntimeError, match="comb_layout must be 0 \\(in_out\\) or 1 \\(out_in\\)"):
         torch.ops.recops.mhc_post(X, y, post, comb, 5)
+
+
+def hf_hyper_connection_layer(X, mixes, block, hc_eps=1e-6, iters=20):
+    """The plain-torch HF DeepseekV4HyperConnection + DecoderLayer residual math from the
+    projected mixes [..., n(n+2)]: pre = sigmoid + eps, post = 2 sigmoid, comb = the Sinkhorn of
+    the comb logits; the block runs on the pre-collapsed streams."""
+    n = X.shape[-2]
+    pre_w, post_w, comb_w = mixes.split([n, n, n * n], dim=-1)
+    pre = torch.sigmoid(pre_w) + hc_eps
+    post = 2 * torch.sigmoid(post_w)
+    comb = torch.softmax(comb_w.unflatten(-1, (n, n)), dim=-1) + hc_eps
+    comb = comb / (comb.sum(dim=-2, keepdim=True) + hc_eps)
+    for _ in range(iters - 1):
+        comb = comb / (comb.sum(dim=-1, keepdim=True) + hc_eps)
+        comb = comb / (comb.sum(dim=-2, keepdim=True) + hc_eps)
+    collapsed = (pre.unsqueeze(-1) * X).sum(dim=-2)
+    return post.unsqueeze(-1) * block(collapsed).unsqueeze(-2) + torch.matmul(
+        comb.transpose(-1, -2), X)
+
+
+def recops_hyper_connection_layer(X, mixes, block, hc_eps=1e-6, iters=20):
+    """The same layer from recops.mhc_pre_bmm, mhc_sinkhorn and mhc_post."""
+    n = X.shape[-2]
+    pre_w, post_w, comb_w = mixes.split([n, n, n * n], dim=-1)
+    pre = torch.sigmoid(pre_w) + hc_eps
+    post = 2 * torch.sigmoid(post_w)
+    comb = recops.mhc_sinkhorn(comb_w.unflatten(-1, (n, n)).contiguous(), iters, hc_eps)
+    collapsed = recops.mhc_pre_bmm(pre.contiguous(), X, X.dtype)
+    return recops.mhc_post(X, block(collapsed), post.contiguous(), comb)
+
+
+def test_composed_layer_matches_hf_in_value_and_gradient():
+    torch.manual_seed(0)
+    B, S, n, C = 2, 3, 4, 16
+    W = torch.randn(C, C, dtype=torch.float64) / C ** 0.5
+
+    def block(h):
+        return torch.tanh(h @ W)
+
+    X = torch.randn(B, S, n, C, dtype=torch.float64, requires_grad=True)
+    mixes = torch.randn(B, S, n * (n + 2), dtype=torch.float64, requires_grad=True)
+    dout = torch.randn(B, S, n, C, dtype=torch.float64)
+    got = recops_hyper_connection_layer(X, mixes, block)
+    want = hf_hyper_connection_layer(X, mixes, block)
+    torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
+    g = torch.autograd.grad(got, (X, mixes), dout)
+    w = torch.autograd.grad(want, (X, mixes), dout)
+    for a, b in zip(g, w):
+        torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)
