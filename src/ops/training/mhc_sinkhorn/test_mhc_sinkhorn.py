@@ -24,7 +24,8 @@ def hf_sinkhorn(logits, iters=20, eps=1e-6):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("shape", [(4, 4), (37, 4, 4), (2, 3, 4, 4), (5, 1, 1), (3, 7, 7), (0, 4, 4)])
+@pytest.mark.parametrize("shape", [(4, 4), (37, 4, 4), (2, 3, 4, 4), (5, 1, 1), (3, 7, 7),
+                                   (0, 4, 4)])
 @pytest.mark.parametrize("iters,eps", [(20, 1e-6), (1, 1e-6), (10, 0.0), (3, 0.3)])
 def test_forward_and_backward_match_hf(device, shape, iters, eps):
     logits = (torch.randn(shape, dtype=torch.float64) * 3).float().to(device).requires_grad_()
