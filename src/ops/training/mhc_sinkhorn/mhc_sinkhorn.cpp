@@ -13,6 +13,7 @@ namespace recops::ops::mhc_sinkhorn_ns {
 namespace {
 constexpr const char* kOp = "mhc_sinkhorn";
 constexpr const char* kBwd = "mhc_sinkhorn_bwd";
+constexpr int64_t kMaxIters = 65536;
 
 // CPU only for now: no CUDA implementation has been validated on a GPU yet (README, Limits).
 const std::vector<core::Impl<Params>>& impls() {
@@ -29,7 +30,9 @@ Status check_logits(const char* op, const TensorView& logits, int64_t iters, dou
   RECOPS_CHECK(logits.size(-1) == logits.size(-2), op,
                ": logits' last two dims must be equal ([..., n, n]), got ", describe(logits));
   RECOPS_CHECK(logits.is_contiguous(), op, ": logits must be contiguous");
-  RECOPS_CHECK(iters >= 1, op, ": iters must be >= 1, got ", iters);
+  // The backward keeps 2·iters - 1 matrices per thread; a bound keeps that allocation sane.
+  RECOPS_CHECK(iters >= 1 && iters <= kMaxIters, op, ": iters must be >= 1 and <= ", kMaxIters,
+               ", got ", iters);
   RECOPS_CHECK(std::isfinite(eps) && eps >= 0, op, ": eps must be finite and >= 0, got ", eps);
   return Status::Ok();
 }

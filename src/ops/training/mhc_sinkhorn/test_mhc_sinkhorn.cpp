@@ -27,7 +27,8 @@ TEST(MhcSinkhorn, RefusesZeroIters) {
   Tensor P = Tensor::empty({4, 4}, DType::fp32);
   const Status s = mhc_sinkhorn({l.view(), 0, 1e-6}, P.view());
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("iters must be >= 1, got 0"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("iters must be >= 1 and <= 65536, got 0"), std::string::npos)
+      << s.message();
 }
 
 // With eps = 0 and enough rounds, P is doubly stochastic; each row's order follows the logits'.
