@@ -1,15 +1,16 @@
 """generative-recommenders' (and recsys-examples') jagged concat/split names over
-``recops.concat_2d_jagged`` and ``recops.split_2d_jagged`` (jagged_ops.md §3), with upstream's
-argument orders. 2-D forms: a side whose offsets are None is dense, given flattened as
-``[B * max_len_<side>, D]``. ``max_seq_len`` and ``kernel`` are accepted and ignored (upstream
-uses them for the Triton grid and the backend choice). Tested in
-src/ops/jagged/concat_2d_jagged/test_concat_2d_jagged.py."""
+``recops.concat_1d_jagged``, ``recops.concat_2d_jagged`` and ``recops.split_2d_jagged``
+(jagged_ops.md §3), with upstream's argument orders. 2-D forms: a side whose offsets are None is
+dense, given flattened as ``[B * max_len_<side>, D]``. ``max_seq_len`` and ``kernel`` are accepted
+and ignored (upstream uses them for the Triton grid and the backend choice). Tested in
+src/ops/jagged/concat_2d_jagged/test_concat_2d_jagged.py and
+src/ops/jagged/concat_1d_jagged/test_concat_1d_jagged.py."""
 
 from typing import Optional, Tuple
 
 import torch
 
-from .. import concat_2d_jagged, split_2d_jagged
+from .. import concat_1d_jagged, concat_2d_jagged, split_2d_jagged
 
 __all__ = ["concat_1d_jagged_jagged", "concat_2D_jagged", "split_2D_jagged"]
 
@@ -24,13 +25,11 @@ def concat_1d_jagged_jagged(lengths_left: torch.Tensor, values_left: torch.Tenso
                             lengths_right: torch.Tensor, values_right: torch.Tensor) -> torch.Tensor:
     """generative-recommenders' ``torch.ops.hstu.concat_1d_jagged_jagged``: per sample
     ``[left_b, right_b]`` of two jagged 1-D tensors given by lengths -> the values (the output
-    lengths are ``lengths_left + lengths_right``). ``recops.concat_2d_jagged`` with D = 1."""
+    lengths are ``lengths_left + lengths_right``). ``recops.concat_1d_jagged`` over offsets."""
     cumsum = torch.ops.recops.complete_cumsum
-    offsets_left = cumsum(lengths_left, torch.int64)
-    offsets_right = cumsum(lengths_right, torch.int64)
-    out = concat_2d_jagged(values_left.reshape(-1, 1), offsets_left,
-                           values_right.reshape(-1, 1), offsets_right)
-    return out.reshape(-1)
+    values, _ = concat_1d_jagged(values_left.reshape(-1), cumsum(lengths_left, torch.int64),
+                                 values_right.reshape(-1), cumsum(lengths_right, torch.int64))
+    return values
 
 
 def concat_2D_jagged(max_seq_len: int, values_left: torch.Tensor, values_right: torch.Tensor,

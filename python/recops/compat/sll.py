@@ -76,15 +76,15 @@ def sll_dense_jagged_cat_jagged_out(a: torch.Tensor, b: torch.Tensor, b_offsets:
                                     max_seq_len: int) -> Tuple[torch.Tensor, torch.Tensor]:
     """Per sample ``[a[i], b_i]`` (``a [B]`` dense, ``b [total_L]`` jagged) -> ``(c, c_offsets)``
     with ``c_offsets = b_offsets + arange(B + 1)``; rows of ``b_i`` past ``max_seq_len`` are 0 (as
-    SLL's Triton path; its CPU path copies them). ``recops.concat_2d_jagged`` with D = 1."""
+    SLL's Triton path; its CPU path copies them). ``recops.concat_1d_jagged`` with a dense ``[B]``
+    first part; ``c_offsets`` keeps ``b_offsets``' dtype."""
     T = b.size(0)
     pos = torch.arange(T, device=b.device, dtype=b_offsets.dtype)
     sample = torch.searchsorted(b_offsets[1:], pos, right=True)
     keep = (pos - b_offsets[:-1][sample.clamp(max=max(b_offsets.numel() - 2, 0))]) < max_seq_len
     b = torch.where(keep, b, torch.zeros((), dtype=b.dtype, device=b.device))
-    c = _ops.concat_2d_jagged(a.reshape(-1, 1, 1), None, b.reshape(-1, 1), b_offsets, 0, False)
-    c_offsets = b_offsets + torch.arange(b_offsets.numel(), device=b.device, dtype=b_offsets.dtype)
-    return c.reshape(-1), c_offsets
+    c, c_offsets = _ops.concat_1d_jagged(a, None, b, b_offsets)
+    return c, c_offsets
 
 
 def sll_array_jagged_bmm_jagged_out(x: torch.Tensor, y: torch.Tensor, x_lengths: torch.Tensor,

@@ -8,6 +8,7 @@
 
 #include <vector>
 
+#include "ops/jagged/common/two_parts_binding.h"
 #include "torch/kit.h"
 
 namespace {
@@ -31,14 +32,8 @@ c10::SymInt part_elements(const recops::binding::Args& a, const char* v, const c
 
 RECOPS_TORCH_HOOKS(concat_1d_jagged) {
   recops::binding::TorchHooks h;
-  h.save = [](const recops::binding::Args& a) -> recops::binding::Args {
-    recops::binding::Args saved = a;
-    for (const char* name : {"values_a", "values_b"}) {
-      const c10::IValue& v = recops::binding::arg(a, kOp, name);
-      for (size_t i = 0; i < a.size(); ++i)
-        if (&a[i] == &v) saved[i] = zero_stride_like(v.toTensor());
-    }
-    return saved;
+  h.save = [](const recops::binding::Args& a) {
+    return recops::ops::keep_part_standins(a, kOp, zero_stride_like);
   };
   h.meta = [](const recops::binding::Args& a) -> std::vector<at::Tensor> {
     const at::Tensor& va = recops::binding::arg(a, kOp, "values_a").toTensor();

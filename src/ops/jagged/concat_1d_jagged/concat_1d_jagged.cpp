@@ -9,6 +9,7 @@
 #include "core/dispatch.h"
 #include "core/kit/op_def.h"
 #include "core/offsets.h"
+#include "ops/jagged/common/two_parts.h"
 #include "ops/jagged/concat_1d_jagged/impls.h"
 
 namespace recops::ops::concat_1d_jagged_ns {
@@ -59,20 +60,9 @@ Status check_args(const char* op, const Concat1dJaggedArgs& a, Params* p) {
       check_part(op, "values_a", "offsets_a", a.values_a, a.offsets_a, &p->a, &Ba));
   RECOPS_RETURN_IF_ERROR(
       check_part(op, "values_b", "offsets_b", a.values_b, a.offsets_b, &p->b, &Bb));
+  DType odt = DType::int64;
   RECOPS_RETURN_IF_ERROR(
-      core::check_same_device(op, "values_a", a.values_a, "values_b", a.values_b));
-  RECOPS_CHECK(a.values_b.dtype == a.values_a.dtype, op, ": values_b (",
-               dtype_name(a.values_b.dtype), ") must have values_a's dtype (",
-               dtype_name(a.values_a.dtype), ")");
-  if (a.offsets_a && a.offsets_b)
-    RECOPS_CHECK(a.offsets_a->dtype == a.offsets_b->dtype, op, ": offsets_b (",
-                 dtype_name(a.offsets_b->dtype), ") must have offsets_a's dtype (",
-                 dtype_name(a.offsets_a->dtype), ")");
-  RECOPS_CHECK(Ba == Bb, op, ": the batch sizes differ: ", Ba, " samples in values_a/offsets_a, ",
-               Bb, " in values_b/offsets_b");
-  const DType odt = a.offsets_a   ? a.offsets_a->dtype
-                    : a.offsets_b ? a.offsets_b->dtype
-                                  : DType::int64;
+      check_parts_agree(op, a.values_a, a.offsets_a, Ba, a.values_b, a.offsets_b, Bb, &odt));
   p->offsets_int64 = odt == DType::int64;
   p->total = p->a.total + p->b.total;
   RECOPS_CHECK(p->offsets_int64 || p->total <= std::numeric_limits<int32_t>::max(), op,
@@ -85,23 +75,7 @@ Status check_args(const char* op, const Concat1dJaggedArgs& a, Params* p) {
 }
 
 Status validate(const char* op, const Concat1dJaggedArgs& a, const Params& p, const Context& ctx) {
-  if (a.offsets_a)
-    RECOPS_RETURN_IF_ERROR(
-        core::validate_offsets(op, "offsets_a", *a.offsets_a, p.a.total, "values_a.size(0)", ctx));
-  if (a.offsets_b)
-    RECOPS_RETURN_IF_ERROR(
-        core::validate_offsets(op, "offsets_b", *a.offsets_b, p.b.total, "values_b.size(0)", ctx));
-  return Status::Ok();
-}
-
-// A contiguous output of `shape` and `dtype` on values_a's device.
-Status check_out(const char* op, const char* name, const TensorView& t, const Shape& shape,
-                 DType dtype, const TensorView& like) {
-  RECOPS_RETURN_IF_ERROR(core::check_same_device(op, "values_a", like, name, t));
-  RECOPS_CHECK(t.shape() == shape && t.dtype == dtype && t.is_contiguous(), op, ": ", name,
-               " must be contiguous ", shape_str(shape), " ", dtype_name(dtype), "; got ",
-               describe(t));
-  return Status::Ok();
+  return validate_parts_offsets(op, a.offsets_a, p.a.total, a.offsets_b, p.b.total, ctx);
 }
 
 DType offsets_dtype(const Params& p) {
@@ -128,9 +102,10 @@ Status concat_1d_jagged(const Concat1dJaggedArgs& a, const TensorView& values,
   using namespace ops::concat_1d_jagged_ns;
   Params p;
   RECOPS_RETURN_IF_ERROR(check_args(kOp, a, &p));
-  RECOPS_RETURN_IF_ERROR(check_out(kOp, "values", values, {p.total}, p.dtype, a.values_a));
   RECOPS_RETURN_IF_ERROR(
-      check_out(kOp, "offsets", offsets, {p.B + 1}, offsets_dtype(p), a.values_a));
+      ops::check_part_output(kOp, "values", values, {p.total}, p.dtype, a.values_a));
+  RECOPS_RETURN_IF_ERROR(
+      ops::check_part_output(kOp, "offsets", offsets, {p.B + 1}, offsets_dtype(p), a.values_a));
   RECOPS_RETURN_IF_ERROR(validate(kOp, a, p, ctx));
   p.out = values.data;
   p.out_offsets = offsets.data;
@@ -148,9 +123,9 @@ Status concat_1d_jagged_bwd(const Concat1dJaggedBwdArgs& a, const TensorView& gr
   RECOPS_CHECK(g.ndim == 1 && g.sizes[0] == p.total && g.dtype == p.dtype, kBwd, ": grad must be [",
                p.total, "] ", dtype_name(p.dtype), " (the forward's values); got ", describe(g));
   RECOPS_RETURN_IF_ERROR(
-      check_out(kBwd, "grad_a", grad_a, a.values_a.shape(), p.dtype, a.values_a));
+      ops::check_part_output(kBwd, "grad_a", grad_a, a.values_a.shape(), p.dtype, a.values_a));
   RECOPS_RETURN_IF_ERROR(
-      check_out(kBwd, "grad_b", grad_b, a.values_b.shape(), p.dtype, a.values_a));
+      ops::check_part_output(kBwd, "grad_b", grad_b, a.values_b.shape(), p.dtype, a.values_a));
   RECOPS_RETURN_IF_ERROR(validate(kBwd, a, p, ctx));
   p.backward = true;
   p.grad = g.data;

@@ -102,18 +102,8 @@ class Concat1dJaggedDriver final : public FixedDriver {
     return concat_1d_jagged_bwd(a, out[0], out[1], ctx);
   }
 
-  // The floor: every input and output byte once (a copy moves each element once each way).
-  double bytes(const Problem& p) const override {
-    double total = 0;
-    for (const Input& i : p.inputs)
-      total += static_cast<double>(i.view.numel() * i.view.itemsize());
-    for (const Output& o : p.outputs) {
-      double n = 1;
-      for (int64_t s : o.shape) n *= static_cast<double>(s);
-      total += n * static_cast<double>(dtype_size(o.dtype));
-    }
-    return total;
-  }
+  // The floor: every input and output byte once (each element is moved once).
+  double bytes(const Problem& p) const override { return io_bytes(p); }
 
  private:
   static Concat1dJaggedBwdArgs unpack(const Problem& p, const std::vector<TensorView>& in) {

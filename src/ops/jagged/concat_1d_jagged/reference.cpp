@@ -1,24 +1,20 @@
 // jagged/concat_1d_jagged/reference.cpp: the golden: README.md's formula as plain loops, sample by
 // sample, one element at a time (a copy: every dtype is moved bit for bit, so no fp64 arithmetic
 // is involved). The output offsets are a running sum of the samples' lengths. The backward
-// scatters each grad element to the part element it came from. Includes params.h and core only.
+// scatters each grad element to the part element it came from. Includes params.h, core and the
+// family goldens' helper only.
 #include <cstring>
 
+#include "ops/jagged/common/golden_offsets.h"
 #include "ops/jagged/concat_1d_jagged/impls.h"
 
 namespace recops::ops::concat_1d_jagged_ns {
 namespace {
-int64_t read_offset(const Params& p, const Part& part, int64_t b) {
-  const int64_t i = b * part.offsets_stride;
-  if (p.offsets_int64) return static_cast<const int64_t*>(part.offsets)[i];
-  return static_cast<const int32_t*>(part.offsets)[i];
-}
-
 // Sample b of a part: its first flattened element and its length (offsets validated on the CPU).
 void sample_of(const Params& p, const Part& part, int64_t b, int64_t* first, int64_t* len) {
   if (part.S < 0) {
-    *first = read_offset(p, part, b);
-    *len = read_offset(p, part, b + 1) - *first;
+    *first = golden_offset(part.offsets, p.offsets_int64, part.offsets_stride, b);
+    *len = golden_offset(part.offsets, p.offsets_int64, part.offsets_stride, b + 1) - *first;
   } else {
     *first = b * part.S;
     *len = part.S;

@@ -7,6 +7,7 @@
 
 #include <vector>
 
+#include "ops/jagged/common/two_parts_binding.h"
 #include "torch/kit.h"
 
 namespace {
@@ -30,14 +31,8 @@ at::Tensor shape_standin(const at::Tensor& t) {
 
 RECOPS_TORCH_HOOKS(concat_2d_jagged) {
   recops::binding::TorchHooks h;
-  h.save = [](const recops::binding::Args& a) -> recops::binding::Args {
-    recops::binding::Args saved = a;
-    for (const char* name : {"values_a", "values_b"}) {
-      const c10::IValue& v = recops::binding::arg(a, kOp, name);
-      for (size_t i = 0; i < a.size(); ++i)
-        if (&a[i] == &v) saved[i] = shape_standin(v.toTensor());
-    }
-    return saved;
+  h.save = [](const recops::binding::Args& a) {
+    return recops::ops::keep_part_standins(a, kOp, shape_standin);
   };
   h.meta = [](const recops::binding::Args& a) -> std::vector<at::Tensor> {
     const at::Tensor& va = recops::binding::arg(a, kOp, "values_a").toTensor();

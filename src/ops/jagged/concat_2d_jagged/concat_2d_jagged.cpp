@@ -6,6 +6,7 @@
 #include "core/dispatch.h"
 #include "core/kit/op_def.h"
 #include "core/offsets.h"
+#include "ops/jagged/common/two_parts.h"
 #include "ops/jagged/concat_2d_jagged/impls.h"
 
 namespace recops::ops::concat_2d_jagged_ns {
@@ -60,25 +61,15 @@ Status check_args(const char* op, const Concat2dJaggedArgs& a, Params* p) {
       check_side(op, "values_a", "offsets_a", a.values_a, a.offsets_a, &p->a, &Ba, &Da));
   RECOPS_RETURN_IF_ERROR(
       check_side(op, "values_b", "offsets_b", a.values_b, a.offsets_b, &p->b, &Bb, &Db));
+  DType odt = DType::int64;
   RECOPS_RETURN_IF_ERROR(
-      core::check_same_device(op, "values_a", a.values_a, "values_b", a.values_b));
-  RECOPS_CHECK(a.values_b.dtype == a.values_a.dtype, op, ": values_b (",
-               dtype_name(a.values_b.dtype), ") must have values_a's dtype (",
-               dtype_name(a.values_a.dtype), ")");
-  if (a.offsets_a && a.offsets_b)
-    RECOPS_CHECK(a.offsets_a->dtype == a.offsets_b->dtype, op, ": offsets_b (",
-                 dtype_name(a.offsets_b->dtype), ") must have offsets_a's dtype (",
-                 dtype_name(a.offsets_a->dtype), ")");
-  RECOPS_CHECK(Ba == Bb, op, ": the batch sizes differ: ", Ba, " samples in values_a/offsets_a, ",
-               Bb, " in values_b/offsets_b");
+      check_parts_agree(op, a.values_a, a.offsets_a, Ba, a.values_b, a.offsets_b, Bb, &odt));
   RECOPS_CHECK(Da == Db, op, ": values_b's row width D=", Db, " must equal values_a's D=", Da);
   RECOPS_CHECK(a.n_prefix_from_right >= 0, op, ": n_prefix_from_right=", a.n_prefix_from_right,
                " must be >= 0");
   RECOPS_CHECK(!a.is_replace || a.n_prefix_from_right == 0, op,
                ": is_replace=True needs n_prefix_from_right=0, got ", a.n_prefix_from_right);
-  p->offsets_int64 = (a.offsets_a   ? a.offsets_a->dtype
-                      : a.offsets_b ? a.offsets_b->dtype
-                                    : DType::int64) == DType::int64;
+  p->offsets_int64 = odt == DType::int64;
   p->dtype = a.values_a.dtype;
   p->itemsize = a.values_a.itemsize();
   p->B = Ba;
@@ -91,23 +82,7 @@ Status check_args(const char* op, const Concat2dJaggedArgs& a, Params* p) {
 }
 
 Status validate(const char* op, const Concat2dJaggedArgs& a, const Params& p, const Context& ctx) {
-  if (a.offsets_a)
-    RECOPS_RETURN_IF_ERROR(
-        core::validate_offsets(op, "offsets_a", *a.offsets_a, p.a.rows, "values_a.size(0)", ctx));
-  if (a.offsets_b)
-    RECOPS_RETURN_IF_ERROR(
-        core::validate_offsets(op, "offsets_b", *a.offsets_b, p.b.rows, "values_b.size(0)", ctx));
-  return Status::Ok();
-}
-
-// A contiguous output of `shape`, the inputs' dtype and device.
-Status check_out(const char* op, const char* name, const TensorView& t, const Shape& shape,
-                 const TensorView& like) {
-  RECOPS_RETURN_IF_ERROR(core::check_same_device(op, "values_a", like, name, t));
-  RECOPS_CHECK(t.shape() == shape && t.dtype == like.dtype && t.is_contiguous(), op, ": ", name,
-               " must be contiguous ", shape_str(shape), " ", dtype_name(like.dtype), "; got ",
-               describe(t));
-  return Status::Ok();
+  return validate_parts_offsets(op, a.offsets_a, p.a.rows, a.offsets_b, p.b.rows, ctx);
 }
 }  // namespace
 }  // namespace recops::ops::concat_2d_jagged_ns
@@ -126,7 +101,8 @@ Status concat_2d_jagged(const Concat2dJaggedArgs& a, const TensorView& out, cons
   using namespace ops::concat_2d_jagged_ns;
   Params p;
   RECOPS_RETURN_IF_ERROR(check_args(kOp, a, &p));
-  RECOPS_RETURN_IF_ERROR(check_out(kOp, "out", out, {p.out_rows, p.D}, a.values_a));
+  RECOPS_RETURN_IF_ERROR(
+      ops::check_part_output(kOp, "out", out, {p.out_rows, p.D}, p.dtype, a.values_a));
   RECOPS_RETURN_IF_ERROR(validate(kOp, a, p, ctx));
   p.out = out.data;
   if (out.numel() == 0) return Status::Ok();  // no rows or D = 0: nothing to launch
@@ -146,8 +122,10 @@ Status concat_2d_jagged_bwd(const Concat2dJaggedBwdArgs& a, const TensorView& gr
       " (the forward's out); got ", describe(g));
   RECOPS_CHECK(g.inner_contiguous(1), kBwd, ": grad's last dim must have stride 1; got ",
                describe(g));
-  RECOPS_RETURN_IF_ERROR(check_out(kBwd, "grad_a", grad_a, a.values_a.shape(), a.values_a));
-  RECOPS_RETURN_IF_ERROR(check_out(kBwd, "grad_b", grad_b, a.values_b.shape(), a.values_a));
+  RECOPS_RETURN_IF_ERROR(
+      ops::check_part_output(kBwd, "grad_a", grad_a, a.values_a.shape(), p.dtype, a.values_a));
+  RECOPS_RETURN_IF_ERROR(
+      ops::check_part_output(kBwd, "grad_b", grad_b, a.values_b.shape(), p.dtype, a.values_a));
   RECOPS_RETURN_IF_ERROR(validate(kBwd, a, p, ctx));
   p.backward = true;
   p.grad = g.data;
