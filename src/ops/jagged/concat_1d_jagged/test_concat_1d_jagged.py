@@ -20,7 +20,7 @@ def _offsets(lengths, dtype=torch.int64):
 def _samples(values, offsets):
     """A part's samples: jagged (offsets) or dense [B] / [B, S] (offsets None)."""
     if offsets is None:
-        return list(values.reshape(values.size(0), -1).unbind(0))
+        return list((values if values.dim() == 2 else values[:, None]).unbind(0))
     o = offsets.tolist()
     return [values[o[i]:o[i + 1]] for i in range(len(o) - 1)]
 
@@ -265,7 +265,7 @@ def test_sll_dense_jagged_cat_jagged_out(max_seq_len, odt):
 def test_sll_against_fbgemm_gpu():
     pytest.importorskip("fbgemm_gpu.sll", reason="fbgemm_gpu.sll is not installed")
     gen = torch.Generator().manual_seed(12)
-    for B in (0, 1, 7, 40):
+    for B in (1, 7, 40):
         lengths = torch.randint(0, 9, (B,), generator=gen)
         b_offsets = _offsets(lengths)
         a = torch.randn(B, generator=gen)
@@ -273,3 +273,9 @@ def test_sll_against_fbgemm_gpu():
         want = torch.ops.fbgemm.sll_dense_jagged_cat_jagged_out(a, b, b_offsets, 9)
         got = sll.sll_dense_jagged_cat_jagged_out(a, b, b_offsets, 9)
         assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
+    # B = 0: SLL's CPU op fails (torch.cat of an empty list); recops returns the empty result.
+    empty, zero = torch.zeros(0), torch.zeros(1, dtype=torch.int64)
+    with pytest.raises((RuntimeError, ValueError)):
+        torch.ops.fbgemm.sll_dense_jagged_cat_jagged_out(empty, empty, zero, 9)
+    c, c_offsets = sll.sll_dense_jagged_cat_jagged_out(empty, empty, zero, 9)
+    assert c.numel() == 0 and c_offsets.tolist() == [0]
