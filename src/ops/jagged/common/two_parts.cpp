@@ -43,4 +43,11 @@ Status check_part_output(const char* op, const char* name, const TensorView& t, 
   return Status::Ok();
 }
 
+Status check_part_grads(const char* op, const TensorView& grad_a, const TensorView& grad_b,
+                        const TensorView& values_a, const TensorView& values_b) {
+  RECOPS_RETURN_IF_ERROR(
+      check_part_output(op, "grad_a", grad_a, values_a.shape(), values_a.dtype, values_a));
+  return check_part_output(op, "grad_b", grad_b, values_b.shape(), values_a.dtype, values_a);
+}
+
 }  // namespace recops::ops

@@ -30,4 +30,9 @@ Status validate_parts_offsets(const char* op, const std::optional<TensorView>& o
 Status check_part_output(const char* op, const char* name, const TensorView& t, const Shape& shape,
                          DType dtype, const TensorView& values_a);
 
+// The split's outputs (the backward): grad_a and grad_b contiguous in the shapes of values_a and
+// values_b, values_a's dtype.
+Status check_part_grads(const char* op, const TensorView& grad_a, const TensorView& grad_b,
+                        const TensorView& values_a, const TensorView& values_b);
+
 }  // namespace recops::ops

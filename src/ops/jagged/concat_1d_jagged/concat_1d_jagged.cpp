@@ -122,10 +122,7 @@ Status concat_1d_jagged_bwd(const Concat1dJaggedBwdArgs& a, const TensorView& gr
   RECOPS_RETURN_IF_ERROR(core::check_same_device(kBwd, "values_a", a.values_a, "grad", g));
   RECOPS_CHECK(g.ndim == 1 && g.sizes[0] == p.total && g.dtype == p.dtype, kBwd, ": grad must be [",
                p.total, "] ", dtype_name(p.dtype), " (the forward's values); got ", describe(g));
-  RECOPS_RETURN_IF_ERROR(
-      ops::check_part_output(kBwd, "grad_a", grad_a, a.values_a.shape(), p.dtype, a.values_a));
-  RECOPS_RETURN_IF_ERROR(
-      ops::check_part_output(kBwd, "grad_b", grad_b, a.values_b.shape(), p.dtype, a.values_a));
+  RECOPS_RETURN_IF_ERROR(ops::check_part_grads(kBwd, grad_a, grad_b, a.values_a, a.values_b));
   RECOPS_RETURN_IF_ERROR(validate(kBwd, a, p, ctx));
   p.backward = true;
   p.grad = g.data;

@@ -122,10 +122,7 @@ Status concat_2d_jagged_bwd(const Concat2dJaggedBwdArgs& a, const TensorView& gr
       " (the forward's out); got ", describe(g));
   RECOPS_CHECK(g.inner_contiguous(1), kBwd, ": grad's last dim must have stride 1; got ",
                describe(g));
-  RECOPS_RETURN_IF_ERROR(
-      ops::check_part_output(kBwd, "grad_a", grad_a, a.values_a.shape(), p.dtype, a.values_a));
-  RECOPS_RETURN_IF_ERROR(
-      ops::check_part_output(kBwd, "grad_b", grad_b, a.values_b.shape(), p.dtype, a.values_a));
+  RECOPS_RETURN_IF_ERROR(ops::check_part_grads(kBwd, grad_a, grad_b, a.values_a, a.values_b));
   RECOPS_RETURN_IF_ERROR(validate(kBwd, a, p, ctx));
   p.backward = true;
   p.grad = g.data;
