@@ -123,8 +123,10 @@ Status permute_shape(const PermuteOp& op, const PermuteSparseDataArgs& a, Shape*
   int64_t rows = 0;
   if (a.permuted_lengths_sum) {
     rows = *a.permuted_lengths_sum;
+  } else if (a.permute.sizes[0] == 0 || a.lengths.numel() == 0) {
+    rows = 0;  // nothing permuted, or no lengths: known without reading
   } else {
-    RECOPS_CHECK(a.lengths.device.is_cpu() && a.lengths.data != nullptr, op.name,
+    RECOPS_CHECK(select_host_readable(a.lengths) && select_host_readable(a.permute), op.name,
                  ": permuted_lengths_sum must be given for ",
                  a.lengths.device.is_cpu() ? "tensors without data (Meta, torch.compile)"
                                            : "CUDA tensors (computing it would synchronise)");

@@ -59,6 +59,10 @@ Status select_check_indices(std::string_view op, std::string_view arg,
   return Status::Ok();
 }
 
+bool select_host_readable(const TensorView& t) {
+  return t.device.is_cpu() && (t.data != nullptr || t.numel() == 0);
+}
+
 Status select_check_int_1d(std::string_view op, std::string_view arg, const TensorView& t) {
   RECOPS_CHECK(t.ndim == 1, op, ": ", arg, " must be 1-D, got ", t.ndim, "-D ", describe(t));
   RECOPS_CHECK(t.dtype == DType::int32 || t.dtype == DType::int64, op, ": ", arg,

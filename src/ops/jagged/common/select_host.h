@@ -28,6 +28,11 @@ Status select_check_indices(std::string_view op, std::string_view arg,
                             const std::vector<int64_t>& indices, int64_t bound,
                             std::string_view bound_rule);
 
+// Whether the host can read t's entries now: a CPU tensor with data, or one without entries (torch
+// gives an empty tensor no storage, so its null pointer is no lack of data; a Meta view, which a
+// shape function may see, has none).
+bool select_host_readable(const TensorView& t);
+
 // 1-D, int32 or int64 (the rank and dtype rules of lengths and indices).
 Status select_check_int_1d(std::string_view op, std::string_view arg, const TensorView& t);
 

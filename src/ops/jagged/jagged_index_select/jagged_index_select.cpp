@@ -92,8 +92,11 @@ Status jagged_index_select_shape(const JaggedIndexSelectArgs& a, Shape* out_shap
   int64_t rows = 0;
   if (a.num_dense_output_rows) {
     rows = *a.num_dense_output_rows;
+  } else if (a.indices.sizes[0] == 0) {
+    rows = 0;  // K = 0 selects nothing: known without reading (the run checks the lengths)
   } else {
-    RECOPS_CHECK(a.seq_lengths.device.is_cpu() && a.seq_lengths.data != nullptr, kOp,
+    RECOPS_CHECK(ops::select_host_readable(a.seq_lengths) && ops::select_host_readable(a.indices),
+                 kOp,
                  ": num_dense_output_rows (the sum of seq_lengths[indices]) must be given for ",
                  a.seq_lengths.device.is_cpu() ? "tensors without data (Meta, torch.compile)"
                                                : "CUDA tensors (computing it would synchronise)");

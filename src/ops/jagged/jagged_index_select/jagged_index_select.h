@@ -30,7 +30,8 @@ struct JaggedIndexSelectArgs {
 
 // out: [num_dense_output_rows, *values.shape[1:]] of values' dtype; out_lengths: [K] of
 // seq_lengths' dtype. Without num_dense_output_rows CPU lengths and indices are read (and
-// checked); CUDA ones are refused (the op never synchronises), as are data-less (Meta) views.
+// checked); CUDA ones are refused (the op never synchronises), as are data-less (Meta) views,
+// except with K = 0 (0 rows, nothing read). An empty tensor needs no data (B = 0 is valid).
 Status jagged_index_select_shape(const JaggedIndexSelectArgs& a, Shape* out_shape,
                                  Shape* out_lengths_shape, const Context& ctx = {});
 // Scratch bytes on values' device (0 on the CPU).

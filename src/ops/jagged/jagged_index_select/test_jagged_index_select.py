@@ -151,3 +151,38 @@ def test_compile_dynamic_no_recompiles():
         want.backward(g)
         torch.testing.assert_close(v1.grad, v2.grad)
     assert torch._dynamo.utils.counters["stats"]["unique_graphs"] == 1
+
+
+@pytest.mark.parametrize("lengths,idx",
+                         [([], []), ([2, 3, 0], []), ([0] * 37, list(range(0, 37, 3)))],
+                         ids=["b0_k0", "k0", "all_empty"])
+def test_empty_without_rows(lengths, idx):
+    """Regression (issue 21): B = 0 and/or K = 0 without num_dense_output_rows raised "must be
+    given for tensors without data" on the CPU (torch gives an empty tensor no storage); the size
+    is 0 and known. The raw op, the wrapper, the FBGEMM form and the backward all return empties."""
+    from recops.compat import fbgemm
+
+    values, lengths_t = make(lengths, (3,))
+    indices = torch.tensor(idx, dtype=torch.int64)
+    for fn in (torch.ops.recops.jagged_index_select, recops.jagged_index_select,
+               fbgemm.jagged_index_select):
+        out, out_len = fn(values, lengths_t, indices)
+        assert out.shape == (0, 3) and out.dtype == values.dtype
+        assert torch.equal(out_len, torch.zeros(len(idx), dtype=torch.int64))
+    v = values.clone().requires_grad_(True)
+    out, _ = recops.jagged_index_select(v, lengths_t, indices)
+    out.sum().backward()
+    assert torch.equal(v.grad, torch.zeros_like(values))
+    # Meta / fake tensors: K = 0 has a known size without data.
+    if not idx:
+        out, out_len = torch.ops.recops.jagged_index_select(
+            values.to("meta"), lengths_t.to("meta"), indices.to("meta"))
+        assert out.shape == (0, 3) and out_len.shape == (0,)
+
+
+def test_b0_with_indices_names_the_index():
+    """B = 0 with K > 0: every index is out of range; the error says so (it said the row count
+    was missing)."""
+    values, lengths = make([], (2,))
+    with pytest.raises(RuntimeError, match=r"indices\[0\]=0 is out of range"):
+        recops.jagged_index_select(values, lengths, torch.tensor([0]))

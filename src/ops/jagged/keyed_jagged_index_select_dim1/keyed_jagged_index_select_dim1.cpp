@@ -105,9 +105,12 @@ Status keyed_jagged_index_select_dim1_shape(const KeyedJaggedIndexSelectDim1Args
   if (a.selected_lengths_sum) {
     rows = *a.selected_lengths_sum;
     RECOPS_CHECK(rows >= 0, kOp, ": selected_lengths_sum=", rows, " must be >= 0");
+  } else if (a.indices.sizes[0] == 0 || a.lengths.sizes[0] == 0) {
+    rows = 0;  // no batch position or no key: nothing selected, known without reading
   } else {
-    RECOPS_CHECK(a.lengths.device.is_cpu() && a.lengths.data != nullptr, kOp,
-                 ": selected_lengths_sum must be given for ",
+    RECOPS_CHECK(ops::select_host_readable(a.lengths) && ops::select_host_readable(a.offsets) &&
+                     ops::select_host_readable(a.indices),
+                 kOp, ": selected_lengths_sum must be given for ",
                  a.lengths.device.is_cpu() ? "tensors without data (Meta, torch.compile)"
                                            : "CUDA tensors (computing it would synchronise)");
     RECOPS_RETURN_IF_ERROR(check_contents(kOp, a.lengths, a.offsets, a.indices, a.batch_size,
