@@ -1,13 +1,17 @@
-"""The Stem ops on CUDA against the CPU ops (skipped without a GPU): stem_prepare within one
-bf16 step, stem_indexer with exact lengths and -1 padding and equal sets up to boundary ties
-(spec §11.5, judged on fp64 scores), block_sparse_attention within bf16 tolerance, and the
-pipeline run end to end on the device."""
+"""The Stem ops on CUDA (skipped without a GPU): stem_prepare against the CPU op within one bf16
+step, stem_indexer against the CPU op with exact lengths and -1 padding and equal sets up to
+boundary ties (spec §11 rules 2-5, judged on fp64 scores), block_sparse_attention against an fp64
+golden by the accuracy standard's double rule (§11 rule 8), and the pipeline run end to end on
+the device. The judging (tests/python/_stem_judge.py) is tested on the CPU by
+test_stem_judge.py."""
 
 import pytest
 import torch
 
 import recops  # noqa: F401
 from recops import stem
+
+from _stem_judge import check_sets, judge_attention
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 
@@ -39,36 +43,6 @@ def test_prepare_matches_cpu(L):
     torch.testing.assert_close(vg.cpu(), vc, rtol=1e-4, atol=1e-5)
 
 
-def _forced(i, initial_blocks=4, window_size=4):
-    """Spec §3.2 step 3 for query block i of a prompt with Lq = Lk (V = i + 1 visible blocks):
-    the sink [0, min(I, V)) and the window [max(V - Wn, 0), V), written here from the spec."""
-    V = i + 1
-    return set(range(min(initial_blocks, V))) | set(range(max(V - window_size, 0), V))
-
-
-def _check_sets(idx_c, len_c, idx_g, len_g, score_fn):
-    assert torch.equal(len_c, len_g)
-    Kmax = idx_c.shape[-1]
-    pos = torch.arange(Kmax).expand_as(idx_c)
-    assert torch.all(idx_g[pos >= len_g.unsqueeze(-1)] == -1)
-    bad = 0
-    for r in torch.nonzero(len_c >= 0):
-        r = tuple(r.tolist())
-        n = int(len_c[r])
-        a, b = set(idx_c[r][:n].tolist()), set(idx_g[r][:n].tolist())
-        assert len(b) == n
-        if a != b:
-            s = score_fn(r)
-            # The tie threshold is over the dynamic (top-k) ids only: forced ones are not ranked.
-            dyn = sorted(a - _forced(r[-1]))
-            assert dyn, f"row {r}: the sets differ but no dynamic id was selected"
-            beta = s[torch.tensor(dyn)].min()
-            for j in a ^ b:
-                assert abs(float(s[j] - beta)) <= max(2.5e-5, 1e-3 * abs(float(beta)))
-            bad += 1
-    return bad
-
-
 @pytest.mark.parametrize("prec", [1, 2])
 @pytest.mark.parametrize("L,Nq,Nk", [(1500, 4, 2), (9000, 8, 1), (20000, 2, 2)])
 def test_indexer_matches_cpu(L, Nq, Nk, prec):
@@ -84,20 +58,20 @@ def test_indexer_matches_cpu(L, Nq, Nk, prec):
         s = qf[b, hq, i].double() @ kf[b, hq // G].double().T / 64 + vb[b, hq // G].double()
         return s.float().bfloat16().float() if prec == 2 else s.float()
 
-    _check_sets(ic, lc, ig.cpu(), lg.cpu(), score)
+    check_sets(ic, lc, ig.cpu(), lg.cpu(), score, prec=prec)
 
 
 def _attention_cuda_matches_cpu(q, k, v, idx, sl, cu, lens):
-    """block_sparse_attention on the GPU and on the CPU from the same tensors (on either device):
-    outputs within bf16 tolerance, lse within 1e-3."""
+    """block_sparse_attention on the GPU and on the CPU from the same tensors (on either device),
+    each judged against the fp64 golden by the double standard (§11 rule 8)."""
     def run(dev):
         t = [x.to(dev) for x in (q, k, v, idx, sl, cu, lens)]
         return stem.block_sparse_attention(*t[:5], cu_seqlens_q=t[5], kv_seq_lens=t[6],
                                            cu_seqlens_kv=t[5])
-    og, lg = run("cuda")
-    oc, lc = run("cpu")
-    torch.testing.assert_close(og.cpu().float(), oc.float(), atol=2e-2, rtol=2e-2)
-    torch.testing.assert_close(lg.cpu(), lc, atol=1e-3, rtol=1e-4)
+    refs = None
+    for dev in ("cuda", "cpu"):
+        out, lse = run(dev)
+        refs = judge_attention(out, lse, q.cpu(), k.cpu(), v.cpu(), idx, sl, cu, lens, cu, refs)
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
@@ -169,25 +143,14 @@ def test_indexer_512k_matches_cpu():
     ig, lg = stem.stem_indexer(qf.cuda(), kf.cuda(), vb.cuda(), lens.cuda(), lens.cuda(),
                                stem_stride=16)
     ig, lg = ig.cpu(), lg.cpu()
-    assert torch.equal(lc, lg)
-    Kmax = nb
-    pos = torch.arange(Kmax).expand_as(ig)
-    assert torch.all(ig[pos >= lg.unsqueeze(-1)] == -1)
-    sc, sg = ic.sort(dim=-1).values, ig.sort(dim=-1).values
-    rows = torch.nonzero((sc != sg).any(dim=-1))
-    for r in rows.tolist():
+    G = Nq // Nk
+
+    def score(r):  # precision 1: the fp32 rounding of the fp64 score
         b, hq, i = r
-        n = int(lc[b, hq, i])
-        a, c = set(ic[b, hq, i, :n].tolist()), set(ig[b, hq, i, :n].tolist())
-        assert len(c) == n
-        G = Nq // Nk
-        s = (qf[b, hq, i].double() @ kf[b, hq // G].double().T / 64
-             + vb[b, hq // G].double()).float()
-        dyn = sorted(a - _forced(i))
-        assert dyn, f"row {r}: the sets differ but no dynamic id was selected"
-        beta = s[torch.tensor(dyn)].min()
-        for j in a ^ c:
-            assert abs(float(s[j] - beta)) <= max(2.5e-5, 1e-3 * abs(float(beta)))
+        return (qf[b, hq, i].double() @ kf[b, hq // G].double().T / 64
+                + vb[b, hq // G].double()).float()
+
+    check_sets(ic, lc, ig, lg, score, prec=1)
 
 
 def test_indexer_cuda_graph_capture():
