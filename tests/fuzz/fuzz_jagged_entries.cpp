@@ -264,6 +264,13 @@ int64_t int_sum(const TensorView& v) {
   return s;
 }
 
+// A backward's incoming gradient of `grad_shape` (dtype t, sometimes another) and its first
+// output of `out_shape` and t.
+bool grad_and_out(FuzzedDataProvider& fdp, Arena& ar, const Shape& grad_shape,
+                  const Shape& out_shape, DType t, TensorView* grad, TensorView* out) {
+  return ar.view(grad_shape, dtype_or_any(fdp, t), grad) && ar.output(out_shape, t, out);
+}
+
 // [lead, *E] with E of 0..max_dims small dims.
 Shape rows_shape(FuzzedDataProvider& fdp, int64_t lead, int max_dims = 2) {
   Shape s = {lead};
@@ -301,9 +308,7 @@ void fuzz_jagged_softmax(FuzzedDataProvider& fdp) {
   if (!recops::jagged_softmax(a, y, ctx_arg(fdp)).ok() || fdp.ConsumeBool()) return;
   recops::JaggedSoftmaxBwdArgs b{TensorView{}, y, a.seq_offsets, a.max_seq_len};
   TensorView dx;
-  if (!ar.view(y.shape(), dtype_or_any(fdp, y.dtype), &b.grad) ||
-      !ar.output(y.shape(), y.dtype, &dx))
-    return;
+  if (!grad_and_out(fdp, ar, y.shape(), y.shape(), y.dtype, &b.grad, &dx)) return;
   (void)recops::jagged_softmax_bwd(b, dx, ctx_arg(fdp));
 }
 
@@ -335,9 +340,7 @@ void fuzz_jagged_dense_elementwise(FuzzedDataProvider& fdp) {
   (void)recops::jagged_dense_elementwise_mul(a, out, ctx_arg(fdp));
   recops::JaggedDenseElementwiseMulBwdArgs b{TensorView{}, a.x_values, a.seq_offsets, a.y};
   TensorView dx, dy;
-  if (!ar.view(so, dtype_or_any(fdp, t), &b.grad) || !ar.output(xs, t, &dx) ||
-      !ar.output(ys, t, &dy))
-    return;
+  if (!grad_and_out(fdp, ar, so, xs, t, &b.grad, &dx) || !ar.output(ys, t, &dy)) return;
   (void)recops::jagged_dense_elementwise_mul_bwd(b, dx, dy, ctx_arg(fdp));
 }
 
@@ -362,7 +365,7 @@ void fuzz_jagged_dense_bmm(FuzzedDataProvider& fdp) {
   if (!recops::jagged_dense_bmm(a, z, ctx_arg(fdp)).ok() || fdp.ConsumeBool()) return;
   recops::JaggedDenseBmmBwdArgs b{TensorView{}, a.x_values, a.seq_offsets, a.y, a.max_seq_len};
   TensorView dx, dy;
-  if (!ar.view(zs, dtype_or_any(fdp, t), &b.grad) || !ar.output(a.x_values.shape(), t, &dx) ||
+  if (!grad_and_out(fdp, ar, zs, a.x_values.shape(), t, &b.grad, &dx) ||
       !ar.output(a.y.shape(), t, &dy))
     return;
   (void)recops::jagged_dense_bmm_bwd(b, dx, dy, ctx_arg(fdp));
@@ -388,7 +391,7 @@ void fuzz_jagged_jagged_bmm(FuzzedDataProvider& fdp) {
   recops::JaggedJaggedBmmBwdArgs b{TensorView{}, a.x_values, a.y_values, a.seq_offsets,
                                    a.max_seq_len};
   TensorView dx, dy;
-  if (!ar.view(zs, dtype_or_any(fdp, t), &b.grad) || !ar.output(a.x_values.shape(), t, &dx) ||
+  if (!grad_and_out(fdp, ar, zs, a.x_values.shape(), t, &b.grad, &dx) ||
       !ar.output(a.y_values.shape(), t, &dy))
     return;
   (void)recops::jagged_jagged_bmm_bwd(b, dx, dy, ctx_arg(fdp));
@@ -422,9 +425,8 @@ void fuzz_jagged_dense_flash_attention(FuzzedDataProvider& fdp) {
   b.q = a.q, b.k = a.k, b.v = a.v, b.attn_bias = a.attn_bias, b.seq_offsets = a.seq_offsets;
   b.out = out, b.lse = lse, b.max_seq_len = a.max_seq_len;
   TensorView dq, dk, dv, dbias;
-  if (!ar.view(so, dtype_or_any(fdp, t), &b.grad) || !ar.output(a.q.shape(), t, &dq) ||
-      !ar.output(a.k.shape(), t, &dk) || !ar.output(a.v.shape(), t, &dv) ||
-      !ar.output(a.attn_bias.shape(), t, &dbias))
+  if (!grad_and_out(fdp, ar, so, a.q.shape(), t, &b.grad, &dq) || !ar.output(a.k.shape(), t, &dk) ||
+      !ar.output(a.v.shape(), t, &dv) || !ar.output(a.attn_bias.shape(), t, &dbias))
     return;
   (void)recops::jagged_dense_flash_attention_bwd(b, dq, dk, dv, dbias, ctx_arg(fdp));
 }
@@ -456,8 +458,8 @@ void fuzz_multi_head_jagged_flash_attention(FuzzedDataProvider& fdp) {
   b.q = a.q, b.k = a.k, b.v = a.v, b.seq_offsets = a.seq_offsets, b.out = out, b.lse = lse;
   b.max_seq_len = a.max_seq_len;
   TensorView dq, dk, dv;
-  if (!ar.view(so, dtype_or_any(fdp, t), &b.grad) || !ar.output(a.q.shape(), t, &dq) ||
-      !ar.output(a.k.shape(), t, &dk) || !ar.output(a.v.shape(), t, &dv))
+  if (!grad_and_out(fdp, ar, so, a.q.shape(), t, &b.grad, &dq) || !ar.output(a.k.shape(), t, &dk) ||
+      !ar.output(a.v.shape(), t, &dv))
     return;
   (void)recops::multi_head_jagged_flash_attention_bwd(b, dq, dk, dv, ctx_arg(fdp));
 }
@@ -478,9 +480,7 @@ void fuzz_jagged2_to_padded_dense(FuzzedDataProvider& fdp) {
     return;
   recops::Jagged2ToPaddedDenseBwdArgs b{TensorView{}, a.values, a.offsets, a.max_length};
   TensorView gv;
-  if (!ar.view(so, dtype_or_any(fdp, a.values.dtype), &b.grad) ||
-      !ar.output(a.values.shape(), a.values.dtype, &gv))
-    return;
+  if (!grad_and_out(fdp, ar, so, a.values.shape(), a.values.dtype, &b.grad, &gv)) return;
   (void)recops::jagged2_to_padded_dense_bwd(b, gv, ctx_arg(fdp));
 }
 
@@ -498,9 +498,7 @@ void fuzz_jagged2_softmax(FuzzedDataProvider& fdp) {
     return;
   recops::Jagged2SoftmaxBwdArgs b{TensorView{}, y, a.x_offsets, a.max_seq_len, a.transpose};
   TensorView dx;
-  if (!ar.view(y.shape(), dtype_or_any(fdp, y.dtype), &b.grad) ||
-      !ar.output(y.shape(), y.dtype, &dx))
-    return;
+  if (!grad_and_out(fdp, ar, y.shape(), y.shape(), y.dtype, &b.grad, &dx)) return;
   (void)recops::jagged2_softmax_bwd(b, dx, ctx_arg(fdp));
 }
 
@@ -523,8 +521,7 @@ void fuzz_jagged2_dense_elementwise_mul(FuzzedDataProvider& fdp) {
   recops::Jagged2DenseElementwiseMulBwdArgs b{TensorView{},  a.x,         a.y,
                                               a.seq_lengths, a.x_offsets, a.max_seq_len};
   TensorView dx;
-  if (!ar.view(a.x.shape(), dtype_or_any(fdp, t), &b.grad) || !ar.output(a.x.shape(), t, &dx))
-    return;
+  if (!grad_and_out(fdp, ar, a.x.shape(), a.x.shape(), t, &b.grad, &dx)) return;
   (void)recops::jagged2_dense_elementwise_mul_bwd(b, dx, ctx_arg(fdp));
 }
 
@@ -548,7 +545,7 @@ void fuzz_array_jagged_bmm_jagged_out(FuzzedDataProvider& fdp) {
   recops::ArrayJaggedBmmJaggedOutBwdArgs b{TensorView{}, a.x,         a.y,          a.seq_lengths,
                                            a.x_offsets,  a.y_offsets, a.max_seq_len};
   TensorView dx, dy;
-  if (!ar.view(a.y.shape(), dtype_or_any(fdp, t), &b.grad) || !ar.output(a.x.shape(), t, &dx) ||
+  if (!grad_and_out(fdp, ar, a.y.shape(), a.x.shape(), t, &b.grad, &dx) ||
       !ar.output(a.y.shape(), t, &dy))
     return;
   (void)recops::array_jagged_bmm_jagged_out_bwd(b, dx, dy, ctx_arg(fdp));
@@ -577,7 +574,7 @@ void fuzz_jagged_jagged_bmm_jagged_out(FuzzedDataProvider& fdp) {
   recops::JaggedJaggedBmmJaggedOutBwdArgs b{TensorView{}, a.x,         a.y,       a.seq_lengths,
                                             a.offsets,    a.z_offsets, a.total_z, a.max_seq_len};
   TensorView dx, dy;
-  if (!ar.view({a.total_z}, dtype_or_any(fdp, t), &b.grad) || !ar.output(a.x.shape(), t, &dx) ||
+  if (!grad_and_out(fdp, ar, {a.total_z}, a.x.shape(), t, &b.grad, &dx) ||
       !ar.output(a.y.shape(), t, &dy))
     return;
   (void)recops::jagged_jagged_bmm_jagged_out_bwd(b, dx, dy, ctx_arg(fdp));
@@ -616,7 +613,7 @@ void fuzz_concat_2d_jagged(FuzzedDataProvider& fdp) {
   recops::Concat2dJaggedBwdArgs b;
   static_cast<recops::Concat2dJaggedArgs&>(b) = a;
   TensorView ga, gb;
-  if (!ar.view(so, dtype_or_any(fdp, t), &b.grad) || !ar.output(a.values_a.shape(), t, &ga) ||
+  if (!grad_and_out(fdp, ar, so, a.values_a.shape(), t, &b.grad, &ga) ||
       !ar.output(a.values_b.shape(), t, &gb))
     return;
   (void)recops::concat_2d_jagged_bwd(b, ga, gb, ctx_arg(fdp));
@@ -680,9 +677,7 @@ void fuzz_jagged_index_select(FuzzedDataProvider& fdp) {
   recops::JaggedIndexSelectBwdArgs b{TensorView{}, a.values, a.seq_lengths, a.indices,
                                      a.num_dense_output_rows};
   TensorView gv;
-  if (!ar.view(so, dtype_or_any(fdp, a.values.dtype), &b.grad) ||
-      !ar.output(a.values.shape(), a.values.dtype, &gv))
-    return;
+  if (!grad_and_out(fdp, ar, so, a.values.shape(), a.values.dtype, &b.grad, &gv)) return;
   (void)recops::jagged_index_select_bwd(b, gv, ctx_arg(fdp));
 }
 
@@ -727,9 +722,7 @@ void fuzz_keyed_jagged_index_select_dim1(FuzzedDataProvider& fdp) {
   b.values = a.values, b.lengths = a.lengths, b.offsets = a.offsets, b.indices = a.indices;
   b.batch_size = a.batch_size;
   TensorView gv;
-  if (!ar.view(so, dtype_or_any(fdp, a.values.dtype), &b.grad) ||
-      !ar.output(a.values.shape(), a.values.dtype, &gv))
-    return;
+  if (!grad_and_out(fdp, ar, so, a.values.shape(), a.values.dtype, &b.grad, &gv)) return;
   (void)recops::keyed_jagged_index_select_dim1_bwd(b, gv, ctx_arg(fdp));
 }
 

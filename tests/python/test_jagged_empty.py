@@ -35,6 +35,13 @@ def _backward(out, *inputs):
     return [torch.zeros_like(x) if g is None else g for x, g in zip(inputs, grads)]
 
 
+def _zero_where_empty(t, L, value=0):
+    """Every entry of t[b] equals `value` for each empty sequence b."""
+    for b, n in enumerate(L):
+        if n == 0:
+            assert torch.all(t[b] == value), (b, t[b])
+
+
 def _square_offsets(lengths):
     return _off([n * n for n in lengths])
 
@@ -81,9 +88,7 @@ def op_expand_1d_jagged_to_dense(L):
     v = torch.arange(1, sum(L) + 1, dtype=torch.int64)
     out = recops.expand_1d_jagged_to_dense(v, _off(L), 4)
     assert out.shape == (len(L), 4)
-    for b, n in enumerate(L):
-        if n == 0:
-            assert torch.all(out[b] == 0)
+    _zero_where_empty(out, L, 0)
 
 
 def op_jagged_softmax(L):
@@ -121,9 +126,7 @@ def op_jagged_dense_bmm(L):
     assert fbgemm.jagged_dense_bmm(x, _off(L), y, S)[0].shape == z.shape
     assert sll.sll_jagged_dense_bmm(x, y, _off(L), S, False).shape == z.shape
     gx, gy = _backward(z, x, y)
-    for b, n in enumerate(L):
-        if n == 0:
-            assert torch.all(gy[b] == 0)
+    _zero_where_empty(gy, L, 0)
 
 
 def op_jagged_jagged_bmm(L):
@@ -132,9 +135,7 @@ def op_jagged_jagged_bmm(L):
     y = _rand(sum(L), 4, grad=True)
     z = recops.jagged_jagged_bmm(x, y, _off(L), S)
     assert z.shape == (len(L), 3, 4)
-    for b, n in enumerate(L):
-        if n == 0:
-            assert torch.all(z[b] == 0)
+    _zero_where_empty(z, L, 0)
     assert fbgemm.jagged_jagged_bmm(x, y, _off(L), S).shape == z.shape
     assert sll.sll_jagged_jagged_bmm(x, y, _off(L), S, False).shape == z.shape
     _backward(z, x, y)
@@ -251,9 +252,7 @@ def op_segment_sum_csr(L):
     values = _rand(2 * sum(L))
     out = recops.segment_sum_csr(2, seg, values)
     assert out.shape == (len(L),)
-    for b, n in enumerate(L):
-        if n == 0:
-            assert out[b] == 0
+    _zero_where_empty(out, L, 0)
     assert torch.equal(fbgemm.segment_sum_csr(2, seg, values), out)
 
 
