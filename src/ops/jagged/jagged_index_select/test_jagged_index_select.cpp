@@ -52,5 +52,26 @@ TEST(JaggedIndexSelect, RefusesIndexOutOfRange) {
       << st.message();
 }
 
+// Issue 21: B = 0 lengths without storage (what torch hands over for an empty tensor) and no
+// num_dense_output_rows: the size is 0, known without reading; with K > 0 the error names the
+// index, not a missing row count.
+TEST(JaggedIndexSelect, EmptyLengthsWithoutDataGiveZeroRows) {
+  const TensorView values(nullptr, DType::fp32, Device::cpu(), {0, 3});
+  const TensorView lengths(nullptr, DType::int64, Device::cpu(), {0});
+  const TensorView no_indices(nullptr, DType::int64, Device::cpu(), {0});
+  Shape out_shape, len_shape;
+  ASSERT_TRUE(
+      jagged_index_select_shape({values, lengths, no_indices, std::nullopt}, &out_shape, &len_shape)
+          .ok());
+  EXPECT_EQ(out_shape, (Shape{0, 3}));
+  EXPECT_EQ(len_shape, (Shape{0}));
+  Tensor indices = Tensor::empty({1}, DType::int64);
+  static_cast<int64_t*>(indices.data())[0] = 0;
+  const Status st = jagged_index_select_shape({values, lengths, indices.view(), std::nullopt},
+                                              &out_shape, &len_shape);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("indices[0]=0 is out of range"), std::string::npos) << st.message();
+}
+
 }  // namespace
 }  // namespace recops
