@@ -187,9 +187,11 @@ int64_t dim_arg(FuzzedDataProvider& fdp, int64_t hi = 9) {
                                                 : size_arg(fdp, 0, hi);
 }
 
-// max_seq_len-like scalars: usually the longest sequence or near it, sometimes anything.
+// max_seq_len-like scalars: usually the longest sequence or near it, sometimes anything. (A
+// fuzzed `longest` may be any int64: the harness's own + 3 stays representable, lo <= hi.)
 int64_t len_arg(FuzzedDataProvider& fdp, int64_t longest) {
-  return fdp.ConsumeBool() ? longest : size_arg(fdp, -1, longest + 3);
+  const int64_t hi = longest < INT64_MAX - 3 ? longest + 3 : INT64_MAX;
+  return fdp.ConsumeBool() ? longest : size_arg(fdp, hi < -1 ? hi : -1, hi);
 }
 
 recops::Context ctx_arg(FuzzedDataProvider& fdp) {

@@ -49,7 +49,9 @@ Status check_side(const char* op, const char* vname, const char* oname, const Te
     s->row_stride = v.strides[1];
     s->batch_stride = v.strides[0];
     s->S = v.sizes[1];
-    s->rows = v.sizes[0] * v.sizes[1];
+    // An empty [B, S, 0] may carry extents whose product is past int64 (found by the fuzzer).
+    RECOPS_CHECK(!__builtin_mul_overflow(v.sizes[0], v.sizes[1], &s->rows), op, ": ", vname,
+                 "'s B·S = ", v.sizes[0], "·", v.sizes[1], " rows overflow int64");
   }
   return Status::Ok();
 }
@@ -76,7 +78,8 @@ Status check_args(const char* op, const Concat2dJaggedArgs& a, Params* p) {
   p->D = Da;
   p->k = a.n_prefix_from_right;
   p->is_replace = a.is_replace;
-  p->out_rows = p->a.rows + (a.is_replace ? 0 : p->b.rows);
+  RECOPS_CHECK(!__builtin_add_overflow(p->a.rows, a.is_replace ? 0 : p->b.rows, &p->out_rows), op,
+               ": the output's rows (", p->a.rows, " + ", p->b.rows, ") overflow int64");
   p->device_index = a.values_a.device.index;
   return Status::Ok();
 }
