@@ -76,7 +76,9 @@ Status jagged2_to_padded_dense(const Jagged2ToPaddedDenseArgs& a, const TensorVi
   p.src = a.values.data;
   p.jagged_stride = a.values.strides[0];
   p.dst = out.data;
-  p.dense_b = a.max_length * a.max_length;
+  // Saturates: a max_length whose square is past int64 leaves only an empty out (B = 0), which
+  // run() returns before any kernel (found by fuzz_jagged_entries: UBSan at max_length 2^32+71).
+  p.dense_b = TensorView::mul_sat(a.max_length, a.max_length);
   p.dense_m = a.max_length;
   return run(kOp, p, a.offsets, out.numel(), a.values.device.type, ctx);
 }
