@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "recops/tensor_view.h"
 #include "core/parallel.h"
 #include "ops/jagged/common/jagged2_blocks.h"
 #include "ops/jagged/common/jagged2_cpu.h"
@@ -18,7 +19,8 @@ void mul(const Params& p, int threads) {
   const T* a = static_cast<const T*>(p.a);
   const T* y = static_cast<const T*>(p.y);
   T* out = static_cast<T*>(p.out);
-  const int64_t w = std::max<int64_t>(1, p.max_L * p.max_L);
+  const int64_t w =
+      std::max<int64_t>(1, TensorView::mul_sat(p.max_L, p.max_L));  // max_L may be huge
   const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 14) / w);
   core::parallel_for(p.B, grain, threads, [&](int64_t b0, int64_t b1) {
     for (int64_t b = b0; b < b1; ++b) {

@@ -15,6 +15,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "recops/tensor_view.h"
 #include "core/parallel.h"
 #include "ops/jagged/common/jagged2_blocks.h"
 #include "ops/jagged/common/jagged2_cpu.h"
@@ -109,11 +110,16 @@ void backward_window(const Params& p, const Jagged2Block& blk, int64_t n, double
 template <class T>
 void run_typed(const Params& p, int threads) {
   T* out = static_cast<T*>(p.out);
-  const int64_t w = std::max<int64_t>(1, p.max_L * p.max_L);
+  // The widest window: min(max_L, the largest side), and a side N has N² <= total elements. The
+  // scratch and the grain use it, not max_L itself (max_L = 2^41 overflowed max_L² and asked for
+  // 2^41-entry vectors: found by fuzz_jagged_entries).
+  const int64_t L =
+      std::min<int64_t>(p.max_L, static_cast<int64_t>(std::sqrt(static_cast<double>(p.total))) + 1);
+  const int64_t w = std::max<int64_t>(1, TensorView::mul_sat(L, L));
   const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 14) / w);
   core::parallel_for(p.B, grain, threads, [&](int64_t b0, int64_t b1) {
-    std::vector<AccOf<T>> mx(static_cast<size_t>(p.max_L)), sm(static_cast<size_t>(p.max_L));
-    std::vector<double> dot(static_cast<size_t>(p.max_L));
+    std::vector<AccOf<T>> mx(static_cast<size_t>(L)), sm(static_cast<size_t>(L));
+    std::vector<double> dot(static_cast<size_t>(L));
     for (int64_t b = b0; b < b1; ++b) {
       const Jagged2Block blk =
           jagged2_block_at(p.offsets, p.offsets_int64, p.offsets_stride, b, p.total);
