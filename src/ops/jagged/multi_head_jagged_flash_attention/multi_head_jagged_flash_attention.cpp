@@ -103,12 +103,14 @@ Params base_params(const TensorView& q, const TensorView& k, const TensorView& v
   return p;
 }
 
-// D = 0 still runs: lse (log n_b) is written.
+// D = 0 still runs when lse is written (log n_b). `writes`: some output has an element; without
+// one nothing runs (an empty q may carry a huge H, which the CPU plan would walk head by head:
+// found by fuzz_jagged_entries, an out-of-memory at H ~ 2^30 with D = 0).
 Status run(const char* op, const Params& p, const TensorView& seq_offsets, DeviceType dev,
-           const Context& ctx) {
+           const Context& ctx, bool writes) {
   RECOPS_RETURN_IF_ERROR(core::validate_offsets(op, "seq_offsets", seq_offsets, p.total_L,
                                                 "q.size(1) (total_L)", ctx));
-  if (p.H * p.total_L == 0) return Status::Ok();  // nothing to launch
+  if (!writes || p.H == 0 || p.total_L == 0) return Status::Ok();  // nothing to launch
   return core::dispatch(op, impls(), dev, p, ctx);
 }
 
@@ -125,10 +127,11 @@ Status forward(const char* op, const MultiHeadJaggedFlashAttentionArgs& a, const
   if (plain) {
     RECOPS_CHECK(a.q.device.is_cpu(), op, ": the plain baseline runs on CPU tensors only");
     p.plain = true;
-    if (p.H * p.total_L == 0) return Status::Ok();
+    if (p.H == 0 || p.total_L == 0) return Status::Ok();
     return run_reference(p, {});
   }
-  return run(op, p, a.seq_offsets, a.q.device.type, ctx);
+  return run(op, p, a.seq_offsets, a.q.device.type, ctx,
+             out.numel() > 0 || (lse != nullptr && lse->numel() > 0));
 }
 
 Status backward(const MultiHeadJaggedFlashAttentionBwdArgs& a, const TensorView& dq,
@@ -157,10 +160,10 @@ Status backward(const MultiHeadJaggedFlashAttentionBwdArgs& a, const TensorView&
   if (plain) {
     RECOPS_CHECK(a.q.device.is_cpu(), op, ": the plain baseline runs on CPU tensors only");
     p.plain = true;
-    if (p.H * p.total_L == 0) return Status::Ok();
+    if (p.H == 0 || p.total_L == 0) return Status::Ok();
     return run_reference(p, {});
   }
-  return run(op, p, a.seq_offsets, a.q.device.type, ctx);
+  return run(op, p, a.seq_offsets, a.q.device.type, ctx, dq.numel() > 0);  // dk, dv: dq's shape
 }
 }  // namespace
 }  // namespace recops::ops::multi_head_jagged_flash_attention_ns
