@@ -125,12 +125,17 @@ Status forward(const char* op, const JaggedDenseFlashAttentionArgs& a, const Ten
   Params p;
   RECOPS_RETURN_IF_ERROR(fwd_checks(op, a, out, lse, &p, ctx));
   p.out = out.data;
-  p.out_sb = p.T * p.D, p.out_st = p.D;
+  // An empty out [B, T, 0] may carry a huge T: its batch stride saturates (never used), and the
+  // public op has nothing to write, so it keeps no lse of B·T entries (both found by
+  // fuzz_jagged_entries: UBSan at T ~ 2^63 with D = 0).
+  p.out_sb = TensorView::mul_sat(p.T, p.D), p.out_st = p.D;
   p.lse_sb = p.T, p.lse_st = 1;
+  const bool empty = p.B == 0 || p.T == 0;
   if (lse) {
     p.lse = lse->data;
-    return run(op, p, p.B * p.T == 0, ctx, a.q.device.type);
+    return run(op, p, empty, ctx, a.q.device.type);
   }
+  if (out.numel() == 0) return Status::Ok();
   // The public op: lse goes to the caller's workspace when one is given, else to a host buffer
   // (CPU) or is not kept (CUDA kernels write it only when p.lse is set).
   std::vector<float> host;
@@ -138,7 +143,7 @@ Status forward(const char* op, const JaggedDenseFlashAttentionArgs& a, const Ten
     host.resize(static_cast<size_t>(p.B * p.T));
     p.lse = host.data();
   }
-  return run(op, p, p.B * p.T == 0, ctx, a.q.device.type);
+  return run(op, p, empty, ctx, a.q.device.type);
 }
 }  // namespace
 }  // namespace recops::ops::jagged_dense_flash_attention_ns
