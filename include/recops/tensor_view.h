@@ -67,7 +67,9 @@ struct TensorView {
     int64_t expect = 1;
     for (int i = ndim - 1; i >= from; --i) {
       if (sizes[i] != 1 && sizes[i] != 0 && strides[i] != expect) return false;
-      expect *= sizes[i];
+      // Saturates: the dims after `from` of a tensor empty before it may multiply past int64
+      // (y [0, 2^63-4, 4] with from = 1; found by fuzz_jagged_entries).
+      expect = mul_sat(expect, sizes[i]);
     }
     return true;
   }
