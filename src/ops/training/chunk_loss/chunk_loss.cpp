@@ -23,21 +23,9 @@ constexpr const char* kOp = "chunk_loss";
 constexpr const char* kBwd = "chunk_loss_bwd";
 constexpr size_t kMinBudget = size_t{64} << 20;  // 64 MiB (training_ops.md §3.2)
 
-#ifdef RECOPS_WITH_CUDA
-std::string cuda_accepts(const Params& p) {
-  if (p.dtype == DType::fp64) return "fp64 runs on the CPU only (the golden's dtype)";
-  return core::cuda_capability_at_least<80, Params>(p);
-}
-#endif
-
 const std::vector<core::Impl<Params>>& impls() {
-  static const auto list = core::with_cpu_impls<Params>(
-      {
-#ifdef RECOPS_WITH_CUDA
-          {"cuda_sm80", DeviceType::cuda, core::cuda::any_device_reason, cuda_accepts, run_cuda},
-#endif
-      },
-      run_cpu, run_reference);
+  static const auto list =
+      training::row_impls<Params>(RECOPS_IF_CUDA(run_cuda), run_cpu, run_reference);
   return list;
 }
 
@@ -208,14 +196,9 @@ Status backward(const ChunkLossBwdArgs& a, const TensorView& dh, const TensorVie
                 const TensorView* db, const Context& ctx, bool plain) {
   RECOPS_RETURN_IF_ERROR(check_inputs(kBwd, a));
   RECOPS_RETURN_IF_ERROR(ops::training::check_ce_labels(kBwd, a, a.labels, a.weight.sizes[0], ctx));
-  const int64_t N = a.hidden.sizes[0];
-  const DType st = stat_dtype_of(a.hidden.dtype);
-  const Shape ls = a.reduction == CeReduction::none ? Shape{N} : Shape{};
-  RECOPS_RETURN_IF_ERROR(
-      core::check_same_device(kBwd, "hidden", a.hidden, "grad_loss", a.grad_loss));
-  RECOPS_CHECK(a.grad_loss.shape() == ls && a.grad_loss.dtype == st && a.grad_loss.is_contiguous(),
-               kBwd, ": grad_loss must be contiguous ", dtype_name(st), shape_str(ls),
-               " (loss's shape and dtype); got ", describe(a.grad_loss));
+  RECOPS_RETURN_IF_ERROR(ops::training::check_ce_grad_loss(kBwd, "hidden", a.hidden, a.grad_loss,
+                                                           a.reduction, a.hidden.sizes[0],
+                                                           stat_dtype_of(a.hidden.dtype)));
   RECOPS_RETURN_IF_ERROR(
       check_like(kBwd, "d_hidden", dh, a.hidden, a.hidden.shape(), a.hidden.dtype));
   RECOPS_RETURN_IF_ERROR(

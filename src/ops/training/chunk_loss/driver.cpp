@@ -3,36 +3,23 @@
 //
 // Case fields beyond the common ones: shape ([N, V], required; the hidden size D is args.D, so that
 // the shape's product stays a tensor's), scale (hidden's; the weight's values are scaled by
-// 3/sqrt(D) on top). args: D (required), reduction (none, sum, mean; default mean; another
-// name is passed on as -1, for the refusal case), ignore_index (default -100), label_smoothing,
-// z_loss_scale, softcap (default 0), bias, token_weight (booleans, default false; token_weight is
-// fp32 in [0.25, 1.75)), label_dtype (int32 or int64, default int64), ignore_every (k > 0: rows
-// with i % k == 0 get ignore_index), labels (an explicit list), token_chunk, vocab_chunk (default
-// 0), accum (fp32 or input; default fp32). Labels are uniform in [0, V) with row 0 at V - 1 and row
-// 1 at 0. The backward's grad_loss is random.
+// 3/sqrt(D) on top). args: the cross-entropy ones (reduction, ignore_index, label_smoothing,
+// z_loss_scale, softcap, label_dtype, ignore_every, labels: training/common/ce_case.h), D
+// (required), bias, token_weight (booleans, default false; token_weight is fp32 in [0.25, 1.75)),
+// token_chunk, vocab_chunk (default 0), accum (fp32 or input; default fp32). The backward's
+// grad_loss is random.
 #include <cmath>
 
-#include "core/hash_rng.h"
 #include "ops/training/chunk_loss/chunk_loss.h"
 #include "ops/training/common/case_args.h"
-#include "tools/recops/gen.h"
+#include "ops/training/common/ce_case.h"
 #include "tools/recops/inputs.h"
 
 namespace recops::cli {
 namespace {
+using ce_case::find;
+using ce_case::reduction_of;
 using training_args::flag;
-using training_args::number;
-
-const ArgValue* find(const CaseSpec& cs, const char* key) {
-  const auto it = cs.args.find(key);
-  return it == cs.args.end() ? nullptr : &it->second;
-}
-double reduction_of(const CaseSpec& cs) {
-  const ArgValue* v = find(cs, "reduction");
-  if (!v || v->s == "mean") return 2;
-  if (v->s == "none") return 0;
-  return v->s == "sum" ? 1 : -1;
-}
 
 class ChunkLossDriver final : public FixedDriver {
  public:
@@ -41,20 +28,12 @@ class ChunkLossDriver final : public FixedDriver {
                      .folder = "training/chunk_loss",
                      .fields = {"shape", "scale"},
                      .dtype = DType::bf16,
-                     .args = {{"D", ArgKind::integer},
-                              {"reduction", ArgKind::text},
-                              {"ignore_index", ArgKind::integer},
-                              {"label_smoothing", ArgKind::number},
-                              {"z_loss_scale", ArgKind::number},
-                              {"softcap", ArgKind::number},
-                              {"bias", ArgKind::boolean},
-                              {"token_weight", ArgKind::boolean},
-                              {"label_dtype", ArgKind::text},
-                              {"ignore_every", ArgKind::integer},
-                              {"labels", ArgKind::int_list},
-                              {"token_chunk", ArgKind::integer},
-                              {"vocab_chunk", ArgKind::integer},
-                              {"accum", ArgKind::text}}}) {}
+                     .args = ce_case::args({{"D", ArgKind::integer},
+                                            {"bias", ArgKind::boolean},
+                                            {"token_weight", ArgKind::boolean},
+                                            {"token_chunk", ArgKind::integer},
+                                            {"vocab_chunk", ArgKind::integer},
+                                            {"accum", ArgKind::text}})}) {}
 
   Status make(const CaseRow& row, Problem* p) const override {
     const CaseSpec& cs = *row.spec;
@@ -72,27 +51,13 @@ class ChunkLossDriver final : public FixedDriver {
     const ArgValue* accum = find(cs, "accum");
     if (accum && accum->s != "fp32" && accum->s != "input")
       return case_error(row, "args.accum must be fp32 or input");
-    const int64_t ignore_index = find(cs, "ignore_index") ? find(cs, "ignore_index")->i : -100;
-    p->scalars = {{"ignore_index", static_cast<double>(ignore_index)},
-                  {"label_smoothing", number(cs, "label_smoothing", 0)},
-                  {"z_loss_scale", number(cs, "z_loss_scale", 0)},
-                  {"softcap", number(cs, "softcap", 0)},
-                  {"reduction", reduction_of(cs)},
-                  {"bias", flag(cs, "bias", false)},
-                  {"token_weight", flag(cs, "token_weight", false)},
-                  {"token_chunk", find(cs, "token_chunk") ? find(cs, "token_chunk")->i : 0.0},
-                  {"vocab_chunk", find(cs, "vocab_chunk") ? find(cs, "vocab_chunk")->i : 0.0},
-                  {"accum_input", accum && accum->s == "input"}};
-    std::vector<int64_t> labels;
-    const ArgValue* every = find(cs, "ignore_every");
-    for (int64_t i = 0; i < N; ++i) {
-      int64_t y = V > 0 ? core::uniform_int(tensor_seed(cs.seed, 3), i, 0, V - 1) : 0;
-      if (i == 0) y = V - 1;
-      if (i == 1) y = 0;
-      if (every && every->i > 0 && i % every->i == 0) y = ignore_index;
-      labels.push_back(y);
-    }
-    if (const ArgValue* v = find(cs, "labels")) labels = v->list;
+    p->scalars = ce_case::scalars(cs);
+    p->scalars.insert({{"bias", flag(cs, "bias", false)},
+                       {"token_weight", flag(cs, "token_weight", false)},
+                       {"token_chunk", find(cs, "token_chunk") ? find(cs, "token_chunk")->i : 0.0},
+                       {"vocab_chunk", find(cs, "vocab_chunk") ? find(cs, "vocab_chunk")->i : 0.0},
+                       {"accum_input", accum && accum->s == "input"}});
+    const std::vector<int64_t> labels = ce_case::labels(cs, N, V);
     const DType st = p->dtype == DType::fp64 ? DType::fp64 : DType::fp32;
     const bool bwd = row.op == "chunk_loss_bwd";
     const Shape loss_shape = reduction_of(cs) == 0 ? Shape{N} : Shape{};
@@ -134,16 +99,7 @@ class ChunkLossDriver final : public FixedDriver {
 
   // The fp64 golden (the reference) with the workspace the entry requires.
   Status golden(const Problem& p, std::vector<Tensor>* out) const override {
-    *out = alloc_outputs(p, Device::cpu());
-    const auto in = views(p.inputs);
-    const auto o = views(*out);
-    const size_t bytes = workspace_bytes(p, in, o);
-    Tensor ws = Tensor::empty({static_cast<int64_t>(std::max<size_t>(1, bytes))}, DType::uint8);
-    Context ctx;
-    ctx.impl = "reference";
-    ctx.workspace = ws.data();
-    ctx.workspace_bytes = bytes;
-    return run(p, in, o, ctx);
+    return ce_case::reference_with_workspace(*this, p, out);
   }
 
   // The double standard's plain baseline: logits and G rounded to the input dtype.
@@ -168,11 +124,7 @@ class ChunkLossDriver final : public FixedDriver {
   // in (from `at`): hidden, weight, labels[, bias][, token_weight]
   static ChunkLossArgs fwd_args(const Problem& p, const std::vector<TensorView>& in, size_t at) {
     ChunkLossArgs a;
-    a.ignore_index = static_cast<int64_t>(p.scalars.at("ignore_index"));
-    a.label_smoothing = p.scalars.at("label_smoothing");
-    a.z_loss_scale = p.scalars.at("z_loss_scale");
-    a.softcap = p.scalars.at("softcap");
-    a.reduction = static_cast<CeReduction>(static_cast<int>(p.scalars.at("reduction")));
+    ce_case::scalars_into(p, &a);
     a.token_chunk = static_cast<int64_t>(p.scalars.at("token_chunk"));
     a.vocab_chunk = static_cast<int64_t>(p.scalars.at("vocab_chunk"));
     a.hidden = in[at];

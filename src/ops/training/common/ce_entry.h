@@ -1,12 +1,13 @@
 // training/common/ce_entry.h: the entry checks of the cross-entropy ops (fused_cross_entropy,
-// chunk_loss): the scalars, the labels' values and the workspace, with messages naming the op, the
-// argument and the rule.
+// chunk_loss): the scalars, the labels' values, grad_loss and the workspace, with messages naming
+// the op, the argument and the rule.
 #pragma once
 
 #include <cmath>
 #include <vector>
 
 #include "core/cuda/runtime.h"
+#include "core/offsets.h"
 #include "ops/training/common/cross_entropy.h"
 #include "recops/context.h"
 #include "recops/status.h"
@@ -50,6 +51,19 @@ inline Status check_ce_labels(const char* op, const CeScalars& s, const TensorVi
     RECOPS_CHECK(y == s.ignore_index || (y >= 0 && y < V), op, ": labels[", i, "]=", y,
                  " must be in [0, V) = [0, ", V, ") or ignore_index (", s.ignore_index, ")");
   }
+  return Status::Ok();
+}
+
+// grad_loss: contiguous, the loss's shape ([N] for "none", else a scalar) and the statistics'
+// dtype `st`, on the device of `ref` (the op's first input, named `ref_name`).
+inline Status check_ce_grad_loss(const char* op, const char* ref_name, const TensorView& ref,
+                                 const TensorView& grad_loss, CeReduction reduction, int64_t N,
+                                 DType st) {
+  const Shape ls = reduction == CeReduction::none ? Shape{N} : Shape{};
+  RECOPS_RETURN_IF_ERROR(core::check_same_device(op, ref_name, ref, "grad_loss", grad_loss));
+  RECOPS_CHECK(grad_loss.shape() == ls && grad_loss.dtype == st && grad_loss.is_contiguous(), op,
+               ": grad_loss must be contiguous ", dtype_name(st), shape_str(ls),
+               " (loss's shape and dtype); got ", describe(grad_loss));
   return Status::Ok();
 }
 

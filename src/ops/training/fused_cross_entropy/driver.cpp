@@ -2,35 +2,26 @@
 // fused_cross_entropy_fwd and fused_cross_entropy_bwd: builds a case's inputs, calls the public
 // entry, counts bytes (tools/recops/driver.h).
 //
-// Case fields beyond the common ones: shape ([N, V], required). args: reduction (none, sum, mean;
-// default mean; another name is passed on as -1, for the refusal case), ignore_index (default
-// -100), label_smoothing, z_loss_scale, softcap (default 0), weight (boolean, default false: a [N]
-// input of weight_dtype, default fp32, "same": logits'), label_dtype (int32 or int64, default
-// int64), ignore_every (k > 0: rows with i % k == 0 get ignore_index; 1: every row), labels (an
-// explicit list), neg_inf (boolean: one non-label logit of each row is -inf), precompute_grad,
-// inplace (booleans). Labels are uniform in [0, V) with row 0 at V - 1 and row 1 at 0. The
-// backward's lse input is the reference forward's on the case's inputs; grad_loss is random.
+// Case fields beyond the common ones: shape ([N, V], required). args: the cross-entropy ones
+// (reduction, ignore_index, label_smoothing, z_loss_scale, softcap, label_dtype, ignore_every
+// (1: every row), labels: training/common/ce_case.h), weight (boolean, default false: a [N] input
+// of weight_dtype, default fp32, "same": logits'), neg_inf (boolean: one non-label logit of each
+// row is -inf), precompute_grad, inplace (booleans). The backward's lse input is the reference
+// forward's on the case's inputs; grad_loss is random.
 #include <cmath>
 
-#include "core/hash_rng.h"
-#include "tools/recops/gen.h"
+#include "ops/training/common/case_args.h"
+#include "ops/training/common/ce_case.h"
 #include "ops/training/fused_cross_entropy/fused_cross_entropy.h"
 #include "tools/recops/inputs.h"
 
 namespace recops::cli {
 namespace {
+using ce_case::find;
+using ce_case::reduction_of;
 
-const ArgValue* find(const CaseSpec& cs, const char* key) {
-  const auto it = cs.args.find(key);
-  return it == cs.args.end() ? nullptr : &it->second;
-}
-double number(const CaseSpec& cs, const char* key, double def) {
-  const ArgValue* v = find(cs, key);
-  return v ? v->f : def;
-}
 bool flag(const CaseSpec& cs, const char* key) {
-  const ArgValue* v = find(cs, key);
-  return v && v->b;
+  return training_args::flag(cs, key, false);
 }
 // A dtype by name; "same": `def`.
 Status dtype_arg(const CaseRow& row, const char* key, DType def, DType* t) {
@@ -41,12 +32,6 @@ Status dtype_arg(const CaseRow& row, const char* key, DType def, DType* t) {
   *t = *d;
   return Status::Ok();
 }
-double reduction_of(const CaseSpec& cs) {
-  const ArgValue* v = find(cs, "reduction");
-  if (!v || v->s == "mean") return 2;
-  if (v->s == "none") return 0;
-  return v->s == "sum" ? 1 : -1;
-}
 
 class FusedCrossEntropyDriver final : public FixedDriver {
  public:
@@ -56,19 +41,11 @@ class FusedCrossEntropyDriver final : public FixedDriver {
              .folder = "training/fused_cross_entropy",
              .fields = {"shape", "scale"},
              .dtype = DType::bf16,
-             .args = {{"reduction", ArgKind::text},
-                      {"ignore_index", ArgKind::integer},
-                      {"label_smoothing", ArgKind::number},
-                      {"z_loss_scale", ArgKind::number},
-                      {"softcap", ArgKind::number},
-                      {"weight", ArgKind::boolean},
-                      {"weight_dtype", ArgKind::text},
-                      {"label_dtype", ArgKind::text},
-                      {"ignore_every", ArgKind::integer},
-                      {"labels", ArgKind::int_list},
-                      {"neg_inf", ArgKind::boolean},
-                      {"precompute_grad", ArgKind::boolean},
-                      {"inplace", ArgKind::boolean}}}) {}
+             .args = ce_case::args({{"weight", ArgKind::boolean},
+                                    {"weight_dtype", ArgKind::text},
+                                    {"neg_inf", ArgKind::boolean},
+                                    {"precompute_grad", ArgKind::boolean},
+                                    {"inplace", ArgKind::boolean}})}) {}
 
   Status make(const CaseRow& row, Problem* p) const override {
     const CaseSpec& cs = *row.spec;
@@ -80,25 +57,11 @@ class FusedCrossEntropyDriver final : public FixedDriver {
     RECOPS_RETURN_IF_ERROR(dtype_arg(row, "label_dtype", DType::int64, &ld));
     RECOPS_RETURN_IF_ERROR(dtype_arg(row, "weight_dtype", p->dtype, &wd));
     if (!find(cs, "weight_dtype")) wd = DType::fp32;
-    const int64_t ignore_index = find(cs, "ignore_index") ? find(cs, "ignore_index")->i : -100;
-    p->scalars = {{"ignore_index", static_cast<double>(ignore_index)},
-                  {"label_smoothing", number(cs, "label_smoothing", 0)},
-                  {"z_loss_scale", number(cs, "z_loss_scale", 0)},
-                  {"softcap", number(cs, "softcap", 0)},
-                  {"reduction", reduction_of(cs)},
-                  {"weight", flag(cs, "weight")},
-                  {"precompute_grad", flag(cs, "precompute_grad")},
-                  {"inplace", flag(cs, "inplace")}};
-    std::vector<int64_t> labels;
-    const ArgValue* every = find(cs, "ignore_every");
-    for (int64_t i = 0; i < N; ++i) {
-      int64_t y = V > 0 ? core::uniform_int(tensor_seed(cs.seed, 3), i, 0, V - 1) : 0;
-      if (i == 0) y = V - 1;
-      if (i == 1) y = 0;
-      if (every && every->i > 0 && i % every->i == 0) y = ignore_index;
-      labels.push_back(y);
-    }
-    if (const ArgValue* v = find(cs, "labels")) labels = v->list;
+    p->scalars = ce_case::scalars(cs);
+    p->scalars.insert({{"weight", flag(cs, "weight")},
+                       {"precompute_grad", flag(cs, "precompute_grad")},
+                       {"inplace", flag(cs, "inplace")}});
+    const std::vector<int64_t> labels = ce_case::labels(cs, N, V);
     Input logits = data_input("logits", p->dtype, shape, cs.seed, cs.scale);
     if (flag(cs, "neg_inf") && V > 1) {
       for (int64_t i = 0; i < N; ++i) {
@@ -166,33 +129,17 @@ class FusedCrossEntropyDriver final : public FixedDriver {
 
   // The fp64 golden (the reference) with the workspace the entry requires.
   Status golden(const Problem& p, std::vector<Tensor>* out) const override {
-    *out = alloc_outputs(p, Device::cpu());
-    const auto in = views(p.inputs);
-    const auto o = views(*out);
-    const size_t bytes = workspace_bytes(p, in, o);
-    Tensor ws = Tensor::empty({static_cast<int64_t>(std::max<size_t>(1, bytes))}, DType::uint8);
-    Context ctx;
-    ctx.impl = "reference";
-    ctx.workspace = ws.data();
-    ctx.workspace_bytes = bytes;
-    return run(p, in, o, ctx);
+    return ce_case::reference_with_workspace(*this, p, out);
   }
 
   // Every input read once, every output written once (forward N·V·s, backward 2·N·V·s).
   double bytes(const Problem& p) const override { return io_bytes(p); }
 
  private:
-  static void scalars_into(const Problem& p, CeScalars* s) {
-    s->ignore_index = static_cast<int64_t>(p.scalars.at("ignore_index"));
-    s->label_smoothing = p.scalars.at("label_smoothing");
-    s->z_loss_scale = p.scalars.at("z_loss_scale");
-    s->softcap = p.scalars.at("softcap");
-    s->reduction = static_cast<CeReduction>(static_cast<int>(p.scalars.at("reduction")));
-  }
   // in: logits, labels[, weight]
   static FusedCrossEntropyArgs fwd_args(const Problem& p, const std::vector<TensorView>& in) {
     FusedCrossEntropyArgs a;
-    scalars_into(p, &a);
+    ce_case::scalars_into(p, &a);
     a.logits = in[0];
     a.labels = in[1];
     if (p.scalars.at("weight") != 0) a.weight = in[2];
@@ -203,7 +150,7 @@ class FusedCrossEntropyDriver final : public FixedDriver {
   // in: grad_loss, logits, labels[, weight], lse
   static FusedCrossEntropyBwdArgs bwd_args(const Problem& p, const std::vector<TensorView>& in) {
     FusedCrossEntropyBwdArgs a;
-    scalars_into(p, &a);
+    ce_case::scalars_into(p, &a);
     a.grad_loss = in[0];
     a.logits = in[1];
     a.labels = in[2];

@@ -24,21 +24,9 @@ constexpr const char* kOp = "fused_cross_entropy";
 constexpr const char* kFwd = "fused_cross_entropy_fwd";
 constexpr const char* kBwd = "fused_cross_entropy_bwd";
 
-#ifdef RECOPS_WITH_CUDA
-std::string cuda_accepts(const Params& p) {
-  if (p.dtype == DType::fp64) return "fp64 runs on the CPU only (the golden's dtype)";
-  return core::cuda_capability_at_least<80, Params>(p);
-}
-#endif
-
 const std::vector<core::Impl<Params>>& impls() {
-  static const auto list = core::with_cpu_impls<Params>(
-      {
-#ifdef RECOPS_WITH_CUDA
-          {"cuda_sm80", DeviceType::cuda, core::cuda::any_device_reason, cuda_accepts, run_cuda},
-#endif
-      },
-      run_cpu, run_reference);
+  static const auto list =
+      training::row_impls<Params>(RECOPS_IF_CUDA(run_cuda), run_cpu, run_reference);
   return list;
 }
 
@@ -181,12 +169,8 @@ Status fused_cross_entropy_bwd(const FusedCrossEntropyBwdArgs& a, const TensorVi
   RECOPS_RETURN_IF_ERROR(ops::training::check_ce_labels(kBwd, a, a.labels, a.logits.sizes[1], ctx));
   const int64_t N = a.logits.sizes[0];
   const DType st = stat_dtype_of(a.logits);
-  const Shape ls = a.reduction == CeReduction::none ? Shape{N} : Shape{};
   RECOPS_RETURN_IF_ERROR(
-      core::check_same_device(kBwd, "logits", a.logits, "grad_loss", a.grad_loss));
-  RECOPS_CHECK(a.grad_loss.shape() == ls && a.grad_loss.dtype == st && a.grad_loss.is_contiguous(),
-               kBwd, ": grad_loss must be contiguous ", dtype_name(st), shape_str(ls),
-               " (loss's shape and dtype); got ", describe(a.grad_loss));
+      ops::training::check_ce_grad_loss(kBwd, "logits", a.logits, a.grad_loss, a.reduction, N, st));
   RECOPS_RETURN_IF_ERROR(core::check_same_device(kBwd, "logits", a.logits, "lse", a.lse));
   RECOPS_CHECK(a.lse.shape() == Shape{N} && a.lse.dtype == st && a.lse.is_contiguous(), kBwd,
                ": lse must be contiguous ", dtype_name(st), "[", N, "] (the forward's lse); got ",
