@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "ops/jagged/common/bmm_api.h"
+#include "ops/jagged/common/jagged_case.h"
 #include "tools/recops/gen.h"
 #include "tools/recops/inputs.h"
 
@@ -31,49 +32,36 @@ namespace recops::cli {
 
 // kDense: jagged_dense_bmm's folder, else jagged_jagged_bmm's.
 template <bool kDense>
-class BmmDriver final : public Driver {
+class BmmDriver final : public FixedDriver {
  public:
-  std::vector<std::string> ops() const override { return {fwd_name(), fwd_name() + "_bwd"}; }
-  std::string folder() const override { return "jagged/" + fwd_name(); }
-  std::set<std::string> fields(const std::string&) const override {
-    return {"lengths", "offsets", "offsets_dtype", "offsets_shape", "max_seq_len",
-            "total_L", "row_pad", "out_shape",     "scale"};
-  }
-  std::map<std::string, ArgKind> args(const std::string&) const override {
-    return {{dense_ ? "K" : "M", ArgKind::integer},
-            {"N", ArgKind::integer},
-            {"allow_tf32", ArgKind::boolean},
-            {"y_transposed", ArgKind::boolean},
-            {"y_batch", ArgKind::integer}};
-  }
-  std::optional<std::set<std::string>> tags(const std::string&) const override {
-    return std::set<std::string>{};
-  }
-  DType default_dtype(const std::string&) const override { return DType::fp32; }
+  BmmDriver()
+      : FixedDriver({.ops = {fwd_name(), fwd_name() + "_bwd"},
+                     .folder = "jagged/" + fwd_name(),
+                     .fields = jagged_case::fields(),
+                     .dtype = DType::fp32,
+                     .args = {{dense_ ? "K" : "M", ArgKind::integer},
+                              {"N", ArgKind::integer},
+                              {"allow_tf32", ArgKind::boolean},
+                              {"y_transposed", ArgKind::boolean},
+                              {"y_batch", ArgKind::integer}}}) {}
 
   Status make(const CaseRow& row, Problem* p) const override {
+    using jagged_case::bool_arg;
+    using jagged_case::int_arg;
     const CaseSpec& cs = *row.spec;
     RECOPS_RETURN_IF_ERROR(begin_make(row, p));
     const bool bwd = row.op != fwd_name();
-    if (!cs.max_seq_len) return case_error(row, "needs `max_seq_len`");
-    p->max_seq_len = *cs.max_seq_len;
+    RECOPS_RETURN_IF_ERROR(jagged_case::take_max_seq_len(row, p));
     const int64_t W = int_arg(cs, dense_ ? "K" : "M", 3), N = int_arg(cs, "N", 5);
     p->scalars["allow_tf32"] = bool_arg(cs, "allow_tf32") ? 1 : 0;
     Input off;
-    RECOPS_RETURN_IF_ERROR(make_offsets_input(row, &off, &p->offsets));
-    const int64_t total_L = cs.total_L ? *cs.total_L : (p->offsets.empty() ? 0 : p->offsets.back());
-    if (total_L < 0) return case_error(row, "total_L must be >= 0");
+    int64_t total_L = 0;
+    RECOPS_RETURN_IF_ERROR(jagged_case::offsets_and_total(row, p, &off, &total_L));
     const int64_t B = int_arg(cs, "y_batch", std::max<int64_t>(0, off.view.numel() - 1));
     // The dense operand: y [B, W, N] (jagged_dense_bmm) or grad [B, W, N] (jagged_jagged_bmm_bwd).
     auto dense = [&](const char* name, uint64_t slot) {
-      const bool t = bool_arg(cs, "y_transposed");
-      Input in = data_input(name, p->dtype, t ? Shape{B, N, W} : Shape{B, W, N},
-                            tensor_seed(cs.seed, slot), cs.scale);
-      if (t) {
-        std::swap(in.view.sizes[1], in.view.sizes[2]);
-        std::swap(in.view.strides[1], in.view.strides[2]);
-      }
-      return in;
+      return jagged_case::dense_input(cs, name, p->dtype, B, W, N, bool_arg(cs, "y_transposed"),
+                                      slot);
     };
     auto jagged = [&](const char* name, int64_t width, uint64_t slot, Input* in) {
       return make_rowpadded_input(row, name, p->dtype, {total_L}, {width}, cs.row_pad, slot, in);
@@ -180,7 +168,7 @@ class BmmDriver final : public Driver {
 
  private:
   static constexpr bool dense_ = kDense;
-  std::string fwd_name() const { return dense_ ? "jagged_dense_bmm" : "jagged_jagged_bmm"; }
+  static std::string fwd_name() { return dense_ ? "jagged_dense_bmm" : "jagged_jagged_bmm"; }
 
   // Scales the floating inputs by 2^-e so that an output, a sum of up to `inner` products of
   // uniform(-s, s) values (standard deviation sqrt(inner) s^2 / 3), is about 2^-5.
@@ -196,14 +184,6 @@ class BmmDriver final : public Driver {
         T* d = static_cast<T*>(in.buf.data());
         for (int64_t i = 0; i < in.buf.numel(); ++i) d[i] = from_double<T>(to_double(d[i]) * s);
       });
-  }
-  static int64_t int_arg(const CaseSpec& cs, const char* k, int64_t def) {
-    const auto it = cs.args.find(k);
-    return it == cs.args.end() ? def : it->second.i;
-  }
-  static bool bool_arg(const CaseSpec& cs, const char* k) {
-    const auto it = cs.args.find(k);
-    return it != cs.args.end() && it->second.b;
   }
   static const TensorView& offsets_view(const Problem& p) {
     for (const Input& in : p.inputs)

@@ -17,6 +17,7 @@
 #include <cstring>
 
 #include "core/scalar.h"
+#include "ops/jagged/common/jagged_case.h"
 #include "ops/jagged/jagged_dense_flash_attention/jagged_dense_flash_attention.h"
 #include "tools/recops/gen.h"
 #include "tools/recops/inputs.h"
@@ -27,14 +28,8 @@ constexpr const char* kOp = "jagged_dense_flash_attention";
 constexpr const char* kFwd = "jagged_dense_flash_attention_fwd";
 constexpr const char* kBwd = "jagged_dense_flash_attention_bwd";
 
-int64_t int_arg(const CaseSpec& cs, const char* k, int64_t def) {
-  const auto it = cs.args.find(k);
-  return it == cs.args.end() ? def : it->second.i;
-}
-bool bool_arg(const CaseSpec& cs, const char* k) {
-  const auto it = cs.args.find(k);
-  return it != cs.args.end() && it->second.b;
-}
+using jagged_case::bool_arg;
+using jagged_case::int_arg;
 
 void scale_data(Input* in, double f) {
   visit_floating(in->view.dtype, [&](auto t) {
@@ -44,55 +39,40 @@ void scale_data(Input* in, double f) {
   });
 }
 
-class Driver_ final : public Driver {
+class Driver_ final : public FixedDriver {
  public:
-  std::vector<std::string> ops() const override { return {kOp, kFwd, kBwd}; }
-  std::string folder() const override { return "jagged/jagged_dense_flash_attention"; }
-  std::set<std::string> fields(const std::string&) const override {
-    return {"lengths", "offsets", "offsets_dtype", "offsets_shape", "max_seq_len",
-            "total_L", "row_pad", "out_shape",     "scale",         "range"};
-  }
-  std::map<std::string, ArgKind> args(const std::string&) const override {
-    return {{"D", ArgKind::integer},
-            {"T", ArgKind::integer},
-            {"S", ArgKind::integer},
-            {"allow_tf32", ArgKind::boolean},
-            {"k_transposed", ArgKind::boolean},
-            {"k_batch", ArgKind::integer},
-            {"neg_bias_cols", ArgKind::integer},
-            {"score_scale", ArgKind::number}};
-  }
-  std::optional<std::set<std::string>> tags(const std::string&) const override {
-    return std::set<std::string>{};
-  }
-  DType default_dtype(const std::string&) const override { return DType::fp32; }
+  Driver_()
+      : FixedDriver({.ops = {kOp, kFwd, kBwd},
+                     .folder = "jagged/jagged_dense_flash_attention",
+                     .fields = jagged_case::fields({"range"}),
+                     .dtype = DType::fp32,
+                     .args = {{"D", ArgKind::integer},
+                              {"T", ArgKind::integer},
+                              {"S", ArgKind::integer},
+                              {"allow_tf32", ArgKind::boolean},
+                              {"k_transposed", ArgKind::boolean},
+                              {"k_batch", ArgKind::integer},
+                              {"neg_bias_cols", ArgKind::integer},
+                              {"score_scale", ArgKind::number}}}) {}
 
   Status make(const CaseRow& row, Problem* p) const override {
     const CaseSpec& cs = *row.spec;
     RECOPS_RETURN_IF_ERROR(begin_make(row, p));
     const bool bwd = row.op == kBwd;
-    if (!cs.max_seq_len) return case_error(row, "needs `max_seq_len`");
-    p->max_seq_len = *cs.max_seq_len;
+    RECOPS_RETURN_IF_ERROR(jagged_case::take_max_seq_len(row, p));
     const int64_t D = int_arg(cs, "D", 8), T = int_arg(cs, "T", 5);
     const int64_t S = int_arg(cs, "S", p->max_seq_len);
     p->scalars["allow_tf32"] = bool_arg(cs, "allow_tf32") ? 1 : 0;
     Input off;
-    RECOPS_RETURN_IF_ERROR(make_offsets_input(row, &off, &p->offsets));
-    const int64_t total_L = cs.total_L ? *cs.total_L : (p->offsets.empty() ? 0 : p->offsets.back());
-    if (total_L < 0) return case_error(row, "total_L must be >= 0");
+    int64_t total_L = 0;
+    RECOPS_RETURN_IF_ERROR(jagged_case::offsets_and_total(row, p, &off, &total_L));
     const int64_t B = int_arg(cs, "k_batch", std::max<int64_t>(0, off.view.numel() - 1));
     Input q, v;
     RECOPS_RETURN_IF_ERROR(
         make_rowpadded_input(row, "q", p->dtype, {total_L}, {D}, cs.row_pad, 1, &q));
     RECOPS_RETURN_IF_ERROR(
         make_rowpadded_input(row, "v", p->dtype, {total_L}, {D}, cs.row_pad, 3, &v));
-    const bool kt = bool_arg(cs, "k_transposed");
-    Input k = data_input("k", p->dtype, kt ? Shape{B, T, D} : Shape{B, D, T},
-                         tensor_seed(cs.seed, 2), cs.scale);
-    if (kt) {
-      std::swap(k.view.sizes[1], k.view.sizes[2]);
-      std::swap(k.view.strides[1], k.view.strides[2]);
-    }
+    Input k = jagged_case::dense_input(cs, "k", p->dtype, B, D, T, bool_arg(cs, "k_transposed"), 2);
     Input bias = data_input("attn_bias", p->dtype, {B, S, T}, tensor_seed(cs.seed, 4), cs.scale);
     // q . k has standard deviation about sqrt(D)/3 for uniform(-1, 1) data: scale q and k by a
     // power of two each so that |s| is about score_scale.

@@ -8,6 +8,7 @@
 #include "core/dispatch.h"
 #include "core/kit/op_def.h"
 #include "core/offsets.h"
+#include "ops/jagged/common/flash_entry.h"
 #include "ops/jagged/jagged_dense_flash_attention/impls.h"
 
 namespace recops::ops::jagged_dense_flash_attention_ns {
@@ -27,23 +28,14 @@ std::string cuda_accepts(const Params& p) {
 #endif
 
 const std::vector<core::Impl<Params>>& impls() {
-  static const auto list = core::with_cpu_impls<Params>(
-      {
-#ifdef RECOPS_WITH_CUDA
-          {"cuda_sm80", DeviceType::cuda, core::cuda::any_device_reason, cuda_accepts, run_cuda},
-#endif
-      },
-      run_cpu, run_reference);
+  static const auto list = jagged_flash::impls<Params>(
+      RECOPS_IF_CUDA(run_cuda), RECOPS_IF_CUDA(cuda_accepts), run_cpu, run_reference);
   return list;
-}
-
-bool floating(DType t) {
-  return t == DType::fp64 || t == DType::fp32 || t == DType::fp16 || t == DType::bf16;
 }
 
 // Every check of the forward's arguments; fills the input part of p.
 Status check_inputs(const char* op, const JaggedDenseFlashAttentionArgs& a, Params* p) {
-  RECOPS_CHECK(floating(a.q.dtype), op, ": q must be fp64, fp32, fp16 or bf16, got ",
+  RECOPS_CHECK(jagged_flash::floating(a.q.dtype), op, ": q must be fp64, fp32, fp16 or bf16, got ",
                dtype_name(a.q.dtype));
   RECOPS_CHECK(a.q.ndim == 2, op, ": q must be 2-D [total_L, D], got ", describe(a.q));
   RECOPS_CHECK(a.q.inner_contiguous(1), op, ": q's last dim must have stride 1; got ",
@@ -94,21 +86,14 @@ Status check_inputs(const char* op, const JaggedDenseFlashAttentionArgs& a, Para
   return Status::Ok();
 }
 
-// An output: contiguous, the given shape and dtype, on `like`'s device.
-Status check_out(const char* op, const char* name, const TensorView& t, const Shape& shape,
-                 DType dtype, const TensorView& like) {
-  RECOPS_RETURN_IF_ERROR(core::check_same_device(op, "q", like, name, t));
-  RECOPS_CHECK(t.shape() == shape && t.dtype == dtype && t.is_contiguous(), op, ": ", name,
-               " must be contiguous ", shape_str(shape), " ", dtype_name(dtype), "; got ",
-               describe(t));
-  return Status::Ok();
-}
-
 Status fwd_checks(const char* op, const JaggedDenseFlashAttentionArgs& a, const TensorView& out,
                   const TensorView* lse, Params* p, const Context& ctx) {
   RECOPS_RETURN_IF_ERROR(check_inputs(op, a, p));
-  RECOPS_RETURN_IF_ERROR(check_out(op, "out", out, {p->B, p->T, p->D}, a.q.dtype, a.q));
-  if (lse) RECOPS_RETURN_IF_ERROR(check_out(op, "lse", *lse, {p->B, p->T}, DType::fp32, a.q));
+  RECOPS_RETURN_IF_ERROR(
+      jagged_flash::check_out(op, "out", out, {p->B, p->T, p->D}, a.q.dtype, a.q));
+  if (lse)
+    RECOPS_RETURN_IF_ERROR(
+        jagged_flash::check_out(op, "lse", *lse, {p->B, p->T}, DType::fp32, a.q));
   return core::validate_offsets(op, "seq_offsets", a.seq_offsets, p->total_L, "q.size(0) (total_L)",
                                 ctx);
 }
@@ -195,10 +180,11 @@ Status bwd_checks(const JaggedDenseFlashAttentionBwdArgs& a, const TensorView& d
                ": lse must be [B, T] = ", shape_str({p->B, p->T}), " fp32 (the forward's); got ",
                describe(a.lse));
   RECOPS_RETURN_IF_ERROR(core::check_same_device(kBwd, "q", a.q, "lse", a.lse));
-  RECOPS_RETURN_IF_ERROR(check_out(kBwd, "dq", dq, a.q.shape(), a.q.dtype, a.q));
-  RECOPS_RETURN_IF_ERROR(check_out(kBwd, "dk", dk, a.k.shape(), a.q.dtype, a.q));
-  RECOPS_RETURN_IF_ERROR(check_out(kBwd, "dv", dv, a.v.shape(), a.q.dtype, a.q));
-  RECOPS_RETURN_IF_ERROR(check_out(kBwd, "dbias", dbias, a.attn_bias.shape(), a.q.dtype, a.q));
+  RECOPS_RETURN_IF_ERROR(ops::jagged_flash::check_out(kBwd, "dq", dq, a.q.shape(), a.q.dtype, a.q));
+  RECOPS_RETURN_IF_ERROR(ops::jagged_flash::check_out(kBwd, "dk", dk, a.k.shape(), a.q.dtype, a.q));
+  RECOPS_RETURN_IF_ERROR(ops::jagged_flash::check_out(kBwd, "dv", dv, a.v.shape(), a.q.dtype, a.q));
+  RECOPS_RETURN_IF_ERROR(
+      ops::jagged_flash::check_out(kBwd, "dbias", dbias, a.attn_bias.shape(), a.q.dtype, a.q));
   RECOPS_RETURN_IF_ERROR(core::validate_offsets(kBwd, "seq_offsets", a.seq_offsets, p->total_L,
                                                 "q.size(0) (total_L)", ctx));
   p->backward = true;
@@ -253,19 +239,12 @@ namespace {
 using Args = JaggedDenseFlashAttentionArgs;
 using BwdArgs = JaggedDenseFlashAttentionBwdArgs;
 
-Status fwd_shapes(const Args& a, std::vector<kit::OutSpec>* outs) {
+Status fwd_lse_shapes(const Args& a, std::vector<kit::OutSpec>* outs) {
   Shape s;
   RECOPS_RETURN_IF_ERROR(jagged_dense_flash_attention_shape(a, &s));
   outs->push_back({s, a.q.dtype});
+  outs->push_back({{s[0], s[1]}, DType::fp32});
   return Status::Ok();
-}
-Status fwd_lse_shapes(const Args& a, std::vector<kit::OutSpec>* outs) {
-  RECOPS_RETURN_IF_ERROR(fwd_shapes(a, outs));
-  outs->push_back({{(*outs)[0].shape[0], (*outs)[0].shape[1]}, DType::fp32});
-  return Status::Ok();
-}
-Status fwd_run(const Args& a, const kit::Outputs& o, const Context& ctx) {
-  return jagged_dense_flash_attention(a, o.views[0], ctx);
 }
 Status fwd_lse_run(const Args& a, const kit::Outputs& o, const Context& ctx) {
   return jagged_dense_flash_attention_fwd(a, o.views[0], o.views[1], ctx);
@@ -333,8 +312,8 @@ RECOPS_REGISTER_OPS(reg) {
   };
   reg.add(inputs(kit::Def<Args>(kOp, "jagged"), true)
               .out("out")
-              .shapes(fwd_shapes)
-              .run(fwd_run)
+              .shapes_from<&jagged_dense_flash_attention_shape, &Args::q>()
+              .run_one<&jagged_dense_flash_attention>()
               .backward(kBwd)
               .doc("", kDoc));
   reg.add(inputs(kit::Def<Args>(kFwd, "jagged"), false)

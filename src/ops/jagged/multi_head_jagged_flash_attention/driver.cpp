@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "ops/jagged/common/jagged_case.h"
 #include "ops/jagged/multi_head_jagged_flash_attention/multi_head_jagged_flash_attention.h"
 #include "tools/recops/inputs.h"
 
@@ -24,14 +25,8 @@ constexpr const char* kOp = "multi_head_jagged_flash_attention";
 constexpr const char* kFwd = "multi_head_jagged_flash_attention_fwd";
 constexpr const char* kBwd = "multi_head_jagged_flash_attention_bwd";
 
-int64_t int_arg(const CaseSpec& cs, const char* k, int64_t def) {
-  const auto it = cs.args.find(k);
-  return it == cs.args.end() ? def : it->second.i;
-}
-bool bool_arg(const CaseSpec& cs, const char* k) {
-  const auto it = cs.args.find(k);
-  return it != cs.args.end() && it->second.b;
-}
+using jagged_case::bool_arg;
+using jagged_case::int_arg;
 
 // Element (h, r, d) of a host input, as a double, and its assignment.
 void set_at(const TensorView& t, int64_t h, int64_t r, int64_t d, double x) {
@@ -58,8 +53,7 @@ class MultiHeadJaggedFlashAttentionDriver final : public FixedDriver {
   MultiHeadJaggedFlashAttentionDriver()
       : FixedDriver({.ops = {kOp, kFwd, kBwd},
                      .folder = "jagged/multi_head_jagged_flash_attention",
-                     .fields = {"lengths", "offsets", "offsets_dtype", "offsets_shape",
-                                "max_seq_len", "total_L", "row_pad", "out_shape", "scale"},
+                     .fields = jagged_case::fields(),
                      .dtype = DType::fp32,
                      .args = {{"H", ArgKind::integer},
                               {"D", ArgKind::integer},
@@ -71,15 +65,13 @@ class MultiHeadJaggedFlashAttentionDriver final : public FixedDriver {
     const CaseSpec& cs = *row.spec;
     RECOPS_RETURN_IF_ERROR(begin_make(row, p));
     const bool bwd = row.op == kBwd;
-    if (!cs.max_seq_len) return case_error(row, "needs `max_seq_len`");
-    p->max_seq_len = *cs.max_seq_len;
+    RECOPS_RETURN_IF_ERROR(jagged_case::take_max_seq_len(row, p));
     p->scalars["allow_tf32"] = bool_arg(cs, "allow_tf32") ? 1 : 0;
     const int64_t H = int_arg(cs, "H", 2), D = int_arg(cs, "D", 16);
     if (H < 0 || D < 0) return case_error(row, "H and D must be >= 0");
     Input off;
-    RECOPS_RETURN_IF_ERROR(make_offsets_input(row, &off, &p->offsets));
-    const int64_t total_L = cs.total_L ? *cs.total_L : (p->offsets.empty() ? 0 : p->offsets.back());
-    if (total_L < 0) return case_error(row, "total_L must be >= 0");
+    int64_t total_L = 0;
+    RECOPS_RETURN_IF_ERROR(jagged_case::offsets_and_total(row, p, &off, &total_L));
     const int64_t k_rows = int_arg(cs, "k_rows", total_L);
     auto data = [&](const char* name, int64_t rows, uint64_t slot, Input* in) {
       return make_rowpadded_input(row, name, p->dtype, {H, rows}, {D}, cs.row_pad, slot, in);

@@ -8,6 +8,7 @@
 #include "core/dispatch.h"
 #include "core/kit/op_def.h"
 #include "core/offsets.h"
+#include "ops/jagged/common/flash_entry.h"
 #include "ops/jagged/multi_head_jagged_flash_attention/impls.h"
 
 namespace recops::ops::multi_head_jagged_flash_attention_ns {
@@ -29,25 +30,16 @@ std::string cuda_accepts(const Params& p) {
 #endif
 
 const std::vector<core::Impl<Params>>& impls() {
-  static const auto list = core::with_cpu_impls<Params>(
-      {
-#ifdef RECOPS_WITH_CUDA
-          {"cuda_sm80", DeviceType::cuda, core::cuda::any_device_reason, cuda_accepts, run_cuda},
-#endif
-      },
-      run_cpu, run_reference);
+  static const auto list = jagged_flash::impls<Params>(
+      RECOPS_IF_CUDA(run_cuda), RECOPS_IF_CUDA(cuda_accepts), run_cpu, run_reference);
   return list;
-}
-
-bool floating(DType t) {
-  return t == DType::fp64 || t == DType::fp32 || t == DType::fp16 || t == DType::bf16;
 }
 
 // A [H, total_L, D] operand: floating, 3-D, last stride 1; like `ref` when given.
 Status check_3d(const char* op, const char* name, const TensorView& t, const char* ref_name,
                 const TensorView* ref) {
-  RECOPS_CHECK(floating(t.dtype), op, ": ", name, " must be fp64, fp32, fp16 or bf16, got ",
-               dtype_name(t.dtype));
+  RECOPS_CHECK(jagged_flash::floating(t.dtype), op, ": ", name,
+               " must be fp64, fp32, fp16 or bf16, got ", dtype_name(t.dtype));
   RECOPS_CHECK(t.ndim == 3, op, ": ", name, " must be [H, total_L, D], got ", describe(t));
   RECOPS_CHECK(t.inner_contiguous(2), op, ": ", name, "'s last dim must have stride 1; got ",
                describe(t));
@@ -67,16 +59,6 @@ Status check_inputs(const char* op, const TensorView& q, const TensorView& k, co
   RECOPS_RETURN_IF_ERROR(core::check_offsets_meta(op, "seq_offsets", seq_offsets));
   RECOPS_RETURN_IF_ERROR(core::check_same_device(op, "q", q, "seq_offsets", seq_offsets));
   RECOPS_CHECK(max_seq_len >= 0, op, ": max_seq_len=", max_seq_len, " must be >= 0");
-  return Status::Ok();
-}
-
-// A contiguous output with `like`'s shape and `dtype`, on its device.
-Status check_out(const char* op, const char* name, const TensorView& out, const Shape& shape,
-                 DType dtype, const TensorView& like) {
-  RECOPS_RETURN_IF_ERROR(core::check_same_device(op, "q", like, name, out));
-  RECOPS_CHECK(out.shape() == shape && out.dtype == dtype && out.is_contiguous(), op, ": ", name,
-               " must be contiguous ", shape_str(shape), " ", dtype_name(dtype), "; got ",
-               describe(out));
   return Status::Ok();
 }
 
@@ -117,10 +99,10 @@ Status run(const char* op, const Params& p, const TensorView& seq_offsets, Devic
 Status forward(const char* op, const MultiHeadJaggedFlashAttentionArgs& a, const TensorView& out,
                const TensorView* lse, const Context& ctx, bool plain) {
   RECOPS_RETURN_IF_ERROR(check_inputs(op, a.q, a.k, a.v, a.seq_offsets, a.max_seq_len));
-  RECOPS_RETURN_IF_ERROR(check_out(op, "out", out, a.q.shape(), a.q.dtype, a.q));
+  RECOPS_RETURN_IF_ERROR(jagged_flash::check_out(op, "out", out, a.q.shape(), a.q.dtype, a.q));
   if (lse)
     RECOPS_RETURN_IF_ERROR(
-        check_out(op, "lse", *lse, {a.q.sizes[0], a.q.sizes[1]}, DType::fp32, a.q));
+        jagged_flash::check_out(op, "lse", *lse, {a.q.sizes[0], a.q.sizes[1]}, DType::fp32, a.q));
   Params p = base_params(a.q, a.k, a.v, a.seq_offsets, a.max_seq_len);
   p.out = out.data;
   p.lse = lse ? static_cast<float*>(lse->data) : nullptr;
@@ -145,9 +127,9 @@ Status backward(const MultiHeadJaggedFlashAttentionBwdArgs& a, const TensorView&
       a.lse.dtype == DType::fp32 && a.lse.shape() == lse_shape && a.lse.inner_contiguous(1), op,
       ": lse must be fp32 ", shape_str(lse_shape), " with last stride 1; got ", describe(a.lse));
   RECOPS_RETURN_IF_ERROR(core::check_same_device(op, "q", a.q, "lse", a.lse));
-  RECOPS_RETURN_IF_ERROR(check_out(op, "dq", dq, a.q.shape(), a.q.dtype, a.q));
-  RECOPS_RETURN_IF_ERROR(check_out(op, "dk", dk, a.q.shape(), a.q.dtype, a.q));
-  RECOPS_RETURN_IF_ERROR(check_out(op, "dv", dv, a.q.shape(), a.q.dtype, a.q));
+  RECOPS_RETURN_IF_ERROR(jagged_flash::check_out(op, "dq", dq, a.q.shape(), a.q.dtype, a.q));
+  RECOPS_RETURN_IF_ERROR(jagged_flash::check_out(op, "dk", dk, a.q.shape(), a.q.dtype, a.q));
+  RECOPS_RETURN_IF_ERROR(jagged_flash::check_out(op, "dv", dv, a.q.shape(), a.q.dtype, a.q));
   Params p = base_params(a.q, a.k, a.v, a.seq_offsets, a.max_seq_len);
   p.backward = true;
   p.grad = rows_of(a.grad);
@@ -217,15 +199,6 @@ namespace {
 using Args = MultiHeadJaggedFlashAttentionArgs;
 using BwdArgs = MultiHeadJaggedFlashAttentionBwdArgs;
 
-Status out_shapes(const Args& a, std::vector<kit::OutSpec>* outs) {
-  Shape s;
-  RECOPS_RETURN_IF_ERROR(multi_head_jagged_flash_attention_shape(a, &s));
-  outs->push_back({s, a.q.dtype});
-  return Status::Ok();
-}
-Status out_run(const Args& a, const kit::Outputs& o, const Context& ctx) {
-  return multi_head_jagged_flash_attention(a, o.views[0], ctx);
-}
 Status fwd_shapes(const Args& a, std::vector<kit::OutSpec>* outs) {
   RECOPS_RETURN_IF_ERROR(check_inputs(kFwd, a.q, a.k, a.v, a.seq_offsets, a.max_seq_len));
   outs->push_back({a.q.shape(), a.q.dtype});
@@ -302,8 +275,8 @@ RECOPS_REGISTER_OPS(reg) {
   reg.add(OpInfo{kBwd, "jagged", core::describe_impls(impls())});
   reg.add(inputs_table<Args>(kOp, true)
               .out_like("out", "q")
-              .shapes(out_shapes)
-              .run(out_run)
+              .shapes_from<&multi_head_jagged_flash_attention_shape, &Args::q>()
+              .run_one<&multi_head_jagged_flash_attention>()
               .backward(kBwd)
               .doc("", kDoc));
   reg.add(inputs_table<Args>(kFwd, false)
