@@ -22,7 +22,7 @@
 
 #include "core/parallel.h"
 #include "ops/jagged/common/bmm.h"
-#include "ops/jagged/common/cpu_half.h"
+#include "ops/jagged/common/cpu_io.h"
 
 namespace recops::ops::bmm {
 namespace {
@@ -31,24 +31,8 @@ constexpr int64_t kMinCost = 1 << 16;  // multiply-adds per thread below which f
 // jagged_jagged_bmm's split of long sequences (when all sequences give fewer than kMinItems tiles).
 constexpr int64_t kMinItems = 128, kSplitRows = 8192, kMaxChunks = 32;
 
-template <class Acc, class T>
-Acc load(T v) {
-  if constexpr (std::is_same_v<T, Half>)
-    return cpu_half_to_float(v);
-  else if constexpr (std::is_same_v<T, BFloat16>)
-    return to_float(v);
-  else
-    return static_cast<Acc>(v);
-}
-template <class T, class Acc>
-T store(Acc v) {
-  if constexpr (std::is_same_v<T, Half>)
-    return cpu_half_from(v);  // common/cpu_half.h
-  else if constexpr (std::is_same_v<T, BFloat16>)
-    return bf16_from_float(v);
-  else
-    return static_cast<T>(v);
-}
+using jagged_cpu::load;
+using jagged_cpu::store;
 
 // A tile (sequence b, C rows from i0, columns from j0) over the inner range [k0, k1), written to
 // z, or (slot >= 0) as a partial tile to slot `slot` of the split buffer; or with zero_rows > 0
@@ -196,15 +180,9 @@ void compute(const BmmParams& p, int threads) {
 }  // namespace
 
 Status run_cpu(const BmmParams& p, const Context& ctx) {
-  switch (p.dtype) {
-    case DType::fp64: compute<double, double>(p, ctx.num_threads); break;
-    case DType::fp32: compute<float, float>(p, ctx.num_threads); break;
-    case DType::fp16: compute<Half, float>(p, ctx.num_threads); break;
-    case DType::bf16: compute<BFloat16, float>(p, ctx.num_threads); break;
-    default:
-      return Status(StatusCode::internal, "jagged bmm: cpu_generic reached with a bad dtype");
-  }
-  return Status::Ok();
+  return jagged_cpu::by_dtype(p.dtype, "jagged bmm", [&](auto t, auto acc) {
+    compute<decltype(t), decltype(acc)>(p, ctx.num_threads);
+  });
 }
 
 }  // namespace recops::ops::bmm

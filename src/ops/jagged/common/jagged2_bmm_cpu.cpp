@@ -12,6 +12,7 @@
 
 #include "core/parallel.h"
 #include "ops/jagged/common/jagged2_bmm.h"
+#include "ops/jagged/common/cpu_io.h"
 #include "ops/jagged/common/jagged2_cpu.h"
 
 namespace recops::ops::j2bmm {
@@ -71,15 +72,9 @@ void compute(const Params& p, int threads) {
 }  // namespace
 
 Status run_cpu(const Params& p, const Context& ctx) {
-  switch (p.dtype) {
-    case DType::fp64: compute<double, double>(p, ctx.num_threads); break;
-    case DType::fp32: compute<float, float>(p, ctx.num_threads); break;
-    case DType::fp16: compute<Half, float>(p, ctx.num_threads); break;
-    case DType::bf16: compute<BFloat16, float>(p, ctx.num_threads); break;
-    default:
-      return Status(StatusCode::internal, "jagged² bmm: cpu_generic reached with a bad dtype");
-  }
-  return Status::Ok();
+  return jagged_cpu::by_dtype(p.dtype, "jagged² bmm", [&](auto t, auto acc) {
+    compute<decltype(t), decltype(acc)>(p, ctx.num_threads);
+  });
 }
 
 }  // namespace recops::ops::j2bmm

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "core/parallel.h"
-#include "ops/jagged/common/cpu_half.h"
+#include "ops/jagged/common/cpu_io.h"
 #include "ops/jagged/jagged_dense_flash_attention/impls.h"
 
 namespace recops::ops::jagged_dense_flash_attention_ns {
@@ -25,24 +25,8 @@ namespace {
 constexpr int64_t kCols = 16;  // target columns of one forward / dk item
 constexpr int64_t kRows = 32;  // rows of one dq/dv item
 
-template <class Acc, class T>
-Acc load(T v) {
-  if constexpr (std::is_same_v<T, Half>)
-    return cpu_half_to_float(v);
-  else if constexpr (std::is_same_v<T, BFloat16>)
-    return to_float(v);
-  else
-    return static_cast<Acc>(v);
-}
-template <class T, class Acc>
-T store(Acc v) {
-  if constexpr (std::is_same_v<T, Half>)
-    return cpu_half_from(v);
-  else if constexpr (std::is_same_v<T, BFloat16>)
-    return bf16_from_float(v);
-  else
-    return static_cast<T>(v);
-}
+using jagged_cpu::load;
+using jagged_cpu::store;
 
 int64_t offset_at(const Params& p, int64_t i) {
   const int64_t k = i * p.offsets_stride;

@@ -17,7 +17,7 @@
 
 #include "core/parallel.h"
 #include "core/scalar.h"
-#include "ops/jagged/common/cpu_half.h"
+#include "ops/jagged/common/cpu_io.h"
 #include "ops/jagged/jagged_softmax/impls.h"
 
 namespace recops::ops::jagged_softmax_ns {
@@ -39,15 +39,7 @@ inline BFloat16 bf16_from(double v) {
   return bf16_from_float(f);
 }
 
-template <class Acc, class T>
-Acc load(T v) {
-  if constexpr (std::is_same_v<T, Half>)
-    return cpu_half_to_float(v);
-  else if constexpr (std::is_same_v<T, BFloat16>)
-    return to_float(v);
-  else
-    return static_cast<Acc>(v);
-}
+using jagged_cpu::load;
 // One rounding from float or double to T.
 template <class T, class V>
 T store(V v) {
@@ -172,15 +164,9 @@ void compute(const Params& p, int threads) {
 }  // namespace
 
 Status run_cpu(const Params& p, const Context& ctx) {
-  switch (p.dtype) {
-    case DType::fp64: compute<double, double>(p, ctx.num_threads); break;
-    case DType::fp32: compute<float, float>(p, ctx.num_threads); break;
-    case DType::fp16: compute<Half, float>(p, ctx.num_threads); break;
-    case DType::bf16: compute<BFloat16, float>(p, ctx.num_threads); break;
-    default:
-      return Status(StatusCode::internal, "jagged_softmax: cpu_generic reached with a bad dtype");
-  }
-  return Status::Ok();
+  return jagged_cpu::by_dtype(p.dtype, "jagged_softmax", [&](auto t, auto acc) {
+    compute<decltype(t), decltype(acc)>(p, ctx.num_threads);
+  });
 }
 
 }  // namespace recops::ops::jagged_softmax_ns
