@@ -19,16 +19,11 @@ using training_args::flag;
 using training_args::number;
 
 int activation_of(const CaseSpec& cs) {
-  const auto it = cs.args.find("activation");
-  if (it == cs.args.end()) return 0;
-  const std::string& s = it->second.s;
-  return s == "none" ? 0 : s == "silu" ? 1 : s == "swish" ? 2 : 3;
+  return training_args::choice(cs, "activation", {"none", "silu", "swish"});
 }
 
 int layout_of(const CaseSpec& cs) {
-  const auto it = cs.args.find("weight_layout");
-  if (it == cs.args.end()) return 0;
-  return it->second.s == "DW" ? 0 : it->second.s == "WD" ? 1 : 2;
+  return training_args::choice(cs, "weight_layout", {"DW", "WD"});
 }
 
 class CausalConv1dDriver final : public FixedDriver {

@@ -21,19 +21,19 @@ using ce_case::find;
 using ce_case::reduction_of;
 using training_args::flag;
 
-class ChunkLossDriver final : public FixedDriver {
+class ChunkLossDriver final : public training_args::WorkspaceDriver {
  public:
   ChunkLossDriver()
-      : FixedDriver({.ops = {"chunk_loss", "chunk_loss_bwd"},
-                     .folder = "training/chunk_loss",
-                     .fields = {"shape", "scale"},
-                     .dtype = DType::bf16,
-                     .args = ce_case::args({{"D", ArgKind::integer},
-                                            {"bias", ArgKind::boolean},
-                                            {"token_weight", ArgKind::boolean},
-                                            {"token_chunk", ArgKind::integer},
-                                            {"vocab_chunk", ArgKind::integer},
-                                            {"accum", ArgKind::text}})}) {}
+      : WorkspaceDriver({.ops = {"chunk_loss", "chunk_loss_bwd"},
+                         .folder = "training/chunk_loss",
+                         .fields = {"shape", "scale"},
+                         .dtype = DType::bf16,
+                         .args = ce_case::args({{"D", ArgKind::integer},
+                                                {"bias", ArgKind::boolean},
+                                                {"token_weight", ArgKind::boolean},
+                                                {"token_chunk", ArgKind::integer},
+                                                {"vocab_chunk", ArgKind::integer},
+                                                {"accum", ArgKind::text}})}) {}
 
   Status make(const CaseRow& row, Problem* p) const override {
     const CaseSpec& cs = *row.spec;
@@ -97,11 +97,6 @@ class ChunkLossDriver final : public FixedDriver {
     return chunk_loss_bwd(bwd_args(p, in), out[0], out[1], out.size() > 2 ? &out[2] : nullptr, ctx);
   }
 
-  // The fp64 golden (the reference) with the workspace the entry requires.
-  Status golden(const Problem& p, std::vector<Tensor>* out) const override {
-    return ce_case::reference_with_workspace(*this, p, out);
-  }
-
   // The double standard's plain baseline: logits and G rounded to the input dtype.
   Status baseline(const Problem& p, std::vector<Tensor>* out) const override {
     *out = alloc_outputs(p, Device::cpu());
@@ -111,8 +106,6 @@ class ChunkLossDriver final : public FixedDriver {
     return chunk_loss_bwd_plain(bwd_args(p, in), o[0], o[1], o.size() > 2 ? &o[2] : nullptr);
   }
 
-  // Every input read once, every output written once.
-  double bytes(const Problem& p) const override { return io_bytes(p); }
   // 2·N·D·V forward; 6·N·D·V backward (the logits recomputed, then the dh and dW products).
   double flops(const Problem& p) const override {
     double n = 1;

@@ -1,8 +1,15 @@
-// training/common/case_args.h: the `args:` look-ups the training ops' CLI drivers share (a case's
-// number or flag, or the default when the case does not give it).
+// training/common/case_args.h: what the training ops' CLI drivers share: the `args:` look-ups (a
+// case's number, flag or choice of names, or the default when the case does not give it) and the
+// driver of ops whose golden needs a workspace.
 #pragma once
 
+#include <algorithm>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
 #include "tools/recops/casefile.h"
+#include "tools/recops/driver.h"
 
 namespace recops::cli::training_args {
 
@@ -15,5 +22,44 @@ inline bool flag(const CaseSpec& cs, const char* name, bool def) {
   const auto it = cs.args.find(name);
   return it == cs.args.end() ? def : it->second.b;
 }
+
+// A text arg among `names`: its position; the case without it: 0; another name: names.size()
+// (passed on for the refusal cases).
+inline int choice(const CaseSpec& cs, const char* name, std::initializer_list<const char*> names) {
+  const auto it = cs.args.find(name);
+  if (it == cs.args.end()) return 0;
+  int i = 0;
+  for (const char* n : names) {
+    if (it->second.s == n) return i;
+    ++i;
+  }
+  return i;
+}
+
+// The fp64 golden: the reference implementation on the host, with the workspace the entry requires.
+inline Status reference_with_workspace(const Driver& d, const Problem& p,
+                                       std::vector<Tensor>* out) {
+  *out = alloc_outputs(p, Device::cpu());
+  const auto in = views(p.inputs);
+  const auto o = views(*out);
+  const size_t bytes = d.workspace_bytes(p, in, o);
+  Tensor ws = Tensor::empty({static_cast<int64_t>(std::max<size_t>(1, bytes))}, DType::uint8);
+  Context ctx;
+  ctx.impl = "reference";
+  ctx.workspace = ws.data();
+  ctx.workspace_bytes = bytes;
+  return d.run(p, in, o, ctx);
+}
+
+// A FixedDriver whose golden is the reference with the workspace the entry requires, and whose
+// byte floor is every input read once and every output written once (io_bytes).
+class WorkspaceDriver : public FixedDriver {
+ public:
+  using FixedDriver::FixedDriver;
+  Status golden(const Problem& p, std::vector<Tensor>* out) const override {
+    return reference_with_workspace(*this, p, out);
+  }
+  double bytes(const Problem& p) const override { return io_bytes(p); }
+};
 
 }  // namespace recops::cli::training_args

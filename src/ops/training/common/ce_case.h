@@ -1,6 +1,6 @@
 // training/common/ce_case.h: what the CLI drivers of the cross-entropy ops (fused_cross_entropy,
 // chunk_loss) share: the case args every one of them reads, the scalars they turn into, the labels
-// of a case, the scalars back into the ops' CeScalars, and the golden with its workspace.
+// of a case and the scalars back into the ops' CeScalars.
 //
 // Case args: reduction (none, sum, mean; default mean; another name is passed on as -1, for the
 // refusal case), ignore_index (default -100), label_smoothing, z_loss_scale, softcap (default 0),
@@ -9,7 +9,6 @@
 // at V - 1 and row 1 at 0.
 #pragma once
 
-#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -87,21 +86,6 @@ inline void scalars_into(const Problem& p, CeScalars* s) {
   s->z_loss_scale = p.scalars.at("z_loss_scale");
   s->softcap = p.scalars.at("softcap");
   s->reduction = static_cast<CeReduction>(static_cast<int>(p.scalars.at("reduction")));
-}
-
-// The fp64 golden: the reference implementation on the host, with the workspace the entry requires.
-inline Status reference_with_workspace(const Driver& d, const Problem& p,
-                                       std::vector<Tensor>* out) {
-  *out = alloc_outputs(p, Device::cpu());
-  const auto in = views(p.inputs);
-  const auto o = views(*out);
-  const size_t bytes = d.workspace_bytes(p, in, o);
-  Tensor ws = Tensor::empty({static_cast<int64_t>(std::max<size_t>(1, bytes))}, DType::uint8);
-  Context ctx;
-  ctx.impl = "reference";
-  ctx.workspace = ws.data();
-  ctx.workspace_bytes = bytes;
-  return d.run(p, in, o, ctx);
 }
 
 }  // namespace recops::cli::ce_case

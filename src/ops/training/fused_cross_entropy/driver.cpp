@@ -1,6 +1,7 @@
 // training/fused_cross_entropy/driver.cpp: the `recops` CLI's driver of fused_cross_entropy,
 // fused_cross_entropy_fwd and fused_cross_entropy_bwd: builds a case's inputs, calls the public
-// entry, counts bytes (tools/recops/driver.h).
+// entry, counts bytes (every input read once, every output written once: forward N·V·s, backward
+// 2·N·V·s; tools/recops/driver.h).
 //
 // Case fields beyond the common ones: shape ([N, V], required). args: the cross-entropy ones
 // (reduction, ignore_index, label_smoothing, z_loss_scale, softcap, label_dtype, ignore_every
@@ -33,10 +34,10 @@ Status dtype_arg(const CaseRow& row, const char* key, DType def, DType* t) {
   return Status::Ok();
 }
 
-class FusedCrossEntropyDriver final : public FixedDriver {
+class FusedCrossEntropyDriver final : public training_args::WorkspaceDriver {
  public:
   FusedCrossEntropyDriver()
-      : FixedDriver(
+      : WorkspaceDriver(
             {.ops = {"fused_cross_entropy", "fused_cross_entropy_fwd", "fused_cross_entropy_bwd"},
              .folder = "training/fused_cross_entropy",
              .fields = {"shape", "scale"},
@@ -126,14 +127,6 @@ class FusedCrossEntropyDriver final : public FixedDriver {
       return fused_cross_entropy_fwd(fwd_args(p, in), out[0], out[1], out[2], ctx);
     return fused_cross_entropy_bwd(bwd_args(p, in), out[0], ctx);
   }
-
-  // The fp64 golden (the reference) with the workspace the entry requires.
-  Status golden(const Problem& p, std::vector<Tensor>* out) const override {
-    return ce_case::reference_with_workspace(*this, p, out);
-  }
-
-  // Every input read once, every output written once (forward N·V·s, backward 2·N·V·s).
-  double bytes(const Problem& p) const override { return io_bytes(p); }
 
  private:
   // in: logits, labels[, weight]

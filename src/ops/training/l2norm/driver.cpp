@@ -3,6 +3,7 @@
 //
 // Case fields beyond the common ones: shape (x's, required), out_dtype (y's, default x's),
 // out_shape (a wrong output shape), scale. args: eps (default 1e-6).
+#include "ops/training/common/row_case.h"
 #include "ops/training/l2norm/l2norm.h"
 #include "tools/recops/inputs.h"
 
@@ -30,10 +31,7 @@ class L2normDriver final : public FixedDriver {
     if (row.op == "l2norm_bwd")
       p->inputs.push_back(data_input("grad_y", y_dtype, shape, cs.seed + 1, 1.0));
     p->inputs.push_back(data_input("x", p->dtype, shape, cs.seed, cs.scale));
-    int64_t n = 1;
-    for (int64_t s : shape) n *= s;
-    const int64_t D = shape.empty() ? 0 : shape.back();
-    p->sizes = {{"rows", D > 0 ? n / D : 0}, {"D", D}};
+    p->sizes = row_case::sizes(shape);
     const bool fwd = row.op == "l2norm";
     p->outputs = {
         {fwd ? "y" : "dx", cs.out_shape ? *cs.out_shape : shape, fwd ? y_dtype : p->dtype}};

@@ -7,6 +7,7 @@
 // linear_dim (default -1), seed (default 7), offset (default 0), weight_len (a wrong weight
 // length, for the refusal case).
 #include "ops/training/common/case_args.h"
+#include "ops/training/common/row_case.h"
 #include "ops/training/norm_mul_dropout/norm_mul_dropout.h"
 #include "tools/recops/inputs.h"
 
@@ -15,23 +16,23 @@ namespace {
 using training_args::flag;
 using training_args::number;
 
-class NormMulDropoutDriver final : public FixedDriver {
+class NormMulDropoutDriver final : public training_args::WorkspaceDriver {
  public:
   NormMulDropoutDriver()
-      : FixedDriver({.ops = {"norm_mul_dropout", "norm_mul_dropout_bwd"},
-                     .folder = "training/norm_mul_dropout",
-                     .fields = {"shape", "out_shape", "scale"},
-                     .dtype = DType::fp32,
-                     .args = {{"eps", ArgKind::number},
-                              {"dropout_ratio", ArgKind::number},
-                              {"training", ArgKind::boolean},
-                              {"concat_ux", ArgKind::boolean},
-                              {"group_norm", ArgKind::boolean},
-                              {"num_heads", ArgKind::integer},
-                              {"linear_dim", ArgKind::integer},
-                              {"seed", ArgKind::integer},
-                              {"offset", ArgKind::integer},
-                              {"weight_len", ArgKind::integer}}}) {}
+      : WorkspaceDriver({.ops = {"norm_mul_dropout", "norm_mul_dropout_bwd"},
+                         .folder = "training/norm_mul_dropout",
+                         .fields = {"shape", "out_shape", "scale"},
+                         .dtype = DType::fp32,
+                         .args = {{"eps", ArgKind::number},
+                                  {"dropout_ratio", ArgKind::number},
+                                  {"training", ArgKind::boolean},
+                                  {"concat_ux", ArgKind::boolean},
+                                  {"group_norm", ArgKind::boolean},
+                                  {"num_heads", ArgKind::integer},
+                                  {"linear_dim", ArgKind::integer},
+                                  {"seed", ArgKind::integer},
+                                  {"offset", ArgKind::integer},
+                                  {"weight_len", ArgKind::integer}}}) {}
 
   Status make(const CaseRow& row, Problem* p) const override {
     const CaseSpec& cs = *row.spec;
@@ -61,9 +62,7 @@ class NormMulDropoutDriver final : public FixedDriver {
     p->inputs.push_back(data_input("u", p->dtype, shape, cs.seed + 1, 1.0));
     p->inputs.push_back(data_input("weight", p->dtype, {nw}, cs.seed + 3, 1.0));
     p->inputs.push_back(data_input("bias", p->dtype, {nw}, cs.seed + 4, 0.5));
-    int64_t n = 1;
-    for (int64_t s : shape) n *= s;
-    p->sizes = {{"rows", D > 0 ? n / D : 0}, {"D", D}};
+    p->sizes = row_case::sizes(shape);
     if (!bwd) {
       p->outputs = {{"out", cs.out_shape ? *cs.out_shape : oshape, p->dtype}};
       return Status::Ok();
@@ -89,22 +88,6 @@ class NormMulDropoutDriver final : public FixedDriver {
     fill(p, in, 0, &a);
     return norm_mul_dropout(a, out[0], ctx);
   }
-
-  // The fp64 golden (the reference) with the workspace the entry requires of the backward.
-  Status golden(const Problem& p, std::vector<Tensor>* out) const override {
-    *out = alloc_outputs(p, Device::cpu());
-    const auto in = views(p.inputs);
-    const auto o = views(*out);
-    Context ctx;
-    ctx.impl = "reference";
-    ctx.workspace_bytes = workspace_bytes(p, in, o);
-    Tensor ws = Tensor::empty({static_cast<int64_t>(ctx.workspace_bytes) + 1}, DType::uint8);
-    ctx.workspace = ws.data();
-    return run(p, in, o, ctx);
-  }
-
-  // Every input read once, every output written once.
-  double bytes(const Problem& p) const override { return io_bytes(p); }
 
  private:
   // x, u, weight, bias from in[i...] and the scalars, into a (forward or backward Args).

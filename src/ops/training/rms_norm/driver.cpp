@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "ops/training/common/case_args.h"
+#include "ops/training/common/row_case.h"
 #include "ops/training/rms_norm/rms_norm.h"
 #include "tools/recops/inputs.h"
 
@@ -50,9 +51,7 @@ class RmsNormDriver final : public FixedDriver {
                                      rstd ? r_shape : shape, cs.seed + 2, 1.0));
     p->inputs.push_back(data_input("x", p->dtype, shape, cs.seed, cs.scale));
     if (weight) p->inputs.push_back(data_input("weight", p->dtype, {D}, cs.seed + 1, 1.0));
-    int64_t n = 1;
-    for (int64_t s : shape) n *= s;
-    p->sizes = {{"rows", D > 0 ? n / D : 0}, {"D", D}};
+    p->sizes = row_case::sizes(shape);
     Shape out = row.op == "rms_norm_rstd" ? r_shape : shape;
     if (cs.out_shape) out = *cs.out_shape;
     const DType out_dtype = row.op == "rms_norm_rstd" ? r_dtype : p->dtype;

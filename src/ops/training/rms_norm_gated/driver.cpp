@@ -5,9 +5,10 @@
 // Case fields beyond the common ones: shape (x's and z's, required; x ~ scale, z ~ z_scale),
 // out_shape (a wrong y / dx shape). args: eps (default 1e-6), activation (silu, sigmoid, swish;
 // another name passes 3, for the refusal case), group_size (default 0), norm_before_gate
-// (default true), weight, bias (default true: [D] inputs of x's dtype), want_dweight, want_dbias
-// (default true), z_scale (default 3).
+// (default true), the affine ones (weight, bias, want_dweight, want_dbias:
+// training/common/row_case.h), z_scale (default 3).
 #include "ops/training/common/case_args.h"
+#include "ops/training/common/row_case.h"
 #include "ops/training/rms_norm_gated/rms_norm_gated.h"
 #include "tools/recops/inputs.h"
 
@@ -17,28 +18,21 @@ using training_args::flag;
 using training_args::number;
 
 int activation_of(const CaseSpec& cs) {
-  const auto it = cs.args.find("activation");
-  if (it == cs.args.end()) return 0;
-  const std::string& s = it->second.s;
-  return s == "silu" ? 0 : s == "sigmoid" ? 1 : s == "swish" ? 2 : 3;
+  return training_args::choice(cs, "activation", {"silu", "sigmoid", "swish"});
 }
 
-class RmsNormGatedDriver final : public FixedDriver {
+class RmsNormGatedDriver final : public training_args::WorkspaceDriver {
  public:
   RmsNormGatedDriver()
-      : FixedDriver({.ops = {"rms_norm_gated", "rms_norm_gated_bwd"},
-                     .folder = "training/rms_norm_gated",
-                     .fields = {"shape", "out_shape", "scale"},
-                     .dtype = DType::fp32,
-                     .args = {{"eps", ArgKind::number},
-                              {"activation", ArgKind::text},
-                              {"group_size", ArgKind::integer},
-                              {"norm_before_gate", ArgKind::boolean},
-                              {"weight", ArgKind::boolean},
-                              {"bias", ArgKind::boolean},
-                              {"want_dweight", ArgKind::boolean},
-                              {"want_dbias", ArgKind::boolean},
-                              {"z_scale", ArgKind::number}}}) {}
+      : WorkspaceDriver({.ops = {"rms_norm_gated", "rms_norm_gated_bwd"},
+                         .folder = "training/rms_norm_gated",
+                         .fields = {"shape", "out_shape", "scale"},
+                         .dtype = DType::fp32,
+                         .args = row_case::affine_args({{"eps", ArgKind::number},
+                                                        {"activation", ArgKind::text},
+                                                        {"group_size", ArgKind::integer},
+                                                        {"norm_before_gate", ArgKind::boolean},
+                                                        {"z_scale", ArgKind::number}})}) {}
 
   Status make(const CaseRow& row, Problem* p) const override {
     const CaseSpec& cs = *row.spec;
@@ -50,29 +44,18 @@ class RmsNormGatedDriver final : public FixedDriver {
     p->scalars["activation"] = activation_of(cs);
     p->scalars["group_size"] = number(cs, "group_size", 0);
     p->scalars["norm_before_gate"] = flag(cs, "norm_before_gate", true);
-    p->scalars["weight"] = flag(cs, "weight", true);
-    p->scalars["bias"] = flag(cs, "bias", true);
-    p->scalars["want_dweight"] = flag(cs, "want_dweight", true);
-    p->scalars["want_dbias"] = flag(cs, "want_dbias", true);
+    row_case::affine_scalars(cs, p);
     p->inputs.clear();
     if (bwd) p->inputs.push_back(data_input("grad_y", p->dtype, shape, cs.seed + 2, 1.0));
     p->inputs.push_back(data_input("x", p->dtype, shape, cs.seed, cs.scale));
     p->inputs.push_back(data_input("z", p->dtype, shape, cs.seed + 1, number(cs, "z_scale", 3)));
-    if (p->scalars["weight"] != 0)
-      p->inputs.push_back(data_input("weight", p->dtype, {D}, cs.seed + 3, 1.0));
-    if (p->scalars["bias"] != 0)
-      p->inputs.push_back(data_input("bias", p->dtype, {D}, cs.seed + 4, 0.5));
-    int64_t n = 1;
-    for (int64_t s : shape) n *= s;
-    p->sizes = {{"rows", D > 0 ? n / D : 0}, {"D", D}};
+    row_case::push_affine_inputs(cs, D, p);
+    p->sizes = row_case::sizes(shape);
     const Shape out = cs.out_shape ? *cs.out_shape : shape;
     p->outputs = {{bwd ? "dx" : "y", out, p->dtype}};
     if (!bwd) return Status::Ok();
     p->outputs.push_back({"dz", shape, p->dtype});
-    if (p->scalars["weight"] != 0 && p->scalars["want_dweight"] != 0)
-      p->outputs.push_back({"dweight", {D}, p->dtype});
-    if (p->scalars["bias"] != 0 && p->scalars["want_dbias"] != 0)
-      p->outputs.push_back({"dbias", {D}, p->dtype});
+    row_case::push_affine_grads(D, p);
     return Status::Ok();
   }
 
@@ -85,9 +68,7 @@ class RmsNormGatedDriver final : public FixedDriver {
              const std::vector<TensorView>& out, const Context& ctx) const override {
     if (p.op == "rms_norm_gated_bwd") {
       const RmsNormGatedBwdArgs a = bwd_args(p, in);
-      size_t i = 2;  // dweight, then dbias, when produced
-      const TensorView* dw = a.weight && a.want_dweight ? &out[i++] : nullptr;
-      const TensorView* db = a.bias && a.want_dbias ? &out[i++] : nullptr;
+      const auto [dw, db] = row_case::affine_grads(a, out, 2);
       return rms_norm_gated_bwd(a, out[0], out[1], dw, db, ctx);
     }
     RmsNormGatedArgs a;
@@ -98,28 +79,11 @@ class RmsNormGatedDriver final : public FixedDriver {
     return rms_norm_gated(a, out[0], ctx);
   }
 
-  // The fp64 golden (the reference) with the workspace the entry requires of the backward.
-  Status golden(const Problem& p, std::vector<Tensor>* out) const override {
-    *out = alloc_outputs(p, Device::cpu());
-    const auto in = views(p.inputs);
-    const auto o = views(*out);
-    Context ctx;
-    ctx.impl = "reference";
-    ctx.workspace_bytes = workspace_bytes(p, in, o);
-    Tensor ws = Tensor::empty({static_cast<int64_t>(ctx.workspace_bytes) + 1}, DType::uint8);
-    ctx.workspace = ws.data();
-    return run(p, in, o, ctx);
-  }
-
-  // Every input read once, every output written once.
-  double bytes(const Problem& p) const override { return io_bytes(p); }
-
  private:
   // weight, bias from in[i...] and the scalars, into a (forward or backward Args).
   template <class A>
   static void fill_common(const Problem& p, const std::vector<TensorView>& in, size_t i, A* a) {
-    if (p.scalars.at("weight") != 0) a->weight = in[i++];
-    if (p.scalars.at("bias") != 0) a->bias = in[i++];
+    row_case::take_affine(p, in, i, a);
     a->eps = p.scalars.at("eps");
     a->activation = static_cast<GateActivation>(static_cast<int>(p.scalars.at("activation")));
     a->group_size = static_cast<int64_t>(p.scalars.at("group_size"));
@@ -131,8 +95,7 @@ class RmsNormGatedDriver final : public FixedDriver {
     a.x = in[1];
     a.z = in[2];
     fill_common(p, in, 3, &a);
-    a.want_dweight = p.scalars.at("want_dweight") != 0;
-    a.want_dbias = p.scalars.at("want_dbias") != 0;
+    row_case::take_wants(p, &a);
     return a;
   }
 };
