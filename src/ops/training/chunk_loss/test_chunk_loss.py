@@ -2,35 +2,25 @@
 smoothing, times the token weight, plus the z-loss term) in fp64 against the op and its gradients,
 opcheck, gradcheck, the ignored-row rules and the refusals. Collected by `pytest src/ops`."""
 
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 import torch.nn.functional as F
 
 import recops
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
+from _ce_pytest import torch_ce  # noqa: E402
+
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 REDUCTIONS = ["none", "sum", "mean"]
 
 
 def torch_loss(h, w, y, b, tw, ignore_index, eps, lam, cap, reduction):
-    """training_ops.md §3.2: §3.1's loss on F.linear's logits, as a torch composition."""
-    z = F.linear(h, w, b)
-    if cap > 0:
-        z = cap * torch.tanh(z / cap)
-    keep = y != ignore_index
-    per = F.cross_entropy(z, y, reduction="none", ignore_index=ignore_index, label_smoothing=eps)
-    lse = torch.logsumexp(z, dim=-1)
-    zl = torch.where(keep, lam * lse * lse, torch.zeros_like(lse))
-    tw = torch.ones_like(lse) if tw is None else tw.to(z.dtype)
-    loss, zl = (per + zl) * tw, zl * tw
-    if reduction == "none":
-        return loss, zl
-    if reduction == "sum":
-        return loss.sum(), zl.sum()
-    dn = (tw * keep).sum()
-    if dn == 0:
-        return loss.sum() * 0, zl.sum() * 0
-    return loss.sum() / dn, zl.sum() / dn
+    """training_ops.md §3.2: §3.1's loss (_ce_pytest.torch_ce) on F.linear's logits."""
+    return torch_ce(F.linear(h, w, b), y, tw, ignore_index, eps, lam, cap, reduction)
 
 
 def sample(n, d, v, device, dtype=torch.float64, seed=0, ignore_every=4, bias=True):

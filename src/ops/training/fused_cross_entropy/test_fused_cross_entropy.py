@@ -2,34 +2,20 @@
 times the weight, plus the z-loss term) in fp64, gradients against torch autograd, opcheck and
 gradcheck, the ignored-row rules and the refusals. Collected by `pytest src/ops`."""
 
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 import torch.nn.functional as F
 
 import recops
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
+from _ce_pytest import torch_ce  # noqa: E402
+
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 REDUCTIONS = ["none", "sum", "mean"]
-
-
-def torch_ce(z, y, w, ignore_index, eps, lam, cap, reduction):
-    """training_ops.md §3.1 as a torch composition in z's dtype (fp64 in the tests)."""
-    if cap > 0:
-        z = cap * torch.tanh(z / cap)
-    keep = y != ignore_index
-    per = F.cross_entropy(z, y, reduction="none", ignore_index=ignore_index, label_smoothing=eps)
-    lse = torch.logsumexp(z, dim=-1)
-    zl = torch.where(keep, lam * lse * lse, torch.zeros_like(lse))
-    w = torch.ones_like(lse) if w is None else w.to(z.dtype)
-    loss, zl = (per + zl) * w, zl * w
-    if reduction == "none":
-        return loss, zl
-    if reduction == "sum":
-        return loss.sum(), zl.sum()
-    dn = (w * keep).sum()
-    if dn == 0:
-        return loss.sum() * 0, zl.sum() * 0
-    return loss.sum() / dn, zl.sum() / dn
 
 
 def sample(n, v, device, dtype=torch.float64, seed=0, ignore_every=4, label_dtype=torch.int64):
