@@ -365,6 +365,10 @@ tf::Status infer_shapes(const kit::OpDef& d, tf::shape_inference::InferenceConte
 // ---- registration ------------------------------------------------------------------------------
 
 bool register_op(const kit::OpDef& d) {
+  // TF tensors are immutable: an op that writes an argument in place (kit::ArgOpts::mutated) has
+  // no TF form.
+  for (const auto& a : d.args)
+    if (a.opts.mutated) return false;
   const std::string name = tf_op_name(d.name);
   if (by_tf_name().count(name)) return false;
   tf::register_op::OpDefBuilderWrapper b(name.c_str());

@@ -8,6 +8,7 @@
 #include <ATen/core/stack.h>
 #include <ATen/ops/empty.h>
 #include <torch/autograd.h>
+#include <torch/csrc/autograd/variable.h>
 #include <torch/library.h>
 
 #include <algorithm>
@@ -57,6 +58,14 @@ at::Tensor make_dense(const at::Tensor& t, int from) {
   return dense_from(t, f < 0 ? 0 : f);
 }
 
+// The index of argument `name` in the op's table (an output's `mutates`).
+size_t arg_index(const kit::OpDef& d, const std::string& name) {
+  size_t k = 0;
+  while (k < d.args.size() && d.args[k].name != name) ++k;
+  TORCH_INTERNAL_ASSERT(k < d.args.size(), d.name, ": no argument ", name);
+  return k;
+}
+
 bool concrete(const c10::IValue& v) {
   if (v.isTensor()) return !v.toTensor().defined() || has_concrete_sizes(v.toTensor());
   if (v.isSymInt()) return v.toSymInt().maybe_as_int().has_value();
@@ -85,6 +94,8 @@ std::shared_ptr<void> to_args(const kit::OpDef& d, const Args& in, bool meta,
           break;
         }
         at::Tensor t = v.toTensor();
+        TORCH_INTERNAL_ASSERT(!(a.opts.mutated && a.opts.dense_from != -1), op, ": ", a.name,
+                              " is mutated in place and so cannot be copied (dense_from)");
         if (!meta && a.opts.dense_from != -1 && t.dim() > a.opts.dense_if_ndim_gt) {
           t = make_dense(t, a.opts.dense_from);
           keep_alive->push_back(t);
@@ -232,11 +243,8 @@ void run_boxed(const kit::OpDef& d, torch::jit::Stack* stack, const Context& ctx
                   ": this op's Meta kernel needs concrete sizes (no symbolic-shape rule is "
                   "registered for it)");
       for (const auto& o : d.outs) {
-        size_t k = 0;
-        while (k < d.args.size() && d.args[k].name != o.like) ++k;
-        TORCH_INTERNAL_ASSERT(k < d.args.size(), d.name, ": out_like names no argument ", o.like);
-        const at::Tensor& t = in[k].toTensor();
-        outs.push_back(at::empty_symint(t.sym_sizes(), t.options()));
+        const at::Tensor& t = in[arg_index(d, o.like)].toTensor();
+        outs.push_back(o.mutates.empty() ? at::empty_symint(t.sym_sizes(), t.options()) : t);
       }
     }
   } else {
@@ -251,7 +259,12 @@ void run_boxed(const kit::OpDef& d, torch::jit::Stack* stack, const Context& ctx
     kit::Outputs o;
     for (size_t i = 0; i < specs.size(); ++i) {
       const auto opts = like.options().dtype(to_scalar_type(specs[i].dtype));
-      outs.push_back(specs[i].present ? new_output(specs[i].shape, opts) : at::empty({0}, opts));
+      if (!d.outs[i].mutates.empty()) {
+        // The argument itself, written in place (the shape function checked its shape).
+        outs.push_back(in[arg_index(d, d.outs[i].mutates)].toTensor());
+      } else {
+        outs.push_back(specs[i].present ? new_output(specs[i].shape, opts) : at::empty({0}, opts));
+      }
       o.present.push_back(specs[i].present);
       o.views.push_back(specs[i].present ? to_view(outs.back(), d.name, d.outs[i].name)
                                          : TensorView{});
@@ -327,6 +340,13 @@ class KitFunction : public torch::autograd::Function<KitFunction> {
         outs = call(d->save_outputs_from, in);
         torch::jit::drop(*stack, n);
       }
+    }
+    // A mutated argument was written below autograd: bump its version (as ADInplaceOrView
+    // would) and mark it dirty, so that autograd rebases its history on this node.
+    for (size_t i = 0; i < m; ++i) {
+      if (d->outs[i].mutates.empty()) continue;
+      torch::autograd::impl::bump_version(outs[i]);
+      if (d->args[arg_index(*d, d->outs[i].mutates)].opts.grad) ctx->mark_dirty({outs[i]});
     }
     // The saved outputs follow the kept arguments' tensors.
     const kit::OpDef* from = d->save_outputs_from.empty() ? d : kit::find_def(d->save_outputs_from);
@@ -407,6 +427,18 @@ class AutogradKernel final : public c10::OperatorKernel {
       need = need || diff.back().requires_grad();
     }
     need = need && at::GradMode::is_enabled();
+    // The tensors the op writes in place (kit::ArgOpts::mutated).
+    std::vector<at::Tensor> mutated;
+    for (size_t i = 0; i < n; ++i) {
+      const c10::IValue& v = (*stack)[stack->size() - n + i];
+      if (!d_->args[i].opts.mutated || !v.isTensor() || !v.toTensor().defined()) continue;
+      mutated.push_back(v.toTensor());
+      TORCH_CHECK(!(at::GradMode::is_enabled() && mutated.back().is_leaf() &&
+                    mutated.back().requires_grad()),
+                  "recops.", d_->name, ": argument '", d_->args[i].name,
+                  "' is a leaf tensor that requires grad and this op writes it in place; pass a "
+                  "copy (e.g. x.clone()) or run under torch.no_grad()");
+    }
     if (d_->forward_only && at::GradMode::is_enabled()) {
       for (size_t i = 0; i < n; ++i) {
         const c10::IValue& v = (*stack)[stack->size() - n + i];
@@ -417,8 +449,11 @@ class AutogradKernel final : public c10::OperatorKernel {
       }
     }
     if (!need) {
-      const at::AutoDispatchBelowADInplaceOrView below;
-      op.redispatchBoxed(ks & c10::after_autograd_keyset, stack);
+      {
+        const at::AutoDispatchBelowADInplaceOrView below;
+        op.redispatchBoxed(ks & c10::after_autograd_keyset, stack);
+      }
+      for (const auto& t : mutated) torch::autograd::impl::bump_version(t);
       return;
     }
     TORCH_CHECK(!d_->backward.empty() || hooks(d_->name).backward, user_name(*d_),
@@ -517,8 +552,15 @@ std::string kit_ops() {
 // The one library block: every op's schema from its table, the kit's table for Python, and the
 // validation switch.
 TORCH_LIBRARY(recops, m) {
-  const std::vector<at::Tag> tags = {at::Tag::pt2_compliant_tag};
-  for (const auto& d : recops::kit::registry().defs) m.def(d.schema().c_str(), tags);
+  for (const auto& d : recops::kit::registry().defs) {
+    std::vector<at::Tag> tags = {at::Tag::pt2_compliant_tag};
+    // An op that writes its first argument in place and returns it (add_'s form): torch.compile
+    // functionalizes it by this tag (auto_functionalize).
+    if (d.outs.size() == 1 && !d.args.empty() && d.args[0].opts.mutated &&
+        d.outs[0].mutates == d.args[0].name)
+      tags.push_back(at::Tag::inplace);
+    m.def(d.schema().c_str(), tags);
+  }
   m.def("_kit_ops() -> str", &recops::binding::kit_ops);
   // Offsets validation of CUDA calls (jagged_ops.md §1.2); the CPU always validates.
   m.def("set_validate(bool on) -> ()", &recops::binding::set_validate);

@@ -2,8 +2,10 @@
 #include "tools/recops/driver.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "core/cuda/runtime.h"
+#include "tools/recops/gen.h"
 #include "tools/recops/inputs.h"
 #include "tools/recops/judge.h"
 
@@ -79,9 +81,39 @@ CaseSchema case_schema() {
   return s;
 }
 
+namespace {
+// The host values of view `v` (on the host) as a new contiguous host tensor.
+Tensor gather_host(const TensorView& v) {
+  Tensor t = Tensor::empty(v.shape(), v.dtype);
+  const int64_t es = v.itemsize();
+  const auto* src = static_cast<const char*>(v.data);
+  auto* dst = static_cast<char*>(t.data());
+  for_each_element(v, [&](int64_t i, int64_t off) {
+    std::memcpy(dst + i * es, src + off * es, static_cast<size_t>(es));
+  });
+  return t;
+}
+
+// `v` moved from the buffer `from` to the same place in the buffer `to`.
+TensorView rebase(const TensorView& v, const Tensor& from, const Tensor& to) {
+  TensorView r = v;
+  r.device = to.device();
+  r.data = static_cast<char*>(to.data()) +
+           (static_cast<const char*>(v.data) - static_cast<const char*>(from.data()));
+  return r;
+}
+}  // namespace
+
 std::vector<Tensor> alloc_outputs(const Problem& p, Device dev) {
   std::vector<Tensor> out;
-  for (const auto& o : p.outputs) out.push_back(Tensor::empty(o.shape, o.dtype, dev));
+  for (const auto& o : p.outputs) {
+    if (o.mutates < 0) {
+      out.push_back(Tensor::empty(o.shape, o.dtype, dev));
+      continue;
+    }
+    Tensor t = gather_host(p.inputs.at(static_cast<size_t>(o.mutates)).view);
+    out.push_back(dev.is_cpu() ? t : t.to(dev));
+  }
   return out;
 }
 
@@ -108,8 +140,34 @@ RunOut run_poisoned(const Driver& d, const Problem& p, const std::vector<Input>&
   } else {
     for (const auto& t : outs) dev_out.push_back(t.to(dev));
   }
-  const auto in_views = views(dev_in);
-  const auto out_views = views(dev_out);
+  auto in_views = views(dev_in);
+  auto out_views = views(dev_out);
+  // Outputs that are inputs written in place: a copy of the input's buffer with every element
+  // outside the input's view poisoned; the op gets the view into that copy as the input and as
+  // the output.
+  struct Mutated {
+    size_t out, in;
+    Tensor host, dev;  // the copy
+  };
+  std::vector<Mutated> mutated;
+  for (size_t i = 0; i < p.outputs.size(); ++i) {
+    if (p.outputs[i].mutates < 0) continue;
+    Mutated m{i, static_cast<size_t>(p.outputs[i].mutates), {}, {}};
+    const Input& src = dev_in.at(m.in);
+    const Tensor src_host = dev.is_cpu() ? src.buf : src.buf.to(Device::cpu());
+    m.host = Tensor::empty(src.buf.shape(), src.buf.dtype());
+    poison_fill(m.host.data(), m.host.dtype(), m.host.numel(), poison_variant);
+    const TensorView from = rebase(src.view, src.buf, src_host);
+    const TensorView to = rebase(src.view, src.buf, m.host);
+    const int64_t es = from.itemsize();
+    for_each_element(from, [&](int64_t, int64_t off) {
+      std::memcpy(static_cast<char*>(to.data) + off * es,
+                  static_cast<const char*>(from.data) + off * es, static_cast<size_t>(es));
+    });
+    m.dev = dev.is_cpu() ? m.host : m.host.to(dev);
+    in_views[m.in] = out_views[i] = rebase(src.view, src.buf, m.dev);
+    mutated.push_back(std::move(m));
+  }
   Context ctx = base;
   ctx.impl_used = &r.impl_used;
   Tensor ws;
@@ -132,6 +190,28 @@ RunOut run_poisoned(const Driver& d, const Problem& p, const std::vector<Input>&
     // Asynchronous kernel errors surface here.
     if (Status s = core::cuda::synchronize(dev.index); !s.ok() && r.status.ok()) r.status = s;
     for (size_t i = 0; i < outs.size(); ++i) outs[i].copy_from(dev_out[i]);
+  }
+  for (auto& m : mutated) {
+    if (!dev.is_cpu()) m.host.copy_from(m.dev);
+    const Input& src = dev_in[m.in];
+    const TensorView v = rebase(src.view, src.buf, m.host);
+    outs[m.out] = gather_host(v);
+    // Every element of the copy outside the view must still hold the poison.
+    std::vector<bool> in_view(static_cast<size_t>(m.host.numel()), false);
+    const int64_t base_off =
+        (static_cast<const char*>(v.data) - static_cast<const char*>(m.host.data())) / v.itemsize();
+    for_each_element(
+        v, [&](int64_t, int64_t off) { in_view[static_cast<size_t>(base_off + off)] = true; });
+    const uint64_t poison = poison_bits(m.host.dtype(), poison_variant);
+    const int64_t es = v.itemsize();
+    for (int64_t e = 0; e < m.host.numel() && r.status.ok(); ++e) {
+      uint64_t b = 0;
+      std::memcpy(&b, static_cast<const char*>(m.host.data()) + e * es, static_cast<size_t>(es));
+      if (!in_view[static_cast<size_t>(e)] && b != poison)
+        r.status = Status(StatusCode::internal,
+                          p.op + ": wrote element " + std::to_string(e) + " of " + src.name +
+                              "'s buffer, outside the view it updates in place");
+    }
   }
   r.host_out = std::move(outs);
   return r;

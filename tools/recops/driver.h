@@ -30,6 +30,11 @@ struct Output {
   std::string name;
   Shape shape;
   DType dtype;
+  // The input this output is (>= 0: an op that writes that input in place, kit::ArgOpts::mutated):
+  // the op gets the same view as the input and as the output, and the output is that view's
+  // values after the call. alloc_outputs gives it the input's values (contiguous); run_poisoned
+  // keeps the input's layout, poisons the rest of its buffer and fails a run that writes there.
+  int mutates = -1;
 };
 
 // A materialised case on the host.
@@ -154,7 +159,8 @@ const Driver* driver_for(const std::string& op);
 // The case-file schema built from every driver.
 CaseSchema case_schema();
 
-// Allocates a problem's outputs on `dev` (contiguous).
+// Allocates a problem's outputs on `dev` (contiguous); an output that mutates an input holds
+// that input's values.
 std::vector<Tensor> alloc_outputs(const Problem& p, Device dev);
 std::vector<TensorView> views(const std::vector<Input>& in);
 std::vector<TensorView> views(const std::vector<Tensor>& t);

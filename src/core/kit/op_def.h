@@ -82,6 +82,10 @@ struct ArgOpts {
   // ... and only when the tensor has more than this many dims (-1: any tensor), e.g. 1 for an op
   // that takes a 1-D tensor with any stride but scans a larger one flattened.
   int dense_if_ndim_gt = -1;
+  // A tensor the op writes in place: the schema says `Tensor(a!)` (a, b, ... in argument order),
+  // and an output of Def::out_mutated returns it. The binding never copies it (dense_from must
+  // stay -1: the entry takes its layout or refuses it) and bumps its version after the call.
+  bool mutated = false;
   PyArg py = {};  // the Python wrapper's face (see PyArg)
 };
 
@@ -101,6 +105,10 @@ struct OutDef {
   // The argument whose sizes and dtype this output always has ("" = none): lets the binding's
   // Meta kernel answer symbolic (dynamic-shape) sizes without a hook.
   std::string like;
+  // The mutated argument (ArgOpts::mutated) this output is ("" = a new tensor): the binding
+  // allocates nothing and returns the argument itself, written in place; the schema's return
+  // carries the argument's alias annotation.
+  std::string mutates;
 };
 
 // What the binding allocates for one output.
@@ -251,12 +259,18 @@ class Def {
     return *this;
   }
   Def& out(const char* name, bool grad = true) {
-    d_.outs.push_back({name, grad, ""});
+    d_.outs.push_back({name, grad, "", ""});
     return *this;
   }
   // An output with the sizes and dtype of argument `like` (see OutDef::like).
   Def& out_like(const char* name, const char* like, bool grad = true) {
-    d_.outs.push_back({name, grad, like});
+    d_.outs.push_back({name, grad, like, ""});
+    return *this;
+  }
+  // An output that is the mutated argument `arg` itself after the call (OutDef::mutates); the
+  // shape function gives it the argument's shape and dtype.
+  Def& out_mutated(const char* name, const char* arg, bool grad = true) {
+    d_.outs.push_back({name, grad, arg, arg});
     return *this;
   }
   Def& doc(std::string python_name, std::string text) {

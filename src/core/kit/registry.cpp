@@ -42,6 +42,18 @@ const char* schema_type(const ArgDef& a) {
 }  // namespace
 
 std::string OpDef::schema() const {
+  // Mutated tensors carry alias sets a, b, ... in argument order; an output of out_mutated
+  // repeats its argument's.
+  auto alias_of = [this](const std::string& arg) {
+    std::string letter;
+    char next = 'a';
+    for (const ArgDef& a : args) {
+      if (!a.opts.mutated) continue;
+      if (a.name == arg) letter = std::string(1, next);
+      ++next;
+    }
+    return letter.empty() ? std::string() : "(" + letter + "!)";
+  };
   std::string s = name + "(";
   bool kw = false;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -51,13 +63,16 @@ std::string OpDef::schema() const {
       s += "*, ";
       kw = true;
     }
-    s += std::string(schema_type(a)) + " " + a.name;
+    s += std::string(schema_type(a)) + (a.opts.mutated ? alias_of(a.name) : "") + " " + a.name;
     if (a.opts.def) s += std::string("=") + a.opts.def;
   }
   s += ") -> ";
-  if (outs.size() == 1) return s + "Tensor";
+  auto ret = [&](const OutDef& o) {
+    return "Tensor" + (o.mutates.empty() ? std::string() : alias_of(o.mutates));
+  };
+  if (outs.size() == 1) return s + ret(outs[0]);
   s += "(";
-  for (size_t i = 0; i < outs.size(); ++i) s += i ? ", Tensor" : "Tensor";
+  for (size_t i = 0; i < outs.size(); ++i) s += (i ? ", " : "") + ret(outs[i]);
   return s + ")";
 }
 

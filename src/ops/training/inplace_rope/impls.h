@@ -1,0 +1,12 @@
+// training/inplace_rope/impls.h: the implementations the entry lists, best first, reference last.
+// Definitions live in reference.cpp, cpu/ and cuda/; none includes another.
+#pragma once
+
+#include "core/kit/impls.h"
+#include "ops/training/inplace_rope/params.h"
+
+namespace recops::ops::inplace_rope_ns {
+
+RECOPS_DECLARE_IMPLS(Params, run_reference, run_cpu, run_cuda);
+
+}  // namespace recops::ops::inplace_rope_ns
