@@ -559,7 +559,8 @@ TORCH_LIBRARY(recops, m) {
     if (d.outs.size() == 1 && !d.args.empty() && d.args[0].opts.mutated &&
         d.outs[0].mutates == d.args[0].name)
       tags.push_back(at::Tag::inplace);
-    m.def(d.schema().c_str(), tags);
+    const std::vector<at::Tag>& const_tags = tags;  // def's tags overload takes a const ref
+    m.def(d.schema().c_str(), const_tags);
   }
   m.def("_kit_ops() -> str", &recops::binding::kit_ops);
   // Offsets validation of CUDA calls (jagged_ops.md §1.2); the CPU always validates.
