@@ -11,7 +11,6 @@
 // memory-bound; doubles cost no time that shows.
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <type_traits>
 
 #include "core/parallel.h"
@@ -22,19 +21,13 @@ namespace {
 constexpr int64_t kGrain = int64_t{1} << 14;  // elements per OpenMP chunk, at least
 constexpr int64_t kBlock = 128;               // pairs per piece of a row
 
-// Exact widening; bf16 by its bits (keeps the gather loops free of calls).
+// Exact widening (the 16-bit types through the library's inline float conversions).
 template <class T>
 double load(T v) {
-  if constexpr (std::is_same_v<T, double> || std::is_same_v<T, float>) {
+  if constexpr (std::is_same_v<T, double> || std::is_same_v<T, float>)
     return v;
-  } else if constexpr (std::is_same_v<T, BFloat16>) {
-    const uint32_t bits = static_cast<uint32_t>(v.bits) << 16;
-    float f;
-    std::memcpy(&f, &bits, sizeof f);
-    return f;
-  } else {
+  else
     return to_float(v);
-  }
 }
 
 // One row: the rope slice of src_row (and, in the backward, the nope channels) into dst_row.
