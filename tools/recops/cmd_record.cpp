@@ -48,7 +48,10 @@ std::string row_stem(const CaseRow& row, DType dtype) {
 Status run_on(const Driver& d, const Problem& p, Device dev, const std::string& impl,
               std::vector<Tensor>* host_out, std::string* impl_used) {
   *host_out = alloc_outputs(p, Device::cpu());
-  for (auto& t : *host_out) poison_fill(t.data(), t.dtype(), t.numel(), 0);
+  // An output that is an input written in place (Output::mutates) starts as that input's values.
+  for (size_t i = 0; i < host_out->size(); ++i)
+    if (p.outputs[i].mutates < 0)
+      poison_fill((*host_out)[i].data(), (*host_out)[i].dtype(), (*host_out)[i].numel(), 0);
   const std::vector<Input> dev_in = dev.is_cpu() ? p.inputs : inputs_on(p.inputs, dev);
   std::vector<Tensor> dev_out;
   if (dev.is_cpu()) {

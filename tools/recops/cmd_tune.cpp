@@ -83,7 +83,11 @@ CheckBuffers make_check_buffers(const Problem& p, Device dev, size_t workspace_b
                                 const std::vector<Tensor>& gold) {
   CheckBuffers cb;
   cb.poisoned = alloc_outputs(p, Device::cpu());
-  for (auto& t : cb.poisoned) poison_fill(t.data(), t.dtype(), t.numel(), 0);
+  // An output that is an input written in place (Output::mutates) is reset to the input's values
+  // before each run instead.
+  for (size_t i = 0; i < cb.poisoned.size(); ++i)
+    if (p.outputs[i].mutates < 0)
+      poison_fill(cb.poisoned[i].data(), cb.poisoned[i].dtype(), cb.poisoned[i].numel(), 0);
   cb.dev_out = alloc_outputs(p, dev);
   if (!dev.is_cpu()) cb.host_out = alloc_outputs(p, Device::cpu());
   if (workspace_bytes)
