@@ -10,6 +10,7 @@
 // absolute error of the products, which the `single` standard's max(rel) can fail). The work is
 // memory-bound; doubles cost no time that shows.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <type_traits>
 
@@ -28,6 +29,27 @@ double load(T v) {
     return v;
   else
     return to_float(v);
+}
+
+// One rounding of a double to T. For the 16-bit types: to float with round-to-odd (a float
+// holds at least two more bits than either, so the float rounding to nearest even that follows
+// gives the correctly rounded value), then the library's fast float conversion; the exact
+// decoder of from_double costs more than the rest of the op.
+template <class T>
+T store(double v) {
+  if constexpr (std::is_same_v<T, double> || std::is_same_v<T, float>) {
+    return static_cast<T>(v);
+  } else {
+    const float f = static_cast<float>(v);
+    uint32_t bits = detail::f32_bits(f);
+    if (static_cast<double>(f) != v && (bits & 1u) == 0 && (bits & 0x7FFFFFFFu) < 0x7F800000u) {
+      if (f == 0.0f)
+        bits = (v < 0 ? 0x80000000u : 0u) | 1u;  // below the smallest subnormal
+      else
+        bits = std::fabs(static_cast<double>(f)) > std::fabs(v) ? bits - 1u : bits + 1u;  // odd
+    }
+    return from_float<T>(detail::bits_f32(bits));
+  }
 }
 
 // One row: the rope slice of src_row (and, in the backward, the nope channels) into dst_row.
@@ -52,8 +74,8 @@ void row(const Params& p, const T* src, T* dst, const C* cr, const C* sr) {
       y1[j] = x1[j] * c[j] + sg * (x0[j] * s[j]);
     }
     for (int64_t j = 0; j < n; ++j) {
-      xd[2 * (i0 + j)] = from_double<T>(y0[j]);
-      xd[2 * (i0 + j) + 1] = from_double<T>(y1[j]);
+      xd[2 * (i0 + j)] = store<T>(y0[j]);
+      xd[2 * (i0 + j) + 1] = store<T>(y1[j]);
     }
   }
 }
