@@ -6,16 +6,46 @@ of ``src/ops/<op>/cases.yaml`` gives the same tensors in pytest, ``recops check`
 
 ``sample_inputs(op, device, requires_grad)`` turns an op's ``cases.yaml`` into ``SampleInput``
 objects (args, kwargs and the case they came from) for correctness tests, ``opcheck`` and
-``gradcheck``; ``error_inputs(op, device)`` gives the cases with ``expect_error``.
+``gradcheck``, for every op the library registered:
+
+- the two jagged conversions and the three cumsums are built here (``build_sample``), strided
+  inputs (``row_pad``) included;
+- every other op's samples are the inputs the CLI itself generated: ``recops record --backend cpu
+  --op <op>`` runs once per op and process (into a temporary directory; the CLI is
+  ``$RECOPS_BIN``, the package's ``recops/bin/recops``, a source tree's ``build/bin/recops`` or a
+  ``recops`` on PATH, see ``cli_binary``) and its safetensors are mapped onto the op's schema:
+  tensors by argument name, scalars from the manifest's ``args`` (the values the case states
+  under the argument's name), else the schema default. Strided inputs come back contiguous
+  (the recording stores the logical values), so those samples do not exercise strides. A row
+  that cannot be mapped is left out with its reason in ``sample_gaps(op)``; each sample keeps
+  the CLI's outputs (``recorded_outputs(sample)``) to compare against.
+
+``error_inputs(op, device)`` gives the cases with ``expect_error`` (the conversions and cumsums;
+the other ops' refusals are checked by ``recops check`` and their op folders' tests).
+
+Testing an integration of your own (a wrapper, an exporter, another framework) on every op::
+
+    from recops import testing
+    for op in testing.registered_ops():
+        for s in testing.sample_inputs(op)[:3]:
+            want = testing.call(s)                     # torch.ops.recops.<op>(*s.args, **s.kwargs)
+            got = my_integration(op, *testing.schema_values(s))   # schema order, None if absent
+            compare(got, want)
 """
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import functools
+import json
 import math
+import os
+import shutil
+import subprocess
+import tempfile
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Dict, Iterator, List, Optional
 
 import numpy as np
 import torch
@@ -265,7 +295,8 @@ def offsets_from_lengths(lengths) -> list:
 # data), whichever this package was loaded from (python/recops/_kit.py).
 OPS_DIR = _kit.ops_dir()
 
-# The op folder of each op name (the cumsum family shares one).
+# The op folder of each op whose samples are built here (the cumsum family shares one); the other
+# ops' folders are found by their case files (_folder_of).
 OP_FOLDER = {
     "jagged_to_padded_dense": "jagged/jagged_to_padded_dense",
     "dense_to_jagged": "jagged/dense_to_jagged",
@@ -286,13 +317,18 @@ class SampleInput:
     kwargs: dict
     case: dict
     dtype: str
-    offsets_dtype: str
+    offsets_dtype: Optional[str]
     out_dtype: Optional[str]
+    # Samples from `recops record` (every op but the five built here): the recording's manifest
+    # entry and its directory (recorded_outputs reads the CLI's outputs from them).
+    record: Optional[dict] = None
+    record_dir: Optional[str] = None
 
     @property
     def name(self) -> str:
         parts = [self.op, self.case_id, self.dtype]
-        if self.op in ("jagged_to_padded_dense", "dense_to_jagged"):
+        if self.op in ("jagged_to_padded_dense", "dense_to_jagged") or (
+                self.record is not None and self.offsets_dtype):
             parts.append(self.offsets_dtype)
         if self.out_dtype:
             parts.append("out_" + self.out_dtype)
@@ -307,7 +343,7 @@ def load_cases(op: str) -> dict:
     """The parsed ``cases.yaml`` of op's folder (cached; do not modify the result)."""
     import yaml
 
-    path = OPS_DIR / OP_FOLDER[op] / "cases.yaml"
+    path = OPS_DIR / _folder_of(op) / "cases.yaml"
     if not path.is_file():
         raise FileNotFoundError(f"recops.testing: {op}'s case file {path} is missing")
     with open(path) as f:
@@ -331,7 +367,9 @@ def _number(v) -> float:
 
 def case_rows(op: str, *, include_large: bool = False) -> Iterator[tuple]:
     """(case, dtype, offsets_dtype, out_dtype) rows of op's case file, one per expanded
-    combination, in file order; `large` cases only when asked."""
+    combination, in file order; `large` cases only when asked. A case without `dtype` gives the
+    op's default dtype for the five ops built here, None (the CLI driver's default) for the
+    others."""
     doc = load_cases(op)
     file_op = doc.get("op")
     for case in doc["cases"]:
@@ -340,7 +378,7 @@ def case_rows(op: str, *, include_large: bool = False) -> Iterator[tuple]:
             continue
         if not include_large and "large" in (case.get("tags") or []):
             continue
-        for dt in _as_list(case.get("dtype"), [DEFAULT_DTYPE[op]]):
+        for dt in _as_list(case.get("dtype"), [DEFAULT_DTYPE.get(op)]):
             for odt in _as_list(case.get("offsets_dtype"), ["int64"]):
                 for outdt in _as_list(case.get("out_dtype"), [None]):
                     yield case, dt, odt, outdt
@@ -411,12 +449,263 @@ def binding_repairs(case: dict) -> bool:
     return "contiguous" in text or "last stride" in text
 
 
-def sample_inputs(op: str, device="cpu", requires_grad: bool = False, *,
-                  include_large: bool = False) -> list:
-    """Valid samples (cases without ``expect_error``, plus those the binding repairs) of op's
-    cases.yaml on ``device``."""
+# ---- every other op: the inputs `recops record` wrote ----------------------------------------
+
+
+@functools.lru_cache(maxsize=None)
+def _case_files() -> Dict[str, str]:
+    """{op: its folder under OPS_DIR} for every op a case file names (its `op`, or a case's)."""
+    import yaml
+
+    folders = {}
+    for path in sorted(OPS_DIR.glob("*/*/cases.yaml")):
+        with open(path) as f:
+            doc = yaml.safe_load(f) or {}
+        folder = str(path.parent.relative_to(OPS_DIR))
+        names = [doc.get("op")] + [o for c in doc.get("cases") or []
+                                   for o in _as_list(c.get("op"), [])]
+        for name in names:
+            if name:
+                folders.setdefault(name, folder)
+    return folders
+
+
+def _folder_of(op: str) -> str:
+    if op in OP_FOLDER:
+        return OP_FOLDER[op]
+    if op not in _case_files():
+        raise KeyError(f"recops.testing: no case file under {OPS_DIR} names op '{op}'")
+    return _case_files()[op]
+
+
+def registered_ops() -> List[str]:
+    """Every op the library registered (``torch.ops.recops.<op>``), in the registry's order."""
+    return [info["name"] for info in _kit.op_table()]
+
+
+def cli_binary() -> Optional[str]:
+    """The ``recops`` CLI that records the samples: ``$RECOPS_BIN``, the package's
+    ``recops/bin/recops``, a source tree's ``build/bin/recops``, or a ``recops`` on PATH; None
+    when there is none."""
+    here = Path(__file__).resolve().parent
+    for cand in (os.environ.get("RECOPS_BIN"), here / "bin" / "recops",
+                 here.parent.parent / "build" / "bin" / "recops", shutil.which("recops")):
+        if cand and Path(cand).is_file() and os.access(cand, os.X_OK):
+            return str(cand)
+    return None
+
+
+_TMP: List[str] = []
+
+
+def _tmp_root() -> Path:
+    if not _TMP:
+        _TMP.append(tempfile.mkdtemp(prefix="recops-samples-"))
+        atexit.register(shutil.rmtree, _TMP[0], True)
+    return Path(_TMP[0])
+
+
+@functools.lru_cache(maxsize=None)
+def _recording(op: str, include_large: bool, case_ids: Optional[tuple] = None) -> tuple:
+    """(directory, manifest entries of op) of ``recops record --backend cpu --op <op>`` (only the
+    cases ``case_ids`` when given), run once per arguments and process. No entries when op has
+    no recordable case."""
+    binary = cli_binary()
+    if binary is None:
+        raise RuntimeError(f"recops.testing: the samples of {op} are the inputs the recops CLI "
+                           f"generates, and there is no CLI: build it (build/bin/recops) or set "
+                           f"RECOPS_BIN")
+    out = _tmp_root() / f"{op}-{len(os.listdir(_tmp_root()))}"
+    cmd = [binary, "record", "--backend", "cpu", "-q", "--op", op, "--out", str(out),
+           "--cases-dir", str(OPS_DIR)] + ([] if include_large else ["--quick"])
+    if case_ids is not None:
+        if not case_ids:
+            return str(out), []
+        cmd += ["--case", ",".join(case_ids)]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    manifest = out / "manifest.json"
+    if "no cases selected" in r.stderr or (r.returncode == 2 and not manifest.is_file()
+                                           and "unknown op" not in r.stderr.lower()):
+        return str(out), []
+    if not manifest.is_file():
+        raise RuntimeError(f"recops.testing: `{' '.join(cmd)}` failed ({r.returncode}): "
+                           f"{(r.stderr or r.stdout).strip()[-2000:]}")
+    entries = json.loads(manifest.read_text())["cases"]
+    return str(out), [e for e in entries if e["op"] == op]
+
+
+def _safetensors_shapes(path: str) -> Dict[str, list]:
+    """{name: shape} from a safetensors file's header (without allocating the tensors)."""
+    with open(path, "rb") as f:
+        n = int.from_bytes(f.read(8), "little")
+        header = json.loads(f.read(n))
+    return {k: v["shape"] for k, v in header.items() if k != "__metadata__"}
+
+
+def _overflows(shape) -> bool:
+    span = 1
+    for d in shape:
+        span *= max(int(d), 1)
+    return span > 2**63 - 1
+
+
+def _arg_type(a) -> str:
+    return str(getattr(a, "real_type", a.type))
+
+
+def _scalar(a, v):
+    """A recorded or case value as argument a's Python type."""
+    t = _arg_type(a)
+    if v is None:
+        return None
+    if t.endswith("ScalarType]") or t == "ScalarType":
+        return DTYPES[v] if isinstance(v, str) else v
+    if t.endswith("bool]") or t == "bool":
+        return bool(v)
+    if t.endswith(("int]", "SymInt]")) or t in ("int", "SymInt"):
+        return int(v)
+    return _number(v)
+
+
+@functools.lru_cache(maxsize=None)
+def _grad_args(op: str) -> frozenset:
+    for info in _kit.op_table():
+        if info["name"] == op:
+            return frozenset(info.get("grad", []))
+    return frozenset()
+
+
+def _recorded_sample(op: str, d: str, e: dict, case: dict, device, requires_grad: bool):
+    """(SampleInput, None) for one manifest entry, or (None, the reason it cannot be one)."""
+    from safetensors.torch import load_file
+
+    path = os.path.join(d, e["inputs"])
+    shapes = _safetensors_shapes(path)
+    if any(_overflows(s) for s in shapes.values()):
+        return None, "an input's contiguous strides overflow int64 (torch cannot hold it)"
+    if any(_overflows(s) for s in _safetensors_shapes(os.path.join(d, e["outputs"])).values()):
+        return None, "an output's contiguous strides overflow int64 (torch cannot hold it)"
+    tensors = load_file(path)
+    given = e.get("args") or {}
+    args, kwargs = [], {}
+    grads = _grad_args(op) if requires_grad else frozenset()
+    for a in getattr(torch.ops.recops, op).default._schema.arguments:
+        t = _arg_type(a)
+        if t in ("Tensor", "Optional[Tensor]"):
+            v = tensors.get(a.name)
+            if v is None and t == "Tensor":
+                return None, f"the recording has no tensor '{a.name}'"
+            if v is not None:
+                v = v.to(device)
+                if a.name in grads and v.dtype.is_floating_point and \
+                        v.dtype != torch.float8_e4m3fn:
+                    v.requires_grad_(True)
+        elif a.name in given:
+            v = _scalar(a, given[a.name])
+        elif isinstance((case.get("args") or {}).get(a.name), (bool, int, float, str)):
+            v = _scalar(a, case["args"][a.name])  # a CLI older than the manifest's `args`
+        elif a.has_default_value():
+            v = a.default_value
+        else:
+            return None, f"no value for the required argument '{a.name}'"
+        if a.kwarg_only:
+            kwargs[a.name] = v
+        else:
+            args.append(v)
+    s = SampleInput(op, e["case"], tuple(args), kwargs, case, e["dtype"],
+                    e.get("offsets_dtype"), e.get("out_dtype"), record=e, record_dir=d)
+    return s, None
+
+
+def _first_cases(op: str, include_large: bool, n: int) -> tuple:
+    """The ids of the first n cases of op's file that record valid rows."""
+    ids = []
+    for case, *_ in case_rows(op, include_large=include_large):
+        if len(ids) == n:
+            break
+        if "expect_error" in case or "out_shape" in case or case["id"] in ids or \
+                not _backend_ok(case, "cpu"):
+            continue
+        ids.append(case["id"])
+    return tuple(ids)
+
+
+def _recorded_samples(op: str, device, requires_grad: bool, include_large: bool,
+                      max_cases: Optional[int] = None) -> tuple:
+    """([SampleInput], [(row name, reason)]) of op's recorded rows on ``device``."""
+    if op not in _case_files():
+        return [], [(op, "no case file names this op (e.g. an alias or a helper of another "
+                         "op's cases)")]
+    ids = None if max_cases is None else _first_cases(op, include_large, max_cases)
+    d, entries = _recording(op, include_large, ids)
+    cases = {c["id"]: c for c in load_cases(op)["cases"]}
+    out, gaps = [], []
+    for e in entries:
+        case = cases.get(e["case"], {"id": e["case"]})
+        if "out_shape" in case or not _backend_ok(case, device):
+            continue
+        s, why = _recorded_sample(op, d, e, case, device, requires_grad)
+        if s is None:
+            gaps.append(("-".join(x for x in (op, e["case"], e["dtype"]) if x), why))
+        else:
+            out.append(s)
+    return out, gaps
+
+
+def sample_gaps(op: str, *, include_large: bool = False, max_cases: Optional[int] = None) -> list:
+    """(row, reason) of op's recorded rows that ``sample_inputs`` (with the same arguments)
+    leaves out: an input or output torch cannot hold, a required argument without a value.
+    Empty for the five ops built here."""
+    if op in OP_FOLDER:
+        return []
+    return _recorded_samples(op, "cpu", False, include_large, max_cases)[1]
+
+
+def recorded_outputs(sample: SampleInput) -> Optional[dict]:
+    """The CLI's outputs of a recorded sample ({output name: CPU tensor}, in the op's output
+    order; a driver may record more outputs than the op returns, e.g. stem_indexer's both
+    precisions), or None for a sample built here."""
+    if sample.record is None:
+        return None
+    from safetensors.torch import load_file
+
+    got = load_file(os.path.join(sample.record_dir, sample.record["outputs"]))
+    order = sample.record.get("output_names") or sorted(got)  # an older CLI's: by name
+    return {n: got[n] for n in order}
+
+
+def schema_values(sample: SampleInput) -> list:
+    """The sample's values in the op's schema order (None for an absent optional tensor), as
+    positional arguments of ``torch.ops.recops.<op>.default`` or ``recops.tensorflow.call_op``."""
+    schema = getattr(torch.ops.recops, sample.op).default._schema
+    pos = iter(sample.args)
     out = []
+    for a in schema.arguments:
+        if a.kwarg_only:
+            out.append(sample.kwargs.get(a.name, a.default_value if a.has_default_value()
+                                         else None))
+        else:
+            out.append(next(pos, a.default_value if a.has_default_value() else None))
+    return out
+
+
+def sample_inputs(op: str, device="cpu", requires_grad: bool = False, *,
+                  include_large: bool = False, max_cases: Optional[int] = None) -> list:
+    """Valid samples (cases without ``expect_error``, plus those the binding repairs) of op's
+    cases.yaml on ``device``, for every registered op (see the module docstring: the five
+    conversions and cumsums are built here, the others are the CLI's recorded inputs, with
+    contiguous tensors; ``sample_gaps(op)`` lists the rows left out). ``requires_grad`` marks the
+    floating tensors of the arguments that receive a gradient. ``max_cases``: only the rows of
+    the first that many valid cases (each case expands into a row per dtype), which for the
+    recorded ops also records only those (the whole file of an op with 100 cases takes
+    seconds)."""
+    if op not in OP_FOLDER:
+        return _recorded_samples(op, device, requires_grad, include_large, max_cases)[0]
+    out = []
+    cases = None if max_cases is None else _first_cases(op, include_large, max_cases)
     for case, dt, odt, outdt in case_rows(op, include_large=include_large):
+        if cases is not None and case["id"] not in cases:
+            continue
         if ("expect_error" in case and not binding_repairs(case)) or "out_shape" in case \
                 or not _backend_ok(case, device):
             continue
@@ -428,7 +717,11 @@ def sample_inputs(op: str, device="cpu", requires_grad: bool = False, *,
 
 def error_inputs(op: str, device="cpu") -> list:
     """(sample, expected error text) of the cases with ``expect_error`` that the binding can
-    express (``out_shape`` cases test the C++ entry's own out checks and are left out)."""
+    express (``out_shape`` cases test the C++ entry's own out checks and are left out). Only the
+    five ops built here: the CLI records no inputs of a refused case, so for the others this is
+    empty (``recops check`` runs their refusals)."""
+    if op not in OP_FOLDER:
+        return []
     out = []
     for case, dt, odt, outdt in case_rows(op, include_large=False):
         if "expect_error" not in case or binding_repairs(case) or "out_shape" in case \
@@ -445,7 +738,8 @@ def error_inputs(op: str, device="cpu") -> list:
 def torch_cannot_hold(sample: SampleInput) -> Optional[str]:
     """A reason when torch itself cannot process the sample's output (recops can): an empty
     output whose contiguous strides overflow int64, e.g. [0, 2^62, 7]. Torch's comparisons,
-    gradcheck and AOT tracing all allocate such tensors contiguously and fail."""
+    gradcheck and AOT tracing all allocate such tensors contiguously and fail. (Recorded samples
+    with such tensors are left out of sample_inputs, see sample_gaps.)"""
     if sample.op != "jagged_to_padded_dense":
         return None
     values, offsets, max_l = sample.args

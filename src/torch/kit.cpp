@@ -530,7 +530,16 @@ std::string py_faces(const kit::OpDef& d) {
   return o.str();
 }
 
-// [{"name", "family", "python_name", "doc", "backward", "py"}, ...] for python/recops/_kit.py.
+// The names of the arguments that receive a gradient (ArgOpts::grad), as a JSON list.
+std::string grad_args(const kit::OpDef& d) {
+  std::string o;
+  for (const auto& a : d.args)
+    if (a.opts.grad) o += (o.empty() ? "" : ",") + json_str(a.name);
+  return "[" + o + "]";
+}
+
+// [{"name", "family", "python_name", "doc", "backward", "py", "grad"}, ...] for
+// python/recops/_kit.py (and recops.testing, which marks the "grad" arguments requires_grad).
 std::string kit_ops() {
   std::ostringstream o;
   o << "[";
@@ -539,7 +548,7 @@ std::string kit_ops() {
     o << (first ? "" : ",") << "{\"name\":" << json_str(d.name)
       << ",\"family\":" << json_str(d.family) << ",\"python_name\":" << json_str(d.python_name)
       << ",\"doc\":" << json_str(d.doc) << ",\"backward\":" << json_str(d.backward)
-      << ",\"py\":" << py_faces(d) << "}";
+      << ",\"py\":" << py_faces(d) << ",\"grad\":" << grad_args(d) << "}";
     first = false;
   }
   o << "]";

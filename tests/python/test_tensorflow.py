@@ -1,10 +1,7 @@
 # recops.tensorflow (the TF custom ops generated from the kit's tables, src/tensorflow): each op
 # on tf.Tensors against the torch op on the same inputs, gradients through tf.GradientTape against
 # torch autograd. Skipped when tensorflow (or librecops_tf.so) is not importable.
-import json
 import os
-import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,9 +14,6 @@ rtf = pytest.importorskip("recops.tensorflow",
 
 import recops  # noqa: E402
 from recops import testing  # noqa: E402
-from _cli import recops_binary  # noqa: E402
-
-ROOT = Path(__file__).resolve().parents[2]
 _TF_OF = {torch.float64: tf.float64, torch.float32: tf.float32, torch.float16: tf.float16,
           torch.bfloat16: tf.bfloat16, torch.int32: tf.int32, torch.int64: tf.int64,
           torch.uint8: tf.uint8, torch.bool: tf.bool}
@@ -200,161 +194,84 @@ def test_hstu_attn_defaults_read_the_offsets():
     assert_same(rtf.hstu_attn(to_tf(q), to_tf(k), to_tf(v), to_tf(oq)), want)
 
 
-# ---- every op the TF layer registered: the cases' inputs as `recops record` writes them --------
+# ---- every op the TF layer registered: recops.testing's samples (the CLI's recorded inputs) ------
 
-_N_CASES = 2  # per op: the first valid cases of its cases.yaml
-
-
-def _case_table():
-    import yaml
-
-    cases = {}
-    for f in sorted((ROOT / "src" / "ops").glob("*/*/cases.yaml")):
-        doc = yaml.safe_load(f.read_text())
-        for c in doc.get("cases", []):
-            ops = c.get("op", doc.get("op"))
-            for o in ops if isinstance(ops, list) else [ops]:
-                if "expect_error" in c or "large" in (c.get("tags") or []):
-                    continue
-                cases.setdefault(o, []).append(c)
-    return cases
+_CASES = 3  # per op: its first valid cases (recops.testing records only these)
+_PER_DTYPE = 2  # of their rows, the first of each dtype
+_FLOATS = (torch.float32, torch.float64)
 
 
-@pytest.fixture(scope="module")
-def recorded(tmp_path_factory):
-    binary = recops_binary()
-    if binary is None:
-        pytest.skip("no recops binary: build it (make build) or set RECOPS_BIN")
-    cases = _case_table()
-    out = tmp_path_factory.mktemp("tf_recorded")
-    entries = {}
-    for op in sorted(rtf.TABLE):
-        ids = [c["id"] for c in cases.get(op, [])][:_N_CASES]
-        if not ids:
+def _tf_samples(op, requires_grad=False):
+    """(samples, reason when none): the first _PER_DTYPE samples of each dtype TF has."""
+    picked, seen, skipped = [], {}, set()
+    for s in testing.sample_inputs(op, "cpu", requires_grad, max_cases=_CASES):
+        vals = testing.schema_values(s)
+        if any(isinstance(v, torch.Tensor) and v.dtype not in _TF_OF for v in vals):
+            skipped.add("fp8 (TensorFlow has no float8_e4m3fn dtype)")
             continue
-        d = out / op
-        subprocess.run([binary, "record", "--backend", "cpu", "--quick", "-q", "--op", op,
-                        "--case", ",".join(ids), "--out", str(d), "--cases-dir",
-                        str(ROOT / "src" / "ops")], check=True, capture_output=True)
-        m = json.loads((d / "manifest.json").read_text())
-        entries[op] = [(d, e, next(c for c in cases[op] if c["id"] == e["case"]))
-                       for e in m["cases"] if e["op"] == op][:2 * _N_CASES]
-    return entries
+        if seen.get(s.dtype, 0) < _PER_DTYPE:
+            seen[s.dtype] = seen.get(s.dtype, 0) + 1
+            picked.append(s)
+    gaps = [f"{row}: {why}" for row, why in testing.sample_gaps(op, max_cases=_CASES)]
+    return picked, "; ".join(sorted(skipped) + gaps) or "its case file has no valid row"
 
 
-def _values(info, inputs, case):
-    """One value per table argument: the recorded tensors, the case's scalars (by argument
-    name), else the table's defaults; None with the reason when an argument has no value."""
-    import ast
-
-    vals = []
-    for a in info["args"]:
-        n = a["name"]
-        if a["type"] in ("tensor", "opt_tensor"):
-            if n in inputs:
-                vals.append(inputs[n])
-            elif a["type"] == "opt_tensor":
-                vals.append(None)
-            else:
-                return None, f"no recorded tensor {n}"
-        elif n in case and isinstance(case[n], (bool, int, float)):
-            vals.append(case[n])
-        elif "def" in a:
-            vals.append(ast.literal_eval(a["def"]))
-        else:
-            return None, f"the case names no value for {n}"
-    return vals, None
+def _outs(x):
+    return list(x) if isinstance(x, (tuple, list)) else [x]
 
 
 @pytest.mark.parametrize("op", sorted(rtf.TABLE))
-def test_every_op_against_torch(op, recorded):
-    from safetensors.torch import load_file
-
-    info = rtf.TABLE[op]
-    if op not in recorded:
-        pytest.skip(f"{op} has no cases of its own (its forward's or a helper's)")
-    compared, reasons = 0, []
-    for d, e, case in recorded[op]:
-        if e["dtype"] == "fp8_e4m3":
-            continue  # TensorFlow has no fp8 dtype
-        vals, why = _values(info, load_file(str(d / e["inputs"])), case)
-        if vals is None:
-            reasons.append(f"{e['case']}: {why}")
-            continue
-        pos = [v for a, v in zip(info["args"], vals) if not a["kw"]]
-        kw = {a["name"]: v for a, v in zip(info["args"], vals) if a["kw"]}
+def test_every_op_against_torch(op):
+    samples, why = _tf_samples(op)
+    if not samples:
+        pytest.skip(why)
+    for s in samples:
+        vals = testing.schema_values(s)
+        got = _outs(rtf.call_op(op, *map(to_tf, vals)))
         try:
-            want = getattr(torch.ops.recops, op)(*pos, **kw)
-        except (RuntimeError, ValueError, TypeError, NotImplementedError):
-            # Mostly the case's scalars are named otherwise, and the TF op refuses the same
-            # values. Else TF must give what the CLI recorded: the torch binding refuses some
-            # valid all-empty inputs (jagged_index_select's b0_k0: an empty CPU tensor's null
-            # data read as a tensor without data).
-            try:
-                got = rtf.call_op(op, *map(to_tf, vals))
-            except (tf.errors.InvalidArgumentError, tf.errors.UnimplementedError):
-                continue
-            rec = load_file(str(d / e["outputs"]))
-            got = list(got) if isinstance(got, tuple) else [got]
-            for o, a in zip(info["outs"], got):
-                if o["name"] in rec:
-                    assert_same(a, rec[o["name"]])
-            compared += 1
-            continue
-        got = rtf.call_op(op, *map(to_tf, vals))
-        want = list(want) if isinstance(want, (tuple, list)) else [want]
-        got = list(got) if isinstance(got, tuple) else [got]
-        assert len(got) == len(want)
+            want = _outs(testing.call(s))
+        except (RuntimeError, ValueError):
+            # The torch binding refuses some valid all-empty inputs (jagged_index_select's
+            # b0_k0: an empty CPU tensor's null data read as a tensor without data): TF must
+            # give what the CLI recorded.
+            want = list(testing.recorded_outputs(s).values())
+        assert len(got) == len(want), s.name
         for a, b in zip(got, want):
             assert_same(a, b)
-        compared += 1
-    if not compared:
-        pytest.skip("; ".join(reasons) or "no sample")
-
-
-_FLOATS = (torch.float32, torch.float64)
 
 
 @pytest.mark.parametrize("op", sorted(n for n, i in rtf.TABLE.items()
                                       if i["backward"] or n in rtf._GRAD_HOOKS))
-def test_every_gradient_against_torch(op, recorded):
-    from safetensors.torch import load_file
-
+def test_every_gradient_against_torch(op):
     info = rtf.TABLE[op]
-    if op not in recorded:
-        pytest.skip(f"{op} has no cases of its own")
-    compared, reasons = 0, []
-    for d, e, case in recorded[op]:
-        vals, why = _values(info, load_file(str(d / e["inputs"])), case)
-        if vals is None or e["dtype"] not in ("fp32", "fp64"):
-            reasons.append(f"{e['case']}: {why or 'dtype ' + e['dtype']}")
+    samples, why = _tf_samples(op, requires_grad=True)
+    compared, reasons = 0, [why] if not samples else []
+    for s in samples:
+        vals = testing.schema_values(s)
+        diff = [i for i, v in enumerate(vals) if isinstance(v, torch.Tensor) and v.requires_grad
+                and v.dtype in _FLOATS]
+        if not diff:
+            reasons.append(f"{s.name}: no fp32/fp64 input that takes a gradient")
             continue
-        diff = [i for i, (a, v) in enumerate(zip(info["args"], vals))
-                if a["grad"] and isinstance(v, torch.Tensor) and v.dtype in _FLOATS]
-        vals = [v.clone().requires_grad_(True) if i in diff else v for i, v in enumerate(vals)]
-        pos = [v for a, v in zip(info["args"], vals) if not a["kw"]]
-        kw = {a["name"]: v for a, v in zip(info["args"], vals) if a["kw"]}
         try:
-            outs = getattr(torch.ops.recops, op)(*pos, **kw)
-        except (RuntimeError, ValueError, TypeError, NotImplementedError) as ex:
-            reasons.append(f"{e['case']}: torch refuses ({str(ex)[:60]})")
+            outs = _outs(testing.call(s))
+        except (RuntimeError, ValueError) as ex:
+            reasons.append(f"{s.name}: torch refuses ({str(ex)[:60]})")
             continue
-        outs = list(outs) if isinstance(outs, (tuple, list)) else [outs]
         g = torch.Generator().manual_seed(3)
         douts = [torch.randn(o.shape, generator=g, dtype=o.dtype) if o.dtype in _FLOATS else None
                  for o in outs]
         pairs = [(o, go) for o, go, od in zip(outs, douts, info["outs"])
                  if od["grad"] and go is not None and o.requires_grad]
-        if not pairs or not diff:
-            reasons.append(f"{e['case']}: nothing differentiable")
+        if not pairs:
+            reasons.append(f"{s.name}: no differentiable output")
             continue
         want = torch.autograd.grad([p[0] for p in pairs], [vals[i] for i in diff],
                                    [p[1] for p in pairs], allow_unused=True)
         tvals = [to_tf(v) for v in vals]
         with tf.GradientTape() as tape:
             tape.watch([tvals[i] for i in diff])
-            touts = rtf.call_op(op, *tvals)
-        touts = list(touts) if isinstance(touts, tuple) else [touts]
+            touts = _outs(rtf.call_op(op, *tvals))
         tpairs = [(t, to_tf(go)) for t, go, od in zip(touts, douts, info["outs"])
                   if od["grad"] and go is not None]
         got = tape.gradient([p[0] for p in tpairs], [tvals[i] for i in diff],
@@ -367,4 +284,4 @@ def test_every_gradient_against_torch(op, recorded):
             assert_same(a, b, rtol=1e-6, atol=1e-6)
         compared += 1
     if not compared:
-        pytest.skip("; ".join(reasons) or "no sample")
+        pytest.skip("; ".join(reasons))

@@ -63,3 +63,77 @@ def test_assert_accurate_standard():
     assert_accurate(out + 0.005, gold, torch.float32, plain=plain)
     with pytest.raises(AssertionError, match="max-abs"):
         assert_accurate(out + 0.1, gold, torch.float32, plain=plain)
+
+
+# ---- sample_inputs for every registered op (the CLI's recorded inputs) ------------------------
+
+_CASES = 3  # per op: its first valid cases, every row compared with the CLI's own outputs
+
+
+def _registered():
+    import recops  # noqa: F401 (loads the binding)
+
+    return testing.registered_ops()
+
+
+@pytest.fixture(scope="module")
+def _cli():
+    if testing.cli_binary() is None:
+        pytest.skip("no recops CLI: build it (build/bin/recops) or set RECOPS_BIN")
+
+
+def _same(got, want, name):
+    assert got.shape == want.shape and got.dtype == want.dtype, (name, got.shape, want.shape,
+                                                                   got.dtype, want.dtype)
+    if got.dtype == torch.float8_e4m3fn:
+        got, want = got.view(torch.uint8), want.view(torch.uint8)
+    torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True, msg=name)
+
+
+@pytest.mark.parametrize("op", _registered())
+def test_samples_reproduce_the_cli(op, _cli):
+    # The mapping of the recorded inputs and the case's scalars onto the schema is right when
+    # torch, on the sample, gives the outputs the CLI recorded with the same CPU implementation.
+    samples = testing.sample_inputs(op, "cpu", max_cases=_CASES)
+    gaps = testing.sample_gaps(op, max_cases=_CASES)
+    if not samples:
+        assert gaps or not list(testing.case_rows(op)), op
+        pytest.skip("; ".join(f"{r}: {w}" for r, w in gaps) or "no valid row")
+    if op in testing.OP_FOLDER:
+        return  # built here; test_ops.py compares them with plain PyTorch
+    for s in samples:
+        rec = testing.recorded_outputs(s)
+        if s.name in _BINDING_REFUSES:
+            # A recorded failure must still fail; when it stops failing, delete its record.
+            with pytest.raises(RuntimeError, match="tensors without data"):
+                testing.call(s)
+            continue
+        out = testing.call(s)
+        out = list(out) if isinstance(out, (tuple, list)) else [out]
+        # A driver may record more than the op returns (stem_indexer: both precisions), and
+        # leaves out an output the call does not produce (the binding returns it empty).
+        assert all(o.numel() == 0 for o in out[len(rec):]), s.name
+        for (name, want), got in zip(rec.items(), out):
+            _same(got.detach(), want, f"{s.name}: {name}")
+
+
+# Valid all-empty inputs the torch binding refuses, which the CLI runs: an empty CPU tensor's
+# data pointer is null and the binding takes it for a tensor without data (Meta), whose
+# data-dependent output size must then be given.
+_BINDING_REFUSES = {
+    "jagged_index_select-b0_k0-fp32": "num_dense_output_rows must be given",
+    "keyed_jagged_index_select_dim1-no_keys-fp32": "selected_lengths_sum must be given",
+}
+
+
+def test_recorded_sample_fields(_cli):
+    s = testing.sample_inputs("l2norm", "cpu", requires_grad=True, max_cases=1)[0]
+    assert s.record is not None and s.record["case"] == s.case_id
+    vals = testing.schema_values(s)
+    names = [a.name for a in torch.ops.recops.l2norm.default._schema.arguments]
+    assert names == ["x", "eps", "out_dtype"] and len(vals) == 3
+    assert vals[0].requires_grad and vals[0].is_contiguous()
+    assert not testing.sample_inputs("l2norm", "cpu", max_cases=1)[0].args[0].requires_grad
+    # the differentiable arguments only: the backward's inputs take no gradient
+    b = testing.sample_inputs("l2norm_bwd", "cpu", requires_grad=True, max_cases=1)[0]
+    assert not any(isinstance(v, torch.Tensor) and v.requires_grad for v in b.args)

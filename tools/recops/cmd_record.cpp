@@ -5,12 +5,17 @@
 //
 // DIR/manifest.json: {"format", "backend", "device", "commit", "date", "versions", "cases": [...]},
 // each case {op, case, dtype, offsets_dtype, out_dtype, seed, standard, impl, device, commit,
-// inputs, outputs (file names in DIR)}. Inputs are stored in their logical shape (contiguous);
-// compare rebuilds the case from cases.yaml (scalars, strides) and overwrites its values with them.
+// inputs, outputs (file names in DIR), input_names, output_names (the tensors in the op's order;
+// a safetensors header keeps none), args}. Inputs are stored in their logical shape
+// (contiguous); compare rebuilds the case from cases.yaml (scalars, strides) and overwrites its
+// values with them. `args` holds the op's non-tensor arguments (by their names in its argument
+// table) whose value the row states under that same name (see scalar_args); an argument it lacks
+// is one the case leaves at the schema default, or one the driver derives otherwise (tags).
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -19,6 +24,7 @@
 #include <optional>
 
 #include "core/cuda/runtime.h"
+#include "core/kit/op_def.h"
 #include "recops/context.h"
 #include "tools/recops/commands.h"
 #include "tools/recops/common.h"
@@ -93,6 +99,64 @@ void copy_into_view(const TensorView& dst, const Tensor& src) {
   });
 }
 
+// The values of `row.op`'s non-tensor arguments (kit::OpDef::args) that the row states under the
+// argument's own name: the driver's by-name scalars (Problem::scalars), the case's `args:` map,
+// its typed fields max_seq_len, padding_value, S and total_L, and the row's out_dtype for an
+// argument `out_dtype`. One name per concept: nothing is matched under another name, so an
+// argument missing here is one the row gives no value for under its name.
+json scalar_args(const CaseRow& row, const Problem& p) {
+  json out = json::object();
+  const kit::OpDef* def = kit::find_def(row.op);
+  if (!def) return out;
+  const CaseSpec& cs = *row.spec;
+  for (const kit::ArgDef& a : def->args) {
+    using T = kit::ArgType;
+    if (a.type == T::tensor || a.type == T::opt_tensor) continue;
+    std::optional<double> v;
+    if (const auto it = p.scalars.find(a.name); it != p.scalars.end()) {
+      v = it->second;
+    } else if (const auto ca = cs.args.find(a.name); ca != cs.args.end()) {
+      const ArgValue& x = ca->second;
+      if (x.kind == ArgKind::boolean) v = x.b ? 1.0 : 0.0;
+      if (x.kind == ArgKind::integer || x.kind == ArgKind::number) v = x.f;
+      if (x.kind == ArgKind::integer) {
+        out[a.name] = x.i;  // exact beyond 2^53
+        continue;
+      }
+    } else if (a.name == "max_seq_len" && cs.max_seq_len) {
+      out[a.name] = *cs.max_seq_len;
+      continue;
+    } else if (a.name == "total_L" && cs.total_L) {
+      out[a.name] = *cs.total_L;
+      continue;
+    } else if (a.name == "S" && cs.S) {
+      out[a.name] = *cs.S;
+      continue;
+    } else if (a.name == "padding_value" && cs.padding_value) {
+      v = *cs.padding_value;
+    } else if (a.name == "out_dtype" && a.type == T::opt_dtype && row.out_dtype) {
+      out[a.name] = std::string(dtype_name(*row.out_dtype));
+      continue;
+    }
+    if (!v) continue;
+    switch (a.type) {
+      case T::boolean: out[a.name] = *v != 0; break;
+      case T::int64:
+      case T::opt_int64: out[a.name] = static_cast<int64_t>(*v); break;
+      case T::opt_dtype:
+        out[a.name] = std::string(dtype_name(static_cast<DType>(static_cast<int>(*v))));
+        break;
+      default:
+        // JSON has no NaN or Inf: those travel as strings ("nan", "inf", "-inf").
+        if (std::isfinite(*v))
+          out[a.name] = *v;
+        else
+          out[a.name] = std::isnan(*v) ? "nan" : (*v > 0 ? "inf" : "-inf");
+    }
+  }
+  return out;
+}
+
 std::string shape_str(const Shape& s) {
   std::string r = "[";
   for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
@@ -152,8 +216,15 @@ int run_record(const RecordOptions& o) {
         const std::map<std::string, std::string> meta = {
             {"op", row.op}, {"case", cs.id}, {"dtype", dname}, {"backend", bname}};
         std::vector<std::pair<std::string, TensorView>> ins, outs;
-        for (const auto& in : p.inputs) ins.emplace_back(in.name, in.view);
-        for (size_t i = 0; i < out.size(); ++i) outs.emplace_back(p.outputs[i].name, out[i].view());
+        json in_names = json::array(), out_names = json::array();
+        for (const auto& in : p.inputs) {
+          ins.emplace_back(in.name, in.view);
+          in_names.push_back(in.name);
+        }
+        for (size_t i = 0; i < out.size(); ++i) {
+          outs.emplace_back(p.outputs[i].name, out[i].view());
+          out_names.push_back(p.outputs[i].name);
+        }
         const std::string fin = stem + ".inputs.safetensors", fout = stem + ".outputs.safetensors";
         if (Status s = write_safetensors(o.out + "/" + fin, ins, meta); !s.ok()) throw Error(s);
         if (Status s = write_safetensors(o.out + "/" + fout, outs, meta); !s.ok()) throw Error(s);
@@ -173,7 +244,10 @@ int run_record(const RecordOptions& o) {
              {"commit", commit},
              {"versions", versions()},
              {"inputs", fin},
-             {"outputs", fout}});
+             {"outputs", fout},
+             {"input_names", in_names},
+             {"output_names", out_names},
+             {"args", scalar_args(row, p)}});
         t.add({row.op, cs.id, dname, impl_used, stem + ".*", status});
       } catch (const std::exception& e) {
         ++errors;

@@ -274,6 +274,16 @@ class HstuAttn final : public Driver {
 
     // Output shapes from the op's shape functions (a refusal is the case's answer).
     const HstuAttnArgs a = args(*p, views(p->inputs));
+    // The scalar arguments under their names in the op's table (`recops record`'s manifest).
+    p->scalars = {{"max_seq_len_q", static_cast<double>(a.max_seq_len_q)},
+                  {"max_seq_len_k", static_cast<double>(a.max_seq_len_k)},
+                  {"target_group_size", static_cast<double>(a.target_group_size)},
+                  {"window_left", static_cast<double>(a.window_left)},
+                  {"window_right", static_cast<double>(a.window_right)},
+                  {"mask_type", static_cast<double>(static_cast<int64_t>(a.mask_type))}};
+    if (a.alpha) p->scalars["alpha"] = *a.alpha;
+    if (a.silu_scale) p->scalars["silu_scale"] = *a.silu_scale;
+    if (row.op == "hstu_attn_bwd") p->scalars["want_drab"] = a.rab.has_value() ? 1.0 : 0.0;
     if (row.op == "hstu_attn_fwd") {
       Shape out;
       p->shape_error = hstu_attn_fwd_shape(a, &out);

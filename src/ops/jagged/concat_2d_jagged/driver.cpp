@@ -49,6 +49,7 @@ class Concat2dJaggedDriver final : public FixedDriver {
     RECOPS_RETURN_IF_ERROR(begin_make(row, p));
     Input off_a;
     RECOPS_RETURN_IF_ERROR(make_offsets_input(row, &off_a, &p->offsets));
+    off_a.name = "offsets_a";  // the argument's name (`recops record` writes inputs by name)
     const int64_t B = p->offsets.empty() ? 0 : static_cast<int64_t>(p->offsets.size()) - 1;
     const int64_t Sa = arg_or(cs, "dense_a", -1), Sb = arg_or(cs, "dense_b", -1);
     const int64_t len_b = arg_or(cs, "len_b", 7);
@@ -63,6 +64,9 @@ class Concat2dJaggedDriver final : public FixedDriver {
     p->scalars["n_prefix"] = static_cast<double>(arg_or(cs, "n_prefix", 0));
     p->scalars["replace"] = arg_or(cs, "replace", 0) != 0;
     const bool replace = p->scalars["replace"] != 0;
+    // ... and under the names of the op's table (`recops record`'s manifest)
+    p->scalars["n_prefix_from_right"] = p->scalars["n_prefix"];
+    p->scalars["is_replace"] = p->scalars["replace"];
     std::vector<int64_t> E = cs.E.empty() ? std::vector<int64_t>{1} : cs.E;
     const int64_t D = E[0];
     p->inputs.clear();

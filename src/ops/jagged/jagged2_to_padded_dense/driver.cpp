@@ -35,6 +35,9 @@ class Jagged2ToPaddedDenseDriver final : public FixedDriver {
     Input off;
     std::vector<int64_t> sides;
     RECOPS_RETURN_IF_ERROR(make_jagged2_offsets(row, &off, &p->offsets, &sides));
+    off.name = "offsets";  // the argument's name (`recops record` writes inputs by name)
+    p->scalars["max_length"] = static_cast<double>(p->max_seq_len);
+    p->scalars["padding_value"] = p->padding_value;
     const int64_t total = cs.total_L ? *cs.total_L : (p->offsets.empty() ? 0 : p->offsets.back());
     if (total < 0) return case_error(row, "total_L must be >= 0");
     const int64_t B = static_cast<int64_t>(p->offsets.size()) - 1;

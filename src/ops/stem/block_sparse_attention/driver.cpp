@@ -92,8 +92,13 @@ class BlockSparseAttentionDriver final : public StemDriver {
     p->sizes.push_back({"fa_rows", tag_int(tags, "fa_rows", 0)});
     if (has(tags, "softmax_scale"))
       put_real(p, "softmax_scale", tag_double(tags, "softmax_scale", 1));
+    const BlockSparseAttentionArgs a = args(*p, views(p->inputs));
+    // The scalar arguments under their names in the op's table (`recops record`'s manifest).
+    p->scalars = {{"causal", a.causal ? 1.0 : 0.0},
+                  {"sparse_block_size", static_cast<double>(a.sparse_block_size)}};
+    if (a.softmax_scale) p->scalars["softmax_scale"] = *a.softmax_scale;
     Shape so, sl;
-    p->shape_error = block_sparse_attention_shape(args(*p, views(p->inputs)), &so, &sl);
+    p->shape_error = block_sparse_attention_shape(a, &so, &sl);
     if (!p->shape_error.ok()) return Status::Ok();
     p->outputs = {{"out", so, p->dtype}, {"lse", sl, DType::fp32}};
     return Status::Ok();

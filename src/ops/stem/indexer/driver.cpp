@@ -75,6 +75,13 @@ class StemIndexerDriver final : public StemDriver {
       p->inputs.push_back(
           int_input("kv_seq_lens", bad == "lens_dtype" ? DType::int64 : DType::int32, L.kv));
       StemIndexerMetadataArgs a = meta_args(*p, views(p->inputs));
+      // The scalar arguments under their names in the op's table (`recops record`'s manifest).
+      p->scalars = {{"q_heads", static_cast<double>(a.q_heads)},
+                    {"kv_heads", static_cast<double>(a.kv_heads)},
+                    {"causal", a.causal ? 1.0 : 0.0},
+                    {"stem_block_size", static_cast<double>(a.stem_block_size)},
+                    {"dim_qkflat", static_cast<double>(a.dim_qkflat)},
+                    {"window_size", static_cast<double>(a.window_size)}};
       Shape s;
       p->shape_error = stem_indexer_metadata_shape(a, &s);
       if (p->shape_error.ok()) p->outputs = {{"metadata", s, DType::int32}};
@@ -175,12 +182,21 @@ class StemIndexerDriver final : public StemDriver {
       }
       p->inputs.push_back(std::move(mi));
     }
+    const StemIndexerArgs a = args(*p, views(p->inputs), prec == 2 ? 2 : prec == 3 ? 3 : 1);
+    // The scalar arguments under their names in the op's table (`recops record`'s manifest).
+    p->scalars = {{"causal", a.causal ? 1.0 : 0.0},
+                  {"stem_block_size", static_cast<double>(a.stem_block_size)},
+                  {"stem_stride", static_cast<double>(a.stem_stride)},
+                  {"alpha", a.alpha},
+                  {"initial_blocks", static_cast<double>(a.initial_blocks)},
+                  {"window_size", static_cast<double>(a.window_size)},
+                  {"k_block_num_rate_medium", a.k_block_num_rate_medium},
+                  {"k_block_num_bias_medium", static_cast<double>(a.k_block_num_bias_medium)},
+                  {"k_block_num_rate_large", a.k_block_num_rate_large},
+                  {"k_block_num_bias_large", static_cast<double>(a.k_block_num_bias_large)},
+                  {"topk_score_precision", static_cast<double>(a.topk_score_precision)}};
     Shape si, sl;
-    p->shape_error = stem_indexer_shape(args(*p, views(p->inputs),
-                                             prec == 2   ? 2
-                                             : prec == 3 ? 3
-                                                         : 1),
-                                        &si, &sl);
+    p->shape_error = stem_indexer_shape(a, &si, &sl);
     if (!p->shape_error.ok()) return Status::Ok();
     p->outputs = {{"sparse_indices", si, DType::int32}, {"sparse_seq_len", sl, DType::int32}};
     if (prec == 0) {
