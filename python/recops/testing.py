@@ -674,6 +674,30 @@ def recorded_outputs(sample: SampleInput) -> Optional[dict]:
     return {n: got[n] for n in order}
 
 
+@functools.lru_cache(maxsize=None)
+def output_names(op: str) -> tuple:
+    """The names of op's outputs in its argument table, in order."""
+    for info in _kit.op_table():
+        if info["name"] == op:
+            return tuple(info.get("outs", []))
+    return ()
+
+
+def recorded_pairs(sample: SampleInput, outs) -> list:
+    """(name, output, the CLI's recorded output or None) for each of ``outs`` (the op's
+    outputs, in order, from any framework) of a recorded sample. None: the CLI produced no such
+    output for this call (e.g. dbias without bias), so the output must be an empty placeholder.
+    Outputs are matched by their names in the op's table; a driver that names them otherwise
+    (or records more, stem_indexer's two precisions) is matched by position."""
+    rec = recorded_outputs(sample)
+    outs = list(outs) if isinstance(outs, (tuple, list)) else [outs]
+    names = list(output_names(sample.op)) or [f"out{i}" for i in range(len(outs))]
+    if set(rec) <= set(names):
+        return [(n, o, rec.get(n)) for n, o in zip(names, outs)]
+    want = list(rec.values())
+    return [(n, o, want[i] if i < len(want) else None) for i, (n, o) in enumerate(zip(names, outs))]
+
+
 def schema_values(sample: SampleInput) -> list:
     """The sample's values in the op's schema order (None for an absent optional tensor), as
     positional arguments of ``torch.ops.recops.<op>.default`` or ``recops.tensorflow.call_op``."""

@@ -538,7 +538,14 @@ std::string grad_args(const kit::OpDef& d) {
   return "[" + o + "]";
 }
 
-// [{"name", "family", "python_name", "doc", "backward", "py", "grad"}, ...] for
+// The names of the outputs (OutDef::name), in order, as a JSON list.
+std::string out_names(const kit::OpDef& d) {
+  std::string o;
+  for (const auto& x : d.outs) o += (o.empty() ? "" : ",") + json_str(x.name);
+  return "[" + o + "]";
+}
+
+// [{"name", "family", "python_name", "doc", "backward", "py", "grad", "outs"}, ...] for
 // python/recops/_kit.py (and recops.testing, which marks the "grad" arguments requires_grad).
 std::string kit_ops() {
   std::ostringstream o;
@@ -548,7 +555,8 @@ std::string kit_ops() {
     o << (first ? "" : ",") << "{\"name\":" << json_str(d.name)
       << ",\"family\":" << json_str(d.family) << ",\"python_name\":" << json_str(d.python_name)
       << ",\"doc\":" << json_str(d.doc) << ",\"backward\":" << json_str(d.backward)
-      << ",\"py\":" << py_faces(d) << ",\"grad\":" << grad_args(d) << "}";
+      << ",\"py\":" << py_faces(d) << ",\"grad\":" << grad_args(d) << ",\"outs\":" << out_names(d)
+      << "}";
     first = false;
   }
   o << "]";

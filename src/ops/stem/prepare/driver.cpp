@@ -74,8 +74,15 @@ class StemPrepareDriver final : public StemDriver {
     p->sizes.push_back({"qmax", tag_int(tags, "qmax", -1)});
     p->sizes.push_back({"kmax", tag_int(tags, "kmax", -1)});
     put_real(p, "lambda", tag_double(tags, "lambda", 0.3));
+    const StemPrepareArgs a = args(*p, views(p->inputs));
+    // The scalar arguments under their names in the op's table (`recops record`'s manifest).
+    p->scalars = {{"max_q_blocks", static_cast<double>(a.max_q_blocks)},
+                  {"max_kv_blocks", static_cast<double>(a.max_kv_blocks)},
+                  {"stem_block_size", static_cast<double>(a.stem_block_size)},
+                  {"stem_stride", static_cast<double>(a.stem_stride)},
+                  {"lambda_mag", a.lambda_mag}};
     Shape sq, sk2, sv2;
-    p->shape_error = stem_prepare_shape(args(*p, views(p->inputs)), &sq, &sk2, &sv2);
+    p->shape_error = stem_prepare_shape(a, &sq, &sk2, &sv2);
     if (!p->shape_error.ok()) return Status::Ok();
     p->outputs = {
         {"qflat", sq, DType::bf16}, {"kflat", sk2, DType::bf16}, {"vbias", sv2, DType::fp32}};

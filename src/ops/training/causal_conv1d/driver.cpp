@@ -76,6 +76,7 @@ class CausalConv1dDriver final : public FixedDriver {
       sc[f] = flag(cs, f, f == std::string("bias"));
     for (const char* f : {"want_dbias", "want_dinitial_state", "want_dresidual"})
       sc[f] = flag(cs, f, true);
+    sc["output_final_state"] = sc["final_state"];  // the table's name (`recops record`)
     sc["seq_idx_every"] = number(cs, "seq_idx_every", 0);
     sc["packed"] = packed;
     const DType sd = sc["state_fp32"] != 0 ? DType::fp32 : p->dtype;

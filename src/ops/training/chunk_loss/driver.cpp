@@ -57,6 +57,9 @@ class ChunkLossDriver final : public training_args::WorkspaceDriver {
                        {"token_chunk", find(cs, "token_chunk") ? find(cs, "token_chunk")->i : 0.0},
                        {"vocab_chunk", find(cs, "vocab_chunk") ? find(cs, "vocab_chunk")->i : 0.0},
                        {"accum_input", accum && accum->s == "input"}});
+    // accum_dtype under the table's name (`recops record`'s manifest); unset = fp32.
+    if (accum && accum->s == "input")
+      p->scalars["accum_dtype"] = static_cast<double>(static_cast<int>(p->dtype));
     const std::vector<int64_t> labels = ce_case::labels(cs, N, V);
     const DType st = p->dtype == DType::fp64 ? DType::fp64 : DType::fp32;
     const bool bwd = row.op == "chunk_loss_bwd";
