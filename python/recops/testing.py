@@ -690,6 +690,8 @@ def recorded_pairs(sample: SampleInput, outs) -> list:
     Outputs are matched by their names in the op's table; a driver that names them otherwise
     (or records more, stem_indexer's two precisions) is matched by position."""
     rec = recorded_outputs(sample)
+    if rec is None:
+        raise ValueError(f"recops.testing: {sample.name} was built here, not recorded")
     outs = list(outs) if isinstance(outs, (tuple, list)) else [outs]
     names = list(output_names(sample.op)) or [f"out{i}" for i in range(len(outs))]
     if set(rec) <= set(names):
