@@ -18,7 +18,11 @@ objects (args, kwargs and the case they came from) for correctness tests, ``opch
   under the argument's name), else the schema default. Strided inputs come back contiguous
   (the recording stores the logical values), so those samples do not exercise strides. A row
   that cannot be mapped is left out with its reason in ``sample_gaps(op)``; each sample keeps
-  the CLI's outputs (``recorded_outputs(sample)``) to compare against.
+  the CLI's outputs (``recorded_outputs(sample)``; ``recorded_pairs(sample, outs)`` matches
+  them to an op's outputs by name). ``max_cases=N`` records and samples only the first N
+  valid cases of the file (an op with 100 cases takes seconds to record);
+  ``tests/python/test_testing.py`` checks that torch reproduces the CLI's outputs bit for bit
+  on every sample, which is what makes the mapping trustworthy.
 
 ``error_inputs(op, device)`` gives the cases with ``expect_error`` (the conversions and cumsums;
 the other ops' refusals are checked by ``recops check`` and their op folders' tests).
@@ -27,10 +31,10 @@ Testing an integration of your own (a wrapper, an exporter, another framework) o
 
     from recops import testing
     for op in testing.registered_ops():
-        for s in testing.sample_inputs(op)[:3]:
+        for s in testing.sample_inputs(op, max_cases=3):
             want = testing.call(s)                     # torch.ops.recops.<op>(*s.args, **s.kwargs)
             got = my_integration(op, *testing.schema_values(s))   # schema order, None if absent
-            compare(got, want)
+            compare(got, want)                         # e.g. testing.assert_accurate per output
 """
 
 from __future__ import annotations

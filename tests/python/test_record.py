@@ -60,6 +60,19 @@ def test_cumsum_values_load_in_torch_and_numpy(recording):
         assert f.metadata()["op"] == "complete_cumsum" and f.metadata()["case"] == "n37"
 
 
+def test_manifest_names_and_scalar_args(recording):
+    # args: the non-tensor arguments the row states under their table names (recops.testing
+    # maps them onto the schema); input_names / output_names: the tensors in the op's order.
+    _, manifest = recording
+    e = _entry(manifest, "jagged_to_padded_dense", "tile_edges_d", "fp16")
+    assert e["args"] == {"max_seq_len": 65}
+    assert e["input_names"] == ["values", "seq_offsets"] and e["output_names"] == ["out"]
+    e = _entry(manifest, "complete_cumsum", "n37", "int32", "int64")
+    assert e["args"] == {"out_dtype": "int64"} and e["input_names"] == ["t"]
+    assert _entry(manifest, "complete_cumsum", "n37", "int32", "int32")["args"] == {
+        "out_dtype": "int32"}
+
+
 def test_bf16_padded_values_match_the_jagged_rows(recording):
     out, manifest = recording
     e = _entry(manifest, "jagged_to_padded_dense", "tile_edges_d", "bf16")
