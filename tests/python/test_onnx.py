@@ -156,21 +156,24 @@ def _samples():
     return out
 
 
-def _run_in_onnxruntime(sample, tmp_path):
-    model = _Call(sample)
+def _export_and_run(model, ops, path):
+    """Exports ``model`` (its tensors() the inputs), checks that it holds one recops node per op
+    of ``ops`` and runs it in ONNX Runtime: (ORT's outputs, torch's)."""
     tensors = model.tensors()
-    path = tmp_path / "op.onnx"
     _export(model, tuple(tensors), path)
     proto = onnx.load(str(path))
     onnx.checker.check_model(proto)
-    assert [n.op_type for n in proto.graph.node if n.domain == ro.DOMAIN] == [sample.op]
+    assert sorted(n.op_type for n in proto.graph.node if n.domain == ro.DOMAIN) == sorted(ops)
     sess = ro.session(path)
-    feeds = {i.name: t.numpy() for i, t in zip(sess.get_inputs(), tensors)}
-    got = sess.run(None, feeds)
+    got = sess.run(None, {i.name: t.numpy() for i, t in zip(sess.get_inputs(), tensors)})
     want = model(*tensors)
-    want = want if isinstance(want, (tuple, list)) else (want,)
+    want = list(want) if isinstance(want, (tuple, list)) else [want]
     assert len(got) == len(want)
-    for g, w in zip(got, want):
+    return got, want
+
+
+def _run_in_onnxruntime(sample, tmp_path):
+    for g, w in zip(*_export_and_run(_Call(sample), [sample.op], tmp_path / "op.onnx")):
         _close(g, w)
 
 
@@ -257,21 +260,10 @@ def test_every_family_runs_in_onnxruntime(family, tmp_path):
     samples = [s for s in (_first_sample(op)[0] for op in _OTHERS if op in fam) if s]
     if not samples:
         pytest.skip(f"no op of {family} has a sample (test_every_op_has_an_onnx_sample)")
-    model = _Many(samples)
-    tensors = model.tensors()
-    path = tmp_path / "family.onnx"
-    _export(model, tuple(tensors), path)
-    proto = onnx.load(str(path))
-    onnx.checker.check_model(proto)
-    assert sorted(n.op_type for n in proto.graph.node if n.domain == ro.DOMAIN) == \
-        sorted(s.op for s in samples)
-    sess = ro.session(path)
-    feeds = {i.name: t.numpy() for i, t in zip(sess.get_inputs(), tensors)}
-    got = sess.run(None, feeds)
-    want = model(*tensors)
-    assert len(got) == len(want)
+    got, want = _export_and_run(_Many(samples), [s.op for s in samples],
+                                tmp_path / "family.onnx")
     k = 0
-    for s, c in zip(samples, model.calls):
+    for s in samples:
         n = len(getattr(torch.ops.recops, s.op).default._schema.returns)
         for g, w in zip(got[k:k + n], want[k:k + n]):
             try:
