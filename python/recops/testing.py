@@ -511,9 +511,9 @@ def _tmp_root() -> Path:
 
 @functools.lru_cache(maxsize=None)
 def _recording(op: str, include_large: bool, case_ids: Optional[tuple] = None) -> tuple:
-    """(directory, manifest entries of op) of ``recops record --backend cpu --op <op>`` (only the
-    cases ``case_ids`` when given), run once per arguments and process. No entries when op has
-    no recordable case."""
+    """(directory, manifest entries of op, the CLI's failed rows or None) of ``recops record
+    --backend cpu --op <op>`` (only the cases ``case_ids`` when given), run once per arguments
+    and process. No entries when op has no recordable case."""
     binary = cli_binary()
     if binary is None:
         raise RuntimeError(f"recops.testing: the samples of {op} are the inputs the recops CLI "
@@ -524,18 +524,20 @@ def _recording(op: str, include_large: bool, case_ids: Optional[tuple] = None) -
            "--cases-dir", str(OPS_DIR)] + ([] if include_large else ["--quick"])
     if case_ids is not None:
         if not case_ids:
-            return str(out), []
+            return str(out), [], None
         cmd += ["--case", ",".join(case_ids)]
     r = subprocess.run(cmd, capture_output=True, text=True)
     manifest = out / "manifest.json"
-    if "no cases selected" in r.stderr or (r.returncode == 2 and not manifest.is_file()
-                                           and "unknown op" not in r.stderr.lower()):
-        return str(out), []
+    if "no cases selected" in r.stderr:
+        return str(out), [], None
     if not manifest.is_file():
         raise RuntimeError(f"recops.testing: `{' '.join(cmd)}` failed ({r.returncode}): "
                            f"{(r.stderr or r.stdout).strip()[-2000:]}")
     entries = json.loads(manifest.read_text())["cases"]
-    return str(out), [e for e in entries if e["op"] == op]
+    # Exit status 1: some rows failed in the CLI (listed with ERROR in its table).
+    errors = None if r.returncode == 0 else \
+        [line.strip() for line in r.stdout.splitlines() if "ERROR" in line][:5]
+    return str(out), [e for e in entries if e["op"] == op], errors
 
 
 def _safetensors_shapes(path: str) -> Dict[str, list]:
@@ -641,9 +643,9 @@ def _recorded_samples(op: str, device, requires_grad: bool, include_large: bool,
         return [], [(op, "no case file names this op (e.g. an alias or a helper of another "
                          "op's cases)")]
     ids = None if max_cases is None else _first_cases(op, include_large, max_cases)
-    d, entries = _recording(op, include_large, ids)
+    d, entries, errors = _recording(op, include_large, ids)
     cases = {c["id"]: c for c in load_cases(op)["cases"]}
-    out, gaps = [], []
+    out, gaps = [], [(op, f"recops record failed on rows: {e}") for e in errors or []]
     for e in entries:
         case = cases.get(e["case"], {"id": e["case"]})
         if "out_shape" in case or not _backend_ok(case, device):
