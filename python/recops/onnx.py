@@ -68,12 +68,16 @@ def op_args(op: str) -> List[tuple]:
 
 
 def exportable_ops() -> List[str]:
-    """The registry's ops that have an ONNX form (all of them today)."""
+    """The registry's ops that have an ONNX form: every op but the ones that write an argument
+    in place (``inplace_rope_``: ONNX values are immutable; use ``inplace_rope_bwd``'s
+    out-of-place rotation, or export the model before patching it in)."""
     names = []
     for info in _kit.op_table():
         try:
             op_args(info["name"])
         except NotImplementedError:
+            continue
+        if _schema_of(info["name"]).is_mutable:
             continue
         names.append(info["name"])
     return names

@@ -247,6 +247,18 @@ def op_concat_2d_jagged(L):
     _backward(out, a, b)
 
 
+def op_concat_1d_jagged(L):
+    B = len(L)
+    a = _rand(sum(L), grad=True)
+    b = _rand(2 * sum(L), grad=True)
+    values, offsets = recops.concat_1d_jagged(a, _off(L), b, _off([2 * n for n in L]))
+    assert values.shape == (3 * sum(L),) and torch.equal(offsets, _off([3 * n for n in L]))
+    d = _rand(B, grad=True)  # a dense [B] part: one scalar per sample
+    values, offsets = recops.concat_1d_jagged(d, None, a, _off(L))
+    assert values.shape == (sum(L) + B,) and torch.equal(offsets, _off([n + 1 for n in L]))
+    _backward(values, d, a)
+
+
 def op_segment_sum_csr(L):
     seg = _off(L)
     values = _rand(2 * sum(L))

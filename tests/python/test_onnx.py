@@ -99,7 +99,10 @@ def test_module_exports_checks_and_runs(tmp_path):
 
 def test_schema_and_translation_for_every_op():
     ops = ro.exportable_ops()
-    assert set(ops) == {i["name"] for i in recops._kit.op_table()}
+    mutating = {i["name"] for i in recops._kit.op_table()
+                if getattr(torch.ops.recops, i["name"]).default._schema.is_mutable}
+    assert mutating == {"inplace_rope_"}  # ONNX values are immutable: not exported
+    assert set(ops) == {i["name"] for i in recops._kit.op_table()} - mutating
     table = ro.translation_table()
     for op in ops:
         schema = onnx.defs.get_schema(op, ro.VERSION, ro.DOMAIN)

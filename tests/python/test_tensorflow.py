@@ -20,6 +20,8 @@ _TF_OF = {torch.float64: tf.float64, torch.float32: tf.float32, torch.float16: t
 
 
 def to_tf(t):
+    if isinstance(t, torch.dtype):  # a ScalarType argument (e.g. out_dtype) by its TF name
+        return rtf._NAMES[_TF_OF[t]]
     if not isinstance(t, torch.Tensor):
         return t
     t = t.detach()
@@ -264,6 +266,9 @@ def test_every_gradient_against_torch(op):
     samples, why = _tf_samples(op, requires_grad=True)
     compared, reasons = 0, [why] if not samples else []
     for s in samples:
+        if s.name in _TF_REFUSES:  # the forward test holds it to its failure
+            reasons.append(f"{s.name}: TF refuses ({_TF_REFUSES[s.name]})")
+            continue
         vals = testing.schema_values(s)
         diff = [i for i, v in enumerate(vals) if isinstance(v, torch.Tensor) and v.requires_grad
                 and v.dtype in _FLOATS]

@@ -37,6 +37,7 @@ class Concat1dJaggedDriver final : public FixedDriver {
     RECOPS_RETURN_IF_ERROR(begin_make(row, p));
     Input off_a;
     RECOPS_RETURN_IF_ERROR(make_offsets_input(row, &off_a, &p->offsets));
+    off_a.name = "offsets_a";  // the argument's name (`recops record`'s manifest)
     const int64_t B = p->offsets.empty() ? 0 : static_cast<int64_t>(p->offsets.size()) - 1;
     const int64_t Sa = int_arg(cs, "dense_a", -1), Sb = int_arg(cs, "dense_b", -1);
     const auto vec = cs.args.find("vector");

@@ -60,7 +60,7 @@ class ChunkLocalCumsumDriver final : public FixedDriver {
     auto& sc = p->scalars;
     sc["chunk_size"] = number(cs, "chunk_size", 64);
     sc["reverse"] = flag(cs, "reverse", false);
-    sc["cum_scale"] = number(cs, "cum_scale", 1.0);
+    sc["scale"] = number(cs, "cum_scale", 1.0);  // under the argument's name (record's manifest)
     sc["out_dtype"] = static_cast<double>(static_cast<int>(out_dtype));
     sc["packed"] = packed;
     p->inputs.clear();
@@ -84,7 +84,7 @@ class ChunkLocalCumsumDriver final : public FixedDriver {
     const auto& sc = p.scalars;
     const int64_t bt = static_cast<int64_t>(sc.at("chunk_size"));
     const bool reverse = sc.at("reverse") != 0;
-    const double scale = sc.at("cum_scale");
+    const double scale = sc.at("scale");
     const std::optional<DType> t = static_cast<DType>(static_cast<int>(sc.at("out_dtype")));
     const bool packed = sc.at("packed") != 0;
     if (p.op == "chunk_local_cumsum_bwd") {
