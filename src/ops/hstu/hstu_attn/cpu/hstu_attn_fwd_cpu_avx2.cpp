@@ -9,12 +9,6 @@
 
 namespace recops::ops {
 
-std::string hstu_attn_fwd_avx2_available() {
-  const auto& f = core::cpu_features();
-  return f.avx2 && f.fma ? std::string()
-                         : std::string("this CPU lacks AVX2/FMA (or RECOPS_CPU_ISA caps it)");
-}
-
 Status hstu_attn_fwd_cpu_avx2(const HstuAttnParams& p, const Context& ctx) {
   return fwd_tiled(p, ctx);
 }

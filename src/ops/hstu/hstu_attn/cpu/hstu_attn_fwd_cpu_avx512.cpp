@@ -12,26 +12,8 @@
 
 namespace recops::ops {
 
-std::string hstu_attn_fwd_avx512_bf16_available() {
-  const auto& f = core::cpu_features();
-  return f.avx512f && f.avx512bw && f.avx512bf16
-             ? std::string()
-             : std::string("this CPU lacks AVX512-BF16 (or RECOPS_CPU_ISA caps it)");
-}
-
-std::string hstu_attn_fwd_avx512_bf16_accepts(const HstuAttnParams& p) {
-  if (p.dtype != DType::bf16) return "bf16 inputs only (the bf16 dot products pack them exactly)";
-  return {};
-}
-
 Status hstu_attn_fwd_cpu_avx512_bf16(const HstuAttnParams& p, const Context& ctx) {
   return fwd_tiled(p, ctx);
-}
-
-std::string hstu_attn_avx512_available() {
-  return core::cpu_features().avx512f
-             ? std::string()
-             : std::string("this CPU lacks AVX-512 F (or RECOPS_CPU_ISA caps it)");
 }
 
 // The backward with 16-lane fp32 vectors (no bf16 dot products yet).
