@@ -114,7 +114,7 @@ step configure 90 "$OUT/build.log" \
   -DCMAKE_CXX_FLAGS="$SAFETY_INCLUDES"
 build_targets=()
 for t in ${DEVICE_TARGETS:-}; do build_targets+=(--target "$t"); done
-step build 330 "$OUT/build.log" cmake --build "$BUILD" -j "$JOBS" "${build_targets[@]}"
+step build 330 "$OUT/build.log" cmake --build "$BUILD" -j "$JOBS" "${build_targets[@]}" -- -k 0
 
 # ---- tests, accuracy and timing (most valuable first: the budget may run out) -----------------
 wants ctest && step ctest 150 "$OUT/tests.log" ctest --test-dir "$BUILD" --output-on-failure -j 8

@@ -566,6 +566,15 @@ std::string kit_ops() {
 
 }  // namespace recops::binding
 
+namespace {
+// at::Tag::inplace exists from some torch 2.1x on (2.13 has it, the H200's 2.11 does not); an
+// older torch registers the op without it and functionalizes it by its (a!) schema alone.
+template <class T>
+void add_inplace_tag(std::vector<T>& tags) {
+  if constexpr (requires { T::inplace; }) tags.push_back(T::inplace);
+}
+}  // namespace
+
 // The one library block: every op's schema from its table, the kit's table for Python, and the
 // validation switch.
 TORCH_LIBRARY(recops, m) {
@@ -575,7 +584,7 @@ TORCH_LIBRARY(recops, m) {
     // functionalizes it by this tag (auto_functionalize).
     if (d.outs.size() == 1 && !d.args.empty() && d.args[0].opts.mutated &&
         d.outs[0].mutates == d.args[0].name)
-      tags.push_back(at::Tag::inplace);
+      add_inplace_tag(tags);
     const std::vector<at::Tag>& const_tags = tags;  // def's tags overload takes a const ref
     m.def(d.schema().c_str(), const_tags);
   }
