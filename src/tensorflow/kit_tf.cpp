@@ -490,7 +490,12 @@ std::string out_dtypes_json(const std::string& op, const std::string& spec) {
       if (is_tensor(a)) {
         if (v.is_null()) continue;
         Shape shape;
-        for (const auto& e : v["shape"]) shape.push_back(std::max<int64_t>(e.get<int64_t>(), 1));
+        // An unknown extent (-1, a graph's None) is read as 1; a known 0 stays 0 (an empty
+        // lengths tensor of a batch without keys is valid).
+        for (const auto& e : v["shape"]) {
+          const int64_t x = e.get<int64_t>();
+          shape.push_back(x < 0 ? 1 : x);
+        }
         const auto dt = dtype_from_name(v["dtype"].get<std::string>());
         // The last attempt, for a graph's tensors without values: an empty batch (a 1-D integer
         // tensor becomes one 0: lengths, indices and offsets that agree with empty values).

@@ -222,10 +222,9 @@ def _outs(x):
     return list(x) if isinstance(x, (tuple, list)) else [x]
 
 
-# Valid inputs TF refuses: with no keys the shape function sees no data and the wrapper falls
-# back to the values' dtype for every output (recops.tensorflow._out_dtypes), so the node
-# declares out_lengths float. A recorded failure must still fail; when it stops, delete it.
-_TF_REFUSES = {"keyed_jagged_index_select_dim1-no_keys-fp32": "out_lengths is int64"}
+# Valid inputs TF refuses (a recorded failure must still fail; when it stops, delete it). Empty
+# since the shape function sees a known 0 extent as 0 (keyed no_keys declared out_lengths float).
+_TF_REFUSES: dict = {}
 
 
 @pytest.mark.parametrize("op", sorted(rtf.TABLE))
