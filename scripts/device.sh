@@ -121,8 +121,39 @@ wants ctest && step ctest 150 "$OUT/tests.log" ctest --test-dir "$BUILD" --outpu
 # DEVICE_CHECK_ARGS / DEVICE_BENCH_ARGS / DEVICE_PEERS_ARGS (e.g. "--op dense_to_jagged") narrow
 # a short run's selection. DEVICE_CHECK_S limits the check (default 300 s: every op's whole matrix,
 # 658 rows, took 193-199 s at e2b0645 and 33533a3 once the HSTU golden ran on all cores).
-wants check && step "check cuda" "${DEVICE_CHECK_S:-300}" "$OUT/check_bench.log" \
-  "$RECOPS" check --backend cuda ${DEVICE_CHECK_ARGS:-} --json "$OUT/check_cuda.json"
+# DEVICE_CHECK_SPLIT="hstu jagged stem training" runs one check process per family at once (the
+# fp64 references are CPU work: 3940 rows took over 8 min in one process at 6b902c9) and merges
+# their JSON; a family's failure fails the step.
+check_split() {
+  local pids=() rc=0 f
+  for f in $DEVICE_CHECK_SPLIT; do
+    "$RECOPS" check --backend cuda --op "$f" ${DEVICE_CHECK_ARGS:-} -q --json "$OUT/check_cuda_$f.json" \
+      >"$OUT/check_$f.log" 2>&1 &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p" || rc=1; done
+  for f in $DEVICE_CHECK_SPLIT; do tail -n 5 "$OUT/check_$f.log"; done
+  python3 - "$OUT/check_cuda.json" $(for f in $DEVICE_CHECK_SPLIT; do echo "$OUT/check_cuda_$f.json"; done) <<'PY'
+import json, os, sys
+rows = []
+for f in sys.argv[2:]:
+    if os.path.exists(f):
+        rows += json.load(open(f))
+json.dump(rows, open(sys.argv[1], "w"), indent=1)
+bad = [r for r in rows if str(r.get("verdict")).lower() != "pass"]
+print(f"merged {len(rows)} rows, {len(bad)} not passing")
+for r in bad[:40]:
+    print("  ", r.get("verdict"), r.get("op"), r.get("case"), r.get("dtype"), (r.get("detail") or "")[:120])
+PY
+  return $rc
+}
+if wants check && [ -n "${DEVICE_CHECK_SPLIT:-}" ]; then
+  export -f check_split  # step runs it under timeout, i.e. in a child bash
+  step "check cuda" "${DEVICE_CHECK_S:-300}" "$OUT/check_bench.log" bash -c check_split
+elif wants check; then
+  step "check cuda" "${DEVICE_CHECK_S:-300}" "$OUT/check_bench.log" \
+    "$RECOPS" check --backend cuda ${DEVICE_CHECK_ARGS:-} --json "$OUT/check_cuda.json"
+fi
 # Load on CUDA streams (issue 21): the quick cases of every op from 8 host threads at once, on 4
 # non-blocking streams round robin, each result bit-identical to the single run. DEVICE_STRESS=0
 # skips it; DEVICE_STRESS_S bounds it (default 120 s), DEVICE_STRESS_ARGS narrows it.
