@@ -7,7 +7,9 @@ fused_cross_entropy (the default mode, and precompute mode against Liger as §6 
 chunk_loss (fused linear cross-entropy: Liger FLCE in both accumulation modes, fla, eager and
 compiled F.linear + F.cross_entropy; TFLOP/s over 2·N·D·V forward and 6·N·D·V forward+backward, and
 the peak extra memory of one forward+backward of each, `max_memory_allocated` minus what was
-allocated before, in the record's shape as `peak_extra_mib`). Ours is the public ``recops.<op>``; forward+backward goes through autograd (``torch.autograd.grad``).
+allocated before, in the record's shape as `peak_extra_mib`), inplace_rope_ (forward, in place;
+fla's rotary on the trailing-slice view), chunk_local_cumsum (fla's), mhc_sinkhorn, mhc_pre_bmm
+and mhc_post (Liger's mHC pre / post-res functions, comb as out_in). Ours is the public ``recops.<op>``; forward+backward goes through autograd (``torch.autograd.grad``).
 
 Peers, timed in the same process on the same inputs: eager PyTorch of the reference formula,
 ``torch.compile`` of the same formula, Liger-Kernel and fla-core (pure Python + Triton: `bash
@@ -28,6 +30,7 @@ the forward's and the backward's floors.
 from __future__ import annotations
 
 import argparse
+import math
 import datetime
 import sys
 from pathlib import Path
@@ -59,6 +62,16 @@ SHAPES = {
                             ("E3", {"N": 16384, "V": 32768})],
     "chunk_loss": [("C1", {"N": 16384, "D": 4096, "V": 131072}),
                    ("C2", {"N": 16384, "D": 4096, "V": 256000})],
+    "inplace_rope_": [("P1", {"dims": [4, 8192, 64, 512], "R": 64}),
+                      ("P2", {"dims": [4, 8192, 32, 128], "R": 128})],
+    # The GDN gate cumsum (fp32 gates, as GDN keeps them): scalar [B, T, H] and KDA's vector
+    # [B, T, H, K]; §6 names no shape for it, these are the GDN benchmark's T and H at a batch
+    # large enough to measure bandwidth.
+    "chunk_local_cumsum": [("U1", {"dims": [8, 8192, 32]}),
+                           ("U2", {"dims": [1, 8192, 16, 128]})],
+    "mhc_sinkhorn": [("H1", {"tokens": 65536, "n": 4})],
+    "mhc_pre_bmm": [("M1", {"tokens": 65536, "n": 4, "C": 4096})],
+    "mhc_post": [("M1", {"tokens": 65536, "n": 4, "C": 4096})],
 }
 QUICK = {
     "rms_norm": [("qN", {"rows": 64, "D": 96, "weight": True}),
@@ -72,6 +85,11 @@ QUICK = {
     "sort_chunks_by_idx": [("qS", {"T": 256, "D": 64, "C": 16})],
     "fused_cross_entropy": [("qE", {"N": 64, "V": 500})],
     "chunk_loss": [("qC", {"N": 64, "D": 32, "V": 500})],
+    "inplace_rope_": [("qP", {"dims": [2, 16, 4, 48], "R": 16})],
+    "chunk_local_cumsum": [("qU", {"dims": [2, 128, 3]}), ("qUk", {"dims": [1, 192, 2, 8]})],
+    "mhc_sinkhorn": [("qH", {"tokens": 64, "n": 4})],
+    "mhc_pre_bmm": [("qM", {"tokens": 64, "n": 4, "C": 96})],
+    "mhc_post": [("qM", {"tokens": 64, "n": 4, "C": 96})],
 }
 ALL_OPS = list(SHAPES)
 ALL_PEERS = ["eager", "compile", "liger", "fla", "quack"]
@@ -108,6 +126,13 @@ class Peers:
                 self.mods[name] = {"l2norm": l2norm, "rms_norm_gated": rms_norm_gated,
                                    "rmsnorm_fn": rmsnorm_fn, "ce": FusedCrossEntropyLoss,
                                    "flce": FusedLinearCrossEntropyLoss}
+            elif name == "liger_mhc":
+                from liger_kernel.ops.mhc import LigerMHCPostResFunction, LigerMHCPreFunction
+                self.mods[name] = {"pre": LigerMHCPreFunction, "post": LigerMHCPostResFunction}
+            elif name == "fla_ops":
+                from fla.modules.rotary import rotary_embedding
+                from fla.ops.utils.cumsum import chunk_local_cumsum
+                self.mods[name] = {"rotary": rotary_embedding, "cumsum": chunk_local_cumsum}
             elif name == "quack":
                 try:
                     import quack  # noqa: F401
@@ -123,13 +148,16 @@ class Peers:
             self.errors[name] = jp._short(e)
         return self.mods.get(name)
 
-    def add(self, exts, name, label, make):
-        """exts[name:label] = (fn, differentiable); an import failure becomes a raising fn."""
+    def add(self, exts, name, label, make, module=None):
+        """exts[name:label] = (fn, differentiable); an import failure becomes a raising fn.
+        module: the import group when it is not the peer's name (liger_mhc, fla_ops: imported
+        apart so that a failure of one part leaves the others)."""
         if name not in self.wanted:
             return
-        mod = self.get(name)
+        mod = self.get(module or name)
+        err_key = module or name
         key = f"{name}:{label}"
-        err = self.errors.get(name)
+        err = self.errors.get(err_key)
         if mod is not None:
             try:
                 exts[key] = (make(mod), True)
@@ -204,6 +232,46 @@ def ref_ce(logits, labels):
 # ---- the ops -----------------------------------------------------------------------------------------
 def ref_lce(h, w, y):
     return F.cross_entropy(F.linear(h, w).float(), y)
+
+
+def ref_rope_(x, cos, sin, R, inverse=False):
+    """DeepSeek V4's interleaved RoPE of the trailing R channels, written into x (fp32 math)."""
+    xr = x[..., x.shape[-1] - R:]
+    x0, x1 = xr[..., 0::2].float(), xr[..., 1::2].float()
+    shp = list(cos.shape[:-1]) + [1] * (x.dim() - 1 - cos.dim()) + [cos.shape[-1]]
+    c, s = cos.float().view(shp), sin.float().view(shp)
+    if inverse:
+        s = -s
+    y0, y1 = (x0 * c - x1 * s).to(x.dtype), (x1 * c + x0 * s).to(x.dtype)  # both before writing
+    xr[..., 0::2] = y0
+    xr[..., 1::2] = y1
+    return x
+
+
+def ref_chunk_local_cumsum(g, chunk_size=64):
+    """fp32 sums within chunks of chunk_size along T (T a multiple of chunk_size)."""
+    B, T = g.shape[:2]
+    rest = g.shape[2:]
+    return g.float().view(B, T // chunk_size, chunk_size, *rest).cumsum(2).view(B, T, *rest)
+
+
+def ref_mhc_sinkhorn(logits, iters=20, eps=1e-6):
+    p = torch.softmax(logits, -1) + eps
+    p = p / (p.sum(-2, keepdim=True) + eps)
+    for _ in range(iters - 1):
+        p = p / (p.sum(-1, keepdim=True) + eps)
+        p = p / (p.sum(-2, keepdim=True) + eps)
+    return p
+
+
+def ref_mhc_pre_bmm(h_pre, X):
+    return (h_pre.unsqueeze(-1) * X.float()).sum(-2).to(X.dtype)
+
+
+def ref_mhc_post_out_in(X, y, post, comb):
+    """out_j = post_j * y + sum_i comb[j, i] * X_i (Liger's h_res layout)."""
+    out = post.unsqueeze(-1) * y.float().unsqueeze(-2) + torch.matmul(comb, X.float())
+    return out.to(X.dtype)
 
 
 def _peak_extra_mib(fn, args, grad_pos, device):
@@ -387,7 +455,114 @@ def bench_op(bench, peers, op, sid, p, dtype_name):
             recs += bench.run(op, dict(shape, accum=acc, peak_extra_mib=mem), dtype_name, args,
                               ours, plains, exts, (0, 1), nb, fl)
         return recs
+    if op == "inplace_rope_":
+        return _bench_rope(bench, peers, op, p, dtype, dtype_name, gen)
+    if op == "chunk_local_cumsum":
+        dims = p["dims"]
+        n = 1
+        for d in dims:
+            n *= d
+        # fp32 gates in and out (GDN keeps its gates in fp32), whatever --dtype says.
+        rot = jp._rotations(n * 4, device)
+        args = [(bench.rand(dims, torch.float32, gen) - 0.5,) for _ in range(rot)]
+
+        def ours(g):
+            return recops.chunk_local_cumsum(g, 64)
+
+        _refs(bench, exts, plains, ref_chunk_local_cumsum, peers)
+        peers.add(exts, "fla", "ops.utils.cumsum.chunk_local_cumsum",
+                  lambda m: (lambda g: m["cumsum"](g, 64, output_dtype=torch.float32)),
+                  module="fla_ops")
+        for k in [k for k in exts if k.startswith("fla:")]:
+            exts[k] = (exts[k][0], False)  # fla's cumsum has no autograd
+        return bench.run(op, dict(shape, dtype_note="fp32 gates"), "fp32", args, ours, plains,
+                         exts, (0,), _fb({"fwd": 2 * n * 4, "bwd": 2 * n * 4}))
+    if op == "mhc_sinkhorn":
+        N, nn = p["tokens"], p["n"]
+        rot = jp._rotations(N * nn * nn * 4, device)
+        args = [(bench.rand((N, nn, nn), torch.float32, gen) * 4,) for _ in range(rot)]
+        _refs(bench, exts, plains, ref_mhc_sinkhorn, peers)
+        b = N * nn * nn * 4
+        return bench.run(op, shape, "fp32", args, recops.mhc_sinkhorn, plains, exts, (0,),
+                         _fb({"fwd": 2 * b, "bwd": 3 * b}))
+    if op in ("mhc_pre_bmm", "mhc_post"):
+        N, nn, C = p["tokens"], p["n"], p["C"]
+        rot = jp._rotations(N * nn * C * es, device)
+        X = [bench.rand((N, nn, C), dtype, gen) for _ in range(rot)]
+        if op == "mhc_pre_bmm":
+            args = [(bench.rand((N, nn), torch.float32, gen), X[i]) for i in range(rot)]
+
+            def ours(h, x):
+                return recops.mhc_pre_bmm(h, x, out_dtype=x.dtype)
+
+            _refs(bench, exts, plains, ref_mhc_pre_bmm, peers)
+            peers.add(exts, "liger", "LigerMHCPreFunction",
+                      lambda m: lambda h, x: m["pre"].apply(x, h), module="liger_mhc")
+            # fwd: read X, write y; bwd: read dy and X, write dX (dh_pre is N·n fp32).
+            nb = {"fwd": (nn + 1) * C * es * N, "bwd": (2 * nn + 1) * C * es * N}
+            return bench.run(op, shape, dtype_name, args, ours, plains, exts, (0, 1), _fb(nb))
+        args = [(X[i], bench.rand((N, C), dtype, gen), bench.rand((N, nn), torch.float32, gen),
+                 bench.rand((N, nn, nn), torch.float32, gen) / nn) for i in range(rot)]
+
+        def ours(x, y, post, comb):
+            return recops.mhc_post(x, y, post, comb, comb_layout="out_in")
+
+        _refs(bench, exts, plains, ref_mhc_post_out_in, peers)
+        peers.add(exts, "liger", "LigerMHCPostResFunction",
+                  lambda m: lambda x, y, post, comb: m["post"].apply(x, y, post, comb),
+                  module="liger_mhc")
+        # fwd: read X and y, write out; bwd: read dout, X and y, write dX and dy.
+        nb = {"fwd": (2 * nn + 1) * C * es * N, "bwd": (3 * nn + 2) * C * es * N}
+        return bench.run(op, shape, dtype_name, args, ours, plains, exts, (0, 1, 2, 3), _fb(nb))
     raise ValueError(op)
+
+
+def _bench_rope(bench, peers, op, p, dtype, dtype_name, gen):
+    """inplace_rope_ forward only (an in-place op: autograd through it needs a non-leaf, so the
+    backward, the op inplace_rope_bwd, is the same kernel with inverse=True and is not timed
+    apart). Every function rotates x in place; the errors are measured first on copies (the timed
+    calls alias x, so the bench's own error column would compare x with itself)."""
+    device = bench.device
+    dims, R = p["dims"], p["R"]
+    B, L = dims[0], dims[1]
+    n = 1
+    for d in dims:
+        n *= d
+    es = _es(dtype)
+    rot = jp._rotations(n * es, device)
+    xs = [bench.rand(dims, dtype, gen) for _ in range(rot)]
+    ang = torch.rand((L, R // 2), generator=gen, device=device) * 6.2832
+    cos, sin = torch.cos(ang), torch.sin(ang)
+    args = [(xs[i], cos, sin) for i in range(rot)]
+    plains, exts = {}, {}
+    if "eager" in peers.wanted:
+        plains["torch_eager"] = lambda x, c, s: ref_rope_(x, c, s, R)
+    if "compile" in peers.wanted:
+        exts["torch_compile"] = (_compiled(lambda x, c, s: ref_rope_(x, c, s, R)), False)
+    peers.add(exts, "fla", "rotary_embedding(interleaved, inplace, slice view)",
+              lambda m: lambda x, c, s: m["rotary"](x[..., x.shape[-1] - R:], c, s,
+                                                   interleaved=True, inplace=True),
+              module="fla_ops")
+    for k in list(exts):
+        exts[k] = (exts[k][0], False)
+    # Errors against ours on copies of x (each function then writes its own copy).
+    want = recops.inplace_rope_(xs[0].clone(), cos, sin)
+    errs = {}
+    for name, fn in list(plains.items()) + [(k, f) for k, (f, _) in exts.items()]:
+        try:
+            got = fn(xs[0].clone(), cos, sin)
+            got = got if got.shape == want.shape else None
+            errs[name] = jp.max_err(want, got) if got is not None else math.inf
+        except Exception as e:  # the bench records the failure itself
+            errs[name] = jp._short(e)
+    recs = bench.run(op, dict(p), dtype_name, args, lambda x, c, s: recops.inplace_rope_(x, c, s),
+                     plains, exts, (), _fb({"fwd": 2 * B * L * (n // (B * L * dims[-1])) * R * es,
+                                            "bwd": 0}))
+    for r in recs:
+        if r.get("peer") in errs and not isinstance(errs[r["peer"]], str):
+            r["max_err_vs_peer"] = errs[r["peer"]]
+        r["shape"]["errors_measured_on_copies"] = True
+    return recs
 
 
 def _fb(nb):
