@@ -17,7 +17,8 @@ constexpr const char* kOp = "chunk_local_cumsum";
 constexpr const char* kBwd = "chunk_local_cumsum_bwd";
 
 const std::vector<core::Impl<Params>>& impls() {
-  static const auto list = core::standard_impls<Params>(RECOPS_IF_CUDA(run_cuda), run_cpu, run_reference);
+  static const auto list =
+      core::standard_impls<Params>(RECOPS_IF_CUDA(run_cuda), run_cpu, run_reference);
   return list;
 }
 

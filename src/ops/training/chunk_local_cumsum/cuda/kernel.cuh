@@ -1,15 +1,18 @@
 // training/chunk_local_cumsum/cuda/kernel.cuh: the device code (reads only the params).
 //
 // Work items: (chunk slot, column tile). A column tile is CW = min(32, next power of two >= C)
-// adjacent columns; the block's 256 threads are 8 warps, each warp RW = 32 / CW consecutive
-// positions (logical order: from the chunk's start, or from its end for reverse) by CW columns,
-// lane = r·CW + tx. So a warp's loads cover RW·min(CW, C) contiguous elements for C ≤ 32, and 32
-// contiguous columns of one row otherwise. A step takes V·8·RW positions of the chunk (V loads a
-// thread, independent, in flight together); per sub-slab v the positions are summed by an fp64
-// warp scan (shuffles CW·d lanes up, i.e. d positions back in the same column), the warp totals
-// go through shared memory, and `carry` holds the sum of the chunk's earlier steps. Every sum is
-// fp64 (README, "Dtypes and accuracy": fp32 running sums miss the `single` standard), each output
-// scale·sum rounded once to out's dtype (16-bit via float by round-to-odd, so once in effect).
+// adjacent columns; a block has up to 8 warps (fewer when a chunk is short), each lane
+// (lane = r·CW + tx) one column tx and, per step, V = 8 consecutive positions of the chunk (logical
+// order: from the chunk's start, or from its end for reverse); a warp's RW = 32 / CW lanes of a
+// column hold consecutive runs of positions. So a warp's loads of one v cover 32 contiguous columns
+// of one row (C ≥ 32), or RW rows of min(CW, C) columns whose other positions the next v loads
+// (C < 32, L1 hits). Per step: the V loads of a thread are in flight together; the thread scans
+// its V values serially, the thread totals get an fp64 warp scan (shuffles CW·d lanes up, i.e.
+// d runs back in the same column), the warp totals go through shared memory (double-buffered,
+// one __syncthreads a step; each thread reads them once a step, one shared load per element), and
+// `carry` holds the sum of the chunk's earlier steps. Every sum is fp64 (README, "Dtypes and
+// accuracy": fp32 running sums miss the `single` standard), each output scale·sum rounded once to
+// out's dtype (16-bit via float by round-to-odd, so once in effect).
 //
 // Chunk slots: without seq_offsets slot i is chunk i % per_batch of batch i / per_batch. With
 // seq_offsets sequence n owns the slots [S(n), S(n+1)), S(n) = floor(off[n]/BT) + n: at least
@@ -90,19 +93,20 @@ __device__ __forceinline__ void slot_chunk(const Params& p, int64_t slot, int64_
   *len = (c < 0 || left <= 0) ? 0 : (left < bt ? left : bt);
 }
 
-// log_cw = log2(CW); items = slots · tiles, tiles = ceil(C / CW).
+// log_cw = log2(CW); items = slots · tiles, tiles = ceil(C / CW); blockDim.x = 32 · (warps in use).
 template <class T, class U>
 __global__ void __launch_bounds__(kThreads)
     chunk_local_cumsum_kernel(const Params p, int log_cw, int64_t tiles, int64_t items) {
   constexpr int V = kRowsPerThread;
-  __shared__ double tot[2][V][kWarps][32];  // warp totals, double-buffered across steps
+  __shared__ double tot[2][kWarps][32];  // warp totals, double-buffered across steps
   const T* in = static_cast<const T*>(p.in);
   U* out = static_cast<U*>(p.out);
   const int cw = 1 << log_cw, rw = 32 >> log_cw;
+  const int warps = static_cast<int>(blockDim.x >> 5);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int tx = lane & (cw - 1), r = lane >> log_cw;
-  const int64_t rows_sub = static_cast<int64_t>(kWarps) * rw;  // positions a sub-slab
-  const int64_t rows_step = rows_sub * V;
+  const int64_t rows_step = static_cast<int64_t>(warps) * rw * V;  // positions a step
+  const int64_t first = static_cast<int64_t>(warp * rw + r) * V;   // the thread's, in a step
   int par = 0;  // kept across items: one __syncthreads a step separates two uses of a buffer
   for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
     const int64_t slot = item / tiles, tile = item % tiles;
@@ -111,40 +115,38 @@ __global__ void __launch_bounds__(kThreads)
     if (len <= 0) continue;
     const int64_t col = tile * cw + tx;
     const bool col_ok = col < p.C;
-    double carry = 0.0;
+    double carry = 0.0;  // the sum of the chunk's earlier steps
     for (int64_t q0 = 0; q0 < len; q0 += rows_step) {
-      double x[V];
-      int64_t idx[V];
-      bool ok[V];
+      double x[V];  // the thread's V consecutive positions, then their inclusive prefix sums
 #pragma unroll
       for (int v = 0; v < V; ++v) {
-        const int64_t q = q0 + v * rows_sub + warp * rw + r;  // logical position in the chunk
-        ok[v] = col_ok && q < len;
+        const int64_t q = q0 + first + v;  // logical position in the chunk
         const int64_t row = row0 + (p.reverse ? len - 1 - q : q);
-        idx[v] = row * p.C + col;
-        x[v] = ok[v] ? widen(in[idx[v]]) : 0.0;
+        x[v] = col_ok && q < len ? widen(in[row * p.C + col]) : 0.0;
       }
 #pragma unroll
-      for (int v = 0; v < V; ++v) {
-        for (int d = 1; d < rw; d <<= 1) {  // inclusive scan over the warp's positions
-          const double y = __shfl_up_sync(0xffffffffu, x[v], d << log_cw);
-          if (r >= d) x[v] += y;
-        }
-        if (r == rw - 1) tot[par][v][warp][tx] = x[v];
+      for (int v = 1; v < V; ++v) x[v] += x[v - 1];
+      double incl = x[V - 1];  // inclusive scan of the thread totals over the warp's positions
+      for (int d = 1; d < rw; d <<= 1) {
+        const double y = __shfl_up_sync(0xffffffffu, incl, d << log_cw);
+        if (r >= d) incl += y;
       }
+      const double below = __shfl_up_sync(0xffffffffu, incl, cw & 31);  // lane r - 1's
+      if (r == rw - 1) tot[par][warp][tx] = incl;
       __syncthreads();
-      double run = carry;
+      double pre = carry;
+      for (int w = 0; w < warps; ++w) {
+        const double t = tot[par][w][tx];
+        if (w < warp) pre += t;
+        carry += t;
+      }
+      if (r > 0) pre += below;
 #pragma unroll
       for (int v = 0; v < V; ++v) {
-        double pre = run;
-        for (int w = 0; w < kWarps; ++w) {
-          const double t = tot[par][v][w][tx];
-          if (w < warp) pre += t;
-          run += t;
-        }
-        if (ok[v]) out[idx[v]] = narrow<U>(p.scale * (pre + x[v]));
+        const int64_t q = q0 + first + v;
+        const int64_t row = row0 + (p.reverse ? len - 1 - q : q);
+        if (col_ok && q < len) out[row * p.C + col] = narrow<U>(p.scale * (pre + x[v]));
       }
-      carry = run;
       par ^= 1;
     }
   }

@@ -22,10 +22,14 @@ Status launch(const Params& p, void* stream) {
   const int64_t slots = p.seq_offsets ? p.T / p.chunk + p.N : p.B * ((p.T + p.chunk - 1) / p.chunk);
   const int64_t items = slots * tiles;
   const int64_t blocks = std::min<int64_t>(items, kMaxBlocks);  // >= 1: the entry skips empties
-  const char* op = p.reverse ? "chunk_local_cumsum (reverse)" : "chunk_local_cumsum";
-  return RECOPS_LAUNCH_KERNEL(op, (chunk_local_cumsum_kernel<T, U>),
-                              dim3(static_cast<unsigned>(blocks)), dim3(kThreads), 0, stream, p,
-                              log_cw, tiles, items);
+  // Warps: enough for the longest chunk in one step (min(BT, T) positions, 32/CW · V a warp).
+  const int64_t per_warp = (32 >> log_cw) * kRowsPerThread;
+  const int64_t longest = std::min(p.chunk, p.T);
+  const int64_t warps = std::clamp<int64_t>((longest + per_warp - 1) / per_warp, 1, kWarps);
+  const char* op = "chunk_local_cumsum";  // both directions (Params has no fwd/bwd flag)
+  return RECOPS_LAUNCH_KERNEL(
+      op, (chunk_local_cumsum_kernel<T, U>), dim3(static_cast<unsigned>(blocks)),
+      dim3(static_cast<unsigned>(32 * warps)), 0, stream, p, log_cw, tiles, items);
 }
 
 template <class T>

@@ -4,9 +4,9 @@
 
 namespace recops::ops::chunk_local_cumsum_ns {
 
-inline constexpr int kThreads = 256;  // 8 warps a block
+inline constexpr int kThreads = 256;  // at most 8 warps a block (fewer for short chunks)
 inline constexpr int kWarps = kThreads / 32;
-inline constexpr int kRowsPerThread = 4;       // V: loads in flight per thread per step
+inline constexpr int kRowsPerThread = 8;       // V: consecutive positions a thread a step
 inline constexpr long long kMaxBlocks = 8192;  // grid-stride beyond this (H200: 132 SMs)
 
 }  // namespace recops::ops::chunk_local_cumsum_ns
