@@ -1,7 +1,7 @@
 // training/chunk_local_cumsum/chunk_local_cumsum.cpp: the entry of chunk_local_cumsum and
 // chunk_local_cumsum_bwd. All validation happens here, once; then the ordered implementation list
-// runs the first implementation that accepts (cpu_generic, reference: no CUDA one yet, so a CUDA
-// tensor is refused by the dispatcher). At the end: the OpInfos and argument tables.
+// runs the first implementation that accepts (cuda_sm80 in CUDA builds, cpu_generic, reference).
+// At the end: the OpInfos and argument tables.
 #include "ops/training/chunk_local_cumsum/chunk_local_cumsum.h"
 
 #include <cmath>
@@ -17,7 +17,8 @@ constexpr const char* kOp = "chunk_local_cumsum";
 constexpr const char* kBwd = "chunk_local_cumsum_bwd";
 
 const std::vector<core::Impl<Params>>& impls() {
-  static const auto list = core::with_cpu_impls<Params>({}, run_cpu, run_reference);
+  static const auto list =
+      core::standard_impls<Params>(RECOPS_IF_CUDA(run_cuda), run_cpu, run_reference);
   return list;
 }
 

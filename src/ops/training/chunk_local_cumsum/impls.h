@@ -1,6 +1,6 @@
 // training/chunk_local_cumsum/impls.h: the implementations the entry lists, best first, reference
-// last. Definitions live in reference.cpp and cpu/; none includes another. There is no CUDA one
-// yet (README, Limits): run_cuda is declared by the macro and never defined or named.
+// last. Definitions live in reference.cpp, cpu/ and cuda/ (run_cuda, CUDA builds only); none
+// includes another.
 #pragma once
 
 #include "core/kit/impls.h"
