@@ -15,9 +15,15 @@ constexpr const char* kOp = "mhc_sinkhorn";
 constexpr const char* kBwd = "mhc_sinkhorn_bwd";
 constexpr int64_t kMaxIters = 65536;
 
-// CPU only for now: no CUDA implementation has been validated on a GPU yet (README, Limits).
+// cuda_sm80 (builds with CUDA), then the CPU ones.
 const std::vector<core::Impl<Params>>& impls() {
-  static const auto list = core::with_cpu_impls<Params>({}, run_cpu, run_reference);
+  static const auto list = core::with_cpu_impls<Params>(
+      {
+#ifdef RECOPS_WITH_CUDA
+          {"cuda_sm80", DeviceType::cuda, core::cuda::any_device_reason, cuda_accepts, run_cuda},
+#endif
+      },
+      run_cpu, run_reference);
   return list;
 }
 
@@ -59,6 +65,7 @@ Status run(const char* op, const TensorView& logits, const TensorView* dP, int64
   p.iters = iters;
   p.eps = eps;
   p.backward = dP != nullptr;
+  p.device_index = logits.device.index;
   if (p.tokens == 0) return Status::Ok();  // empty: nothing to run
   return core::dispatch(op, impls(), logits.device.type, p, ctx);
 }

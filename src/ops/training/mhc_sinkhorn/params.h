@@ -20,6 +20,7 @@ struct Params {
   int64_t iters = 20;
   double eps = 1e-6;
   bool backward = false;
+  int device_index = 0;  // the tensors' CUDA device (cuda_accepts checks its capability)
 };
 
 }  // namespace recops::ops::mhc_sinkhorn_ns
