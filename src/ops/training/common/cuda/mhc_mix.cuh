@@ -11,9 +11,9 @@
 //   inputs stay in registers for all outputs; otherwise they are re-read per output (L1 hits).
 // - gram: G[a][b] = Σ_c A_a[c]·B_b[c] per token, over all channels: the weight gradients
 //   (mhc_post's dcomb and dpost, mhc_pre_bmm's dh_pre). One block per token (grid-stride over
-//   tokens); the (A, B) pairs in tiles of kGramA x kGramB register accumulators, each thread
-//   summing its strided channels, then a fixed warp-shuffle tree and the warps' sums added in
-//   warp order: deterministic (the same bits on every run for a given block size), no atomics.
+//   tokens); the (A, B) pairs in tiles of kGramA x kGramB (5 x 4) register accumulators, each
+//   thread summing its strided channels, then a fixed warp-shuffle tree and the warps' sums added
+//   in warp order: deterministic (the same bits on every run for a given block size), no atomics.
 //
 // Coefficients (M, a) are fp32 or fp64 (the ops' coef dtype), read widened to fp64.
 // Indices are 64-bit throughout.
@@ -37,7 +37,7 @@ inline constexpr int kMixRegs = 4;              // inputs kept in registers up t
 inline constexpr int kGramThreads = 256;
 inline constexpr int kGramWarps = kGramThreads / 32;
 inline constexpr int64_t kGramMaxBlocks = 16384;  // tokens beyond this: grid-stride
-inline constexpr int kGramA = 8;                  // accumulator tile: kGramA x kGramB pairs
+inline constexpr int kGramA = 5;  // accumulator tile: kGramA x kGramB pairs (n = 4 streams + y)
 inline constexpr int kGramB = 4;
 
 template <class T>
@@ -263,7 +263,7 @@ __global__ void __launch_bounds__(kGramThreads) mhc_gram_kernel(GramArgs g) {
 #pragma unroll
         for (int i = 0; i < kGramA; ++i) {
           const int64_t r = a0 + i;
-          ap[i] = r < g.n_a ? static_cast<const TA*>(g.A) + t * g.a_tok + r * C
+          ap[i] = r < g.n_a    ? static_cast<const TA*>(g.A) + t * g.a_tok + r * C
                   : r < rows_a ? static_cast<const TA*>(g.A2) + t * g.a2_tok
                                : nullptr;
         }
