@@ -1,14 +1,12 @@
 // training/mhc_post/impls.h: the implementations the entry lists, best first, reference last.
-// Definitions live in reference.cpp and cpu/; neither includes the other. No CUDA yet.
+// Definitions live in reference.cpp, cpu/ and cuda/; none includes another.
 #pragma once
 
+#include "core/kit/impls.h"
 #include "ops/training/mhc_post/params.h"
-#include "recops/context.h"
-#include "recops/status.h"
 
 namespace recops::ops::mhc_post_ns {
 
-Status run_reference(const Params& p, const Context& ctx);
-Status run_cpu(const Params& p, const Context& ctx);
+RECOPS_DECLARE_IMPLS(Params, run_reference, run_cpu, run_cuda);
 
 }  // namespace recops::ops::mhc_post_ns

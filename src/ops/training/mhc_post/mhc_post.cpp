@@ -19,9 +19,10 @@ using training::mhc_tokens;
 constexpr const char* kOp = "mhc_post";
 constexpr const char* kBwd = "mhc_post_bwd";
 
-// CPU only for now: no CUDA implementation has been validated on a GPU yet (README, Limits).
+// cuda_sm80 (CUDA builds), cpu_generic, reference (README, Implementations).
 const std::vector<core::Impl<Params>>& impls() {
-  static const auto list = core::with_cpu_impls<Params>({}, run_cpu, run_reference);
+  static const auto list =
+      core::standard_impls<Params>(RECOPS_IF_CUDA(run_cuda), run_cpu, run_reference);
   return list;
 }
 
@@ -51,6 +52,7 @@ Params params_of(const MhcPostArgs& a) {
   p.n = a.X.size(-2);
   p.C = a.X.size(-1);
   p.tokens = mhc_tokens(a.X);
+  p.device_index = a.X.device.index;
   p.out_in = a.comb_layout == MhcCombLayout::out_in;
   return p;
 }

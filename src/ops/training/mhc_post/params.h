@@ -29,6 +29,7 @@ struct Params {
   int64_t C = 0;
   bool out_in = false;  // comb[t, j, i] is the weight from stream i to stream j
   bool backward = false;
+  int device_index = 0;  // the tensors' device (cuda_sm80's capability check)
 };
 
 }  // namespace recops::ops::mhc_post_ns

@@ -25,6 +25,7 @@ struct Params {
   int64_t n = 0;
   int64_t C = 0;
   bool backward = false;
+  int device_index = 0;  // the tensors' device (cuda_sm80's capability check)
 };
 
 }  // namespace recops::ops::mhc_pre_bmm_ns
