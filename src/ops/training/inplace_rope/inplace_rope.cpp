@@ -12,10 +12,9 @@ namespace {
 constexpr const char* kOp = "inplace_rope_";
 constexpr const char* kBwd = "inplace_rope_bwd";
 
-// No CUDA implementation yet (README, Limits): a CUDA tensor is answered by the dispatcher's
-// "no implementation accepts this problem on cuda".
 const std::vector<core::Impl<Params>>& impls() {
-  static const auto list = core::with_cpu_impls<Params>({}, run_cpu, run_reference);
+  static const auto list =
+      core::standard_impls<Params>(RECOPS_IF_CUDA(run_cuda), run_cpu, run_reference);
   return list;
 }
 

@@ -1,0 +1,98 @@
+// training/inplace_rope/cuda/launch.cu: the dtype switch, the vector width, grid and checked
+// launches (architecture.md §2 step 5). The rope slice goes 16 bytes of x an access (P = 8 /
+// sizeof(T) pairs, one cos and one sin access of P values) when every group is aligned for it:
+// x's and dx's base, the slice start Dh − R and every stride of a dim with more than one entry a
+// multiple of 16 bytes, P dividing R/2, and cos's and sin's base and strides multiples of P
+// values. Otherwise one element an access (P = 1): any stride the entry accepts works.
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+#include "core/cuda/launch.h"
+#include "ops/training/inplace_rope/cuda/kernel.cuh"
+#include "ops/training/inplace_rope/cuda/tiles.h"
+#include "ops/training/inplace_rope/impls.h"
+
+namespace recops::ops::inplace_rope_ns {
+namespace {
+// `ptr` is aligned to `bytes`, and so is every stride (in elements of size `es`) of a dim with
+// more than one entry.
+bool aligned(const void* ptr, int64_t bytes, int64_t es, const Params& p, int64_t sb, int64_t sl,
+             int64_t sh) {
+  auto ok = [&](int64_t size, int64_t stride) { return size <= 1 || (stride * es) % bytes == 0; };
+  return reinterpret_cast<uintptr_t>(ptr) % static_cast<uintptr_t>(bytes) == 0 && ok(p.B, sb) &&
+         ok(p.L, sl) && ok(p.H, sh);
+}
+
+dim3 grid_for(int64_t items) {
+  return dim3(static_cast<unsigned>(std::min<int64_t>((items + kThreads - 1) / kThreads, kMaxBlocks)));
+}
+
+const char* op_name(const Params& p) {
+  return p.copy_nope ? "inplace_rope_bwd" : "inplace_rope_";
+}
+
+template <class T, class C, int P, bool Vec>
+Status launch_rope(const Params& p, void* stream) {
+  const int64_t hchunks = (p.H + kHeadsPerThread - 1) / kHeadsPerThread;
+  const int64_t items = p.B * p.L * hchunks * (p.half / P);
+  if (items == 0) return Status::Ok();  // R = 0 (the backward's copy still runs)
+  return RECOPS_LAUNCH_KERNEL(op_name(p), (rope_kernel<T, C, P, Vec>), grid_for(items),
+                              dim3(kThreads), 0, stream, p);
+}
+
+template <class T, class C>
+Status rope_typed(const Params& p, void* stream) {
+  constexpr int kP = 8 / static_cast<int>(sizeof(T));  // 2P elements of x = 16 bytes
+  constexpr int64_t kXBytes = 16;
+  constexpr int64_t kCBytes = kP * static_cast<int64_t>(sizeof(C));
+  const int64_t first = p.Dh - 2 * p.half;
+  const int64_t es = sizeof(T), cs = sizeof(C);
+  const bool vec = p.half % kP == 0 && (first * es) % kXBytes == 0 &&
+                   aligned(p.src, kXBytes, es, p, p.src_sb, p.src_sl, p.src_sh) &&
+                   aligned(p.dst, kXBytes, es, p, p.dst_sb, p.dst_sl, p.dst_sh) &&
+                   aligned(p.cos, kCBytes, cs, p, p.cs_sb, p.cs_sl, 0) &&
+                   aligned(p.sin, kCBytes, cs, p, p.sn_sb, p.sn_sl, 0);
+  return vec ? launch_rope<T, C, kP, true>(p, stream) : launch_rope<T, C, 1, false>(p, stream);
+}
+
+template <class T>
+Status nope_copy(const Params& p, void* stream) {
+  const int64_t first = p.Dh - 2 * p.half;
+  if (!p.copy_nope || first == 0) return Status::Ok();
+  constexpr int kN = 16 / static_cast<int>(sizeof(T));
+  const int64_t es = sizeof(T);
+  const bool vec = first % kN == 0 && aligned(p.src, 16, es, p, p.src_sb, p.src_sl, p.src_sh) &&
+                   aligned(p.dst, 16, es, p, p.dst_sb, p.dst_sl, p.dst_sh);
+  const int64_t rows = p.B * p.L * p.H;
+  if (vec)
+    return RECOPS_LAUNCH_KERNEL(op_name(p), (nope_copy_kernel<T, kN>), grid_for(rows * (first / kN)),
+                                dim3(kThreads), 0, stream, p);
+  return RECOPS_LAUNCH_KERNEL(op_name(p), (nope_copy_kernel<T, 1>), grid_for(rows * first),
+                              dim3(kThreads), 0, stream, p);
+}
+
+// x's dtype T; cos and sin fp32 or T (the entry checked).
+template <class T>
+Status run_typed(const Params& p, void* stream) {
+  RECOPS_RETURN_IF_ERROR(nope_copy<T>(p, stream));
+  if (p.cs_dtype == DType::fp32) return rope_typed<T, float>(p, stream);
+  if constexpr (std::is_same_v<T, float>)
+    return Status(StatusCode::internal, "inplace_rope_: cuda_sm80 reached with a bad cos dtype");
+  else
+    return rope_typed<T, T>(p, stream);
+}
+}  // namespace
+
+Status run_cuda(const Params& p, const Context& ctx) {
+  switch (p.dtype) {
+    case DType::fp64: return run_typed<double>(p, ctx.stream);
+    case DType::fp32: return run_typed<float>(p, ctx.stream);
+    case DType::fp16: return run_typed<__half>(p, ctx.stream);
+    case DType::bf16: return run_typed<__nv_bfloat16>(p, ctx.stream);
+    default:
+      return Status(StatusCode::internal, "inplace_rope_: cuda_sm80 reached with a bad dtype");
+  }
+}
+
+}  // namespace recops::ops::inplace_rope_ns
