@@ -23,6 +23,7 @@ SLL_SOFTMAX = "fbgemm_gpu.sll.triton.triton_jagged_softmax"
 SLL_ADD = "fbgemm_gpu.sll.triton.triton_jagged_dense_elementwise_add"
 SLL_DENSE_ATTN = "fbgemm_gpu.sll.triton.triton_jagged_dense_flash_attention"
 SLL_MH_ATTN = "fbgemm_gpu.sll.triton.triton_multi_head_jagged_flash_attention"
+SLL_CAT = "fbgemm_gpu.sll.triton.triton_dense_jagged_cat_jagged_out"
 GR_TRITON = "generative_recommenders.ops.triton.triton_jagged"
 
 
@@ -220,3 +221,21 @@ def peers_index_select(fb, tri):
         return {}
     op = _needs(fb, "jagged_index_select")
     return {"fbgemm": (lambda v, n, idx, rows: op(v, n, idx, rows)[0], True)}
+
+
+def peers_concat_1d(fb, tri, dense_a, max_L):
+    """concat_1d_jagged's peers: SLL's dense_jagged_cat_jagged_out (a dense [B] part A prepended
+    to a jagged B; its Triton path and FBGEMM's op; max_seq_len = the longest sample, so nothing
+    is truncated). No peer for two jagged parts here (generative-recommenders'
+    concat_1d_jagged_jagged is a CPU op of its C++ extension)."""
+    out = {}
+    if not dense_a:
+        return out
+    if fb is not None:
+        op = _needs_sll(fb, "sll_dense_jagged_cat_jagged_out")
+        out["fbgemm:sll_dense_jagged_cat_jagged_out"] = (
+            lambda va, oa, vb, ob: op(va, vb, ob, max_L), False)
+    sll = tri.fn(SLL_CAT, "dense_jagged_cat_jagged_out")
+    out["sll_triton:dense_jagged_cat_jagged_out"] = (
+        lambda va, oa, vb, ob: sll(va, vb, ob, max_L), False)
+    return out

@@ -239,3 +239,28 @@ def cumsum_plain(kind, t):
     flat = t.reshape(-1)
     c = torch.cumsum(flat, 0, dtype=t.dtype)
     return (c - flat if kind == "exclusive_cumsum" else c).reshape(t.shape)
+
+
+# ---- concat_1d_jagged -----------------------------------------------------------------------------
+def _part_offsets(values, offsets):
+    """A part's offsets; a dense part ([B] or [B, S], offsets None) counts S per sample."""
+    if offsets is not None:
+        return offsets
+    S = values.shape[1] if values.dim() == 2 else 1
+    return torch.arange(values.shape[0] + 1, device=values.device) * S
+
+
+def concat_1d_gather(va, oa, vb, ob):
+    """Per sample [A_b, B_b]: the output's source index in cat([A, B]) built by scattering each
+    part's output positions, then one gather (differentiable through autograd)."""
+    oa, ob = _part_offsets(va, oa), _part_offsets(vb, ob)
+    Ta, Tb = va.numel(), vb.numel()
+    out_off = oa + ob
+    ba, na = row_coords(oa, Ta)
+    bb, nb = row_coords(ob, Tb)
+    pos_a = out_off[:-1][ba] + na
+    pos_b = out_off[:-1][bb] + (oa[1:] - oa[:-1])[bb] + nb
+    perm = torch.empty(Ta + Tb, dtype=torch.int64, device=va.device)
+    perm[pos_a] = torch.arange(Ta, device=va.device)
+    perm[pos_b] = torch.arange(Ta, Ta + Tb, device=va.device)
+    return torch.cat([va.reshape(-1), vb.reshape(-1)])[perm], out_off

@@ -3,7 +3,8 @@
 
 Ops: the conversions, jagged_dense_elementwise_add / _mul, jagged_softmax, jagged_index_select
 (memory-bound shapes S*), jagged_dense_bmm / jagged_jagged_bmm (M*), jagged_dense_flash_attention
-(A*) / multi_head_jagged_flash_attention (H*), segment_sum_csr (G*) and the cumsum family (C*).
+(A*) / multi_head_jagged_flash_attention (H*), segment_sum_csr (G*), the cumsum family (C*) and
+concat_1d_jagged (K*).
 Ours is what a user calls, the public ``recops.<op>``; with --phases fwd_bwd also forward+backward
 through autograd (``torch.autograd.grad``) where the op has a backward.
 
@@ -111,19 +112,26 @@ CUMSUM_SHAPES = {
     "C3": dict(shape=(2**28,), dtype=torch.int64, hi=1023),
     "C3r": dict(shape=(2**24,), dtype=torch.int64, hi=1023),
 }
+CONCAT_SHAPES = {  # concat_1d_jagged (its perf.yaml's S3 / S5_dense_prefix as 1-D parts)
+    "K1": dict(B=1024, max_L=1024, max_L_b=1024, gen="skewed"),  # two jagged parts
+    "K2": dict(B=140472, max_L=320, gen="skewed", dense_a=True),  # SLL: a dense [B] part A
+    "K2r": dict(B=16384, max_L=320, gen="skewed", dense_a=True),  # CPU variant of K2
+}
 MEM_OPS = ["jagged_to_padded_dense", "dense_to_jagged", "jagged_dense_elementwise_add",
            "jagged_dense_elementwise_mul", "jagged_softmax", "jagged_index_select"]
 BMM_OPS = ["jagged_dense_bmm", "jagged_jagged_bmm"]
 ATTN_OPS = ["jagged_dense_flash_attention", "multi_head_jagged_flash_attention"]
 CUMSUM_OPS = ["complete_cumsum", "exclusive_cumsum", "inclusive_cumsum"]
-ALL_OPS = MEM_OPS + BMM_OPS + ATTN_OPS + ["segment_sum_csr"] + CUMSUM_OPS
+ALL_OPS = (MEM_OPS + BMM_OPS + ATTN_OPS + ["segment_sum_csr"] + CUMSUM_OPS
+           + ["concat_1d_jagged"])
 TABLES = [(CONV_SHAPES, MEM_OPS), (BMM_SHAPES, BMM_OPS), (ATTN_SHAPES, ATTN_OPS),
           (SEG_SHAPES, ["segment_sum_csr"]),
-          (CUMSUM_SHAPES, CUMSUM_OPS)]
+          (CUMSUM_SHAPES, CUMSUM_OPS), (CONCAT_SHAPES, ["concat_1d_jagged"])]
 DEFAULTS = {
     "cuda": ["S1", "S2", "S3", "S4", "S5", "S3h4", "M0", "M1", "M2", "M3", "A1", "A2", "A3",
-             "H1", "H2", "H3", "G1", "G2", "C1", "C2", "C3"],
-    "cpu": ["S1", "S2", "S3r", "S4", "M0", "M1r", "A1", "H1", "G1", "G2r", "C1", "C2", "C3r"],
+             "H1", "H2", "H3", "G1", "G2", "C1", "C2", "C3", "K1", "K2"],
+    "cpu": ["S1", "S2", "S3r", "S4", "M0", "M1r", "A1", "H1", "G1", "G2r", "C1", "C2", "C3r",
+            "K1", "K2r"],
 }
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 
@@ -599,6 +607,38 @@ def bench_cumsum(bench, kind, spec):
                      peers, nbytes={"fwd": (n + out_n) * es})
 
 
+def bench_concat_1d(bench, spec, dtype_name):
+    """concat_1d_jagged: every element read once and written once, the parts' offsets read and the
+    output's written (fwd); fwd_bwd adds the split (grad read, both gradients written)."""
+    device = bench.device
+    dtype = DTYPES[dtype_name]
+    es = torch.tensor([], dtype=dtype).element_size()
+    B = spec["B"]
+    gen = torch.Generator(device=device).manual_seed(23)
+    ob, _, _ = _batch(spec, device)
+    if spec.get("dense_a"):
+        oa, Ta = None, B
+    else:
+        la = list(_lengths(spec, B, spec["max_L_b"]))[::-1]  # other lengths than B's
+        oa = torch.tensor(testing.offsets_from_lengths(la), device=device)
+        Ta = int(oa[-1])
+    Tb = int(ob[-1])
+    rot = _rotations((Ta + Tb) * es, device)
+    args = [(bench.rand((Ta,), dtype, gen), oa, bench.rand((Tb,), dtype, gen), ob)
+            for _ in range(rot)]
+    oes = ob.element_size()
+    offs = (B + 1) * oes * (1 if oa is None else 2)
+    nb_fwd = 2 * (Ta + Tb) * es + offs + (B + 1) * oes
+    shape = {"B": B, "max_L": spec["max_L"], "T_A": Ta, "T_B": Tb, "lengths": spec["gen"],
+             "part_a": "dense [B]" if oa is None else "jagged"}
+    lens = ob[1:] - ob[:-1]
+    max_L = int(lens.max()) if B else 0
+    return bench.run("concat_1d_jagged", shape, dtype_name, args, recops.concat_1d_jagged,
+                     {"torch_plain:cat_gather": plain.concat_1d_gather},
+                     ext.peers_concat_1d(bench.fb, bench.tri, oa is None, max_L), grad_pos=(0, 2),
+                     nbytes={"fwd": nb_fwd, "fwd_bwd": nb_fwd + 2 * (Ta + Tb) * es + offs})
+
+
 def run_one(bench, op, sid, dtype_name):
     bench.sid = sid
     if sid in CONV_SHAPES:
@@ -609,6 +649,8 @@ def run_one(bench, op, sid, dtype_name):
         return bench_attention(bench, op, ATTN_SHAPES[sid], dtype_name)
     if sid in SEG_SHAPES:
         return bench_segment_sum(bench, SEG_SHAPES[sid], dtype_name)
+    if sid in CONCAT_SHAPES:
+        return bench_concat_1d(bench, CONCAT_SHAPES[sid], dtype_name)
     return bench_cumsum(bench, op, CUMSUM_SHAPES[sid])
 
 

@@ -17,10 +17,9 @@ namespace {
 constexpr const char* kOp = "concat_1d_jagged";
 constexpr const char* kBwd = "concat_1d_jagged_bwd";
 
-// CPU only for now (README.md, Limits): on CUDA the dispatch answers that no implementation
-// accepts the problem.
 const std::vector<core::Impl<Params>>& impls() {
-  static const auto list = core::with_cpu_impls<Params>({}, run_cpu, run_reference);
+  static const auto list =
+      core::standard_impls<Params>(RECOPS_IF_CUDA(run_cuda), run_cpu, run_reference);
   return list;
 }
 
@@ -71,6 +70,7 @@ Status check_args(const char* op, const Concat1dJaggedArgs& a, Params* p) {
   p->dtype = a.values_a.dtype;
   p->itemsize = a.values_a.itemsize();
   p->B = Ba;
+  p->device_index = a.values_a.device.index;
   return Status::Ok();
 }
 

@@ -1,5 +1,5 @@
 // jagged/concat_1d_jagged/params.h: the flat problem description shared by the entry, the
-// reference and cpu/. Raw pointers, element strides, sizes.
+// reference, cpu/ and cuda/. Raw pointers, element strides, sizes.
 #pragma once
 
 #include <cstdint>
@@ -36,6 +36,7 @@ struct Params {
   DType dtype = DType::fp32;
   int64_t itemsize = 4;
   bool backward = false;
+  int device_index = 0;  // the tensors' device (CUDA)
 };
 
 }  // namespace recops::ops::concat_1d_jagged_ns

@@ -9,7 +9,7 @@ import torch
 import recops
 from recops.compat import gr, sll
 
-DEVICES = ["cpu"]  # CPU only for now (README.md, Limits)
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
 
 def _offsets(lengths, dtype=torch.int64):
@@ -62,10 +62,11 @@ def test_matches_peer(device, kinds, dtype, odt, B):
     gen = torch.Generator().manual_seed(B * 31 + len(kinds[0]))
     va, oa = _part(kinds[0], B, 6, dtype, gen, odt)
     vb, ob = _part(kinds[1], B, 4, dtype, gen, odt)
-    values, offsets = recops.concat_1d_jagged(va, oa, vb, ob)
     want_v, want_o = peer(va, oa, vb, ob)
-    assert values.dtype == dtype and torch.equal(values, want_v)
-    assert offsets.dtype == want_o.dtype and torch.equal(offsets, want_o)
+    va, oa, vb, ob = (None if t is None else t.to(device) for t in (va, oa, vb, ob))
+    values, offsets = recops.concat_1d_jagged(va, oa, vb, ob)
+    assert values.dtype == dtype and torch.equal(values.cpu(), want_v)
+    assert offsets.dtype == want_o.dtype and torch.equal(offsets.cpu(), want_o)
     ga, gb = recops.split_1d_jagged(values, oa, ob, va.shape, vb.shape)
     assert torch.equal(ga, va) and torch.equal(gb, vb)
 
@@ -220,12 +221,30 @@ def test_compile_dynamic_matches_eager_without_recompiling():
     assert counter.frame_count == 1
 
 
-def test_cuda_is_refused_honestly():
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.uint8, torch.float64])
+def test_cuda_matches_cpu_skewed_strided_misaligned(dtype):
+    """The CUDA kernel's paths: 16-byte units and element gathers (a source that starts at an odd
+    element), long and empty samples, strided parts and grad, int32 offsets; forward and split."""
     if not torch.cuda.is_available():
         pytest.skip("no CUDA device")
-    va, oa, vb, ob = (t.cuda() for t in _sample())
-    with pytest.raises(RuntimeError, match="no implementation accepts this problem on cuda"):
-        recops.concat_1d_jagged(va, oa, vb, ob)
+    gen = torch.Generator().manual_seed(5)
+    la = [0, 0, 20000, 1, 0, 3, 0, 37, 4096, 5]
+    lb = [5, 0, 0, 17000, 0, 0, 2, 64, 1, 0]
+    for odt in (torch.int32, torch.int64):
+        va = (torch.randn(sum(la) + 1, generator=gen) * 50).to(dtype)[1:]  # odd start
+        vb = (torch.randn(2 * sum(lb), generator=gen) * 50).to(dtype)[::2]  # stride 2
+        oa, ob = _offsets(la, odt), _offsets(lb, odt)
+        want = recops.concat_1d_jagged(va, oa, vb, ob)
+        got = recops.concat_1d_jagged(va.cuda(), oa.cuda(), vb.cuda(), ob.cuda())
+        assert torch.equal(got[0].cpu(), want[0]) and torch.equal(got[1].cpu(), want[1])
+        g = (torch.randn(2 * want[0].numel(), generator=gen) * 50).to(dtype)[::2]
+        want_g = recops.split_1d_jagged(g, oa, ob, va.shape, vb.shape)
+        got_g = recops.split_1d_jagged(g.cuda(), oa.cuda(), ob.cuda(), va.shape, vb.shape)
+        assert all(torch.equal(x.cpu(), y) for x, y in zip(got_g, want_g))
+        dense = (torch.randn(len(la), 7, generator=gen) * 50).to(dtype)[:, 1:6]  # [B, 5] strided
+        want = recops.concat_1d_jagged(dense, None, vb, ob)
+        got = recops.concat_1d_jagged(dense.cuda(), None, vb.cuda(), ob.cuda())
+        assert torch.equal(got[0].cpu(), want[0]) and torch.equal(got[1].cpu(), want[1])
 
 
 # ---- compat names, and the upstream ops where importable ----
