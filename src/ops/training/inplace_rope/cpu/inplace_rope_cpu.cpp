@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "core/parallel.h"
@@ -32,24 +33,50 @@ double load(T v) {
     return to_float(v);
 }
 
-// One rounding of a double to T. For the 16-bit types: to float with round-to-odd (a float
-// holds at least two more bits than either, so the float rounding to nearest even that follows
-// gives the correctly rounded value), then the library's fast float conversion; the exact
-// decoder of from_double costs more than the rest of the op. Branch-free: the odd step is a
-// select (a branch on the last bit of a random value mispredicted every other element, which
-// made this loop the op's whole cost). f = ±0 from a tiny v steps to ±the smallest subnormal, the
-// odd value on v's side; NaN, Inf and exact values are left alone.
+// The 16-bit formats' constants: explicit mantissa bits, exponent bias, and the range of |v|
+// whose rounding the integer path below does ([smallest normal, 2^(emax+1)): the normal range,
+// including the values that round up to Inf).
 template <class T>
-T store(double v) {
+struct Fmt;
+template <>
+struct Fmt<BFloat16> {
+  static constexpr int kMant = 7, kBias = 127;
+  static constexpr double kLo = 0x1p-126, kHi = 0x1p128;
+};
+template <>
+struct Fmt<Half> {
+  static constexpr int kMant = 10, kBias = 15;
+  static constexpr double kLo = 0x1p-14, kHi = 0x1p16;
+};
+
+// out[k] = y[k] rounded once (to nearest even) to T. For the 16-bit types the normal range is
+// rounded on the double's bits (add half an ulp minus one, plus the kept last bit; shift; rebias
+// the exponent; a carry into the exponent field gives the next binade or Inf, as it should), a
+// branch-free loop over 64-bit integers; the rest (zero, subnormal results, Inf, NaN) is redone
+// by the exact from_double afterwards, only in a block that has one. (A per-element round-to-odd
+// through float, with a branch on a random last bit, was the op's whole cost.)
+template <class T>
+void round_out(const double* y, T* out, int64_t n) {
   if constexpr (std::is_same_v<T, double> || std::is_same_v<T, float>) {
-    return static_cast<T>(v);
+    for (int64_t k = 0; k < n; ++k) out[k] = static_cast<T>(y[k]);
   } else {
-    const float f = static_cast<float>(v);
-    const uint32_t bits = detail::f32_bits(f);
-    const bool fix = (static_cast<double>(f) != v) & ((bits & 1u) == 0) &
-                     ((bits & 0x7FFFFFFFu) < 0x7F800000u);
-    const uint32_t step = std::fabs(static_cast<double>(f)) > std::fabs(v) ? ~0u : 1u;
-    return from_float<T>(detail::bits_f32(bits + (fix ? step : 0u)));
+    constexpr int kDrop = 52 - Fmt<T>::kMant;
+    constexpr uint64_t kRebias = static_cast<uint64_t>(1023 - Fmt<T>::kBias) << Fmt<T>::kMant;
+    int64_t others = 0;
+    for (int64_t k = 0; k < n; ++k) {
+      const double a = std::fabs(y[k]);
+      others += !(a >= Fmt<T>::kLo && a < Fmt<T>::kHi);  // NaN too
+      uint64_t u;
+      std::memcpy(&u, &y[k], sizeof u);
+      const uint64_t m = u & 0x7FFFFFFFFFFFFFFFull;
+      const uint64_t r = (m + ((uint64_t{1} << (kDrop - 1)) - 1) + ((m >> kDrop) & 1u)) >> kDrop;
+      out[k] = T{static_cast<uint16_t>(((u >> 48) & 0x8000u) | ((r - kRebias) & 0xFFFFu))};
+    }
+    if (others > 0)
+      for (int64_t k = 0; k < n; ++k) {
+        const double a = std::fabs(y[k]);
+        if (!(a >= Fmt<T>::kLo && a < Fmt<T>::kHi)) out[k] = from_double<T>(y[k]);
+      }
   }
 }
 
@@ -65,7 +92,7 @@ void position(const Params& p, int64_t b, int64_t l, int64_t h0, int64_t nh, con
       std::copy(xs, xs + first, dst + b * p.dst_sb + l * p.dst_sl + h * p.dst_sh);
     }
   const double sg = p.sign;
-  alignas(64) double x0[kBlock], x1[kBlock], c[kBlock], s[kBlock], y0[kBlock], y1[kBlock];
+  alignas(64) double x0[kBlock], x1[kBlock], c[kBlock], s[kBlock], y[2 * kBlock];
   for (int64_t i0 = 0; i0 < p.half; i0 += kBlock) {
     const int64_t n = std::min(kBlock, p.half - i0);
     for (int64_t j = 0; j < n; ++j) {
@@ -80,13 +107,10 @@ void position(const Params& p, int64_t b, int64_t l, int64_t h0, int64_t nh, con
         x1[j] = load(xs[2 * j + 1]);
       }
       for (int64_t j = 0; j < n; ++j) {
-        y0[j] = x0[j] * c[j] - x1[j] * s[j];
-        y1[j] = x1[j] * c[j] + x0[j] * s[j];
+        y[2 * j] = x0[j] * c[j] - x1[j] * s[j];
+        y[2 * j + 1] = x1[j] * c[j] + x0[j] * s[j];
       }
-      for (int64_t j = 0; j < n; ++j) {
-        xd[2 * j] = store<T>(y0[j]);
-        xd[2 * j + 1] = store<T>(y1[j]);
-      }
+      round_out<T>(y, xd, 2 * n);
     }
   }
 }
