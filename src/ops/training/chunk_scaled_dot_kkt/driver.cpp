@@ -1,0 +1,163 @@
+// training/chunk_scaled_dot_kkt/driver.cpp: the `recops` CLI's driver of chunk_scaled_dot_kkt:
+// builds a case's inputs, calls the public entry, counts bytes and FLOPs (tools/recops/driver.h),
+// and supplies the double standard's plain baseline.
+//
+// Case fields beyond the common ones: shape (k's [B, T, H, K], required; with lengths/offsets T is
+// replaced by the offsets' total), lengths | offsets, offsets_dtype, scale (k's values,
+// U(−1, 1)·scale). args: chunk_size (default 64), gva (HV / H, default 1), gates (default true:
+// pass G), gate_scale (default 1: per-position log decays −|U(−1, 1)|·gate_scale), gate_log2
+// (G in log2 units), T (with lengths/offsets: k's T instead of the offsets' total, for a mismatch
+// case). beta = sigmoid(U(−1, 1)) in k's dtype; G is the chunk-local cumsum of the decays (fp64
+// sums, chunks restarting at each sequence start), stored fp32, as chunk_local_cumsum gives it.
+#include <cmath>
+
+#include "ops/training/chunk_scaled_dot_kkt/chunk_scaled_dot_kkt.h"
+#include "ops/training/common/case_args.h"
+#include "tools/recops/inputs.h"
+
+namespace recops::cli {
+namespace {
+using training_args::flag;
+using training_args::number;
+
+class ChunkScaledDotKktDriver final : public FixedDriver {
+ public:
+  ChunkScaledDotKktDriver()
+      : FixedDriver({.ops = {"chunk_scaled_dot_kkt"},
+                     .folder = "training/chunk_scaled_dot_kkt",
+                     .fields = {"shape", "scale", "lengths", "offsets", "offsets_dtype"},
+                     .dtype = DType::bf16,
+                     .args = {{"chunk_size", ArgKind::integer},
+                              {"gva", ArgKind::integer},
+                              {"gates", ArgKind::boolean},
+                              {"gate_scale", ArgKind::number},
+                              {"gate_log2", ArgKind::boolean},
+                              {"T", ArgKind::integer}}}) {}
+
+  Status make(const CaseRow& row, Problem* p) const override {
+    const CaseSpec& cs = *row.spec;
+    RECOPS_RETURN_IF_ERROR(begin_make(row, p, "k's [B, T, H, K]"));
+    Shape shape = *cs.shape;
+    if (shape.size() != 4) return case_error(row, "shape must be k's [B, T, H, K]");
+    const bool packed = cs.lengths || cs.offsets;
+    Input off;
+    if (packed) {
+      RECOPS_RETURN_IF_ERROR(make_offsets_input(row, &off, &p->offsets));
+      shape[1] = p->offsets.empty() ? 0 : std::max<int64_t>(0, p->offsets.back());
+      shape[1] = static_cast<int64_t>(number(cs, "T", static_cast<double>(shape[1])));
+    }
+    const int64_t B = shape[0], T = shape[1], H = shape[2];
+    const int64_t HV = H * static_cast<int64_t>(number(cs, "gva", 1));
+    const int64_t bt = static_cast<int64_t>(number(cs, "chunk_size", 64));
+    const bool gates = flag(cs, "gates", true), log2 = flag(cs, "gate_log2", false);
+    auto& sc = p->scalars;
+    sc["chunk_size"] = static_cast<double>(bt);
+    sc["gate_log2"] = log2;
+    sc["gates"] = gates;
+    sc["packed"] = packed;
+    p->inputs.clear();
+    p->inputs.push_back(data_input("k", p->dtype, shape, cs.seed, cs.scale));
+    p->inputs.push_back(data_input("beta", p->dtype, {B, T, HV}, cs.seed + 1, 1.0));
+    map_values(&p->inputs.back(), [](double u) { return 1.0 / (1.0 + std::exp(-u)); });
+    if (gates) {
+      p->inputs.push_back(data_input("g", DType::fp32, {B, T, HV}, cs.seed + 2, 1.0));
+      make_cumsum(&p->inputs.back(), p->offsets, packed, bt, number(cs, "gate_scale", 1.0),
+                  log2 ? 1.0 / std::log(2.0) : 1.0);
+    }
+    if (packed) {
+      off.name = "seq_offsets";
+      p->inputs.push_back(std::move(off));
+    }
+    p->sizes = {{"B", B}, {"T", T}, {"H", H}, {"HV", HV}, {"K", shape[3]}, {"BT", bt}};
+    if (packed) p->sizes.push_back({"N", static_cast<int64_t>(p->offsets.size()) - 1});
+    p->outputs = {{"A", {B, T, HV, bt}, DType::fp32}};
+    return Status::Ok();
+  }
+
+  Status run(const Problem& p, const std::vector<TensorView>& in,
+             const std::vector<TensorView>& out, const Context& ctx) const override {
+    return chunk_scaled_dot_kkt(args(p, in), out[0], ctx);
+  }
+
+  Status baseline(const Problem& p, std::vector<Tensor>* out) const override {
+    *out = alloc_outputs(p, Device::cpu());
+    const auto o = views(*out);
+    return chunk_scaled_dot_kkt_plain(args(p, views(p.inputs)), o[0]);
+  }
+
+  // Byte floor: k, beta, G (and seq_offsets) read once, A written once.
+  double bytes(const Problem& p) const override {
+    double b = 0;
+    for (const Input& in : p.inputs) b += static_cast<double>(in.view.numel() * in.view.itemsize());
+    const Shape& s = p.outputs[0].shape;
+    return b + 4.0 * static_cast<double>(s[0] * s[1] * s[2] * s[3]);
+  }
+
+  // 2·K per element of A's lower triangle (the dot), counted over the full BT columns per row
+  // per value head (the dense chunk matmul a GPU does): 2·B·T·HV·BT·K.
+  double flops(const Problem& p) const override {
+    const TensorView& k = p.inputs[0].view;
+    const Shape& s = p.outputs[0].shape;
+    return 2.0 * static_cast<double>(s[0] * s[1] * s[2] * s[3]) * static_cast<double>(k.sizes[3]);
+  }
+
+ private:
+  static ChunkScaledDotKktArgs args(const Problem& p, const std::vector<TensorView>& in) {
+    const auto& sc = p.scalars;
+    ChunkScaledDotKktArgs a;
+    a.k = in[0];
+    a.beta = in[1];
+    size_t i = 2;
+    if (sc.at("gates") != 0) a.g = in[i++];
+    if (sc.at("packed") != 0) a.seq_offsets = in[i++];
+    a.chunk_size = static_cast<int64_t>(sc.at("chunk_size"));
+    a.gate_log2 = sc.at("gate_log2") != 0;
+    return a;
+  }
+
+  // v = f(v) in place, rounded to the input's dtype.
+  template <class F>
+  static void map_values(Input* in, F f) {
+    TensorView& v = in->view;
+    visit_floating(v.dtype, [&](auto t) {
+      using T = decltype(t);
+      T* d = static_cast<T*>(v.data);
+      for (int64_t i = 0; i < v.numel(); ++i) d[i] = from_double<T>(f(to_double(d[i])));
+    });
+  }
+
+  // g [B, T, HV] fp32 of U(−1, 1) → G: the chunk-local cumsum of −|g|·gate_scale·unit, chunks of
+  // bt from each sequence's start (batch rows, or the packed offsets), fp64 sums rounded once.
+  static void make_cumsum(Input* in, const std::vector<int64_t>& offsets, bool packed, int64_t bt,
+                          double gate_scale, double unit) {
+    TensorView& v = in->view;
+    float* d = static_cast<float*>(v.data);
+    const int64_t B = v.sizes[0], T = v.sizes[1], HV = v.sizes[2];
+    auto run = [&](int64_t row0, int64_t len) {
+      for (int64_t c0 = 0; c0 < len; c0 += bt)
+        for (int64_t h = 0; h < HV; ++h) {
+          double acc = 0;
+          for (int64_t t = c0; t < std::min(len, c0 + bt); ++t) {
+            float& x = d[(row0 + t) * HV + h];
+            acc += -std::fabs(static_cast<double>(x)) * gate_scale * unit;
+            x = static_cast<float>(acc);
+          }
+        }
+    };
+    if (!packed) {
+      for (int64_t b = 0; b < B; ++b) run(b * T, T);
+      return;
+    }
+    for (size_t n = 0; n + 1 < offsets.size(); ++n) {
+      const int64_t lo = std::clamp<int64_t>(offsets[n], 0, T);
+      const int64_t hi = std::clamp<int64_t>(offsets[n + 1], lo, T);
+      run(lo, hi - lo);
+    }
+  }
+};
+
+}  // namespace
+
+RECOPS_REGISTER_DRIVER(ChunkScaledDotKktDriver);
+
+}  // namespace recops::cli
