@@ -383,3 +383,31 @@ class FusedLinearCrossEntropyLoss(nn.Module):
                               softcap=float(self.logit_softcapping or 0.0),
                               reduction=self.reduction, accum_dtype=acc)
         return loss
+
+
+# ---- chunk_scaled_dot_kkt_fwd (fla.ops.common.chunk_scaled_dot_kkt) ----------------------------
+# fla-core 0.6.0, fla/ops/common/chunk_scaled_dot_kkt.py, chunk_scaled_dot_kkt_fwd (lines 84-135):
+# fla's argument names and order over recops.chunk_scaled_dot_kkt. fla's kernel applies exp2 to
+# the differences of g (log2 units, as its chunk_local_cumsum with scale = 1/ln 2 gives them), so
+# gate_log2=True here. chunk_indices (fla's precomputed (sequence, chunk) schedule) is accepted
+# and not read. Forward only, as fla's (its gradient is formed in the wy_fast backward).
+
+from .. import chunk_scaled_dot_kkt as _chunk_scaled_dot_kkt  # noqa: E402
+
+
+def chunk_scaled_dot_kkt_fwd(k: torch.Tensor, g: Optional[torch.Tensor] = None,
+                             beta: Optional[torch.Tensor] = None,
+                             cu_seqlens: Optional[torch.Tensor] = None, chunk_size: int = 64,
+                             output_dtype: torch.dtype = torch.float32,
+                             chunk_indices: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """``fla.ops.common.chunk_scaled_dot_kkt.chunk_scaled_dot_kkt_fwd``: per chunk of
+    ``chunk_size`` positions (restarting at each ``cu_seqlens`` sequence start, B = 1),
+    ``A[t, hv, j] = beta[t, hv] * (k[t, h] . k[j, h]) * exp2(g[t, hv] - g[j, hv])`` for chunk
+    column j before t, else 0; k ``[B, T, H, K]``, g (log2-unit chunk-local cumsum, optional) and
+    beta ``[B, T, HV]``, h = hv // (HV // H). Returns ``[B, T, HV, chunk_size]`` in
+    ``output_dtype`` (computed in fp32)."""
+    if beta is None:
+        raise ValueError("chunk_scaled_dot_kkt_fwd: beta [B, T, HV] is required")
+    del chunk_indices  # fla's schedule for cu_seqlens; recops derives its own
+    A = _chunk_scaled_dot_kkt(k, beta, g, cu_seqlens, int(chunk_size), True)
+    return A if output_dtype in (None, torch.float32) else A.to(output_dtype)
