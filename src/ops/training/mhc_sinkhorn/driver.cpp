@@ -5,15 +5,34 @@
 // Case fields beyond the common ones: shape (logits', [..., n, n], required), scale. args: iters
 // (default 20), eps (default 1e-6), specials (boolean: matrix 1 gets a NaN logit, matrix 2 a +inf,
 // matrix 3 a row of -inf, matrix 4 one -inf (a zero probability), where those matrices exist).
+//
+// Judging: the forward by the file's `single` standard; the backward by `single` with this op's
+// documented `small` (README "Accuracy"): per element, small_i = S_i = sum over q of
+// |dlogits_i(dP masked to position q)|, the magnitude of the terms whose sum is dlogits_i (dlogits
+// is linear in dP, so the golden run once per position q of the n x n matrix gives them).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <limits>
+#include <optional>
+#include <string>
 
 #include "ops/training/common/case_args.h"
 #include "ops/training/mhc_sinkhorn/mhc_sinkhorn.h"
+#include "tools/recops/gen.h"
 #include "tools/recops/inputs.h"
+#include "tools/recops/judge.h"
 
 namespace recops::cli {
 namespace {
 using training_args::flag;
+
+std::string fmt_g(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.9g", v);
+  return b;
+}
 using training_args::number;
 
 void put_specials(const TensorView& l, int64_t n) {
@@ -68,6 +87,104 @@ class MhcSinkhornDriver final : public FixedDriver {
     if (p.op == "mhc_sinkhorn") return mhc_sinkhorn(fwd_args(p, in[0]), out[0], ctx);
     const MhcSinkhornArgs f = fwd_args(p, in[1]);
     return mhc_sinkhorn_bwd({in[0], in[1], f.iters, f.eps}, out[0], ctx);
+  }
+
+  // mhc_sinkhorn_bwd only (the forward: std::nullopt, the file's standard). accuracy.md's
+  // `single` with small_i = max(S_i, smallest normal x rms(gold)): |gold_i| >= small_i needs
+  // rel_i <= 10 T (and mean rel <= T over those); |gold_i| < small_i needs |out_i - gold_i| <=
+  // T small_i. Poisoned and non-finite elements as judge.cpp.
+  std::optional<Judgement> judge_outputs(const Problem& p, const std::vector<Tensor>& out,
+                                         const std::vector<Tensor>& gold) const override {
+    if (p.op != "mhc_sinkhorn_bwd") return std::nullopt;
+    Judgement j;
+    const DType t = gold[0].dtype();
+    const int64_t numel = gold[0].numel();
+    const Shape& shape = p.outputs[0].shape;
+    const int64_t n = shape.empty() ? 0 : shape.back(), nn = n * n;
+    auto fail = [&](int64_t i, const std::string& why) {
+      ++j.mismatched;
+      if (j.pass) j.detail = "dlogits: element " + std::to_string(i) + ": " + why;
+      j.pass = false;
+    };
+    // S: the golden of dP restricted to one position q of every matrix, summed in magnitude.
+    std::vector<double> S(static_cast<size_t>(numel), 0.0);
+    if (numel > 0) {
+      const std::vector<TensorView> in = views(p.inputs);  // dP, logits
+      const int64_t es = dtype_size(t);
+      Tensor dq = Tensor::empty(shape, t), fq = Tensor::empty(shape, t);
+      Context ctx;
+      ctx.impl = "reference";
+      for (int64_t q = 0; q < nn; ++q) {
+        std::memset(dq.data(), 0, static_cast<size_t>(numel * es));
+        for (int64_t e = q; e < numel; e += nn)
+          std::memcpy(static_cast<char*>(dq.data()) + e * es,
+                      static_cast<const char*>(in[0].data) + e * es, static_cast<size_t>(es));
+        const MhcSinkhornArgs f = fwd_args(p, in[1]);
+        if (Status st = mhc_sinkhorn_bwd({dq.view(), in[1], f.iters, f.eps}, fq.view(), ctx);
+            !st.ok()) {
+          fail(0, "the golden of the terms failed: " + st.message());
+          return j;
+        }
+        for (int64_t e = 0; e < numel; ++e)
+          S[static_cast<size_t>(e)] +=
+              std::fabs(load_value(static_cast<const char*>(fq.data()) + e * es, t));
+      }
+    }
+    const auto* po = static_cast<const char*>(out[0].data());
+    const auto* pg = static_cast<const char*>(gold[0].data());
+    const int64_t es = dtype_size(t);
+    double ss = 0;
+    int64_t cnt = 0;
+    for (int64_t i = 0; i < numel; ++i) {
+      const double g = load_value(pg + i * es, t);
+      if (std::isfinite(g)) ss += g * g, ++cnt;
+    }
+    double magnitude = cnt ? std::sqrt(ss / static_cast<double>(cnt)) : 1.0;
+    if (!(magnitude > 0)) magnitude = 1.0;
+    const double T = core::threshold(t), floor = core::smallest_normal(t) * magnitude;
+    const uint64_t poison = poison_bits(t, 0);
+    double rel_sum = 0;
+    int64_t rel_count = 0;
+    for (int64_t i = 0; i < numel; ++i) {
+      uint64_t ob = 0;
+      std::memcpy(&ob, po + i * es, static_cast<size_t>(es));
+      if (ob == poison) {
+        ++j.unwritten;
+        fail(i, "not written (still holds the poison)");
+        continue;
+      }
+      const double o = load_value(po + i * es, t), g = load_value(pg + i * es, t);
+      if (!std::isfinite(g) || !std::isfinite(o)) {
+        if (!((std::isnan(g) && std::isnan(o)) || o == g)) {
+          ++j.nonfinite;
+          fail(i, "got " + std::to_string(o) + ", expected " + std::to_string(g));
+        }
+        continue;
+      }
+      const double d = std::fabs(o - g);
+      j.max_abs = std::max(j.max_abs, d);
+      const double small = std::max(S[static_cast<size_t>(i)], floor);
+      if (std::fabs(g) < small) {
+        if (d > T * small) fail(i, "abs error " + fmt_g(d) + " > T*S_i (S_i " + fmt_g(small) + ")");
+      } else {
+        const double rel = d / std::fabs(g);
+        rel_sum += rel, ++rel_count;
+        j.max_rel = std::max(j.max_rel, rel);
+        if (rel > 10 * T)
+          fail(i, "rel error " + fmt_g(rel) + " > 10*T (got " + fmt_g(o) + ", expected " +
+                      fmt_g(g) + ")");
+      }
+    }
+    j.mean_rel = rel_count ? rel_sum / static_cast<double>(rel_count) : 0.0;
+    if (j.mean_rel > T) {
+      j.pass = false;
+      if (j.detail.empty()) j.detail = "dlogits: mean rel error " + fmt_g(j.mean_rel) + " > T";
+    }
+    if (!j.pass)
+      j.detail += " (" + std::to_string(j.mismatched) + " mismatched, " +
+                  std::to_string(j.unwritten) + " unwritten, " + std::to_string(j.nonfinite) +
+                  " non-finite)";
+    return j;
   }
 
   // Every input read once, every output written once.
