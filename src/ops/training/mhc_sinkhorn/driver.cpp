@@ -7,9 +7,10 @@
 // matrix 3 a row of -inf, matrix 4 one -inf (a zero probability), where those matrices exist).
 //
 // Judging: the forward by the file's `single` standard; the backward by `single` with this op's
-// documented `small` (README "Accuracy"): per element, small_i = S_i = sum over q of
-// |dlogits_i(dP masked to position q)|, the magnitude of the terms whose sum is dlogits_i (dlogits
-// is linear in dP, so the golden run once per position q of the n x n matrix gives them).
+// documented `small` (README "Accuracy"): per element, small_i = max(S_i, p_i·M_t), S_i = sum over
+// q of |dlogits_i(dP masked to position q)|, the magnitude of the terms whose sum is dlogits_i
+// (dlogits is linear in dP, so the golden run once per position q of the n x n matrix gives them),
+// and p_i·M_t the softmax at i times the token's largest |dlogits / p| (the adjoint's scale).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -90,9 +91,9 @@ class MhcSinkhornDriver final : public FixedDriver {
   }
 
   // mhc_sinkhorn_bwd only (the forward: std::nullopt, the file's standard). accuracy.md's
-  // `single` with small_i = max(S_i, smallest normal x rms(gold)): |gold_i| >= small_i needs
-  // rel_i <= 10 T (and mean rel <= T over those); |gold_i| < small_i needs |out_i - gold_i| <=
-  // T small_i. Poisoned and non-finite elements as judge.cpp.
+  // `single` with small_i = max(S_i, p_i M_t, smallest normal x rms(gold)): |gold_i| >= small_i
+  // needs rel_i <= 10 T (and mean rel <= T over those); |gold_i| < small_i needs |out_i - gold_i|
+  // <= T small_i. Poisoned and non-finite elements as judge.cpp.
   std::optional<Judgement> judge_outputs(const Problem& p, const std::vector<Tensor>& out,
                                          const std::vector<Tensor>& gold) const override {
     if (p.op != "mhc_sinkhorn_bwd") return std::nullopt;
@@ -130,6 +131,37 @@ class MhcSinkhornDriver final : public FixedDriver {
               std::fabs(load_value(static_cast<const char*>(fq.data()) + e * es, t));
       }
     }
+    // p·M: p_i the softmax (fp64) of the logits at element i, M_t the token's largest
+    // |gold_k| / p_k: the scale of the adjoint at the softmax step (dlogits = p·(g - <g, p>)),
+    // whose rounding errors reach element i multiplied by p_i.
+    std::vector<double> pm(static_cast<size_t>(numel), 0.0);
+    {
+      const std::vector<TensorView> in = views(p.inputs);
+      const auto* pl = static_cast<const char*>(in[1].data);
+      const auto* pgold = static_cast<const char*>(gold[0].data());
+      const int64_t es = dtype_size(t);
+      std::vector<double> sm(static_cast<size_t>(nn));
+      for (int64_t base = 0; base < numel; base += nn) {
+        for (int64_t r = 0; r < n; ++r) {
+          double mx = -INFINITY, z = 0;
+          for (int64_t c = 0; c < n; ++c)
+            mx = std::fmax(mx, load_value(pl + (base + r * n + c) * es, t));
+          for (int64_t c = 0; c < n; ++c)
+            z += sm[static_cast<size_t>(r * n + c)] =
+                std::exp(load_value(pl + (base + r * n + c) * es, t) - mx);
+          for (int64_t c = 0; c < n; ++c) sm[static_cast<size_t>(r * n + c)] /= z;
+        }
+        double M = 0;
+        for (int64_t k = 0; k < nn; ++k) {
+          const double pk = sm[static_cast<size_t>(k)], gk = load_value(pgold + (base + k) * es, t);
+          if (pk > 0 && std::isfinite(gk)) M = std::fmax(M, std::fabs(gk) / pk);
+        }
+        for (int64_t k = 0; k < nn; ++k) {
+          const double v = sm[static_cast<size_t>(k)] * M;
+          pm[static_cast<size_t>(base + k)] = std::isfinite(v) ? v : 0.0;
+        }
+      }
+    }
     const auto* po = static_cast<const char*>(out[0].data());
     const auto* pg = static_cast<const char*>(gold[0].data());
     const int64_t es = dtype_size(t);
@@ -163,9 +195,12 @@ class MhcSinkhornDriver final : public FixedDriver {
       }
       const double d = std::fabs(o - g);
       j.max_abs = std::max(j.max_abs, d);
-      const double small = std::max(S[static_cast<size_t>(i)], floor);
+      const double Si = S[static_cast<size_t>(i)];
+      const double small =
+          std::max({std::isfinite(Si) ? Si : 0.0, pm[static_cast<size_t>(i)], floor});
       if (std::fabs(g) < small) {
-        if (d > T * small) fail(i, "abs error " + fmt_g(d) + " > T*S_i (S_i " + fmt_g(small) + ")");
+        if (d > T * small)
+          fail(i, "abs error " + fmt_g(d) + " > T*small_i (small_i " + fmt_g(small) + ")");
       } else {
         const double rel = d / std::fabs(g);
         rel_sum += rel, ++rel_count;
