@@ -28,13 +28,14 @@
 namespace recops::cli {
 namespace {
 using training_args::flag;
+using training_args::number;
 
+// A double with 9 significant digits (the judgement's messages).
 std::string fmt_g(double v) {
   char b[32];
   std::snprintf(b, sizeof b, "%.9g", v);
   return b;
 }
-using training_args::number;
 
 void put_specials(const TensorView& l, int64_t n) {
   const int64_t nn = n * n, tokens = nn == 0 ? 0 : l.numel() / nn;
