@@ -411,3 +411,21 @@ def chunk_scaled_dot_kkt_fwd(k: torch.Tensor, g: Optional[torch.Tensor] = None,
     del chunk_indices  # fla's schedule for cu_seqlens; recops derives its own
     A = _chunk_scaled_dot_kkt(k, beta, g, cu_seqlens, int(chunk_size), True)
     return A if output_dtype in (None, torch.float32) else A.to(output_dtype)
+
+
+# ---- solve_tril (fla.ops.utils.solve_tril; fla-core 0.6.0) -------------------------------------
+# One self-contained block (its own import) so that merges with other appended blocks stay simple.
+
+from .. import solve_tril as _solve_tril  # noqa: E402
+
+
+def solve_tril(A: torch.Tensor, cu_seqlens: Optional[torch.Tensor] = None,
+               chunk_indices: Optional[torch.Tensor] = None,
+               output_dtype: Optional[torch.dtype] = torch.float) -> torch.Tensor:
+    """``fla.ops.utils.solve_tril.solve_tril``: ``(I + A)^-1`` per chunk block of A
+    ``[B, T, H, BT]`` (BT = 16, 32 or 64 = the chunk size; only the strictly lower part of each
+    chunk's block is read), chunks restarting at each ``cu_seqlens`` sequence start (B = 1), in
+    ``output_dtype`` (None: A's dtype). ``chunk_indices`` (fla's precomputed schedule) is accepted
+    and not read. Forward only, as fla's (no gradient)."""
+    del chunk_indices  # fla's schedule for cu_seqlens; recops derives its own
+    return _solve_tril(A, cu_seqlens, out_dtype=output_dtype or A.dtype)
