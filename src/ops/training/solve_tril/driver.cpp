@@ -69,9 +69,10 @@ void make_kkt(const CaseSpec& cs, Problem* p, Input* a) {
           for (int64_t i = lo; i < hi; ++i)
             for (int64_t j = lo; j < i; ++j) {
               double dot = 0;
-              for (int64_t c = 0; c < K; ++c) dot += kn[(i * H + h) * K + c] * kn[(j * H + h) * K + c];
-              d[(i * H + h) * BT + (j - lo)] = from_double<T_>(
-                  beta[i * H + h] * dot * std::exp(Gc[i - lo] - Gc[j - lo]));
+              for (int64_t c = 0; c < K; ++c)
+                dot += kn[(i * H + h) * K + c] * kn[(j * H + h) * K + c];
+              d[(i * H + h) * BT + (j - lo)] =
+                  from_double<T_>(beta[i * H + h] * dot * std::exp(Gc[i - lo] - Gc[j - lo]));
             }
         }
       }
@@ -109,16 +110,17 @@ void plain(const Problem& p, const TensorView& a, const TensorView& o) {
 class SolveTrilDriver final : public FixedDriver {
  public:
   SolveTrilDriver()
-      : FixedDriver({.ops = {"solve_tril"},
-                     .folder = "training/solve_tril",
-                     .fields = {"shape", "scale", "lengths", "offsets", "offsets_dtype", "out_dtype"},
-                     .dtype = DType::fp32,
-                     .args = {{"random", ArgKind::boolean},
-                              {"K", ArgKind::integer},
-                              {"gates", ArgKind::boolean},
-                              {"gate_div", ArgKind::number},
-                              {"chunk_size", ArgKind::integer},
-                              {"T", ArgKind::integer}}}) {}
+      : FixedDriver(
+            {.ops = {"solve_tril"},
+             .folder = "training/solve_tril",
+             .fields = {"shape", "scale", "lengths", "offsets", "offsets_dtype", "out_dtype"},
+             .dtype = DType::fp32,
+             .args = {{"random", ArgKind::boolean},
+                      {"K", ArgKind::integer},
+                      {"gates", ArgKind::boolean},
+                      {"gate_div", ArgKind::number},
+                      {"chunk_size", ArgKind::integer},
+                      {"T", ArgKind::integer}}}) {}
 
   Status make(const CaseRow& row, Problem* p) const override {
     const CaseSpec& cs = *row.spec;

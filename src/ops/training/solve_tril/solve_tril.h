@@ -12,10 +12,10 @@
 namespace recops {
 
 struct SolveTrilArgs {
-  TensorView A;                            // [B, T, HV, BT], fp32 (fp64, fp16, bf16 accepted)
-  std::optional<TensorView> seq_offsets;   // [N + 1] int32/int64 (fla's cu_seqlens), B = 1
-  std::optional<DType> out_dtype;          // Ai's dtype; None = fp32
-  std::optional<int64_t> chunk_size;       // None = A's last dim; else must equal it
+  TensorView A;                           // [B, T, HV, BT], fp32 (fp64, fp16, bf16 accepted)
+  std::optional<TensorView> seq_offsets;  // [N + 1] int32/int64 (fla's cu_seqlens), B = 1
+  std::optional<DType> out_dtype;         // Ai's dtype; None = fp32
+  std::optional<int64_t> chunk_size;      // None = A's last dim; else must equal it
 };
 
 // Ai's shape (A's) and dtype; every rule that needs no data.

@@ -152,8 +152,8 @@ Status run_cpu(const Params& p, const Context& ctx) {
   const std::vector<Chunk> chunks = list_chunks(p);
   bool ok = false;
   visit_floating(p.in_dtype, [&](auto t) {
-    ok = visit_floating(p.out_dtype,
-                        [&](auto u) { solve<decltype(t), decltype(u)>(p, chunks, ctx.num_threads); });
+    ok = visit_floating(
+        p.out_dtype, [&](auto u) { solve<decltype(t), decltype(u)>(p, chunks, ctx.num_threads); });
   });
   if (!ok) return Status(StatusCode::internal, "solve_tril: cpu_generic reached with a bad dtype");
   return Status::Ok();
