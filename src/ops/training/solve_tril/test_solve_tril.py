@@ -148,3 +148,15 @@ def test_fla_dropin_matches_formula(output_dtype):
     got2 = fla_compat.solve_tril(A[:, :100], output_dtype=output_dtype)  # dense, B = 1
     torch.testing.assert_close(got2, peer(A[:, :100], inverse=True).to(got2.dtype), atol=tol,
                                rtol=tol)
+
+
+@pytest.mark.parametrize("bt", [16, 32, 64])
+def test_against_fla_core(bt):
+    """fla-core's Triton kernel on the GPU against recops on the CPU (fla has no CPU path)."""
+    mod = pytest.importorskip("fla.ops.utils.solve_tril", reason="fla-core is not installed")
+    if not torch.cuda.is_available():
+        pytest.skip("fla-core's solve_tril is a Triton kernel and needs a GPU")
+    A, cu = _make(1, 0, 4, bt, [100, 0, 28, 65])
+    want = mod.solve_tril(A.cuda(), cu_seqlens=cu.cuda()).cpu()
+    got = recops.solve_tril(A, cu)
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
