@@ -8,7 +8,10 @@ group_size and norm_before_gate); ``FusedLinearCrossEntropyLoss`` (``chunk_loss`
 ``num_chunks`` is a schedule hint and is ignored, recops chooses its chunks from the workspace
 budget; ``logit_scale`` other than 1, ``use_l2warp`` and ``process_group`` raise
 NotImplementedError); ``chunk_local_cumsum`` of ``fla.ops.utils.cumsum`` (``chunk_local_cumsum``;
-fla-org/flash-linear-attention @ bc3b101d; differentiable here, fla's is not).
+fla-org/flash-linear-attention @ bc3b101d; differentiable here, fla's is not);
+``chunk_scaled_dot_kkt_fwd`` of ``fla.ops.common.chunk_scaled_dot_kkt`` and ``solve_tril`` of
+``fla.ops.utils.solve_tril`` (the GDN sub-ops ``chunk_scaled_dot_kkt`` and ``solve_tril``,
+forward only as fla's).
 
 Differences from fla:
 - ``residual`` / ``prenorm`` / ``residual_in_fp32`` are composed here: the sum ``x + residual`` (in
