@@ -28,8 +28,8 @@ Status check_head_tensor(const char* name, const TensorView& t, const TensorView
   RECOPS_RETURN_IF_ERROR(core::check_same_device(kOp, "k", k, name, t));
   RECOPS_CHECK(t.ndim == 3 && is_float(t.dtype), kOp, ": ", name,
                " must be [B, T, HV] of fp64, fp32, fp16 or bf16; got ", describe(t));
-  RECOPS_CHECK(t.sizes[0] == B && t.sizes[1] == T && (HV < 0 || t.sizes[2] == HV), kOp, ": ",
-               name, " must be [B, T, HV] = ", shape_str({B, T, HV < 0 ? t.sizes[2] : HV}),
+  RECOPS_CHECK(t.sizes[0] == B && t.sizes[1] == T && (HV < 0 || t.sizes[2] == HV), kOp, ": ", name,
+               " must be [B, T, HV] = ", shape_str({B, T, HV < 0 ? t.sizes[2] : HV}),
                " (B, T of k; HV of beta); got ", describe(t));
   RECOPS_CHECK(t.is_contiguous(), kOp, ": ", name, " must be contiguous; got ", describe(t));
   return Status::Ok();
@@ -46,11 +46,11 @@ Status check_args(const ChunkScaledDotKktArgs& a, const Context* ctx, Params* p)
   RECOPS_RETURN_IF_ERROR(check_head_tensor("beta", a.beta, k, B, T, -1));
   const int64_t HV = a.beta.sizes[2];
   RECOPS_CHECK(H > 0 ? HV % H == 0 : HV == 0, kOp, ": beta's HV=", HV,
-               " must be a multiple of k's H=", H, " (GVA: value head hv uses key head hv / (HV/H))");
+               " must be a multiple of k's H=", H,
+               " (GVA: value head hv uses key head hv / (HV/H))");
   if (a.g) RECOPS_RETURN_IF_ERROR(check_head_tensor("g", *a.g, k, B, T, HV));
   const int64_t bt = a.chunk_size;
-  RECOPS_CHECK(bt == 16 || bt == 32 || bt == 64, kOp, ": chunk_size=", bt,
-               " must be 16, 32 or 64");
+  RECOPS_CHECK(bt == 16 || bt == 32 || bt == 64, kOp, ": chunk_size=", bt, " must be 16, 32 or 64");
   int64_t N = B;
   if (a.seq_offsets) {
     RECOPS_RETURN_IF_ERROR(training::check_packed_offsets(kOp, "k", k, *a.seq_offsets, B, T,
@@ -81,8 +81,7 @@ Status check_out(const Params& p, const TensorView& k, const TensorView& A) {
   return Status::Ok();
 }
 
-Status prepare(const ChunkScaledDotKktArgs& a, const TensorView& A, const Context& ctx,
-               Params* p) {
+Status prepare(const ChunkScaledDotKktArgs& a, const TensorView& A, const Context& ctx, Params* p) {
   RECOPS_RETURN_IF_ERROR(check_args(a, &ctx, p));
   RECOPS_RETURN_IF_ERROR(check_out(*p, a.k, A));
   p->A = static_cast<float*>(A.data);

@@ -37,7 +37,7 @@ void golden(const Params& p) {
     const int64_t last = p.seq_offsets ? offset_value(p, n + 1) : p.T;
     for (int64_t t = first; t < last; ++t) {
       const int64_t c0 = first + (t - first) / p.BT * p.BT;  // t's chunk start
-      const int64_t rt = b * p.T + t;                         // t's flattened row
+      const int64_t rt = b * p.T + t;                        // t's flattened row
       for (int64_t hv = 0; hv < p.HV; ++hv) {
         const int64_t h = hv / group;
         const S beta = static_cast<S>(load(p.beta, p.beta_dtype, rt * p.HV + hv));

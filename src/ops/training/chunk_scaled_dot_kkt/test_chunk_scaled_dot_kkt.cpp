@@ -11,7 +11,9 @@
 namespace recops {
 namespace {
 
-float* f32(Tensor& t) { return static_cast<float*>(t.data()); }
+float* f32(Tensor& t) {
+  return static_cast<float*>(t.data());
+}
 
 // T = 3, H = 1, K = 2, chunk 16: rows 1 and 2 of A hand-computed, the rest 0.
 TEST(ChunkScaledDotKkt, HandComputedChunk) {
@@ -80,8 +82,8 @@ TEST(ChunkScaledDotKkt, GvaHeadsAndVarlenRestart) {
   }
 }
 
-Status call(const Shape& ks, const Shape& bs, int64_t bt, const Shape& as,
-            DType kt = DType::fp32, DType at = DType::fp32) {
+Status call(const Shape& ks, const Shape& bs, int64_t bt, const Shape& as, DType kt = DType::fp32,
+            DType at = DType::fp32) {
   Tensor k = Tensor::empty(ks, kt), beta = Tensor::empty(bs, DType::fp32);
   Tensor A = Tensor::empty(as, at);
   ChunkScaledDotKktArgs a;

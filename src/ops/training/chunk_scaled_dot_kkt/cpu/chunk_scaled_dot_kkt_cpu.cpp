@@ -133,7 +133,8 @@ Status run_cpu(const Params& p, const Context& ctx) {
     ok = true;
   });
   if (!ok)
-    return Status(StatusCode::internal, "chunk_scaled_dot_kkt: cpu_generic reached with a bad dtype");
+    return Status(StatusCode::internal,
+                  "chunk_scaled_dot_kkt: cpu_generic reached with a bad dtype");
   return Status::Ok();
 }
 

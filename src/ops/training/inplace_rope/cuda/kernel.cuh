@@ -125,8 +125,7 @@ __global__ void __launch_bounds__(kThreads) rope_kernel(Params p) {
 #pragma unroll
     for (int k = 0; k < kHeadsPerThread; ++k)
       if (k < nh)
-        load_n<T, 2 * P, Vec>(src + b * p.src_sb + l * p.src_sl + (h0 + k) * p.src_sh + off,
-                              xv[k]);
+        load_n<T, 2 * P, Vec>(src + b * p.src_sb + l * p.src_sl + (h0 + k) * p.src_sh + off, xv[k]);
 #pragma unroll
     for (int k = 0; k < kHeadsPerThread; ++k) {
       if (k < nh) {

@@ -25,7 +25,8 @@ bool aligned(const void* ptr, int64_t bytes, int64_t es, const Params& p, int64_
 }
 
 dim3 grid_for(int64_t items) {
-  return dim3(static_cast<unsigned>(std::min<int64_t>((items + kThreads - 1) / kThreads, kMaxBlocks)));
+  return dim3(
+      static_cast<unsigned>(std::min<int64_t>((items + kThreads - 1) / kThreads, kMaxBlocks)));
 }
 
 const char* op_name(const Params& p) {
@@ -66,8 +67,8 @@ Status nope_copy(const Params& p, void* stream) {
                    aligned(p.dst, 16, es, p, p.dst_sb, p.dst_sl, p.dst_sh);
   const int64_t rows = p.B * p.L * p.H;
   if (vec)
-    return RECOPS_LAUNCH_KERNEL(op_name(p), (nope_copy_kernel<T, kN>), grid_for(rows * (first / kN)),
-                                dim3(kThreads), 0, stream, p);
+    return RECOPS_LAUNCH_KERNEL(op_name(p), (nope_copy_kernel<T, kN>),
+                                grid_for(rows * (first / kN)), dim3(kThreads), 0, stream, p);
   return RECOPS_LAUNCH_KERNEL(op_name(p), (nope_copy_kernel<T, 1>), grid_for(rows * first),
                               dim3(kThreads), 0, stream, p);
 }
