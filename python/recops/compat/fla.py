@@ -11,7 +11,8 @@ NotImplementedError); ``chunk_local_cumsum`` of ``fla.ops.utils.cumsum`` (``chun
 fla-org/flash-linear-attention @ bc3b101d; differentiable here, fla's is not);
 ``chunk_scaled_dot_kkt_fwd`` of ``fla.ops.common.chunk_scaled_dot_kkt`` and ``solve_tril`` of
 ``fla.ops.utils.solve_tril`` (the GDN sub-ops ``chunk_scaled_dot_kkt`` and ``solve_tril``,
-forward only as fla's).
+forward only as fla's); ``recompute_w_u_fwd`` of ``fla.ops.gated_delta_rule.wy_fast`` (the GDN
+sub-op ``recompute_w_u_fwd``, forward only as fla's, returning ``(w, u)``).
 
 Differences from fla:
 - ``residual`` / ``prenorm`` / ``residual_in_fp32`` are composed here: the sum ``x + residual`` (in
@@ -432,3 +433,26 @@ def solve_tril(A: torch.Tensor, cu_seqlens: Optional[torch.Tensor] = None,
     and not read. Forward only, as fla's (no gradient)."""
     del chunk_indices  # fla's schedule for cu_seqlens; recops derives its own
     return _solve_tril(A, cu_seqlens, out_dtype=output_dtype or A.dtype)
+
+
+# ---- recompute_w_u_fwd (fla.ops.gated_delta_rule.wy_fast; fla-core 0.6.0) ----------------------
+# fla-core 0.6.0, fla/ops/gated_delta_rule/wy_fast.py, recompute_w_u_fwd (lines 255-292): fla's
+# argument names, order and return order (w, u) over recops.recompute_w_u_fwd. fla's kernel applies
+# exp2 to g (log2 units: its GDN forward takes chunk_local_cumsum with scale = 1/ln 2), so
+# gate_log2=True here. The chunk size is A's last dim, as in fla. chunk_indices (fla's precomputed
+# (sequence, chunk) schedule) is accepted and not read. One self-contained block (its own import).
+
+from .. import recompute_w_u_fwd as _recompute_w_u_fwd  # noqa: E402
+
+
+def recompute_w_u_fwd(k: torch.Tensor, v: torch.Tensor, beta: torch.Tensor, A: torch.Tensor,
+                      g: Optional[torch.Tensor] = None, cu_seqlens: Optional[torch.Tensor] = None,
+                      chunk_indices: Optional[torch.Tensor] = None):
+    """``fla.ops.gated_delta_rule.wy_fast.recompute_w_u_fwd``: per chunk of BT = ``A.shape[-1]``
+    positions (restarting at each ``cu_seqlens`` sequence start, B = 1), with A the chunks' rows of
+    ``(I + A_kkt)^-1`` ``[B, T, HV, BT]``: ``u = A (beta * v)`` and
+    ``w = A (beta * exp2(g) * k)`` (no factor without g; g the log2-unit chunk-local cumsum
+    ``[B, T, HV]``), k ``[B, T, H, K]`` at key head hv // (HV // H), v ``[B, T, HV, V]``.
+    Returns ``(w, u)``: w ``[B, T, HV, K]`` in k's dtype, u like v. Forward only, as fla's."""
+    del chunk_indices  # fla's schedule for cu_seqlens; recops derives its own
+    return _recompute_w_u_fwd(k, v, beta, A, g, cu_seqlens, gate_log2=True)
