@@ -436,7 +436,7 @@ def solve_tril(A: torch.Tensor, cu_seqlens: Optional[torch.Tensor] = None,
 
 
 # ---- recompute_w_u_fwd (fla.ops.gated_delta_rule.wy_fast; fla-core 0.6.0) ----------------------
-# fla-core 0.6.0, fla/ops/gated_delta_rule/wy_fast.py, recompute_w_u_fwd (lines 255-292): fla's
+# fla-core 0.6.0, fla/ops/gated_delta_rule/wy_fast.py, recompute_w_u_fwd (lines 255-294): fla's
 # argument names, order and return order (w, u) over recops.recompute_w_u_fwd. fla's kernel applies
 # exp2 to g (log2 units: its GDN forward takes chunk_local_cumsum with scale = 1/ln 2), so
 # gate_log2=True here. The chunk size is A's last dim, as in fla. chunk_indices (fla's precomputed
