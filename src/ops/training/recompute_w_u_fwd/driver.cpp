@@ -172,7 +172,8 @@ class RecomputeWUFwdDriver final : public FixedDriver {
         double ss = 0;
         for (int64_t c = 0; c < K; ++c) ss += to_double(d[r * K + c]) * to_double(d[r * K + c]);
         const double inv = 1.0 / std::sqrt(std::max(ss, 1e-30));
-        for (int64_t c = 0; c < K; ++c) d[r * K + c] = from_double<T>(to_double(d[r * K + c]) * inv);
+        for (int64_t c = 0; c < K; ++c)
+          d[r * K + c] = from_double<T>(to_double(d[r * K + c]) * inv);
       }
     });
   }

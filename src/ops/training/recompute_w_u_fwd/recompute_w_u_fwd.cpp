@@ -48,16 +48,15 @@ Status check_args(const RecomputeWUFwdArgs& a, const Context* ctx, Params* p) {
                ": k must be [B, T, H, K] of fp64, fp32, fp16 or bf16; got ", describe(k));
   RECOPS_CHECK(k.is_contiguous(), kOp, ": k must be contiguous; got ", describe(k));
   const int64_t B = k.sizes[0], T = k.sizes[1], H = k.sizes[2], K = k.sizes[3];
-  RECOPS_RETURN_IF_ERROR(
-      check_tensor("v", "[B, T, HV, V]", a.v, k, {B, T, -1, -1}, "B, T of k"));
+  RECOPS_RETURN_IF_ERROR(check_tensor("v", "[B, T, HV, V]", a.v, k, {B, T, -1, -1}, "B, T of k"));
   const int64_t HV = a.v.sizes[2], V = a.v.sizes[3];
   RECOPS_CHECK(H > 0 ? HV % H == 0 : HV == 0, kOp, ": v's HV=", HV,
                " must be a multiple of k's H=", H,
                " (GVA: value head hv uses key head hv / (HV/H))");
   RECOPS_RETURN_IF_ERROR(
       check_tensor("beta", "[B, T, HV]", a.beta, k, {B, T, HV}, "B, T of k; HV of v"));
-  RECOPS_RETURN_IF_ERROR(check_tensor("Ai", "[B, T, HV, BT]", a.Ai, k, {B, T, HV, -1},
-                                      "B, T of k; HV of v"));
+  RECOPS_RETURN_IF_ERROR(
+      check_tensor("Ai", "[B, T, HV, BT]", a.Ai, k, {B, T, HV, -1}, "B, T of k; HV of v"));
   const int64_t bt = a.Ai.sizes[3];
   RECOPS_CHECK(bt == 16 || bt == 32 || bt == 64, kOp,
                ": Ai's last dim (the chunk size BT) must be 16, 32 or 64; got ", bt);

@@ -81,8 +81,14 @@ void golden(const Params& p, bool with_k) {
 Status run_reference(const Params& p, const Context&) {
   const bool w64 = !p.plain || p.k_dtype == DType::fp64;
   const bool u64 = !p.plain || p.v_dtype == DType::fp64;
-  if (w64) golden<double>(p, true); else golden<float>(p, true);
-  if (u64) golden<double>(p, false); else golden<float>(p, false);
+  if (w64)
+    golden<double>(p, true);
+  else
+    golden<float>(p, true);
+  if (u64)
+    golden<double>(p, false);
+  else
+    golden<float>(p, false);
   return Status::Ok();
 }
 

@@ -28,8 +28,8 @@ TEST(RecomputeWUFwd, HandComputedChunk) {
   f32(beta)[0] = 0.5f, f32(beta)[1] = 0.25f;
   f32(g)[0] = -0.5f, f32(g)[1] = -1.5f;
   for (int i = 0; i < 32; ++i) f32(Ai)[i] = NAN;  // columns past the 2-row chunk: never read
-  f32(Ai)[0] = 1, f32(Ai)[1] = 0;                  // row 0: [1, 0]
-  f32(Ai)[16] = -0.75f, f32(Ai)[17] = 1;           // row 1: [-0.75, 1]
+  f32(Ai)[0] = 1, f32(Ai)[1] = 0;                 // row 0: [1, 0]
+  f32(Ai)[16] = -0.75f, f32(Ai)[17] = 1;          // row 1: [-0.75, 1]
   RecomputeWUFwdArgs a;
   a.k = k.view(), a.v = v.view(), a.beta = beta.view(), a.Ai = Ai.view(), a.g = g.view();
   ASSERT_TRUE(recompute_w_u_fwd(a, w.view(), u.view()).ok());
@@ -58,10 +58,13 @@ TEST(RecomputeWUFwd, HandComputedChunk) {
 // seq_offsets [0, 2, 5]: row 2 mixes rows 2.. only. Ai = all ones inside each chunk's rows.
 TEST(RecomputeWUFwd, GvaHeadsAndVarlenRestart) {
   const int64_t T = 5, H = 2, HV = 4, K = 3, V = 2;
-  Tensor k = Tensor::empty({1, T, H, K}, DType::fp32), v = Tensor::empty({1, T, HV, V}, DType::fp32);
-  Tensor beta = Tensor::empty({1, T, HV}, DType::fp32), Ai = Tensor::empty({1, T, HV, 16}, DType::fp32);
+  Tensor k = Tensor::empty({1, T, H, K}, DType::fp32),
+         v = Tensor::empty({1, T, HV, V}, DType::fp32);
+  Tensor beta = Tensor::empty({1, T, HV}, DType::fp32),
+         Ai = Tensor::empty({1, T, HV, 16}, DType::fp32);
   Tensor off = Tensor::empty({3}, DType::int32);
-  Tensor w = Tensor::empty({1, T, HV, K}, DType::fp32), u = Tensor::empty({1, T, HV, V}, DType::fp32);
+  Tensor w = Tensor::empty({1, T, HV, K}, DType::fp32),
+         u = Tensor::empty({1, T, HV, V}, DType::fp32);
   for (int64_t i = 0; i < T * H * K; ++i) f32(k)[i] = static_cast<float>((i * 7) % 11) - 5;
   for (int64_t i = 0; i < T * HV * V; ++i) f32(v)[i] = static_cast<float>((i * 5) % 9) - 4;
   for (int64_t i = 0; i < T * HV; ++i) f32(beta)[i] = 0.1f * static_cast<float>(i + 1);
@@ -69,7 +72,8 @@ TEST(RecomputeWUFwd, GvaHeadsAndVarlenRestart) {
   const int32_t ov[] = {0, 2, 5};
   for (int i = 0; i < 3; ++i) static_cast<int32_t*>(off.data())[i] = ov[i];
   RecomputeWUFwdArgs a;
-  a.k = k.view(), a.v = v.view(), a.beta = beta.view(), a.Ai = Ai.view(), a.seq_offsets = off.view();
+  a.k = k.view(), a.v = v.view(), a.beta = beta.view(), a.Ai = Ai.view(),
+  a.seq_offsets = off.view();
   ASSERT_TRUE(recompute_w_u_fwd(a, w.view(), u.view()).ok());
   for (int64_t hv = 0; hv < HV; ++hv)
     for (int64_t t = 0; t < T; ++t) {
@@ -140,7 +144,8 @@ TEST(RecomputeWUFwd, Refusals) {
 
 TEST(RecomputeWUFwd, ShapesAndDtypes) {
   Tensor k = Tensor::empty({2, 7, 3, 5}, DType::bf16), v = Tensor::empty({2, 7, 6, 9}, DType::fp16);
-  Tensor beta = Tensor::empty({2, 7, 6}, DType::bf16), Ai = Tensor::empty({2, 7, 6, 32}, DType::fp32);
+  Tensor beta = Tensor::empty({2, 7, 6}, DType::bf16),
+         Ai = Tensor::empty({2, 7, 6, 32}, DType::fp32);
   RecomputeWUFwdArgs a;
   a.k = k.view(), a.v = v.view(), a.beta = beta.view(), a.Ai = Ai.view();
   Shape ws, us;

@@ -5,7 +5,8 @@
 // x_j = beta_j · v_j (w: beta_j · exp(G_j) · k_j at key head hv / (HV / H), exp2 with gate_log2;
 // G ≤ 0, so only exponentials of non-positive values are formed, training_ops.md §4.2) are
 // widened and scaled once into a dense [R, D] block, and each output row is the sum over j of
-// Ai[t, j] · x_j, accumulated along the row (D contiguous lanes, vectorisable) in column order.
+// Ai[t, j] · x_j, accumulated along the row (D contiguous lanes, vectorisable) in column order,
+// four output rows per pass so that each x_j row loaded feeds four accumulators.
 // Arithmetic: fp32 (fp64 for an fp64 output), like the double standard's plain baseline.
 #include <algorithm>
 #include <cmath>
@@ -18,6 +19,8 @@
 
 namespace recops::ops::recompute_w_u_fwd_ns {
 namespace {
+
+constexpr int64_t kRows = 4;  // output rows per pass
 
 struct Chunk {
   int64_t row0;  // first flattened row (b·T + t)
@@ -82,7 +85,7 @@ void apply(const Params& p, const std::vector<Chunk>& chunks, bool with_k, int t
   core::parallel_for(items, 1, threads, [&](int64_t begin, int64_t end) {
     std::vector<S> a(static_cast<size_t>(BT * BT));
     std::vector<S> x(static_cast<size_t>(BT * D));
-    std::vector<S> acc(static_cast<size_t>(D));
+    std::vector<S> acc(static_cast<size_t>(kRows * D));
     for (int64_t item = begin; item < end; ++item) {
       const Chunk& ch = chunks[static_cast<size_t>(item / HV)];
       const int64_t hv = item % HV, R = ch.rows;
@@ -101,16 +104,34 @@ void apply(const Params& p, const std::vector<Chunk>& chunks, bool with_k, int t
         S* xj = x.data() + j * D;
         for (int64_t d = 0; d < D; ++d) xj[d] = c * widen<S>(s[d]);
       }
-      for (int64_t t = 0; t < R; ++t) {
+      // Four output rows per pass: each x_j row loaded once feeds four accumulators.
+      for (int64_t t0 = 0; t0 < R; t0 += kRows) {
+        const int64_t nr = std::min<int64_t>(kRows, R - t0);
         std::fill(acc.begin(), acc.end(), S(0));
-        const S* at = a.data() + t * BT;
+        S* __restrict a0 = acc.data();
+        S* __restrict a1 = a0 + D;
+        S* __restrict a2 = a1 + D;
+        S* __restrict a3 = a2 + D;
         for (int64_t j = 0; j < R; ++j) {
-          const S atj = at[j];
-          const S* xj = x.data() + j * D;
-          for (int64_t d = 0; d < D; ++d) acc[d] += atj * xj[d];
+          // Rows past nr use a zero coefficient on a scratch accumulator (never stored).
+          const S c0 = a[t0 * BT + j];
+          const S c1 = nr > 1 ? a[(t0 + 1) * BT + j] : S(0);
+          const S c2 = nr > 2 ? a[(t0 + 2) * BT + j] : S(0);
+          const S c3 = nr > 3 ? a[(t0 + 3) * BT + j] : S(0);
+          const S* __restrict xj = x.data() + j * D;
+          for (int64_t d = 0; d < D; ++d) {
+            const S xv = xj[d];
+            a0[d] += c0 * xv;
+            a1[d] += c1 * xv;
+            a2[d] += c2 * xv;
+            a3[d] += c3 * xv;
+          }
         }
-        TX* o = dst + ((ch.row0 + t) * HV + hv) * D;
-        for (int64_t d = 0; d < D; ++d) o[d] = narrow<S, TX>(acc[d]);
+        for (int64_t r = 0; r < nr; ++r) {
+          const S* src_acc = acc.data() + r * D;
+          TX* o = dst + ((ch.row0 + t0 + r) * HV + hv) * D;
+          for (int64_t d = 0; d < D; ++d) o[d] = narrow<S, TX>(src_acc[d]);
+        }
       }
     }
   });
