@@ -1,0 +1,215 @@
+// training/chunk_fwd_o/chunk_fwd_o.cpp: the entry of chunk_fwd_o. All validation happens here,
+// once; then the ordered implementation list runs the first implementation that accepts
+// (cpu_generic, reference; no CUDA path yet). At the end: the OpInfo and the argument table
+// (forward only).
+#include "ops/training/chunk_fwd_o/chunk_fwd_o.h"
+
+#include <cmath>
+
+#include "core/dispatch.h"
+#include "core/kit/op_def.h"
+#include "ops/training/chunk_fwd_o/impls.h"
+#include "ops/training/common/packed_offsets.h"
+
+namespace recops::ops::chunk_fwd_o_ns {
+namespace {
+constexpr const char* kOp = "chunk_fwd_o";
+
+const std::vector<core::Impl<Params>>& impls() {
+  static const auto list = core::with_cpu_impls<Params>({}, run_cpu, run_reference);
+  return list;
+}
+
+bool is_float(DType t) {
+  return t == DType::fp64 || t == DType::fp32 || t == DType::fp16 || t == DType::bf16;
+}
+
+// `name`: `rank`-D floating, contiguous, on q's device, of sizes `want` (-1: any).
+Status check_tensor(const char* name, const TensorView& t, const TensorView& q, const Shape& want,
+                    const char* letters) {
+  RECOPS_RETURN_IF_ERROR(core::check_same_device(kOp, "q", q, name, t));
+  bool ok = t.ndim == static_cast<int64_t>(want.size()) && is_float(t.dtype);
+  for (size_t d = 0; ok && d < want.size(); ++d) ok = want[d] < 0 || t.sizes[d] == want[d];
+  RECOPS_CHECK(ok, kOp, ": ", name, " must be ", letters, " of fp64, fp32, fp16 or bf16 with ",
+               shape_str(want), " (-1: any); got ", describe(t));
+  RECOPS_CHECK(t.is_contiguous(), kOp, ": ", name, " must be contiguous; got ", describe(t));
+  return Status::Ok();
+}
+
+int64_t offset_at(const TensorView& o, int64_t n) {
+  return o.dtype == DType::int32 ? static_cast<const int32_t*>(o.data)[n]
+                                 : static_cast<const int64_t*>(o.data)[n];
+}
+
+// Every rule on the arguments; *p gets the sizes, pointers and scalars. ctx: the call's context,
+// or nullptr in the shape function (no data read: the offsets' values and the varlen chunk count
+// are checked by the run).
+Status check_args(const ChunkFwdOArgs& a, const Context* ctx, Params* p) {
+  const TensorView& q = a.q;
+  RECOPS_CHECK(q.ndim == 4 && is_float(q.dtype), kOp,
+               ": q must be [B, T, H, K] of fp64, fp32, fp16 or bf16; got ", describe(q));
+  RECOPS_CHECK(q.is_contiguous(), kOp, ": q must be contiguous; got ", describe(q));
+  const int64_t B = q.sizes[0], T = q.sizes[1], H = q.sizes[2], K = q.sizes[3];
+  RECOPS_RETURN_IF_ERROR(check_tensor("k", a.k, q, {B, T, H, K}, "[B, T, H, K] (q's sizes)"));
+  RECOPS_RETURN_IF_ERROR(check_tensor("v_new", a.v_new, q, {B, T, -1, -1}, "[B, T, HV, V]"));
+  const int64_t HV = a.v_new.sizes[2], V = a.v_new.sizes[3];
+  RECOPS_CHECK(H > 0 ? HV % H == 0 : HV == 0, kOp, ": v_new's HV=", HV,
+               " must be a multiple of q's H=", H,
+               " (GVA: value head hv uses key head hv / (HV/H))");
+  const int64_t bt = a.chunk_size;
+  RECOPS_CHECK(bt == 16 || bt == 32 || bt == 64, kOp, ": chunk_size=", bt, " must be 16, 32 or 64");
+  int64_t N = B;
+  if (a.seq_offsets) {
+    RECOPS_RETURN_IF_ERROR(training::check_packed_offsets(kOp, "q", q, *a.seq_offsets, B, T,
+                                                          "T (q's dim 1)", ctx, &N));
+    p->seq_offsets = a.seq_offsets->data;
+    p->off_dtype = a.seq_offsets->dtype;
+  }
+  // h: [B, NT, HV, K, V]. Without offsets NT = ceil(T / BT) exactly (chunk c of row b is h[b, c]);
+  // with offsets NT is at least the chunk count of all sequences (checked where the values are
+  // read); trailing chunks beyond it (a sync-free bound, §4.2) are not read.
+  const int64_t nt = a.seq_offsets ? -1 : (T + bt - 1) / bt;
+  RECOPS_RETURN_IF_ERROR(check_tensor("h", a.h, q, {B, nt, HV, K, V},
+                                      "[B, NT, HV, K, V] (NT = ceil(T / chunk_size) per row)"));
+  if (a.seq_offsets && ctx && a.seq_offsets->device.is_cpu()) {
+    int64_t chunks = 0;
+    for (int64_t n = 0; n < N; ++n)
+      chunks += (offset_at(*a.seq_offsets, n + 1) - offset_at(*a.seq_offsets, n) + bt - 1) / bt;
+    RECOPS_CHECK(a.h.sizes[1] >= chunks, kOp, ": h's NT=", a.h.sizes[1],
+                 " is less than the chunk count of the sequences, ", chunks,
+                 " (Σ ceil(len_n / chunk_size))");
+  }
+  if (a.g) RECOPS_RETURN_IF_ERROR(check_tensor("g", *a.g, q, {B, T, HV}, "[B, T, HV]"));
+  if (a.scale) RECOPS_CHECK(std::isfinite(*a.scale), kOp, ": scale=", *a.scale, " must be finite");
+  p->q = q.data;
+  p->k = a.k.data;
+  p->v = a.v_new.data;
+  p->h = a.h.data;
+  p->g = a.g ? a.g->data : nullptr;
+  p->q_dtype = q.dtype, p->k_dtype = a.k.dtype, p->v_dtype = a.v_new.dtype;
+  p->h_dtype = a.h.dtype;
+  p->g_dtype = a.g ? a.g->dtype : DType::fp32;
+  p->o_dtype = q.dtype;
+  p->B = B, p->T = T, p->H = H, p->HV = HV, p->K = K, p->V = V;
+  p->NT = a.h.sizes[1];
+  p->BT = bt;
+  p->N = N;
+  p->scale = a.scale ? *a.scale : (K > 0 ? 1.0 / std::sqrt(static_cast<double>(K)) : 1.0);
+  p->gate_log2 = a.gate_log2;
+  p->device_index = q.device.index;
+  return Status::Ok();
+}
+
+Status prepare(const ChunkFwdOArgs& a, const TensorView& o, const Context& ctx, Params* p) {
+  RECOPS_RETURN_IF_ERROR(check_args(a, &ctx, p));
+  RECOPS_RETURN_IF_ERROR(core::check_same_device(kOp, "q", a.q, "o", o));
+  const Shape want{p->B, p->T, p->HV, p->V};
+  RECOPS_CHECK(o.shape() == want && o.dtype == a.q.dtype && o.is_contiguous(), kOp,
+               ": o must be contiguous ", shape_str(want), " ([B, T, HV, V]) of q's dtype ",
+               dtype_name(a.q.dtype), "; got ", describe(o));
+  p->o = o.data;
+  return Status::Ok();
+}
+}  // namespace
+}  // namespace recops::ops::chunk_fwd_o_ns
+
+namespace recops {
+
+Status chunk_fwd_o_shape(const ChunkFwdOArgs& a, Shape* out_shape, DType* out_dtype) {
+  using namespace ops::chunk_fwd_o_ns;
+  Params p;
+  RECOPS_RETURN_IF_ERROR(check_args(a, nullptr, &p));
+  *out_shape = {p.B, p.T, p.HV, p.V};
+  *out_dtype = a.q.dtype;
+  return Status::Ok();
+}
+
+Status chunk_fwd_o(const ChunkFwdOArgs& a, const TensorView& o, const Context& ctx) {
+  using namespace ops::chunk_fwd_o_ns;
+  Params p;
+  RECOPS_RETURN_IF_ERROR(prepare(a, o, ctx, &p));
+  if (p.B * p.T * p.HV * p.V == 0) return Status::Ok();  // empty: nothing to run
+  return core::dispatch(kOp, impls(), a.q.device.type, p, ctx);
+}
+
+Status chunk_fwd_o_plain(const ChunkFwdOArgs& a, const TensorView& o) {
+  using namespace ops::chunk_fwd_o_ns;
+  RECOPS_CHECK(a.q.device.is_cpu(), "chunk_fwd_o_plain: CPU tensors only");
+  const Context ctx;
+  Params p;
+  RECOPS_RETURN_IF_ERROR(prepare(a, o, ctx, &p));
+  p.plain = true;
+  if (p.B * p.T * p.HV * p.V == 0) return Status::Ok();
+  return run_reference(p, ctx);
+}
+
+}  // namespace recops
+
+// ---- registration: the OpInfo and the argument table (core/kit/op_def.h) ----
+namespace recops::ops::chunk_fwd_o_ns {
+namespace {
+Status shapes(const ChunkFwdOArgs& a, std::vector<kit::OutSpec>* outs) {
+  Shape s;
+  DType t;
+  RECOPS_RETURN_IF_ERROR(chunk_fwd_o_shape(a, &s, &t));
+  outs->push_back({s, t});
+  return Status::Ok();
+}
+
+constexpr const char* kDoc =
+    R"(The GDN chunk output (fla-core's ``fla.ops.common.chunk_o.chunk_fwd_o``): the inter-chunk
+term from the state before the chunk plus the causal intra-chunk attention.
+
+Each sequence is cut into chunks of ``chunk_size`` positions from its own start (the last one may
+be shorter). For position t of chunk c (first position c0) and value head hv (key head
+``hv // (HV // H)``)::
+
+    o[t, hv] = scale * exp(g[t, hv]) * h[c, hv]^T q[t, h]
+             + scale * sum_{c0 <= j <= t} exp(g[t, hv] - g[j, hv]) * dot(q[t, h], k[j, h]) * v_new[j, hv]
+
+(``exp2`` with ``gate_log2``; no gate factors without ``g``). Chunk numbering of h: without
+seq_offsets chunk c of batch row b is ``h[b, c]``; with seq_offsets the chunks of all sequences
+in order (zero-length sequences own none), as fla's ``prepare_chunk_indices``.
+
+Args:
+    q, k: ``[B, T, H, K]``, fp64, fp32, fp16 or bf16.
+    v_new: ``[B, T, HV, V]``, HV a multiple of H.
+    h: ``[B, NT, HV, K, V]``: the state before each chunk (NT = ceil(T / chunk_size), or with
+        seq_offsets at least the total chunk count; later chunks are not read).
+    g: optional ``[B, T, HV]``: G, the chunk-local cumsum of the log gates, natural-log units
+        (log2 with gate_log2).
+    scale: default ``K ** -0.5``.
+    seq_offsets: ``[N+1]`` int32/int64 (fla's cu_seqlens) of packed sequences; needs B = 1.
+    chunk_size: 16, 32 or 64.
+    gate_log2: g is in log2 units.
+
+Returns:
+    o: ``[B, T, HV, V]`` in q's dtype (computed in fp32, fp64 for fp64 q).
+
+Forward only (inputs that require grad raise): fla's backward of the GDN output is formed by
+other sub-ops (chunk_bwd_dv_local, chunk_bwd_dqkwg).
+)";
+}  // namespace
+}  // namespace recops::ops::chunk_fwd_o_ns
+
+RECOPS_REGISTER_OPS(reg) {
+  using namespace recops;
+  using namespace recops::ops::chunk_fwd_o_ns;
+  using A = ChunkFwdOArgs;
+  reg.add(OpInfo{kOp, "training", core::describe_impls(impls())});
+  reg.add(kit::Def<A>(kOp, "training")
+              .arg<&A::q>("q", {.dense_from = 0})
+              .arg<&A::k>("k", {.dense_from = 0})
+              .arg<&A::v_new>("v_new", {.dense_from = 0})
+              .arg<&A::h>("h", {.dense_from = 0})
+              .arg<&A::g>("g", {.def = "None", .dense_from = 0})
+              .arg<&A::scale>("scale", {.def = "None"})
+              .arg<&A::seq_offsets>("seq_offsets", {.def = "None", .dense_from = 0})
+              .arg<&A::chunk_size>("chunk_size", {.def = "64"})
+              .arg<&A::gate_log2>("gate_log2", {.def = "False"})
+              .out("o")
+              .shapes(shapes)
+              .run_one<&chunk_fwd_o>()
+              .forward_only()
+              .doc("", kDoc));
+}

@@ -1,0 +1,117 @@
+// training/chunk_fwd_o/reference.cpp: the golden (accuracy.md): training_ops.md §4.3's formula
+// in fp64, one output element at a time:
+//   o[t, hv, v] = scale · exp(G_t) · Σ_c h[chunk(t), hv, c, v] · q[t, h, c]
+//               + scale · Σ_{c0 ≤ j ≤ t} exp(G_t − G_j) · (Σ_c q[t, h, c] · k[j, h, c]) · v_new[j, hv, v]
+// with the exponentials formed of G_t and of the difference G_t − G_j as written, rounded once to
+// o's dtype. The dot q_t·k_j is summed afresh for each (t, j, hv) and kept for the V columns.
+// With p.plain, the double standard's plain baseline: the same loops with S = fp32 (fp64 for fp64
+// q) for every sum, difference, exponential and product, and the chunk's attention matrix
+// Γ_tj·(q_t·k_j) stored in v_new's dtype before it multiplies v_new, as a framework composition
+// (and fla's kernel, which casts it to v's dtype for the second matmul) rounds it. Includes
+// params.h and core only; shares no code with cpu/.
+#include <cmath>
+#include <vector>
+
+#include "ops/training/chunk_fwd_o/impls.h"
+
+namespace recops::ops::chunk_fwd_o_ns {
+namespace {
+
+int64_t offset_value(const Params& p, int64_t n) {
+  return p.off_dtype == DType::int32 ? static_cast<const int32_t*>(p.seq_offsets)[n]
+                                     : static_cast<const int64_t*>(p.seq_offsets)[n];
+}
+
+// Element i of a floating tensor of dtype t, in fp64 (exact).
+double load(const void* base, DType t, int64_t i) {
+  double v = 0;
+  visit_floating(t, [&](auto x) {
+    using X = decltype(x);
+    v = to_double(static_cast<const X*>(base)[i]);
+  });
+  return v;
+}
+
+void store(void* base, DType t, int64_t i, double v) {
+  visit_floating(t, [&](auto x) {
+    using X = decltype(x);
+    static_cast<X*>(base)[i] = from_double<X>(v);
+  });
+}
+
+// x rounded to dtype t (the plain baseline's storage of an intermediate).
+double round_to(DType t, double x) {
+  double r = x;
+  visit_floating(t, [&](auto y) {
+    using X = decltype(y);
+    r = to_double(from_double<X>(x));
+  });
+  return r;
+}
+
+// S: the arithmetic type (double for the golden; float or double for the plain baseline).
+template <class S>
+void golden(const Params& p) {
+  const int64_t group = p.HV / p.H;
+  int64_t chunk_base = 0;  // with offsets: the index in h of sequence n's first chunk
+  std::vector<S> dots(static_cast<size_t>(p.BT));
+  for (int64_t n = 0; n < p.N; ++n) {
+    const int64_t b = p.seq_offsets ? 0 : n;
+    const int64_t first = p.seq_offsets ? offset_value(p, n) : 0;
+    const int64_t last = p.seq_offsets ? offset_value(p, n + 1) : p.T;
+    for (int64_t t = first; t < last; ++t) {
+      const int64_t ci = (t - first) / p.BT;  // t's chunk within its sequence
+      const int64_t c0 = first + ci * p.BT;   // its first position
+      const int64_t hc = p.seq_offsets ? chunk_base + ci : ci;  // its index in h's dim 1
+      const int64_t rt = b * p.T + t;
+      for (int64_t hv = 0; hv < p.HV; ++hv) {
+        const int64_t h = hv / group;
+        S gt = 0;
+        if (p.g) gt = static_cast<S>(load(p.g, p.g_dtype, rt * p.HV + hv));
+        for (int64_t s = c0; s <= t; ++s) {
+          const int64_t rs = b * p.T + s;
+          S dot = 0;
+          for (int64_t c = 0; c < p.K; ++c)
+            dot += static_cast<S>(load(p.q, p.q_dtype, (rt * p.H + h) * p.K + c)) *
+                   static_cast<S>(load(p.k, p.k_dtype, (rs * p.H + h) * p.K + c));
+          S gamma = 1;
+          if (p.g) {
+            const S d = gt - static_cast<S>(load(p.g, p.g_dtype, rs * p.HV + hv));
+            gamma = p.gate_log2 ? std::exp2(d) : std::exp(d);
+          }
+          S a = gamma * dot;
+          if (p.plain) a = static_cast<S>(round_to(p.v_dtype, static_cast<double>(a)));
+          dots[static_cast<size_t>(s - c0)] = a;
+        }
+        const S decay = !p.g ? S(1) : p.gate_log2 ? std::exp2(gt) : std::exp(gt);
+        const int64_t h_base = ((b * p.NT + hc) * p.HV + hv) * p.K * p.V;
+        for (int64_t v = 0; v < p.V; ++v) {
+          S inter = 0;
+          for (int64_t c = 0; c < p.K; ++c)
+            inter += static_cast<S>(load(p.h, p.h_dtype, h_base + c * p.V + v)) *
+                     static_cast<S>(load(p.q, p.q_dtype, (rt * p.H + h) * p.K + c));
+          S intra = 0;
+          for (int64_t s = c0; s <= t; ++s)
+            intra += dots[static_cast<size_t>(s - c0)] *
+                     static_cast<S>(load(p.v, p.v_dtype, ((b * p.T + s) * p.HV + hv) * p.V + v));
+          const S sc = static_cast<S>(p.scale);
+          const S o = sc * decay * inter + sc * intra;
+          store(p.o, p.o_dtype, (rt * p.HV + hv) * p.V + v, static_cast<double>(o));
+        }
+      }
+    }
+    if (p.seq_offsets) chunk_base += (last - first + p.BT - 1) / p.BT;
+  }
+}
+
+}  // namespace
+
+Status run_reference(const Params& p, const Context&) {
+  if (p.plain && p.q_dtype != DType::fp64)
+    golden<float>(p);
+  else
+    golden<double>(p);
+  return Status::Ok();
+}
+
+}  // namespace recops::ops::chunk_fwd_o_ns
