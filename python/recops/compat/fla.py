@@ -12,7 +12,8 @@ fla-org/flash-linear-attention @ bc3b101d; differentiable here, fla's is not);
 ``chunk_scaled_dot_kkt_fwd`` of ``fla.ops.common.chunk_scaled_dot_kkt`` and ``solve_tril`` of
 ``fla.ops.utils.solve_tril`` (the GDN sub-ops ``chunk_scaled_dot_kkt`` and ``solve_tril``,
 forward only as fla's); ``recompute_w_u_fwd`` of ``fla.ops.gated_delta_rule.wy_fast`` (the GDN
-sub-op ``recompute_w_u_fwd``, forward only as fla's, returning ``(w, u)``).
+sub-op ``recompute_w_u_fwd``, forward only as fla's, returning ``(w, u)``); ``chunk_fwd_o`` of
+``fla.ops.common.chunk_o`` (the GDN sub-op ``chunk_fwd_o``, forward only as fla's).
 
 Differences from fla:
 - ``residual`` / ``prenorm`` / ``residual_in_fp32`` are composed here: the sum ``x + residual`` (in
@@ -456,3 +457,46 @@ def recompute_w_u_fwd(k: torch.Tensor, v: torch.Tensor, beta: torch.Tensor, A: t
     Returns ``(w, u)``: w ``[B, T, HV, K]`` in k's dtype, u like v. Forward only, as fla's."""
     del chunk_indices  # fla's schedule for cu_seqlens; recops derives its own
     return _recompute_w_u_fwd(k, v, beta, A, g, cu_seqlens, gate_log2=True)
+
+
+# ---- chunk_fwd_o (fla.ops.common.chunk_o; fla-core 0.6.0) --------------------------------------
+# fla-core 0.6.0, fla/ops/common/chunk_o.py, chunk_fwd_o (lines 543-586): fla's argument names and
+# order over recops.chunk_fwd_o. One self-contained block (its own import). fla's kernel applies
+# exp2 to g and to its differences (log2 units, as its GDN forward's chunk_local_cumsum with
+# scale = 1/ln 2 gives them), so gate_log2=True here; g_gamma (a per-head constant log2 decay per
+# position) is folded into g; state_v_first (h stored [.., V, K]) is a transpose of h (the binding
+# copies it dense). chunk_indices (fla's precomputed schedule) is accepted and not read. o is in
+# v's dtype as fla's (recops computes it in q's dtype, then casts). Forward only, as fla's.
+
+from .. import chunk_fwd_o as _chunk_fwd_o  # noqa: E402
+
+
+def chunk_fwd_o(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, h: torch.Tensor,
+                g: Optional[torch.Tensor] = None, g_gamma: Optional[torch.Tensor] = None,
+                scale: Optional[float] = None, state_v_first: bool = False,
+                cu_seqlens: Optional[torch.Tensor] = None, chunk_size: int = 64,
+                chunk_indices: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """``fla.ops.common.chunk_o.chunk_fwd_o``: per chunk c of ``chunk_size`` positions
+    (restarting at each ``cu_seqlens`` sequence start, B = 1) and value head hv,
+    ``o[t] = scale * exp2(g[t]) * h[c]^T q[t] + scale * sum_{j <= t in the chunk}
+    exp2(g[t] - g[j]) * (q[t] . k[j]) * v[j]``; q, k ``[B, T, H, K]``, v ``[B, T, HV, V]``,
+    h ``[B, NT, HV, K, V]`` (``[.., V, K]`` with state_v_first; with cu_seqlens the chunks of all
+    sequences in order), g (log2-unit chunk-local cumsum, optional) ``[B, T, HV]``, g_gamma
+    ``[HV]`` (adds ``g_gamma * (position in chunk + 1)`` to g), scale default ``K ** -0.5``.
+    Returns ``[B, T, HV, V]`` in v's dtype."""
+    del chunk_indices  # fla's schedule for cu_seqlens; recops derives its own
+    bt = int(chunk_size)
+    if state_v_first:
+        h = h.transpose(-1, -2)
+    if g_gamma is not None:
+        T = q.shape[1]
+        pos = torch.arange(T, device=q.device)
+        if cu_seqlens is not None:
+            starts = cu_seqlens[:-1].to(device=q.device, dtype=torch.long)
+            pos = pos - torch.repeat_interleave(starts, torch.diff(cu_seqlens).to(q.device),
+                                                output_size=T)
+        gg = g_gamma.float()[None, None, :] * (pos % bt + 1).float()[None, :, None]
+        gg = gg.expand(q.shape[0], T, g_gamma.shape[0])
+        g = gg.contiguous() if g is None else g.float() + gg
+    o = _chunk_fwd_o(q, k, v, h, g, None if scale is None else float(scale), cu_seqlens, bt, True)
+    return o if o.dtype == v.dtype else o.to(v.dtype)

@@ -1,1 +1,223 @@
+"""chunk_fwd_o through PyTorch: a plain-torch peer of the formula in fp64 (per chunk,
+scale * (exp(G) * (Q h_c) + (tril(Q K^T) * Gamma) V), GVA by repeat_interleave, chunks restarting
+at each cu_seqlens start and numbered over all sequences for h); opcheck; torch.compile against
+eager; the forward-only refusal; the fla drop-in (``recops.compat.fla.chunk_fwd_o``), and fla-core
+itself when it is importable with a GPU (its kernel is Triton: no CPU path); bad input.
+Collected by `pytest src/ops`."""
 
+import math
+
+import pytest
+import torch
+
+import recops
+from recops.compat import fla as fla_compat
+
+# Errors relative to the largest |o|: fp64 is computed in fp64; fp32 in fp32; fp16/bf16 outputs
+# are one rounding of an fp32 result (half an ulp, plus the fp32 error at a rounding boundary).
+TOL = {torch.float64: 1e-12, torch.float32: 2e-6, torch.float16: 2 ** -10,
+       torch.bfloat16: 2 ** -7}
+
+
+def sequences(B, T, cu_seqlens):
+    if cu_seqlens is None:
+        return [(b, 0, T) for b in range(B)]
+    c = cu_seqlens.tolist()
+    return [(0, c[n], c[n + 1]) for n in range(len(c) - 1)]
+
+
+def n_chunks(B, T, cu_seqlens, bt):
+    if cu_seqlens is None:
+        return (T + bt - 1) // bt
+    return sum((e - s + bt - 1) // bt for _, s, e in sequences(B, T, cu_seqlens))
+
+
+def peer(q, k, v, h, g=None, scale=None, cu_seqlens=None, chunk_size=64, gate_log2=False):
+    """The formula in plain torch, fp64: per chunk, o = scale * (exp(G)[:, None] * (Q @ h_c) +
+    (tril(Q K^T) * exp(G[:, None] - G[None, :])) @ V), h_c the chunk's state (h[b, c] per batch
+    row; with cu_seqlens h[0, running chunk count])."""
+    B, T, H, K = q.shape
+    HV = v.shape[2]
+    scale = K ** -0.5 if scale is None else scale
+    ex = torch.exp2 if gate_log2 else torch.exp
+    qv = q.double().repeat_interleave(HV // H, dim=2)
+    kv = k.double().repeat_interleave(HV // H, dim=2)
+    o = torch.zeros(v.shape, dtype=torch.float64)
+    c = 0
+    for bi, bos, eos in sequences(B, T, cu_seqlens):
+        for ci, s in enumerate(range(bos, eos, chunk_size)):
+            e = min(s + chunk_size, eos)
+            hc = h[bi, c if cu_seqlens is not None else ci].double()   # [HV, K, V]
+            c += 1
+            Q = qv[bi, s:e].transpose(0, 1)                              # [HV, L, K]
+            Kc = kv[bi, s:e].transpose(0, 1)
+            Vc = v[bi, s:e].double().transpose(0, 1)                     # [HV, L, V]
+            inter = Q @ hc
+            A = (Q @ Kc.transpose(1, 2)).tril()
+            if g is not None:
+                gc = g[bi, s:e].double().transpose(0, 1)                 # [HV, L]
+                inter = inter * ex(gc)[:, :, None]
+                d = gc[:, :, None] - gc[:, None, :]
+                # only j <= t (d <= 0 for decays) is kept
+                d = torch.where(torch.ones_like(d, dtype=torch.bool).tril(), d, 0)
+                A = A * ex(d)
+            o[bi, s:e] = (scale * (inter + A @ Vc)).transpose(0, 1)
+    return o
+
+
+def make(B, T, H, K, V=32, gva=1, dtype=torch.float32, gates=True, offsets=None, chunk_size=64,
+         seed=0, log2=False):
+    gen = torch.Generator().manual_seed(seed)
+    if offsets is not None:
+        T = offsets[-1]
+    HV = H * gva
+
+    def rnd(*s):
+        return torch.randn(*s, generator=gen, dtype=torch.float64)
+
+    q = torch.nn.functional.normalize(rnd(B, T, H, K), dim=-1).to(dtype)
+    k = torch.nn.functional.normalize(rnd(B, T, H, K), dim=-1).to(dtype)
+    v = rnd(B, T, HV, V).to(dtype)
+    cu = torch.tensor(offsets) if offsets is not None else None
+    h = (0.3 * rnd(B, n_chunks(B, T, cu, chunk_size), HV, K, V)).to(dtype)
+    g = None
+    if gates:
+        decay = torch.nn.functional.logsigmoid(torch.rand(B, T, HV, generator=gen,
+                                                          dtype=torch.float64))
+        if log2:
+            decay = decay / math.log(2.0)
+        g = recops.chunk_local_cumsum(decay.float(), chunk_size, seq_offsets=cu)
+    return q, k, v, h, g, cu
+
+
+CONFIGS = {
+    "t65_bt64": dict(B=2, T=65, H=2, K=64),
+    "t63_bt32_gva2": dict(B=1, T=63, H=2, K=37, V=19, gva=2, chunk_size=32),
+    "t300_bt16_log2": dict(B=1, T=300, H=1, K=32, chunk_size=16, log2=True),
+    "no_gates_gva2": dict(B=2, T=100, H=2, K=16, gva=2, gates=False),
+    "varlen_empty": dict(B=1, T=0, H=2, K=32, gva=2, offsets=[0, 0, 57, 59, 59, 64, 64],
+                         chunk_size=16),
+    "varlen_spec": dict(B=1, T=0, H=1, K=64, offsets=[0, 122, 229, 400, 1000], log2=True),
+    "t1": dict(B=3, T=1, H=2, K=8),
+    "t0": dict(B=2, T=0, H=2, K=8),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_matches_peer(name, dtype):
+    cfg = dict(CONFIGS[name])
+    bt = cfg.get("chunk_size", 64)
+    log2 = cfg.get("log2", False)
+    q, k, v, h, g, cu = make(dtype=dtype, **cfg)
+    for scale in (None, 0.7):
+        got = recops.chunk_fwd_o(q, k, v, h, g, scale, cu, bt, log2)
+        want = peer(q, k, v, h, g, scale, cu, bt, log2)
+        assert got.dtype == dtype and got.shape == want.shape
+        top = max(1.0, want.abs().max().item()) if want.numel() else 1.0
+        torch.testing.assert_close(got.double(), want, rtol=0, atol=TOL[dtype] * top)
+
+
+def test_opcheck():
+    q, k, v, h, g, cu = make(**CONFIGS["varlen_empty"])
+    torch.library.opcheck(torch.ops.recops.chunk_fwd_o.default, (q, k, v, h, g, None, cu, 16, False))
+    q, k, v, h, g, _ = make(**CONFIGS["t65_bt64"], dtype=torch.bfloat16)
+    torch.library.opcheck(torch.ops.recops.chunk_fwd_o.default,
+                          (q, k, v.float(), h, None, 0.5, None, 64, True))
+
+
+def test_compile_matches_eager():
+    def f(q, k, v, h, g, offsets):
+        o = recops.chunk_fwd_o(q, k, v, h, g, seq_offsets=offsets, chunk_size=16)
+        return o * 2.0 + 1.0
+
+    compiled = torch.compile(f, fullgraph=True, dynamic=True, backend="aot_eager")
+    for seed, offsets in enumerate([[0, 20, 20, 53], [0, 7, 40, 41, 90]]):
+        q, k, v, h, g, cu = make(1, 0, 2, 16, V=8, gva=2, offsets=offsets, chunk_size=16,
+                                 seed=seed)
+        torch.testing.assert_close(compiled(q, k, v, h, g, cu), f(q, k, v, h, g, cu), rtol=0,
+                                   atol=0)
+
+
+def test_output_in_q_dtype():
+    q, k, v, h, g, _ = make(1, 20, 1, 8, V=4, dtype=torch.bfloat16)
+    o = recops.chunk_fwd_o(q, k, v.float(), h.double(), g)
+    assert o.dtype == torch.bfloat16 and o.shape == (1, 20, 1, 4)
+
+
+def test_forward_only():
+    q, k, v, h, g, _ = make(1, 10, 1, 8, V=4)
+    with pytest.raises(RuntimeError, match="q"):
+        recops.chunk_fwd_o(q.requires_grad_(True), k, v, h, g)
+    with torch.no_grad():  # as inside fla's GDN forward
+        recops.chunk_fwd_o(q, k, v, h, g)
+
+
+def test_noncontiguous_inputs_are_copied():
+    q = torch.randn(1, 40, 2, 32)[:, :, :, ::2]
+    k = torch.randn(1, 40, 2, 16)
+    v = torch.randn(1, 40, 4, 10)[:, :, :, ::2]
+    h = torch.randn(1, 2, 4, 5, 16).transpose(-1, -2)
+    g = -torch.rand(1, 40, 4).cumsum(1)
+    got = recops.chunk_fwd_o(q, k, v, h, g, chunk_size=32)
+    torch.testing.assert_close(got.double(), peer(q, k, v, h, g, None, None, 32), rtol=0,
+                               atol=1e-5)
+
+
+def test_bad_input_names_the_argument():
+    q, k, v, h, g, _ = make(1, 10, 2, 8, V=4)
+    with pytest.raises(RuntimeError, match="chunk_size=128 must be 16, 32 or 64"):
+        recops.chunk_fwd_o(q, k, v, h, g, chunk_size=128)
+    with pytest.raises(RuntimeError, match="v_new's HV=3 must be a multiple of q's H=2"):
+        recops.chunk_fwd_o(q, k, torch.randn(1, 10, 3, 4), torch.randn(1, 1, 3, 8, 4))
+    with pytest.raises(RuntimeError, match=r"h must be \[B, NT, HV, K, V\]"):
+        recops.chunk_fwd_o(q, k, v, torch.randn(1, 2, 2, 8, 4))
+    with pytest.raises(RuntimeError, match="packed input \\(seq_offsets\\) requires B=1"):
+        recops.chunk_fwd_o(torch.randn(2, 10, 2, 8), torch.randn(2, 10, 2, 8),
+                           torch.randn(2, 10, 2, 4), torch.randn(2, 1, 2, 8, 4), None, None,
+                           torch.tensor([0, 10]))
+    with pytest.raises(RuntimeError, match="h's NT=1 is less than the chunk count"):
+        recops.chunk_fwd_o(q, k, v, h, g, None, torch.tensor([0, 3, 10]), 16)
+
+
+# ---- recops.compat.fla.chunk_fwd_o and fla-core --------------------------------------------------
+
+
+def test_fla_dropin_matches_peer():
+    # fla's g is the log2-unit chunk-local cumsum (its kernel applies exp2); o in v's dtype.
+    q, k, v, h, g, cu = make(**CONFIGS["varlen_spec"], dtype=torch.bfloat16)
+    got = fla_compat.chunk_fwd_o(q, k, v, h, g=g, cu_seqlens=cu)
+    want = peer(q, k, v, h, g, None, cu, 64, True)
+    torch.testing.assert_close(got.double(), want, rtol=0, atol=2 ** -7 * want.abs().max().item())
+    assert got.dtype == torch.bfloat16
+    # state_v_first: h stored [.., V, K].
+    got2 = fla_compat.chunk_fwd_o(q, k, v, h.transpose(-1, -2).contiguous(), g, None, None, True,
+                                  cu, 64, None)
+    torch.testing.assert_close(got2, got, rtol=0, atol=0)
+    # g_gamma: g = g_gamma * (position in chunk + 1), log2 units; with cu_seqlens.
+    gamma = -torch.rand(v.shape[2]) * 0.1
+    pos = torch.cat([torch.arange(e - s) % 32 for _, s, e in sequences(1, q.shape[1], cu)])
+    gg = (gamma[None, None, :] * (pos + 1).float()[None, :, None]).contiguous()
+    q, k, v, h, _, cu = make(**dict(CONFIGS["varlen_spec"], chunk_size=32))
+    got3 = fla_compat.chunk_fwd_o(q, k, v, h, g_gamma=gamma, cu_seqlens=cu, chunk_size=32)
+    torch.testing.assert_close(got3.double(), peer(q, k, v, h, gg, None, cu, 32, True), rtol=0,
+                               atol=2e-5)
+    # v's dtype wins over q's, as fla's empty_like(v).
+    q, k, v, h, g, _ = make(2, 50, 2, 16, gva=2, gates=False, chunk_size=32)
+    got4 = fla_compat.chunk_fwd_o(q.bfloat16(), k.bfloat16(), v, h, scale=0.5, chunk_size=32)
+    assert got4.dtype == torch.float32
+
+
+def test_against_fla_core():
+    """fla-core's Triton kernel on the GPU against recops on the CPU (fla has no CPU path)."""
+    try:
+        from fla.ops.common.chunk_o import chunk_fwd_o
+    except Exception as e:  # not installed, or no Triton
+        pytest.skip(f"fla-core's chunk_fwd_o is not importable: {e}")
+    if not torch.cuda.is_available():
+        pytest.skip("fla-core's chunk_fwd_o is a Triton kernel and needs a GPU")
+    q, k, v, h, g, cu = make(**CONFIGS["varlen_spec"], dtype=torch.bfloat16)
+    want = chunk_fwd_o(q.cuda(), k.cuda(), v.cuda(), h.cuda(), g=g.cuda(),
+                       cu_seqlens=cu.cuda()).cpu()
+    got = recops.chunk_fwd_o(q, k, v, h, g, None, cu, 64, True)
+    torch.testing.assert_close(got, want, rtol=2e-2, atol=2e-2)  # fla rounds A to bf16

@@ -1,0 +1,158 @@
+// training/chunk_fwd_o/test_chunk_fwd_o.cpp: the C++ tests of the op beyond `recops check`'s
+// cases: a hand-computed chunk, the GVA head mapping with the varlen chunk numbering of h, the
+// default scale, the refusals and their messages (torch-free; built into tests/cpp's
+// recops_tests).
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "ops/training/chunk_fwd_o/chunk_fwd_o.h"
+#include "recops/tensor.h"
+
+namespace recops {
+namespace {
+
+float* f32(Tensor& t) {
+  return static_cast<float*>(t.data());
+}
+
+Tensor filled(const Shape& s, float (*f)(int64_t)) {
+  Tensor t = Tensor::empty(s, DType::fp32);
+  for (int64_t i = 0; i < t.view().numel(); ++i) f32(t)[i] = f(i);
+  return t;
+}
+
+// T = 2, H = HV = 1, K = 2, V = 1, chunk 16: both rows hand-computed.
+TEST(ChunkFwdO, HandComputedChunk) {
+  Tensor q = Tensor::empty({1, 2, 1, 2}, DType::fp32), k = Tensor::empty({1, 2, 1, 2}, DType::fp32);
+  Tensor v = Tensor::empty({1, 2, 1, 1}, DType::fp32), h = Tensor::empty({1, 1, 1, 2, 1}, DType::fp32);
+  Tensor g = Tensor::empty({1, 2, 1}, DType::fp32), o = Tensor::empty({1, 2, 1, 1}, DType::fp32);
+  const float qv[] = {1, 2, -1, 0.5f}, kv[] = {0.5f, 1, 2, -1}, vv[] = {3, -2}, hv[] = {0.25f, -1};
+  const float gv[] = {-0.5f, -2};
+  for (int i = 0; i < 4; ++i) f32(q)[i] = qv[i], f32(k)[i] = kv[i];
+  for (int i = 0; i < 2; ++i) f32(v)[i] = vv[i], f32(h)[i] = hv[i], f32(g)[i] = gv[i];
+  f32(o)[0] = f32(o)[1] = NAN;
+  ChunkFwdOArgs a;
+  a.q = q.view(), a.k = k.view(), a.v_new = v.view(), a.h = h.view(), a.g = g.view();
+  a.scale = 0.5;
+  a.chunk_size = 16;
+  ASSERT_TRUE(chunk_fwd_o(a, o.view()).ok());
+  // o_0 = s·e^{G0}·(h·q0) + s·(q0·k0)·v0;  o_1 = s·e^{G1}·(h·q1) + s·(e^{G1−G0}(q1·k0)v0 + (q1·k1)v1)
+  const double o0 = 0.5 * std::exp(-0.5) * (0.25 - 2) + 0.5 * (0.5 + 2) * 3;
+  const double o1 = 0.5 * std::exp(-2.0) * (-0.25 - 0.5) +
+                    0.5 * (std::exp(-1.5) * (-0.5 + 0.5) * 3 + (-2 - 0.5) * -2);
+  EXPECT_NEAR(f32(o)[0], o0, 1e-6);
+  EXPECT_NEAR(f32(o)[1], o1, 1e-6);
+  // gate_log2: exp2 of G and of the differences; no g: no factors; default scale K^-1/2.
+  a.gate_log2 = true;
+  ASSERT_TRUE(chunk_fwd_o(a, o.view()).ok());
+  EXPECT_NEAR(f32(o)[0], 0.5 * std::exp2(-0.5) * (0.25 - 2) + 0.5 * (0.5 + 2) * 3, 1e-6);
+  a.g.reset();
+  a.scale.reset();
+  ASSERT_TRUE(chunk_fwd_o(a, o.view()).ok());
+  const double s = 1 / std::sqrt(2.0);
+  EXPECT_NEAR(f32(o)[1], s * (-0.25 - 0.5) + s * ((-0.5 + 0.5) * 3 + (-2 - 0.5) * -2), 1e-6);
+}
+
+// HV = 2H with packed sequences [0, 3), [3, 3) (empty), [3, 20) and chunk 16: the chunks are
+// h[0, 0] (sequence 0), h[0, 1] and h[0, 2] (sequence 2's two chunks); value heads 0, 1 use key
+// head 0 and 2, 3 key head 1; checked against a direct loop of the formula.
+TEST(ChunkFwdO, GvaHeadsAndVarlenChunkNumbering) {
+  const int64_t T = 20, H = 2, HV = 4, K = 3, V = 2, NT = 3;
+  Tensor q = filled({1, T, H, K}, [](int64_t i) { return static_cast<float>((i * 7) % 11) / 8 - 0.6f; });
+  Tensor k = filled({1, T, H, K}, [](int64_t i) { return static_cast<float>((i * 5) % 13) / 9 - 0.7f; });
+  Tensor v = filled({1, T, HV, V}, [](int64_t i) { return static_cast<float>((i * 3) % 7) / 4 - 0.8f; });
+  Tensor h = filled({1, NT, HV, K, V}, [](int64_t i) { return static_cast<float>(i % 9) / 5 - 0.9f; });
+  Tensor g = filled({1, T, HV}, [](int64_t i) { return -0.05f * static_cast<float>(i % 17); });
+  Tensor off = Tensor::empty({4}, DType::int32);
+  const int32_t ov[] = {0, 3, 3, 20};
+  for (int i = 0; i < 4; ++i) static_cast<int32_t*>(off.data())[i] = ov[i];
+  Tensor o = Tensor::empty({1, T, HV, V}, DType::fp32);
+  ChunkFwdOArgs a;
+  a.q = q.view(), a.k = k.view(), a.v_new = v.view(), a.h = h.view(), a.g = g.view();
+  a.seq_offsets = off.view();
+  a.chunk_size = 16;
+  ASSERT_TRUE(chunk_fwd_o(a, o.view()).ok());
+  const double s = 1 / std::sqrt(3.0);
+  auto at = [](Tensor& x, int64_t i) { return static_cast<double>(f32(x)[i]); };
+  for (int64_t t = 0; t < T; ++t) {
+    const int64_t c0 = t < 3 ? 0 : t < 19 ? 3 : 19, hc = t < 3 ? 0 : t < 19 ? 1 : 2;
+    for (int64_t hv = 0; hv < HV; ++hv) {
+      const int64_t hk = hv / 2;
+      const double Gt = at(g, t * HV + hv);
+      for (int64_t c = 0; c < V; ++c) {
+        double inter = 0, intra = 0;
+        for (int64_t d = 0; d < K; ++d)
+          inter += at(h, ((hc * HV + hv) * K + d) * V + c) * at(q, (t * H + hk) * K + d);
+        for (int64_t j = c0; j <= t; ++j) {
+          double dot = 0;
+          for (int64_t d = 0; d < K; ++d)
+            dot += at(q, (t * H + hk) * K + d) * at(k, (j * H + hk) * K + d);
+          intra += std::exp(Gt - at(g, j * HV + hv)) * dot * at(v, (j * HV + hv) * V + c);
+        }
+        EXPECT_NEAR(f32(o)[(t * HV + hv) * V + c], s * std::exp(Gt) * inter + s * intra, 1e-5)
+            << "t=" << t << " hv=" << hv << " v=" << c;
+      }
+    }
+  }
+}
+
+struct Shapes {
+  Shape q, k, v, h;
+  int64_t bt = 64;
+  Shape o;
+  DType qt = DType::fp32, ot = DType::fp32;
+};
+
+Status call(const Shapes& s) {
+  Tensor q = Tensor::empty(s.q, s.qt), k = Tensor::empty(s.k, DType::fp32);
+  Tensor v = Tensor::empty(s.v, DType::fp32), h = Tensor::empty(s.h, DType::fp32);
+  Tensor o = Tensor::empty(s.o, s.ot);
+  ChunkFwdOArgs a;
+  a.q = q.view(), a.k = k.view(), a.v_new = v.view(), a.h = h.view();
+  a.chunk_size = s.bt;
+  return chunk_fwd_o(a, o.view());
+}
+
+void expect_error(const Status& s, const char* text) {
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find(text), std::string::npos) << s.message();
+}
+
+TEST(ChunkFwdO, Refusals) {
+  const Shapes ok{{1, 70, 2, 8}, {1, 70, 2, 8}, {1, 70, 4, 5}, {1, 2, 4, 8, 5}, 64, {1, 70, 4, 5}};
+  EXPECT_TRUE(call(ok).ok());
+  Shapes s = ok;
+  s.v = {1, 70, 3, 5}, s.h = {1, 2, 3, 8, 5}, s.o = {1, 70, 3, 5};
+  expect_error(call(s), "v_new's HV=3 must be a multiple of q's H=2");
+  s = ok, s.k = {1, 70, 2, 7};
+  expect_error(call(s), "k must be [B, T, H, K]");
+  s = ok, s.h = {1, 3, 4, 8, 5};
+  expect_error(call(s), "h must be [B, NT, HV, K, V]");
+  s = ok, s.h = {1, 2, 4, 5, 8};
+  expect_error(call(s), "h must be [B, NT, HV, K, V]");
+  s = ok, s.bt = 48;
+  expect_error(call(s), "chunk_size=48 must be 16, 32 or 64");
+  s = ok, s.o = {1, 70, 4, 4};
+  expect_error(call(s), "o must be contiguous [1, 70, 4, 5]");
+  s = ok, s.ot = DType::bf16;
+  expect_error(call(s), "of q's dtype fp32");
+  s = ok, s.qt = DType::int32;
+  expect_error(call(s), "q must be [B, T, H, K] of fp64, fp32, fp16 or bf16");
+}
+
+TEST(ChunkFwdO, ShapeIsVNewsWithQsDtype) {
+  Tensor q = Tensor::empty({2, 7, 3, 5}, DType::bf16), k = Tensor::empty({2, 7, 3, 5}, DType::bf16);
+  Tensor v = Tensor::empty({2, 7, 6, 4}, DType::fp32), h = Tensor::empty({2, 1, 6, 5, 4}, DType::fp32);
+  ChunkFwdOArgs a;
+  a.q = q.view(), a.k = k.view(), a.v_new = v.view(), a.h = h.view();
+  a.chunk_size = 16;
+  Shape s;
+  DType t;
+  ASSERT_TRUE(chunk_fwd_o_shape(a, &s, &t).ok());
+  EXPECT_EQ(s, (Shape{2, 7, 6, 4}));
+  EXPECT_EQ(t, DType::bf16);
+}
+
+}  // namespace
+}  // namespace recops
