@@ -1,7 +1,8 @@
 // training/chunk_fwd_o/reference.cpp: the golden (accuracy.md): training_ops.md §4.3's formula
 // in fp64, one output element at a time:
 //   o[t, hv, v] = scale · exp(G_t) · Σ_c h[chunk(t), hv, c, v] · q[t, h, c]
-//               + scale · Σ_{c0 ≤ j ≤ t} exp(G_t − G_j) · (Σ_c q[t, h, c] · k[j, h, c]) · v_new[j, hv, v]
+//               + scale · Σ_{c0 ≤ j ≤ t} exp(G_t − G_j) · (Σ_c q[t, h, c] · k[j, h, c]) · v_new[j,
+//               hv, v]
 // with the exponentials formed of G_t and of the difference G_t − G_j as written, rounded once to
 // o's dtype. The dot q_t·k_j is summed afresh for each (t, j, hv) and kept for the V columns.
 // With p.plain, the double standard's plain baseline: the same loops with S = fp32 (fp64 for fp64
@@ -60,8 +61,8 @@ void golden(const Params& p) {
     const int64_t first = p.seq_offsets ? offset_value(p, n) : 0;
     const int64_t last = p.seq_offsets ? offset_value(p, n + 1) : p.T;
     for (int64_t t = first; t < last; ++t) {
-      const int64_t ci = (t - first) / p.BT;  // t's chunk within its sequence
-      const int64_t c0 = first + ci * p.BT;   // its first position
+      const int64_t ci = (t - first) / p.BT;                    // t's chunk within its sequence
+      const int64_t c0 = first + ci * p.BT;                     // its first position
       const int64_t hc = p.seq_offsets ? chunk_base + ci : ci;  // its index in h's dim 1
       const int64_t rt = b * p.T + t;
       for (int64_t hv = 0; hv < p.HV; ++hv) {

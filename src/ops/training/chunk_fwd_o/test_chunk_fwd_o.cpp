@@ -25,7 +25,8 @@ Tensor filled(const Shape& s, float (*f)(int64_t)) {
 // T = 2, H = HV = 1, K = 2, V = 1, chunk 16: both rows hand-computed.
 TEST(ChunkFwdO, HandComputedChunk) {
   Tensor q = Tensor::empty({1, 2, 1, 2}, DType::fp32), k = Tensor::empty({1, 2, 1, 2}, DType::fp32);
-  Tensor v = Tensor::empty({1, 2, 1, 1}, DType::fp32), h = Tensor::empty({1, 1, 1, 2, 1}, DType::fp32);
+  Tensor v = Tensor::empty({1, 2, 1, 1}, DType::fp32),
+         h = Tensor::empty({1, 1, 1, 2, 1}, DType::fp32);
   Tensor g = Tensor::empty({1, 2, 1}, DType::fp32), o = Tensor::empty({1, 2, 1, 1}, DType::fp32);
   const float qv[] = {1, 2, -1, 0.5f}, kv[] = {0.5f, 1, 2, -1}, vv[] = {3, -2}, hv[] = {0.25f, -1};
   const float gv[] = {-0.5f, -2};
@@ -37,7 +38,8 @@ TEST(ChunkFwdO, HandComputedChunk) {
   a.scale = 0.5;
   a.chunk_size = 16;
   ASSERT_TRUE(chunk_fwd_o(a, o.view()).ok());
-  // o_0 = s·e^{G0}·(h·q0) + s·(q0·k0)·v0;  o_1 = s·e^{G1}·(h·q1) + s·(e^{G1−G0}(q1·k0)v0 + (q1·k1)v1)
+  // o_0 = s·e^{G0}·(h·q0) + s·(q0·k0)·v0;  o_1 = s·e^{G1}·(h·q1) + s·(e^{G1−G0}(q1·k0)v0 +
+  // (q1·k1)v1)
   const double o0 = 0.5 * std::exp(-0.5) * (0.25 - 2) + 0.5 * (0.5 + 2) * 3;
   const double o1 = 0.5 * std::exp(-2.0) * (-0.25 - 0.5) +
                     0.5 * (std::exp(-1.5) * (-0.5 + 0.5) * 3 + (-2 - 0.5) * -2);
@@ -59,10 +61,14 @@ TEST(ChunkFwdO, HandComputedChunk) {
 // head 0 and 2, 3 key head 1; checked against a direct loop of the formula.
 TEST(ChunkFwdO, GvaHeadsAndVarlenChunkNumbering) {
   const int64_t T = 20, H = 2, HV = 4, K = 3, V = 2, NT = 3;
-  Tensor q = filled({1, T, H, K}, [](int64_t i) { return static_cast<float>((i * 7) % 11) / 8 - 0.6f; });
-  Tensor k = filled({1, T, H, K}, [](int64_t i) { return static_cast<float>((i * 5) % 13) / 9 - 0.7f; });
-  Tensor v = filled({1, T, HV, V}, [](int64_t i) { return static_cast<float>((i * 3) % 7) / 4 - 0.8f; });
-  Tensor h = filled({1, NT, HV, K, V}, [](int64_t i) { return static_cast<float>(i % 9) / 5 - 0.9f; });
+  Tensor q =
+      filled({1, T, H, K}, [](int64_t i) { return static_cast<float>((i * 7) % 11) / 8 - 0.6f; });
+  Tensor k =
+      filled({1, T, H, K}, [](int64_t i) { return static_cast<float>((i * 5) % 13) / 9 - 0.7f; });
+  Tensor v =
+      filled({1, T, HV, V}, [](int64_t i) { return static_cast<float>((i * 3) % 7) / 4 - 0.8f; });
+  Tensor h =
+      filled({1, NT, HV, K, V}, [](int64_t i) { return static_cast<float>(i % 9) / 5 - 0.9f; });
   Tensor g = filled({1, T, HV}, [](int64_t i) { return -0.05f * static_cast<float>(i % 17); });
   Tensor off = Tensor::empty({4}, DType::int32);
   const int32_t ov[] = {0, 3, 3, 20};
@@ -143,7 +149,8 @@ TEST(ChunkFwdO, Refusals) {
 
 TEST(ChunkFwdO, ShapeIsVNewsWithQsDtype) {
   Tensor q = Tensor::empty({2, 7, 3, 5}, DType::bf16), k = Tensor::empty({2, 7, 3, 5}, DType::bf16);
-  Tensor v = Tensor::empty({2, 7, 6, 4}, DType::fp32), h = Tensor::empty({2, 1, 6, 5, 4}, DType::fp32);
+  Tensor v = Tensor::empty({2, 7, 6, 4}, DType::fp32),
+         h = Tensor::empty({2, 1, 6, 5, 4}, DType::fp32);
   ChunkFwdOArgs a;
   a.q = q.view(), a.k = k.view(), a.v_new = v.view(), a.h = h.view();
   a.chunk_size = 16;
