@@ -3,7 +3,9 @@
 // a tensor whose batch dim is 1.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <vector>
 
 #include "core/offsets.h"
 #include "recops/context.h"
@@ -26,6 +28,34 @@ inline Status check_packed_offsets(const char* op, const char* x_name, const Ten
   if (ctx) RECOPS_RETURN_IF_ERROR(core::validate_offsets(op, "seq_offsets", o, T, t_rule, *ctx));
   *n_seq = o.sizes[0] - 1;
   return Status::Ok();
+}
+
+// One chunk of the time axis: flattened rows [row0, row0 + rows) (row = b·T + t) and its running
+// number among all chunks, in fla's chunk order (batch rows, or packed sequences, in order).
+struct TimeChunk {
+  int64_t row0;
+  int64_t rows;   // 1..bt
+  int64_t index;  // 0, 1, ...: without offsets b·ceil(T / bt) + c
+};
+
+// The chunks of bt positions of every sequence, each cut from its own start (a tail chunk may be
+// shorter; a zero-length sequence owns none). Without offsets (nullptr) sequence n is batch row n
+// of T positions; with offsets (int32/int64, n_seq + 1 values, already validated; B = 1) it is
+// rows [offsets[n], offsets[n + 1]). The GDN sub-ops' CPU paths (chunk_scaled_dot_kkt, solve_tril,
+// recompute_w_u_fwd, chunk_fwd_o) walk these.
+inline std::vector<TimeChunk> time_chunks(int64_t T, int64_t bt, int64_t n_seq, const void* offsets,
+                                          DType off_dtype) {
+  std::vector<TimeChunk> out;
+  auto at = [&](int64_t n) -> int64_t {
+    return off_dtype == DType::int32 ? static_cast<const int32_t*>(offsets)[n]
+                                     : static_cast<const int64_t*>(offsets)[n];
+  };
+  for (int64_t n = 0; n < n_seq; ++n) {
+    const int64_t first = offsets ? at(n) : n * T, last = offsets ? at(n + 1) : (n + 1) * T;
+    for (int64_t r = first; r < last; r += bt)
+      out.push_back({r, std::min(bt, last - r), static_cast<int64_t>(out.size())});
+  }
+  return out;
 }
 
 }  // namespace recops::ops::training

@@ -16,40 +16,12 @@
 
 #include "core/parallel.h"
 #include "ops/training/chunk_fwd_o/impls.h"
+#include "ops/training/common/packed_offsets.h"
 
 namespace recops::ops::chunk_fwd_o_ns {
 namespace {
 
 constexpr int kLanes = 8;  // partial sums per dot
-
-struct Chunk {
-  int64_t row0;  // first flattened row (b·T + t)
-  int64_t rows;  // 1..BT
-  int64_t hrow;  // its flattened index b·NT + c in h's first two dims
-};
-
-int64_t off_at(const Params& p, int64_t n) {
-  return p.off_dtype == DType::int32 ? static_cast<const int32_t*>(p.seq_offsets)[n]
-                                     : static_cast<const int64_t*>(p.seq_offsets)[n];
-}
-
-// The chunks of all sequences in order (zero-length sequences own none), with h's numbering:
-// h[b, c] per batch row, or the running chunk count over the packed sequences.
-std::vector<Chunk> list_chunks(const Params& p) {
-  std::vector<Chunk> out;
-  if (!p.seq_offsets) {
-    for (int64_t b = 0; b < p.B; ++b)
-      for (int64_t r = 0, c = 0; r < p.T; r += p.BT, ++c)
-        out.push_back({b * p.T + r, std::min(p.BT, p.T - r), b * p.NT + c});
-    return out;
-  }
-  int64_t c = 0;
-  for (int64_t n = 0; n < p.N; ++n) {
-    const int64_t first = off_at(p, n), last = off_at(p, n + 1);
-    for (int64_t r = first; r < last; r += p.BT) out.push_back({r, std::min(p.BT, last - r), c++});
-  }
-  return out;
-}
 
 // dst[0, n) = the n elements of a floating tensor (dtype t) from element `at`, as S.
 template <class S>
@@ -85,7 +57,7 @@ S gate_exp(S x, bool log2) {
 
 // S: the arithmetic type; TO: the C++ type of o (= q's).
 template <class S, class TO>
-void fwd_o(const Params& p, const std::vector<Chunk>& chunks, int threads) {
+void fwd_o(const Params& p, const std::vector<training::TimeChunk>& chunks, int threads) {
   TO* o = static_cast<TO*>(p.o);
   const int64_t H = p.H, HV = p.HV, K = p.K, V = p.V, BT = p.BT, group = HV / H;
   const int64_t Kp = (K + kLanes - 1) / kLanes * kLanes;  // padded row of the q and k blocks
@@ -97,7 +69,7 @@ void fwd_o(const Params& p, const std::vector<Chunk>& chunks, int threads) {
     std::vector<S> vs(static_cast<size_t>(BT * V)), acc(static_cast<size_t>(V));
     std::vector<S> gt(static_cast<size_t>(BT));
     for (int64_t item = begin; item < end; ++item) {
-      const Chunk& ch = chunks[static_cast<size_t>(item / H)];
+      const training::TimeChunk& ch = chunks[static_cast<size_t>(item / H)];
       const int64_t h = item % H, R = ch.rows;
       for (int64_t t = 0; t < R; ++t) {
         const int64_t at = ((ch.row0 + t) * H + h) * K;
@@ -120,7 +92,7 @@ void fwd_o(const Params& p, const std::vector<Chunk>& chunks, int threads) {
         }
       }
       for (int64_t hv = h * group; hv < (h + 1) * group; ++hv) {
-        widen(p.h, p.h_dtype, (ch.hrow * HV + hv) * K * V, K * V, hs.data());
+        widen(p.h, p.h_dtype, (ch.index * HV + hv) * K * V, K * V, hs.data());
         for (int64_t t = 0; t < R; ++t) {
           widen(p.v, p.v_dtype, ((ch.row0 + t) * HV + hv) * V, V, vs.data() + t * V);
           if (p.g) widen(p.g, p.g_dtype, (ch.row0 + t) * HV + hv, 1, gt.data() + t);
@@ -158,7 +130,10 @@ void fwd_o(const Params& p, const std::vector<Chunk>& chunks, int threads) {
 }  // namespace
 
 Status run_cpu(const Params& p, const Context& ctx) {
-  const std::vector<Chunk> chunks = list_chunks(p);
+  // Chunk c of all sequences is h[0, c] with offsets; without them NT = ceil(T / BT) exactly
+  // (the entry checks), so chunk c of row b, h[b, c], has the running number b·NT + c.
+  const std::vector<training::TimeChunk> chunks =
+      training::time_chunks(p.T, p.BT, p.N, p.seq_offsets, p.off_dtype);
   bool ok = false;
   visit_floating(p.q_dtype, [&](auto tq) {
     using TQ = decltype(tq);

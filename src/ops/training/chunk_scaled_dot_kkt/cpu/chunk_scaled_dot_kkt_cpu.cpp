@@ -15,35 +15,13 @@
 #include <vector>
 
 #include "core/parallel.h"
+#include "ops/training/common/packed_offsets.h"
 #include "ops/training/chunk_scaled_dot_kkt/impls.h"
 
 namespace recops::ops::chunk_scaled_dot_kkt_ns {
 namespace {
 
 constexpr int kLanes = 8;  // partial sums per dot
-
-struct Chunk {
-  int64_t row0;  // first flattened row (b·T + t)
-  int64_t rows;  // 1..BT
-};
-
-// The chunks of all sequences in order (zero-length sequences own none).
-std::vector<Chunk> list_chunks(const Params& p) {
-  std::vector<Chunk> out;
-  auto add = [&](int64_t first, int64_t last) {
-    for (int64_t r = first; r < last; r += p.BT) out.push_back({r, std::min(p.BT, last - r)});
-  };
-  if (!p.seq_offsets) {
-    for (int64_t b = 0; b < p.B; ++b) add(b * p.T, (b + 1) * p.T);
-    return out;
-  }
-  auto off = [&](int64_t n) -> int64_t {
-    return p.off_dtype == DType::int32 ? static_cast<const int32_t*>(p.seq_offsets)[n]
-                                       : static_cast<const int64_t*>(p.seq_offsets)[n];
-  };
-  for (int64_t n = 0; n < p.N; ++n) add(off(n), off(n + 1));
-  return out;
-}
 
 template <class S, class T>
 S widen(T v) {
@@ -66,7 +44,7 @@ S load_as(const void* base, DType t, int64_t i) {
 
 // S: the arithmetic type; TK: the C++ type of k.
 template <class S, class TK>
-void kkt(const Params& p, const std::vector<Chunk>& chunks, int threads) {
+void kkt(const Params& p, const std::vector<training::TimeChunk>& chunks, int threads) {
   const TK* k = static_cast<const TK*>(p.k);
   const int64_t H = p.H, HV = p.HV, K = p.K, BT = p.BT, group = HV / H;
   const int64_t Kp = (K + kLanes - 1) / kLanes * kLanes;  // padded row of the block
@@ -76,7 +54,7 @@ void kkt(const Params& p, const std::vector<Chunk>& chunks, int threads) {
     std::vector<S> gram(static_cast<size_t>(BT * BT));
     std::vector<S> gt(static_cast<size_t>(BT)), bt(static_cast<size_t>(BT));
     for (int64_t item = begin; item < end; ++item) {
-      const Chunk& ch = chunks[static_cast<size_t>(item / H)];
+      const training::TimeChunk& ch = chunks[static_cast<size_t>(item / H)];
       const int64_t h = item % H, R = ch.rows;
       // The chunk's k rows at head h, widened, zero-padded to Kp.
       for (int64_t t = 0; t < R; ++t) {
@@ -124,7 +102,8 @@ void kkt(const Params& p, const std::vector<Chunk>& chunks, int threads) {
 }  // namespace
 
 Status run_cpu(const Params& p, const Context& ctx) {
-  const std::vector<Chunk> chunks = list_chunks(p);
+  const std::vector<training::TimeChunk> chunks =
+      training::time_chunks(p.T, p.BT, p.N, p.seq_offsets, p.off_dtype);
   bool ok = false;
   visit_floating(p.k_dtype, [&](auto tk) {
     using TK = decltype(tk);

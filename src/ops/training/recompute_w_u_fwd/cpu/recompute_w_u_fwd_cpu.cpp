@@ -15,35 +15,13 @@
 #include <vector>
 
 #include "core/parallel.h"
+#include "ops/training/common/packed_offsets.h"
 #include "ops/training/recompute_w_u_fwd/impls.h"
 
 namespace recops::ops::recompute_w_u_fwd_ns {
 namespace {
 
 constexpr int64_t kRows = 4;  // output rows per pass
-
-struct Chunk {
-  int64_t row0;  // first flattened row (b·T + t)
-  int64_t rows;  // 1..BT
-};
-
-// The chunks of all sequences in order (zero-length sequences own none).
-std::vector<Chunk> list_chunks(const Params& p) {
-  std::vector<Chunk> out;
-  auto add = [&](int64_t first, int64_t last) {
-    for (int64_t r = first; r < last; r += p.BT) out.push_back({r, std::min(p.BT, last - r)});
-  };
-  if (!p.seq_offsets) {
-    for (int64_t b = 0; b < p.B; ++b) add(b * p.T, (b + 1) * p.T);
-    return out;
-  }
-  auto off = [&](int64_t n) -> int64_t {
-    return p.off_dtype == DType::int32 ? static_cast<const int32_t*>(p.seq_offsets)[n]
-                                       : static_cast<const int64_t*>(p.seq_offsets)[n];
-  };
-  for (int64_t n = 0; n < p.N; ++n) add(off(n), off(n + 1));
-  return out;
-}
 
 template <class S, class T>
 S widen(T v) {
@@ -76,7 +54,8 @@ S load_as(const void* base, DType t, int64_t i) {
 // One output: w (with_k: from k, D = K, heads H) or u (from v, D = V, heads HV). TX: the C++
 // type of the source (and of the output); S: the arithmetic type.
 template <class S, class TX>
-void apply(const Params& p, const std::vector<Chunk>& chunks, bool with_k, int threads) {
+void apply(const Params& p, const std::vector<training::TimeChunk>& chunks, bool with_k,
+           int threads) {
   const TX* src = static_cast<const TX*>(with_k ? p.k : p.v);
   TX* dst = static_cast<TX*>(with_k ? p.w : p.u);
   const int64_t HV = p.HV, BT = p.BT, group = HV / p.H;
@@ -87,7 +66,7 @@ void apply(const Params& p, const std::vector<Chunk>& chunks, bool with_k, int t
     std::vector<S> x(static_cast<size_t>(BT * D));
     std::vector<S> acc(static_cast<size_t>(kRows * D));
     for (int64_t item = begin; item < end; ++item) {
-      const Chunk& ch = chunks[static_cast<size_t>(item / HV)];
+      const training::TimeChunk& ch = chunks[static_cast<size_t>(item / HV)];
       const int64_t hv = item % HV, R = ch.rows;
       const int64_t head = with_k ? hv / group : hv;
       for (int64_t t = 0; t < R; ++t)
@@ -138,7 +117,8 @@ void apply(const Params& p, const std::vector<Chunk>& chunks, bool with_k, int t
 }
 
 template <class TX>
-void apply_any(const Params& p, const std::vector<Chunk>& chunks, bool with_k, int threads) {
+void apply_any(const Params& p, const std::vector<training::TimeChunk>& chunks, bool with_k,
+               int threads) {
   using S = std::conditional_t<std::is_same_v<TX, double>, double, float>;
   apply<S, TX>(p, chunks, with_k, threads);
 }
@@ -146,7 +126,8 @@ void apply_any(const Params& p, const std::vector<Chunk>& chunks, bool with_k, i
 }  // namespace
 
 Status run_cpu(const Params& p, const Context& ctx) {
-  const std::vector<Chunk> chunks = list_chunks(p);
+  const std::vector<training::TimeChunk> chunks =
+      training::time_chunks(p.T, p.BT, p.N, p.seq_offsets, p.off_dtype);
   const bool ok_u = visit_floating(
       p.v_dtype, [&](auto t) { apply_any<decltype(t)>(p, chunks, false, ctx.num_threads); });
   const bool ok_w = visit_floating(

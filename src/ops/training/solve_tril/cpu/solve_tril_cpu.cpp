@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/parallel.h"
+#include "ops/training/common/packed_offsets.h"
 #include "ops/training/solve_tril/impls.h"
 
 namespace recops::ops::solve_tril_ns {
@@ -25,25 +26,6 @@ namespace {
 
 constexpr int64_t kB = 16;  // the diagonal block size
 constexpr int64_t kMax = 64;
-
-int64_t offset_at(const Params& p, int64_t n) {
-  return p.off_dtype == DType::int32 ? static_cast<const int32_t*>(p.seq_offsets)[n]
-                                     : static_cast<const int64_t*>(p.seq_offsets)[n];
-}
-
-// The chunks as (first flattened row b·T + t, length), in order.
-struct Chunk {
-  int64_t row0, len;
-};
-std::vector<Chunk> list_chunks(const Params& p) {
-  std::vector<Chunk> c;
-  for (int64_t n = 0; n < p.N; ++n) {
-    const int64_t first = p.seq_offsets ? offset_at(p, n) : n * p.T;
-    const int64_t last = p.seq_offsets ? offset_at(p, n + 1) : (n + 1) * p.T;
-    for (int64_t lo = first; lo < last; lo += p.BT) c.push_back({lo, std::min(p.BT, last - lo)});
-  }
-  return c;
-}
 
 template <class T>
 auto widen(T v) {
@@ -129,7 +111,7 @@ void solve_one(const T* a, U* o, int64_t rs, int64_t L, int64_t BT, C* A, C* X) 
 }
 
 template <class T, class U>
-void solve(const Params& p, const std::vector<Chunk>& chunks, int threads) {
+void solve(const Params& p, const std::vector<training::TimeChunk>& chunks, int threads) {
   using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
   const T* a = static_cast<const T*>(p.a);
   U* out = static_cast<U*>(p.out);
@@ -138,10 +120,10 @@ void solve(const Params& p, const std::vector<Chunk>& chunks, int threads) {
   core::parallel_for(items, 4, threads, [&](int64_t begin, int64_t end) {
     std::vector<C> A(kMax * kMax), X(kMax * kMax);
     for (int64_t it = begin; it < end; ++it) {
-      const Chunk& c = chunks[static_cast<size_t>(it / H)];
+      const training::TimeChunk& c = chunks[static_cast<size_t>(it / H)];
       const int64_t h = it % H;
       const int64_t at = c.row0 * rs + h * BT;
-      solve_one<T, U, C>(a + at, out + at, rs, c.len, BT, A.data(), X.data());
+      solve_one<T, U, C>(a + at, out + at, rs, c.rows, BT, A.data(), X.data());
     }
   });
 }
@@ -149,7 +131,8 @@ void solve(const Params& p, const std::vector<Chunk>& chunks, int threads) {
 }  // namespace
 
 Status run_cpu(const Params& p, const Context& ctx) {
-  const std::vector<Chunk> chunks = list_chunks(p);
+  const std::vector<training::TimeChunk> chunks =
+      training::time_chunks(p.T, p.BT, p.N, p.seq_offsets, p.off_dtype);
   bool ok = false;
   visit_floating(p.in_dtype, [&](auto t) {
     ok = visit_floating(
