@@ -46,13 +46,9 @@ class ChunkFwdODriver final : public FixedDriver {
     RECOPS_RETURN_IF_ERROR(begin_make(row, p, "q's [B, T, H, K]"));
     Shape shape = *cs.shape;
     if (shape.size() != 4) return case_error(row, "shape must be q's [B, T, H, K]");
-    const bool packed = cs.lengths || cs.offsets;
+    bool packed = false;
     Input off;
-    if (packed) {
-      RECOPS_RETURN_IF_ERROR(make_offsets_input(row, &off, &p->offsets));
-      shape[1] = p->offsets.empty() ? 0 : std::max<int64_t>(0, p->offsets.back());
-      shape[1] = static_cast<int64_t>(number(cs, "T", static_cast<double>(shape[1])));
-    }
+    RECOPS_RETURN_IF_ERROR(training_args::packed_time(row, p, &shape, &off, &packed));
     const int64_t B = shape[0], T = shape[1], H = shape[2], K = shape[3];
     const int64_t HV = H * static_cast<int64_t>(number(cs, "gva", 1));
     const int64_t V = static_cast<int64_t>(number(cs, "V", 64));

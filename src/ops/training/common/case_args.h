@@ -10,6 +10,7 @@
 
 #include "tools/recops/casefile.h"
 #include "tools/recops/driver.h"
+#include "tools/recops/inputs.h"
 
 namespace recops::cli::training_args {
 
@@ -61,5 +62,34 @@ class WorkspaceDriver : public FixedDriver {
   }
   double bytes(const Problem& p) const override { return io_bytes(p); }
 };
+
+// The varlen time axis of a GDN case (shape [B, T, ...]): with `lengths` or `offsets` the case is
+// packed, *off gets the offsets input (p->offsets their values) and T = the last offset, or the
+// `T` arg (a mismatch case). *packed says which.
+inline Status packed_time(const CaseRow& row, Problem* p, Shape* shape, Input* off, bool* packed) {
+  const CaseSpec& cs = *row.spec;
+  *packed = cs.lengths || cs.offsets;
+  if (!*packed) return Status::Ok();
+  RECOPS_RETURN_IF_ERROR(make_offsets_input(row, off, &p->offsets));
+  const int64_t last = p->offsets.empty() ? 0 : std::max<int64_t>(0, p->offsets.back());
+  (*shape)[1] = static_cast<int64_t>(number(cs, "T", static_cast<double>(last)));
+  return Status::Ok();
+}
+
+// f(first flattened row, length) for every sequence: the B batch rows of T positions, or the
+// packed offsets clamped to [0, T].
+template <class F>
+void for_each_sequence(const std::vector<int64_t>& offsets, bool packed, int64_t B, int64_t T,
+                       F f) {
+  if (!packed) {
+    for (int64_t b = 0; b < B; ++b) f(b * T, T);
+    return;
+  }
+  for (size_t n = 0; n + 1 < offsets.size(); ++n) {
+    const int64_t lo = std::clamp<int64_t>(offsets[n], 0, T);
+    const int64_t hi = std::clamp<int64_t>(offsets[n + 1], lo, T);
+    f(lo, hi - lo);
+  }
+}
 
 }  // namespace recops::cli::training_args

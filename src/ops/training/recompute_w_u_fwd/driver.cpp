@@ -53,13 +53,9 @@ class RecomputeWUFwdDriver final : public FixedDriver {
     RECOPS_RETURN_IF_ERROR(begin_make(row, p, "k's [B, T, H, K]"));
     Shape shape = *cs.shape;
     if (shape.size() != 4) return case_error(row, "shape must be k's [B, T, H, K]");
-    const bool packed = cs.lengths || cs.offsets;
+    bool packed = false;
     Input off;
-    if (packed) {
-      RECOPS_RETURN_IF_ERROR(make_offsets_input(row, &off, &p->offsets));
-      shape[1] = p->offsets.empty() ? 0 : std::max<int64_t>(0, p->offsets.back());
-      shape[1] = static_cast<int64_t>(number(cs, "T", static_cast<double>(shape[1])));
-    }
+    RECOPS_RETURN_IF_ERROR(training_args::packed_time(row, p, &shape, &off, &packed));
     const int64_t B = shape[0], T = shape[1], H = shape[2], K = shape[3];
     const int64_t HV = H * static_cast<int64_t>(number(cs, "gva", 1));
     const int64_t V = static_cast<int64_t>(number(cs, "V", static_cast<double>(K)));
@@ -224,15 +220,7 @@ class RecomputeWUFwdDriver final : public FixedDriver {
           for (int64_t j = 0; j < BT; ++j) r[j] = j < i ? r[j] : j == i ? 1.0f : 0.0f;
         }
     };
-    if (!packed) {
-      for (int64_t b = 0; b < B; ++b) run(b * T, T);
-      return;
-    }
-    for (size_t n = 0; n + 1 < offsets.size(); ++n) {
-      const int64_t lo = std::clamp<int64_t>(offsets[n], 0, T);
-      const int64_t hi = std::clamp<int64_t>(offsets[n + 1], lo, T);
-      run(lo, hi - lo);
-    }
+    training_args::for_each_sequence(offsets, packed, B, T, run);
   }
 };
 

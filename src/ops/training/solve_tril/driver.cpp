@@ -126,14 +126,11 @@ class SolveTrilDriver final : public FixedDriver {
     const CaseSpec& cs = *row.spec;
     RECOPS_RETURN_IF_ERROR(begin_make(row, p, "A's [B, T, HV, BT]"));
     Shape shape = *cs.shape;
-    const bool packed = cs.lengths || cs.offsets;
+    if ((cs.lengths || cs.offsets) && shape.size() < 2)
+      return case_error(row, "shape must have at least [B, T]");
+    bool packed = false;
     Input off;
-    if (packed) {
-      if (shape.size() < 2) return case_error(row, "shape must have at least [B, T]");
-      RECOPS_RETURN_IF_ERROR(make_offsets_input(row, &off, &p->offsets));
-      shape[1] = p->offsets.empty() ? 0 : std::max<int64_t>(0, p->offsets.back());
-      shape[1] = static_cast<int64_t>(number(cs, "T", static_cast<double>(shape[1])));
-    }
+    RECOPS_RETURN_IF_ERROR(training_args::packed_time(row, p, &shape, &off, &packed));
     const DType out_dtype = row.out_dtype.value_or(DType::fp32);
     auto& sc = p->scalars;
     // Stated under the argument's name only when the case gives it (recops record writes the
