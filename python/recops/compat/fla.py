@@ -13,7 +13,9 @@ fla-org/flash-linear-attention @ bc3b101d; differentiable here, fla's is not);
 ``fla.ops.utils.solve_tril`` (the GDN sub-ops ``chunk_scaled_dot_kkt`` and ``solve_tril``,
 forward only as fla's); ``recompute_w_u_fwd`` of ``fla.ops.gated_delta_rule.wy_fast`` (the GDN
 sub-op ``recompute_w_u_fwd``, forward only as fla's, returning ``(w, u)``); ``chunk_fwd_o`` of
-``fla.ops.common.chunk_o`` (the GDN sub-op ``chunk_fwd_o``, forward only as fla's).
+``fla.ops.common.chunk_o`` (the GDN sub-op ``chunk_fwd_o``, forward only as fla's);
+``chunk_bwd_dv_local`` of ``fla.ops.common.chunk_o`` (the GDN sub-op ``chunk_bwd_dv_local``,
+forward only as fla's).
 
 Differences from fla:
 - ``residual`` / ``prenorm`` / ``residual_in_fp32`` are composed here: the sum ``x + residual`` (in
@@ -500,3 +502,45 @@ def chunk_fwd_o(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, h: torch.Tens
         g = gg.contiguous() if g is None else g.float() + gg
     o = _chunk_fwd_o(q, k, v, h, g, None if scale is None else float(scale), cu_seqlens, bt, True)
     return o if o.dtype == v.dtype else o.to(v.dtype)
+
+
+# ---- chunk_bwd_dv_local (fla.ops.common.chunk_o; fla-core 0.6.0) -------------------------------
+# fla-core 0.6.0, fla/ops/common/chunk_o.py, chunk_bwd_dv_local (lines 654-706): fla's argument
+# names, order and defaults over recops.chunk_bwd_dv_local (whose schema follows training_ops §4.3:
+# q, k, g, do). One self-contained block (its own import). fla's kernel applies exp2 to the
+# differences of g (log2 units), so gate_log2=True here; g_gamma (a per-head constant log2 decay
+# per position) becomes g = g_gamma * (position in chunk + 1), and replaces g when both are given,
+# as in fla's kernel. A (a precomputed attention matrix, fla's USE_A path) is not served.
+# chunk_indices (fla's precomputed schedule) is accepted and not read. dv is in do's dtype, as
+# fla's empty_like(do). Forward only, as fla's.
+
+from .. import chunk_bwd_dv_local as _chunk_bwd_dv_local  # noqa: E402
+
+
+def chunk_bwd_dv_local(q: torch.Tensor, k: torch.Tensor, do: torch.Tensor,
+                       g: Optional[torch.Tensor] = None, g_gamma: Optional[torch.Tensor] = None,
+                       A: Optional[torch.Tensor] = None, scale: Optional[float] = None,
+                       cu_seqlens: Optional[torch.Tensor] = None, chunk_size: int = 64,
+                       chunk_indices: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """``fla.ops.common.chunk_o.chunk_bwd_dv_local``: per chunk of ``chunk_size`` positions
+    (restarting at each ``cu_seqlens`` sequence start, B = 1) and value head hv,
+    ``dv[j] = scale * sum_{i >= j in the chunk} exp2(g[i] - g[j]) * (q[i] . k[j]) * do[i]``;
+    q, k ``[B, T, H, K]`` at key head hv // (HV // H), do ``[B, T, HV, V]``, g (log2-unit
+    chunk-local cumsum, optional) ``[B, T, HV]``, g_gamma ``[HV]`` (g = g_gamma * (position in
+    chunk + 1), used instead of g), scale default ``K ** -0.5``. Returns ``[B, T, HV, V]`` in do's
+    dtype."""
+    del chunk_indices  # fla's schedule for cu_seqlens; recops derives its own
+    if A is not None:
+        raise NotImplementedError("chunk_bwd_dv_local: A (a precomputed attention matrix) is not "
+                                  "served; pass q, k and g")
+    bt = int(chunk_size)
+    if g_gamma is not None:
+        B, T = q.shape[0], q.shape[1]
+        ends = [0, T] if cu_seqlens is None else [int(x) for x in cu_seqlens.tolist()]
+        step = torch.cat([torch.arange(e - s, device=q.device) % bt + 1
+                          for s, e in zip(ends[:-1], ends[1:])] or
+                         [torch.zeros(0, dtype=torch.long, device=q.device)])
+        g = (step.float()[:, None] * g_gamma.float()[None, :]).unsqueeze(0).expand(B, -1, -1)
+        g = g.contiguous()
+    return _chunk_bwd_dv_local(q, k, g, do, None if scale is None else float(scale), cu_seqlens,
+                               bt, True)
