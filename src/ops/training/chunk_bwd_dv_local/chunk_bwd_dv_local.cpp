@@ -77,8 +77,7 @@ Status check_args(const ChunkBwdDvLocalArgs& a, const Context* ctx, Params* p) {
   return Status::Ok();
 }
 
-Status prepare(const ChunkBwdDvLocalArgs& a, const TensorView& dv, const Context& ctx,
-               Params* p) {
+Status prepare(const ChunkBwdDvLocalArgs& a, const TensorView& dv, const Context& ctx, Params* p) {
   RECOPS_RETURN_IF_ERROR(check_args(a, &ctx, p));
   RECOPS_RETURN_IF_ERROR(core::check_same_device(kOp, "q", a.q, "dv", dv));
   const Shape want{p->B, p->T, p->HV, p->V};
@@ -102,8 +101,7 @@ Status chunk_bwd_dv_local_shape(const ChunkBwdDvLocalArgs& a, Shape* out_shape, 
   return Status::Ok();
 }
 
-Status chunk_bwd_dv_local(const ChunkBwdDvLocalArgs& a, const TensorView& dv,
-                          const Context& ctx) {
+Status chunk_bwd_dv_local(const ChunkBwdDvLocalArgs& a, const TensorView& dv, const Context& ctx) {
   using namespace ops::chunk_bwd_dv_local_ns;
   Params p;
   RECOPS_RETURN_IF_ERROR(prepare(a, dv, ctx, &p));

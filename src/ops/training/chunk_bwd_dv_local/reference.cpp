@@ -1,5 +1,6 @@
 // training/chunk_bwd_dv_local/reference.cpp: the golden (accuracy.md): training_ops.md §4.3's
-// formula in fp64, one output element at a time:
+// formula in fp64 (the inputs widened to fp64 once), one output element at a time over the
+// flattened rows b·T + t:
 //   dv[j, hv, v] = Σ_{j ≤ i ≤ c1} scale · exp(G_i − G_j) · (Σ_c q[i, h, c] · k[j, h, c])
 //                  · do[i, hv, v]
 // with c1 the last position of j's chunk, the exponential formed of the difference G_i − G_j as
@@ -19,81 +20,80 @@
 namespace recops::ops::chunk_bwd_dv_local_ns {
 namespace {
 
-int64_t offset_value(const Params& p, int64_t n) {
-  return p.off_dtype == DType::int32 ? static_cast<const int32_t*>(p.seq_offsets)[n]
-                                     : static_cast<const int64_t*>(p.seq_offsets)[n];
-}
-
-// Element i of a floating tensor of dtype t, in fp64 (exact).
-double load(const void* base, DType t, int64_t i) {
-  double v = 0;
-  visit_floating(t, [&](auto x) {
-    using X = decltype(x);
-    v = to_double(static_cast<const X*>(base)[i]);
+// A whole floating tensor (dtype t, n elements) widened to fp64 (exact).
+std::vector<double> widened(const void* base, DType t, int64_t n) {
+  std::vector<double> out(static_cast<size_t>(n));
+  visit_floating(t, [&](auto tag) {
+    using X = decltype(tag);
+    const X* src = static_cast<const X*>(base);
+    for (int64_t i = 0; i < n; ++i) out[static_cast<size_t>(i)] = to_double(src[i]);
   });
-  return v;
+  return out;
 }
 
-void store(void* base, DType t, int64_t i, double v) {
-  visit_floating(t, [&](auto x) {
-    using X = decltype(x);
-    static_cast<X*>(base)[i] = from_double<X>(v);
-  });
-}
-
-// x rounded to dtype t (the plain baseline's storage of an intermediate).
-double round_to(DType t, double x) {
-  double r = x;
-  visit_floating(t, [&](auto y) {
-    using X = decltype(y);
-    r = to_double(from_double<X>(x));
-  });
-  return r;
-}
-
-// S: the arithmetic type (double for the golden; float or double for the plain baseline).
+// S: the arithmetic type (double for the golden; float or double for the plain baseline). The
+// inputs are widened once; dv (fp64 here) is rounded to its dtype at the end.
 template <class S>
 void golden(const Params& p) {
   const int64_t group = p.HV / p.H;
+  const int64_t rows = p.B * p.T;
+  const std::vector<double> q = widened(p.q, p.q_dtype, rows * p.H * p.K);
+  const std::vector<double> k = widened(p.k, p.k_dtype, rows * p.H * p.K);
+  const std::vector<double> dout = widened(p.dout, p.do_dtype, rows * p.HV * p.V);
+  const std::vector<double> G = p.g ? widened(p.g, p.g_dtype, rows * p.HV) : std::vector<double>();
+  // Sequence n: flattened rows [first_row[n], first_row[n + 1]) without offsets, else the offsets'
+  // own rows (B = 1).
+  std::vector<int64_t> edge(static_cast<size_t>(2 * p.N));
+  for (int64_t n = 0; n < p.N; ++n)
+    for (int64_t e = 0; e < 2; ++e)
+      edge[static_cast<size_t>(2 * n + e)] =
+          !p.seq_offsets                ? (n + e) * p.T
+          : p.off_dtype == DType::int32 ? static_cast<const int32_t*>(p.seq_offsets)[n + e]
+                                        : static_cast<const int64_t*>(p.seq_offsets)[n + e];
+  std::vector<double> dv(static_cast<size_t>(rows * p.HV * p.V), 0.0);
   std::vector<S> coef(static_cast<size_t>(p.BT));
   for (int64_t n = 0; n < p.N; ++n) {
-    const int64_t b = p.seq_offsets ? 0 : n;
-    const int64_t first = p.seq_offsets ? offset_value(p, n) : 0;
-    const int64_t last = p.seq_offsets ? offset_value(p, n + 1) : p.T;
+    const int64_t first = edge[static_cast<size_t>(2 * n)];
+    const int64_t last = edge[static_cast<size_t>(2 * n + 1)];
     for (int64_t j = first; j < last; ++j) {
       const int64_t ci = (j - first) / p.BT;                       // j's chunk in its sequence
       const int64_t c1 = std::min(last, first + (ci + 1) * p.BT);  // one past its last position
-      const int64_t rj = b * p.T + j;
       for (int64_t hv = 0; hv < p.HV; ++hv) {
         const int64_t h = hv / group;
-        S gj = 0;
-        if (p.g) gj = static_cast<S>(load(p.g, p.g_dtype, rj * p.HV + hv));
         for (int64_t i = j; i < c1; ++i) {
-          const int64_t ri = b * p.T + i;
           S dot = 0;
           for (int64_t c = 0; c < p.K; ++c)
-            dot += static_cast<S>(load(p.q, p.q_dtype, (ri * p.H + h) * p.K + c)) *
-                   static_cast<S>(load(p.k, p.k_dtype, (rj * p.H + h) * p.K + c));
+            dot += static_cast<S>(q[static_cast<size_t>((i * p.H + h) * p.K + c)]) *
+                   static_cast<S>(k[static_cast<size_t>((j * p.H + h) * p.K + c)]);
           S gamma = 1;
           if (p.g) {
-            const S d = static_cast<S>(load(p.g, p.g_dtype, ri * p.HV + hv)) - gj;
+            const S d = static_cast<S>(G[static_cast<size_t>(i * p.HV + hv)]) -
+                        static_cast<S>(G[static_cast<size_t>(j * p.HV + hv)]);
             gamma = p.gate_log2 ? std::exp2(d) : std::exp(d);
           }
           S a = static_cast<S>(p.scale) * gamma * dot;
-          if (p.plain) a = static_cast<S>(round_to(p.do_dtype, static_cast<double>(a)));
+          if (p.plain)  // the matrix stored in do's dtype, as a composition rounds it
+            visit_floating(p.do_dtype, [&](auto tag) {
+              using X = decltype(tag);
+              a = static_cast<S>(to_double(from_double<X>(static_cast<double>(a))));
+            });
           coef[static_cast<size_t>(i - j)] = a;
         }
         for (int64_t v = 0; v < p.V; ++v) {
           S sum = 0;
           for (int64_t i = j; i < c1; ++i)
             sum += coef[static_cast<size_t>(i - j)] *
-                   static_cast<S>(
-                       load(p.dout, p.do_dtype, ((b * p.T + i) * p.HV + hv) * p.V + v));
-          store(p.dv, p.dv_dtype, (rj * p.HV + hv) * p.V + v, static_cast<double>(sum));
+                   static_cast<S>(dout[static_cast<size_t>((i * p.HV + hv) * p.V + v)]);
+          dv[static_cast<size_t>((j * p.HV + hv) * p.V + v)] = static_cast<double>(sum);
         }
       }
     }
   }
+  visit_floating(p.dv_dtype, [&](auto tag) {
+    using X = decltype(tag);
+    X* out = static_cast<X*>(p.dv);
+    for (size_t i = 0; i < dv.size(); ++i) out[i] = from_double<X>(dv[i]);
+  });
 }
 
 }  // namespace
