@@ -15,7 +15,9 @@ forward only as fla's); ``recompute_w_u_fwd`` of ``fla.ops.gated_delta_rule.wy_f
 sub-op ``recompute_w_u_fwd``, forward only as fla's, returning ``(w, u)``); ``chunk_fwd_o`` of
 ``fla.ops.common.chunk_o`` (the GDN sub-op ``chunk_fwd_o``, forward only as fla's);
 ``chunk_bwd_dv_local`` of ``fla.ops.common.chunk_o`` (the GDN sub-op ``chunk_bwd_dv_local``,
-forward only as fla's).
+forward only as fla's);
+``chunk_gated_delta_rule_bwd_dhu`` of ``fla.ops.common.chunk_delta_h`` (the GDN sub-op of the same
+name, forward only as fla's, returning ``(dh, dh0, dv2)``).
 
 Differences from fla:
 - ``residual`` / ``prenorm`` / ``residual_in_fp32`` are composed here: the sum ``x + residual`` (in
@@ -544,3 +546,66 @@ def chunk_bwd_dv_local(q: torch.Tensor, k: torch.Tensor, do: torch.Tensor,
         g = g.contiguous()
     return _chunk_bwd_dv_local(q, k, g, do, None if scale is None else float(scale), cu_seqlens,
                                bt, True)
+
+
+# ---- chunk_gated_delta_rule_bwd_dhu (fla.ops.common.chunk_delta_h; fla-core 0.6.0) -------------
+# fla-core 0.6.0, fla/ops/common/chunk_delta_h.py, chunk_gated_delta_rule_bwd_dhu (lines 751-822):
+# fla's argument names and order over recops.chunk_gated_delta_rule_bwd_dhu. One self-contained
+# block (its own import). fla's kernel applies exp2 to g (log2 units), so gate_log2=True here.
+# Outputs as fla's: dh [B, NT, HV, K, V] in q's dtype with NT = ceil(T / BT), or with cu_seqlens
+# the exact chunk count (len(chunk_indices); recops sizes dh with the sync-free bound
+# ceil(T / BT) + N and the spare chunks are cut off here, which reads cu_seqlens on the host as
+# fla's prepare_chunk_indices does); dh0 fp32 like h0, or None without h0; dv2 like dv.
+# state_v_first ([.., V, K] states) transposes h0, dht in and dh, dh0 out. gk (KDA's per-channel gate)
+# raises NotImplementedError; chunk_indices gives only the count, chunk_offsets and use_graph (a
+# CUDA-graph buffer cache) are accepted and not read. Forward only, as fla's.
+
+from .. import chunk_gated_delta_rule_bwd_dhu as _chunk_gated_delta_rule_bwd_dhu  # noqa: E402
+
+
+def chunk_gated_delta_rule_bwd_dhu(q: torch.Tensor, k: torch.Tensor, w: torch.Tensor,
+                                   do: torch.Tensor, dv: torch.Tensor,
+                                   g: Optional[torch.Tensor] = None,
+                                   gk: Optional[torch.Tensor] = None,
+                                   h0: Optional[torch.Tensor] = None,
+                                   dht: Optional[torch.Tensor] = None,
+                                   scale: Optional[float] = None, state_v_first: bool = False,
+                                   cu_seqlens: Optional[torch.Tensor] = None,
+                                   chunk_size: int = 64,
+                                   chunk_indices: Optional[torch.Tensor] = None,
+                                   chunk_offsets: Optional[torch.Tensor] = None,
+                                   use_graph: bool = False):
+    """``fla.ops.common.chunk_delta_h.chunk_gated_delta_rule_bwd_dhu``: per sequence and value
+    head, dS = dht (or 0), then for the chunks c of ``chunk_size`` positions from last to first
+    (restarting at each ``cu_seqlens`` start, B = 1): ``dh[c] = dS`` (the gradient of the state
+    after chunk c), ``dv2[t] = dv[t] + exp2(g[L] - g[t]) * dS^T k[t]``,
+    ``dS = exp2(g[L]) * dS + scale * sum_t exp2(g[t]) q[t] (x) do[t] - sum_t w[t] (x) dv2[t]``;
+    dh0 = the final dS. q, k ``[B, T, H, K]``, w ``[B, T, HV, K]``, do, dv ``[B, T, HV, V]``,
+    g (log2-unit chunk-local cumsum, optional) ``[B, T, HV]``, h0, dht ``[N, HV, K, V]``
+    (``[.., V, K]`` with state_v_first), scale default ``K ** -0.5``.
+    Returns ``(dh, dh0, dv2)``: dh ``[B, NT, HV, K, V]`` in q's dtype, dh0 fp32 or None, dv2
+    like dv."""
+    del chunk_offsets, use_graph  # fla's precomputed offsets and graph buffers
+    if gk is not None:
+        raise NotImplementedError("chunk_gated_delta_rule_bwd_dhu: gk (the per-channel KDA gate) "
+                                  "is not served by recops")
+    bt = int(chunk_size)
+    if state_v_first:
+        h0 = None if h0 is None else h0.transpose(-1, -2)
+        dht = None if dht is None else dht.transpose(-1, -2)
+    dh, dh0, dv2 = _chunk_gated_delta_rule_bwd_dhu(q, k, w, do, dv, g, h0, dht,
+                                                   None if scale is None else float(scale),
+                                                   cu_seqlens, bt, True)
+    if cu_seqlens is not None:
+        if chunk_indices is not None:
+            count = int(chunk_indices.shape[0])
+        else:
+            lens = torch.diff(cu_seqlens.detach().to("cpu", torch.long))
+            count = int(((lens + bt - 1) // bt).sum())
+        dh = dh[:, :count]
+    if h0 is None:
+        dh0 = None
+    if state_v_first:
+        dh = dh.transpose(-1, -2).contiguous()
+        dh0 = None if dh0 is None else dh0.transpose(-1, -2).contiguous()
+    return dh, dh0, dv2
