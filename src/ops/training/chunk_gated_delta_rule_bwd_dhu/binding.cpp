@@ -21,9 +21,9 @@ RECOPS_TORCH_HOOKS(chunk_gated_delta_rule_bwd_dhu) {
     if (!off.isNone()) nt = nt + (off.toTensor().sym_size(0) - 1);
     std::vector<c10::SymInt> dh{q.sym_size(0), nt, dv.sym_size(2), q.sym_size(3), dv.sym_size(3)};
     const auto dh_dtype = f32 ? at::kFloat : q.scalar_type();
-    at::Tensor dh0 = h0.isNone()
-                         ? at::empty({0}, q.options().dtype(at::kFloat))
-                         : at::empty_symint(h0.toTensor().sym_sizes(), q.options().dtype(at::kFloat));
+    at::Tensor dh0 =
+        h0.isNone() ? at::empty({0}, q.options().dtype(at::kFloat))
+                    : at::empty_symint(h0.toTensor().sym_sizes(), q.options().dtype(at::kFloat));
     return {at::empty_symint(dh, q.options().dtype(dh_dtype)), dh0,
             at::empty_symint(dv.sym_sizes(), dv.options())};
   };

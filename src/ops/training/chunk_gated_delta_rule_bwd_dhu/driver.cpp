@@ -74,9 +74,9 @@ class ChunkGatedDeltaRuleBwdDhuDriver final : public FixedDriver {
     sc["with_h0"] = h0;
     sc["with_dht"] = dht;
     sc["packed"] = packed;
-    const double w_amp = number(cs, "w_scale", 1.0) /
-                         (static_cast<double>(std::max<int64_t>(K, 1)) *
-                          std::sqrt(static_cast<double>(std::max<int64_t>(bt, 1))));
+    const double w_amp =
+        number(cs, "w_scale", 1.0) / (static_cast<double>(std::max<int64_t>(K, 1)) *
+                                      std::sqrt(static_cast<double>(std::max<int64_t>(bt, 1))));
     p->inputs.clear();
     p->inputs.push_back(data_input("q", p->dtype, shape, cs.seed, 1.0));
     p->inputs.push_back(data_input("k", p->dtype, shape, cs.seed + 1, 1.0));

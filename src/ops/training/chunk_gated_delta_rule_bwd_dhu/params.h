@@ -17,7 +17,7 @@ struct Params {
   const void* k = nullptr;
   const void* w = nullptr;
   const void* do_ = nullptr;
-  const void* dv = nullptr;   // dv_local
+  const void* dv = nullptr;  // dv_local
   const void* g = nullptr;
   const void* dht = nullptr;
   void* dh = nullptr;

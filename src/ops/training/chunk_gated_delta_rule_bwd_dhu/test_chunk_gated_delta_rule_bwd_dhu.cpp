@@ -99,8 +99,8 @@ TEST(ChunkGatedDeltaRuleBwdDhu, VarlenChunkNumbering) {
   ASSERT_TRUE(chunk_gated_delta_rule_bwd_dhu(a, dh.view(), &dh0v, dv2.view()).ok());
   const int64_t kv = K * V;
   for (int64_t e = 0; e < kv; ++e) {
-    EXPECT_EQ(f32(dh)[1 * kv + e], f32(dht)[0 * kv + e]) << e;  // sequence 0's last chunk
-    EXPECT_EQ(f32(dh)[2 * kv + e], f32(dht)[2 * kv + e]) << e;  // sequence 2's only chunk
+    EXPECT_EQ(f32(dh)[1 * kv + e], f32(dht)[0 * kv + e]) << e;   // sequence 0's last chunk
+    EXPECT_EQ(f32(dh)[2 * kv + e], f32(dht)[2 * kv + e]) << e;   // sequence 2's only chunk
     EXPECT_EQ(f32(dh0)[1 * kv + e], f32(dht)[1 * kv + e]) << e;  // the empty sequence
     EXPECT_EQ(f32(dh)[3 * kv + e], 0.0f);
     EXPECT_EQ(f32(dh)[4 * kv + e], 0.0f);
@@ -148,8 +148,8 @@ TEST(ChunkGatedDeltaRuleBwdDhu, Refusals) {
   EXPECT_TRUE(has(chunk_gated_delta_rule_bwd_dhu(a, bad_dh.view(), nullptr, dv2.view()),
                   "dh must be contiguous [1, 1, 4, 8, 4]"));
   a.scale = NAN;
-  EXPECT_TRUE(has(chunk_gated_delta_rule_bwd_dhu(a, dh.view(), nullptr, dv2.view()),
-                  "must be finite"));
+  EXPECT_TRUE(
+      has(chunk_gated_delta_rule_bwd_dhu(a, dh.view(), nullptr, dv2.view()), "must be finite"));
 }
 
 }  // namespace

@@ -155,7 +155,8 @@ Status run_cpu(const Params& p, const Context& ctx) {
   const int64_t owned = static_cast<int64_t>(chunks.size());
   if (p.B * p.NT > owned) {
     const std::vector<float> zeros(static_cast<size_t>(per), 0.0f);
-    for (int64_t c = owned; c < p.B * p.NT; ++c) narrow(zeros.data(), per, p.dh, p.dh_dtype, c * per);
+    for (int64_t c = owned; c < p.B * p.NT; ++c)
+      narrow(zeros.data(), per, p.dh, p.dh_dtype, c * per);
   }
   if (p.HV == 0) return Status::Ok();
   if (p.q_dtype == DType::fp64)
