@@ -91,33 +91,48 @@ void bwd_dhu(const Params& p, const std::vector<training::TimeChunk>& chunks,
           if (p.g) widen(p.g, p.g_dtype, r * HV + hv, 1, gt.data() + t);
         }
         const S gL = p.g ? gt[static_cast<size_t>(R - 1)] : S(0);
-        // dv2_t = dv_local_t + exp(G_L − G_t) · dSᵀ k_t.
-        std::vector<S>& acc = dv2;  // row t of dv2 holds dv_local_t; add the state term
-        for (int64_t t = 0; t < R; ++t) {
-          const S f = p.g ? gate_exp(gL - gt[static_cast<size_t>(t)], p.gate_log2) : S(1);
-          S* d = acc.data() + t * V;
-          const S* kt = kb.data() + t * K;
+        // dv2_t = dv_local_t + exp(G_L − G_t) · dSᵀ k_t; rows of dv2 start as dv_local. Four rows
+        // at a time, so each dS row is loaded once per four output rows.
+        for (int64_t t0 = 0; t0 < R; t0 += 4) {
+          const int64_t nr = std::min<int64_t>(4, R - t0);
+          S f[4] = {0, 0, 0, 0};
+          for (int64_t r = 0; r < nr; ++r)
+            f[r] = p.g ? gate_exp(gL - gt[static_cast<size_t>(t0 + r)], p.gate_log2) : S(1);
+          S* d0 = dv2.data() + t0 * V;
           for (int64_t i = 0; i < K; ++i) {
-            const S x = f * kt[i];
             const S* row = ds.data() + i * V;
-            for (int64_t v = 0; v < V; ++v) d[v] += x * row[v];
+            S x[4] = {0, 0, 0, 0};
+            for (int64_t r = 0; r < nr; ++r)
+              x[r] = f[r] * kb[static_cast<size_t>((t0 + r) * K + i)];
+            if (nr == 4) {
+              S *a0 = d0, *a1 = d0 + V, *a2 = d0 + 2 * V, *a3 = d0 + 3 * V;
+              for (int64_t v = 0; v < V; ++v) {
+                const S y = row[v];
+                a0[v] += x[0] * y, a1[v] += x[1] * y, a2[v] += x[2] * y, a3[v] += x[3] * y;
+              }
+            } else {
+              for (int64_t r = 0; r < nr; ++r)
+                for (int64_t v = 0; v < V; ++v) d0[r * V + v] += x[r] * row[v];
+            }
           }
-          narrow(d, V, p.dv2, p.dv2_dtype, ((ch.row0 + t) * HV + hv) * V);
+          for (int64_t r = 0; r < nr; ++r)
+            narrow(d0 + r * V, V, p.dv2, p.dv2_dtype, ((ch.row0 + t0 + r) * HV + hv) * V);
         }
-        // dS = exp(G_L)·dS + Σ_t (scale·exp(G_t)·q_t) ⊗ do_t − Σ_t w_t ⊗ dv2_t.
-        if (p.g) {
-          const S decay = gate_exp(gL, p.gate_log2);
-          for (auto& x : ds) x *= decay;
-        }
+        // dS = exp(G_L)·dS + Σ_t (scale·exp(G_t)·q_t) ⊗ do_t − Σ_t w_t ⊗ dv2_t, one dS row at a
+        // time (the row stays in cache while the chunk's do and dv2 rows stream by).
         for (int64_t t = 0; t < R; ++t) {
           const S e = p.g ? scale * gate_exp(gt[static_cast<size_t>(t)], p.gate_log2) : scale;
-          const S* qt = qb.data() + t * K;
-          const S* wt = wb.data() + t * K;
-          const S* dot = dob.data() + t * V;
-          const S* d2 = dv2.data() + t * V;
-          for (int64_t i = 0; i < K; ++i) {
-            const S a = e * qt[i], c = wt[i];
-            S* row = ds.data() + i * V;
+          for (int64_t i = 0; i < K; ++i) qb[static_cast<size_t>(t * K + i)] *= e;
+        }
+        const S decay = p.g ? gate_exp(gL, p.gate_log2) : S(1);
+        for (int64_t i = 0; i < K; ++i) {
+          S* row = ds.data() + i * V;
+          if (p.g)
+            for (int64_t v = 0; v < V; ++v) row[v] *= decay;
+          for (int64_t t = 0; t < R; ++t) {
+            const S a = qb[static_cast<size_t>(t * K + i)], c = wb[static_cast<size_t>(t * K + i)];
+            const S* dot = dob.data() + t * V;
+            const S* d2 = dv2.data() + t * V;
             for (int64_t v = 0; v < V; ++v) row[v] += a * dot[v] - c * d2[v];
           }
         }
