@@ -216,6 +216,24 @@ def test_matches_loop_peer(name, dtype):
             torch.testing.assert_close(got.double(), want, rtol=0, atol=tol * top)
 
 
+def test_suffix_then_prefix_equals_the_full_run():
+    """Stateful continuity (§5): the suffix run from dht gives dS at the cut as its dh0; the prefix
+    run from that dS gives the full run's dh, dh0 and dv2 (the cut on a chunk boundary)."""
+    x = make(2, 150, 2, 16, V=8, gva=2, chunk_size=32, seed=3)
+    cut = 64
+    full = OP(x["q"], x["k"], x["w"], x["do"], x["dv"], x["g"], x["h0"], x["dht"], chunk_size=32)
+
+    def part(a, b, dht):
+        return OP(*(x[n][:, a:b].contiguous() for n in ("q", "k", "w", "do", "dv", "g")), x["h0"],
+                  dht, chunk_size=32)
+
+    dh_s, mid, dv2_s = part(cut, 150, x["dht"])
+    dh_p, dh0_p, dv2_p = part(0, cut, mid)
+    torch.testing.assert_close(torch.cat([dh_p, dh_s], 1), full[0], rtol=0, atol=1e-6)
+    torch.testing.assert_close(dh0_p, full[1], rtol=0, atol=1e-6)
+    torch.testing.assert_close(torch.cat([dv2_p, dv2_s], 1), full[2], rtol=0, atol=1e-6)
+
+
 def test_fp32_chunk_states():
     x = make(**CONFIGS["t65_bt64"], dtype=torch.bfloat16)
     dh, _, _ = OP(x["q"], x["k"], x["w"], x["do"], x["dv"], x["g"], None, x["dht"],
