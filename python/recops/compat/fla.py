@@ -556,9 +556,9 @@ def chunk_bwd_dv_local(q: torch.Tensor, k: torch.Tensor, do: torch.Tensor,
 # the exact chunk count (len(chunk_indices); recops sizes dh with the sync-free bound
 # ceil(T / BT) + N and the spare chunks are cut off here, which reads cu_seqlens on the host as
 # fla's prepare_chunk_indices does); dh0 fp32 like h0, or None without h0; dv2 like dv.
-# state_v_first ([.., V, K] states) transposes h0, dht in and dh, dh0 out. gk (KDA's per-channel gate)
-# raises NotImplementedError; chunk_indices gives only the count, chunk_offsets and use_graph (a
-# CUDA-graph buffer cache) are accepted and not read. Forward only, as fla's.
+# state_v_first ([.., V, K] states) transposes h0, dht in and dh, dh0 out. gk (KDA's per-channel
+# gate) raises NotImplementedError; chunk_indices gives only the count, chunk_offsets and
+# use_graph (a CUDA-graph buffer cache) are accepted and not read. Forward only, as fla's.
 
 from .. import chunk_gated_delta_rule_bwd_dhu as _chunk_gated_delta_rule_bwd_dhu  # noqa: E402
 

@@ -65,8 +65,9 @@ def loop_peer(q, k, w, do, dv, g=None, h0=None, dht=None, scale=None, cu_seqlens
             d2 = dv[bi, s:e].double() + ex(gl[None, :] - gc)[:, :, None] * torch.einsum(
                 "thk,hkv->thv", kc, S)
             dv2[bi, s:e] = d2
+            qg = ex(gc)[:, :, None] * qc
             S = (ex(gl)[:, None, None] * S
-                 + scale * torch.einsum("thk,thv->hkv", ex(gc)[:, :, None] * qc, do[bi, s:e].double())
+                 + scale * torch.einsum("thk,thv->hkv", qg, do[bi, s:e].double())
                  - torch.einsum("thk,thv->hkv", w[bi, s:e].double(), d2))
         dh0[n] = S
         base += len(starts)
