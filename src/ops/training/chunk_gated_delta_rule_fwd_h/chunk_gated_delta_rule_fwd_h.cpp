@@ -1,0 +1,271 @@
+// training/chunk_gated_delta_rule_fwd_h/chunk_gated_delta_rule_fwd_h.cpp: the entry of
+// chunk_gated_delta_rule_fwd_h. All validation happens here, once; then the ordered implementation
+// list runs the first implementation that accepts (cpu_generic, reference; no CUDA path yet). At
+// the end: the OpInfo and the argument table (forward only).
+#include "ops/training/chunk_gated_delta_rule_fwd_h/chunk_gated_delta_rule_fwd_h.h"
+
+#include "core/dispatch.h"
+#include "core/kit/op_def.h"
+#include "ops/training/chunk_gated_delta_rule_fwd_h/impls.h"
+#include "ops/training/common/packed_offsets.h"
+
+namespace recops::ops::chunk_gated_delta_rule_fwd_h_ns {
+namespace {
+constexpr const char* kOp = "chunk_gated_delta_rule_fwd_h";
+
+const std::vector<core::Impl<Params>>& impls() {
+  static const auto list = core::with_cpu_impls<Params>({}, run_cpu, run_reference);
+  return list;
+}
+
+bool is_float(DType t) {
+  return t == DType::fp64 || t == DType::fp32 || t == DType::fp16 || t == DType::bf16;
+}
+
+// `name`: floating, contiguous, on k's device, of sizes `want` (-1: any).
+Status check_tensor(const char* name, const TensorView& t, const TensorView& k, const Shape& want,
+                    const char* letters) {
+  RECOPS_RETURN_IF_ERROR(core::check_same_device(kOp, "k", k, name, t));
+  bool ok = t.ndim == static_cast<int64_t>(want.size()) && is_float(t.dtype);
+  for (size_t d = 0; ok && d < want.size(); ++d) ok = want[d] < 0 || t.sizes[d] == want[d];
+  RECOPS_CHECK(ok, kOp, ": ", name, " must be ", letters, " of fp64, fp32, fp16 or bf16 with ",
+               shape_str(want), " (-1: any); got ", describe(t));
+  RECOPS_CHECK(t.is_contiguous(), kOp, ": ", name, " must be contiguous; got ", describe(t));
+  return Status::Ok();
+}
+
+// An output: contiguous, of exactly `want` and `dtype`, on k's device.
+Status check_out(const char* name, const TensorView& t, const TensorView& k, const Shape& want,
+                 DType dtype, const char* letters) {
+  RECOPS_RETURN_IF_ERROR(core::check_same_device(kOp, "k", k, name, t));
+  RECOPS_CHECK(t.shape() == want && t.dtype == dtype && t.is_contiguous(), kOp, ": ", name,
+               " must be contiguous ", shape_str(want), " (", letters, ") of ", dtype_name(dtype),
+               "; got ", describe(t));
+  return Status::Ok();
+}
+
+int64_t offset_at(const TensorView& o, int64_t n) {
+  return o.dtype == DType::int32 ? static_cast<const int32_t*>(o.data)[n]
+                                 : static_cast<const int64_t*>(o.data)[n];
+}
+
+// Every rule on the arguments; *p gets the sizes, pointers and scalars. ctx: the call's context,
+// or nullptr in the shape function (no data read: the offsets' values and the varlen chunk count
+// are checked by the run).
+Status check_args(const ChunkGatedDeltaRuleFwdHArgs& a, const Context* ctx, Params* p) {
+  const TensorView& k = a.k;
+  RECOPS_CHECK(k.ndim == 4 && is_float(k.dtype), kOp,
+               ": k must be [B, T, H, K] of fp64, fp32, fp16 or bf16; got ", describe(k));
+  RECOPS_CHECK(k.is_contiguous(), kOp, ": k must be contiguous; got ", describe(k));
+  const int64_t B = k.sizes[0], T = k.sizes[1], H = k.sizes[2], K = k.sizes[3];
+  RECOPS_RETURN_IF_ERROR(check_tensor("w", a.w, k, {B, T, -1, K}, "[B, T, HV, K] (k's B, T, K)"));
+  const int64_t HV = a.w.sizes[2];
+  RECOPS_CHECK(H > 0 ? HV % H == 0 : HV == 0, kOp, ": w's HV=", HV,
+               " must be a multiple of k's H=", H,
+               " (GVA: value head hv uses key head hv / (HV/H))");
+  RECOPS_RETURN_IF_ERROR(check_tensor("u", a.u, k, {B, T, HV, -1}, "[B, T, HV, V] (w's HV)"));
+  const int64_t V = a.u.sizes[3];
+  const int64_t bt = a.chunk_size;
+  RECOPS_CHECK(bt == 16 || bt == 32 || bt == 64, kOp, ": chunk_size=", bt, " must be 16, 32 or 64");
+  if (a.g) RECOPS_RETURN_IF_ERROR(check_tensor("g", *a.g, k, {B, T, HV}, "[B, T, HV]"));
+  int64_t N = B;
+  if (a.seq_offsets) {
+    RECOPS_RETURN_IF_ERROR(training::check_packed_offsets(kOp, "k", k, *a.seq_offsets, B, T,
+                                                          "T (k's dim 1)", ctx, &N));
+    p->seq_offsets = a.seq_offsets->data;
+    p->off_dtype = a.seq_offsets->dtype;
+  }
+  if (a.initial_state)
+    RECOPS_RETURN_IF_ERROR(check_tensor("initial_state", *a.initial_state, k, {N, HV, K, V},
+                                        "[N, HV, K, V] (N sequences)"));
+  // h's NT: ceil(T / BT) per batch row without offsets; with offsets num_chunks, or the sync-free
+  // bound ceil(T / BT) + N (§4.2), at least the sequences' chunk count (checked on the values).
+  const int64_t dense_nt = (T + bt - 1) / bt;
+  int64_t nt = a.seq_offsets ? dense_nt + N : dense_nt;
+  if (a.num_chunks) {
+    if (!a.seq_offsets)
+      RECOPS_CHECK(*a.num_chunks == dense_nt, kOp, ": num_chunks=", *a.num_chunks,
+                   " must be ceil(T / chunk_size)=", dense_nt, " without seq_offsets");
+    RECOPS_CHECK(*a.num_chunks >= 0, kOp, ": num_chunks=", *a.num_chunks, " must be >= 0");
+    nt = *a.num_chunks;
+  }
+  if (a.seq_offsets && ctx && a.seq_offsets->device.is_cpu()) {
+    int64_t chunks = 0;
+    for (int64_t n = 0; n < N; ++n)
+      chunks += (offset_at(*a.seq_offsets, n + 1) - offset_at(*a.seq_offsets, n) + bt - 1) / bt;
+    RECOPS_CHECK(nt >= chunks, kOp, ": num_chunks=", nt,
+                 " is less than the chunk count of the sequences, ", chunks,
+                 " (Σ ceil(len_n / chunk_size))");
+  }
+  p->k = k.data;
+  p->w = a.w.data;
+  p->u = a.u.data;
+  p->g = a.g ? a.g->data : nullptr;
+  p->h0 = a.initial_state ? a.initial_state->data : nullptr;
+  p->k_dtype = k.dtype, p->w_dtype = a.w.dtype, p->u_dtype = a.u.dtype;
+  p->g_dtype = a.g ? a.g->dtype : DType::fp32;
+  p->h0_dtype = a.initial_state ? a.initial_state->dtype : DType::fp32;
+  p->h_dtype = a.fp32_chunk_states ? DType::fp32 : k.dtype;
+  p->B = B, p->T = T, p->H = H, p->HV = HV, p->K = K, p->V = V;
+  p->NT = nt;
+  p->BT = bt;
+  p->N = N;
+  p->gate_log2 = a.gate_log2;
+  p->device_index = k.device.index;
+  return Status::Ok();
+}
+
+Status prepare(const ChunkGatedDeltaRuleFwdHArgs& a, const TensorView& h, const TensorView& v_new,
+               const TensorView* ht, const Context& ctx, Params* p) {
+  RECOPS_RETURN_IF_ERROR(check_args(a, &ctx, p));
+  RECOPS_RETURN_IF_ERROR(check_out("h", h, a.k, {p->B, p->NT, p->HV, p->K, p->V}, p->h_dtype,
+                                   "[B, NT, HV, K, V]"));
+  RECOPS_RETURN_IF_ERROR(
+      check_out("v_new", v_new, a.k, a.u.shape(), a.u.dtype, "u's [B, T, HV, V]"));
+  RECOPS_CHECK(a.output_final_state == (ht != nullptr), kOp,
+               ": final_state must be given exactly when output_final_state is true");
+  if (ht)
+    RECOPS_RETURN_IF_ERROR(check_out("final_state", *ht, a.k, {p->N, p->HV, p->K, p->V},
+                                     DType::fp32, "[N, HV, K, V]"));
+  p->h = h.data;
+  p->v_new = v_new.data;
+  p->ht = ht ? ht->data : nullptr;
+  return Status::Ok();
+}
+
+// Nothing to write: every output has zero elements (K = 0 with V > 0 still gives v_new = u).
+bool empty(const Params& p) {
+  const int64_t state = p.HV * p.K * p.V;
+  return p.B * p.NT * state == 0 && p.B * p.T * p.HV * p.V == 0 && (!p.ht || p.N * state == 0);
+}
+}  // namespace
+}  // namespace recops::ops::chunk_gated_delta_rule_fwd_h_ns
+
+namespace recops {
+
+Status chunk_gated_delta_rule_fwd_h_shape(const ChunkGatedDeltaRuleFwdHArgs& a,
+                                          ChunkGatedDeltaRuleFwdHShapes* out) {
+  using namespace ops::chunk_gated_delta_rule_fwd_h_ns;
+  Params p;
+  RECOPS_RETURN_IF_ERROR(check_args(a, nullptr, &p));
+  out->h = {p.B, p.NT, p.HV, p.K, p.V};
+  out->h_dtype = p.h_dtype;
+  out->v_new = a.u.shape();
+  out->v_new_dtype = a.u.dtype;
+  out->final_state = a.output_final_state ? Shape{p.N, p.HV, p.K, p.V} : Shape{0};
+  return Status::Ok();
+}
+
+Status chunk_gated_delta_rule_fwd_h(const ChunkGatedDeltaRuleFwdHArgs& a, const TensorView& h,
+                                    const TensorView& v_new, const TensorView* final_state,
+                                    const Context& ctx) {
+  using namespace ops::chunk_gated_delta_rule_fwd_h_ns;
+  Params p;
+  RECOPS_RETURN_IF_ERROR(prepare(a, h, v_new, final_state, ctx, &p));
+  if (empty(p)) return Status::Ok();
+  return core::dispatch(kOp, impls(), a.k.device.type, p, ctx);
+}
+
+Status chunk_gated_delta_rule_fwd_h_plain(const ChunkGatedDeltaRuleFwdHArgs& a,
+                                          const TensorView& h, const TensorView& v_new,
+                                          const TensorView* final_state) {
+  using namespace ops::chunk_gated_delta_rule_fwd_h_ns;
+  RECOPS_CHECK(a.k.device.is_cpu(), "chunk_gated_delta_rule_fwd_h_plain: CPU tensors only");
+  const Context ctx;
+  Params p;
+  RECOPS_RETURN_IF_ERROR(prepare(a, h, v_new, final_state, ctx, &p));
+  p.plain = true;
+  if (empty(p)) return Status::Ok();
+  return run_reference(p, ctx);
+}
+
+}  // namespace recops
+
+// ---- registration: the OpInfo and the argument table (core/kit/op_def.h) ----
+namespace recops::ops::chunk_gated_delta_rule_fwd_h_ns {
+namespace {
+Status shapes(const ChunkGatedDeltaRuleFwdHArgs& a, std::vector<kit::OutSpec>* outs) {
+  ChunkGatedDeltaRuleFwdHShapes s;
+  RECOPS_RETURN_IF_ERROR(chunk_gated_delta_rule_fwd_h_shape(a, &s));
+  outs->push_back({s.h, s.h_dtype});
+  outs->push_back({s.v_new, s.v_new_dtype});
+  outs->push_back({s.final_state, DType::fp32, a.output_final_state});
+  return Status::Ok();
+}
+Status run(const ChunkGatedDeltaRuleFwdHArgs& a, const kit::Outputs& o, const Context& ctx) {
+  return chunk_gated_delta_rule_fwd_h(a, o.views[0], o.views[1], o.get(2), ctx);
+}
+
+constexpr const char* kDoc =
+    R"(The GDN chunk state recurrence (fla-core's
+``fla.ops.common.chunk_delta_h.chunk_gated_delta_rule_fwd_h``): the state before each chunk, the
+new values u - w S and the final state.
+
+Each sequence is cut into chunks of ``chunk_size`` positions from its own start (the last one may
+be shorter). Per sequence and value head hv (key head ``hv // (HV // H)``), with the fp32 state S
+``[K, V]`` starting at initial_state (or 0), for the chunks in time order (L the chunk's last
+position)::
+
+    h[c, hv] = S
+    v_new[t, hv] = u[t, hv] - w[t, hv]^T S                         (t in the chunk)
+    S = exp(g[L]) * S + sum_t exp(g[L] - g[t]) * outer(k[t, h], v_new[t, hv])
+
+(``exp2`` with ``gate_log2``; no gate factors without ``g``); final_state is S after the last
+chunk. Chunk numbering of h: without seq_offsets chunk c of batch row b is ``h[b, c]``; with
+seq_offsets the chunks of all sequences in order (zero-length sequences own none), as fla's
+``prepare_chunk_indices``, and the chunks past the last one are zero.
+
+Args:
+    k: ``[B, T, H, K]``, fp64, fp32, fp16 or bf16.
+    w: ``[B, T, HV, K]``, HV a multiple of H.
+    u: ``[B, T, HV, V]``.
+    g: optional ``[B, T, HV]``: G, the chunk-local cumsum of the log gates, natural-log units
+        (log2 with gate_log2).
+    initial_state: optional ``[N, HV, K, V]`` (fp32; any float dtype is read).
+    output_final_state: also return final_state.
+    seq_offsets: ``[N+1]`` int32/int64 (fla's cu_seqlens) of packed sequences; needs B = 1.
+    chunk_size: 16, 32 or 64.
+    gate_log2: g is in log2 units.
+    num_chunks: h's NT with seq_offsets (at least the chunk count sum ceil(len_n / chunk_size));
+        None: the sync-free bound ``ceil(T / chunk_size) + N``. Without seq_offsets NT is
+        ``ceil(T / chunk_size)`` (num_chunks must be None or that).
+    fp32_chunk_states: store h in fp32 instead of k's dtype.
+
+Returns:
+    ``(h, v_new, final_state)``: h ``[B, NT, HV, K, V]`` in k's dtype (fp32 with
+    fp32_chunk_states); v_new ``[B, T, HV, V]`` in u's dtype (unscaled by the gates);
+    final_state ``[N, HV, K, V]`` fp32, or an empty ``[0]`` tensor when output_final_state is
+    False (fla returns None; the kit has no optional outputs). The state is kept in fp32 (fp64
+    for fp64 k).
+
+Forward only (inputs that require grad raise): fla's backward of the state recurrence is
+chunk_gated_delta_rule_bwd_dhu.
+)";
+}  // namespace
+}  // namespace recops::ops::chunk_gated_delta_rule_fwd_h_ns
+
+RECOPS_REGISTER_OPS(reg) {
+  using namespace recops;
+  using namespace recops::ops::chunk_gated_delta_rule_fwd_h_ns;
+  using A = ChunkGatedDeltaRuleFwdHArgs;
+  reg.add(OpInfo{kOp, "training", core::describe_impls(impls())});
+  reg.add(kit::Def<A>(kOp, "training")
+              .arg<&A::k>("k", {.dense_from = 0})
+              .arg<&A::w>("w", {.dense_from = 0})
+              .arg<&A::u>("u", {.dense_from = 0})
+              .arg<&A::g>("g", {.def = "None", .dense_from = 0})
+              .arg<&A::initial_state>("initial_state", {.def = "None", .dense_from = 0})
+              .arg<&A::output_final_state>("output_final_state", {.def = "False"})
+              .arg<&A::seq_offsets>("seq_offsets", {.def = "None", .dense_from = 0})
+              .arg<&A::chunk_size>("chunk_size", {.def = "64"})
+              .arg<&A::gate_log2>("gate_log2", {.def = "False"})
+              .arg<&A::num_chunks>("num_chunks", {.def = "None"})
+              .arg<&A::fp32_chunk_states>("fp32_chunk_states", {.def = "False"})
+              .out("h")
+              .out("v_new")
+              .out("final_state")
+              .shapes(shapes)
+              .run(run)
+              .forward_only()
+              .doc("", kDoc));
+}

@@ -1,0 +1,178 @@
+// training/chunk_gated_delta_rule_fwd_h/test_chunk_gated_delta_rule_fwd_h.cpp: the C++ tests of
+// the op beyond `recops check`'s cases: a hand-computed chunk, stateful continuity (a prefix run
+// and a suffix run from its final state equal the full run), the varlen chunk numbering with GVA,
+// the refusals and their messages (torch-free; built into tests/cpp's recops_tests).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "ops/training/chunk_gated_delta_rule_fwd_h/chunk_gated_delta_rule_fwd_h.h"
+#include "recops/tensor.h"
+
+namespace recops {
+namespace {
+
+float* f32(Tensor& t) {
+  return static_cast<float*>(t.data());
+}
+
+Tensor filled(const Shape& s, float (*f)(int64_t)) {
+  Tensor t = Tensor::empty(s, DType::fp32);
+  for (int64_t i = 0; i < t.view().numel(); ++i) f32(t)[i] = f(i);
+  return t;
+}
+
+// T = 2, H = HV = 1, K = V = 1, chunk 16: one chunk, every output hand-computed.
+TEST(ChunkGatedDeltaRuleFwdH, HandComputedChunk) {
+  Tensor k = Tensor::empty({1, 2, 1, 1}, DType::fp32), w = Tensor::empty({1, 2, 1, 1}, DType::fp32);
+  Tensor u = Tensor::empty({1, 2, 1, 1}, DType::fp32), g = Tensor::empty({1, 2, 1}, DType::fp32);
+  Tensor h0 = Tensor::empty({1, 1, 1, 1}, DType::fp32);
+  Tensor h = Tensor::empty({1, 1, 1, 1, 1}, DType::fp32), vn = Tensor::empty({1, 2, 1, 1}, DType::fp32);
+  Tensor ht = Tensor::empty({1, 1, 1, 1}, DType::fp32);
+  const float kv[] = {0.5f, -2}, wv[] = {1.5f, 0.25f}, uv[] = {3, -1}, gv[] = {-0.5f, -2};
+  for (int i = 0; i < 2; ++i) f32(k)[i] = kv[i], f32(w)[i] = wv[i], f32(u)[i] = uv[i], f32(g)[i] = gv[i];
+  f32(h0)[0] = 0.75f;
+  f32(h)[0] = f32(vn)[0] = f32(vn)[1] = f32(ht)[0] = NAN;
+  ChunkGatedDeltaRuleFwdHArgs a;
+  a.k = k.view(), a.w = w.view(), a.u = u.view(), a.g = g.view(), a.initial_state = h0.view();
+  a.output_final_state = true;
+  a.chunk_size = 16;
+  const TensorView htv = ht.view();
+  ASSERT_TRUE(chunk_gated_delta_rule_fwd_h(a, h.view(), vn.view(), &htv).ok());
+  const double v0 = 3 - 1.5 * 0.75, v1 = -1 - 0.25 * 0.75;
+  EXPECT_EQ(f32(h)[0], 0.75f);
+  EXPECT_NEAR(f32(vn)[0], v0, 1e-6);
+  EXPECT_NEAR(f32(vn)[1], v1, 1e-6);
+  // S = e^{G_L}·h0 + e^{G_L − G_0}·k0·v0 + k1·v1 with L = 1.
+  EXPECT_NEAR(f32(ht)[0], std::exp(-2.0) * 0.75 + std::exp(-1.5) * 0.5 * v0 + -2 * v1, 1e-6);
+  a.gate_log2 = true;
+  ASSERT_TRUE(chunk_gated_delta_rule_fwd_h(a, h.view(), vn.view(), &htv).ok());
+  EXPECT_NEAR(f32(ht)[0], std::exp2(-2.0) * 0.75 + std::exp2(-1.5) * 0.5 * v0 + -2 * v1, 1e-6);
+  a.g.reset();
+  a.initial_state.reset();
+  ASSERT_TRUE(chunk_gated_delta_rule_fwd_h(a, h.view(), vn.view(), &htv).ok());
+  EXPECT_EQ(f32(h)[0], 0.0f);
+  EXPECT_NEAR(f32(ht)[0], 0.5 * 3 + -2 * -1, 1e-6);
+}
+
+// H = 1, HV = 2 (GVA), K = 3, V = 2, chunk 16, T = 40 (3 chunks): the run over [0, 32) and then
+// over [32, 40) from its final state gives bit for bit the full run's h, v_new and final state.
+TEST(ChunkGatedDeltaRuleFwdH, PrefixThenSuffixEqualsFullRun) {
+  const int64_t T = 40, P = 32, HV = 2, K = 3, V = 2;
+  Tensor k = filled({1, T, 1, K}, [](int64_t i) { return static_cast<float>((i * 5) % 13) / 20 - 0.3f; });
+  Tensor w = filled({1, T, HV, K}, [](int64_t i) { return static_cast<float>((i * 7) % 11) / 30 - 0.15f; });
+  Tensor u = filled({1, T, HV, V}, [](int64_t i) { return static_cast<float>((i * 3) % 7) / 4 - 0.8f; });
+  Tensor g = filled({1, T, HV}, [](int64_t i) { return -0.03f * static_cast<float>(i % 16 + 1); });
+  Tensor h0 = filled({1, HV, K, V}, [](int64_t i) { return static_cast<float>(i % 5) / 5 - 0.4f; });
+  auto slice = [](Tensor& t, int64_t t0, int64_t t1) {
+    TensorView v = t.view();
+    const int64_t row = v.numel() / v.sizes[1];
+    Shape s = v.shape();
+    s[1] = t1 - t0;
+    return TensorView(static_cast<float*>(t.data()) + t0 * row, DType::fp32, v.device, s);
+  };
+  auto run = [&](int64_t t0, int64_t t1, const TensorView& init, Tensor* h, Tensor* vn, Tensor* ht) {
+    ChunkGatedDeltaRuleFwdHArgs a;
+    a.k = slice(k, t0, t1), a.w = slice(w, t0, t1), a.u = slice(u, t0, t1), a.g = slice(g, t0, t1);
+    a.initial_state = init;
+    a.output_final_state = true;
+    a.chunk_size = 16;
+    *h = Tensor::empty({1, (t1 - t0 + 15) / 16, HV, K, V}, DType::fp32);
+    *vn = Tensor::empty({1, t1 - t0, HV, V}, DType::fp32);
+    *ht = Tensor::empty({1, HV, K, V}, DType::fp32);
+    const TensorView htv = ht->view();
+    return chunk_gated_delta_rule_fwd_h(a, h->view(), vn->view(), &htv);
+  };
+  Tensor hf, vf, sf, hp, vp, sp, hs, vs, ss;
+  ASSERT_TRUE(run(0, T, h0.view(), &hf, &vf, &sf).ok());
+  ASSERT_TRUE(run(0, P, h0.view(), &hp, &vp, &sp).ok());
+  ASSERT_TRUE(run(P, T, sp.view(), &hs, &vs, &ss).ok());
+  const int64_t chunk = HV * K * V;
+  for (int64_t i = 0; i < 2 * chunk; ++i) EXPECT_EQ(f32(hf)[i], f32(hp)[i]) << i;
+  for (int64_t i = 0; i < chunk; ++i) EXPECT_EQ(f32(hf)[2 * chunk + i], f32(hs)[i]) << i;
+  for (int64_t i = 0; i < P * HV * V; ++i) EXPECT_EQ(f32(vf)[i], f32(vp)[i]) << i;
+  for (int64_t i = 0; i < (T - P) * HV * V; ++i) EXPECT_EQ(f32(vf)[P * HV * V + i], f32(vs)[i]);
+  for (int64_t i = 0; i < chunk; ++i) EXPECT_EQ(f32(sf)[i], f32(ss)[i]) << i;
+  EXPECT_NE(f32(sf)[0], f32(sp)[0]);
+}
+
+// Packed sequences [0, 3), [3, 3) (empty), [3, 20) with chunk 16 and num_chunks 5: sequence 0 owns
+// h[0, 0], sequence 2 h[0, 1] and h[0, 2]; h[0, 3] and h[0, 4] are zero; the empty sequence's
+// final state is its initial state; each sequence starts from its own initial state.
+TEST(ChunkGatedDeltaRuleFwdH, VarlenChunkNumbering) {
+  const int64_t T = 20, HV = 2, K = 2, V = 2;
+  Tensor k = filled({1, T, 1, K}, [](int64_t i) { return static_cast<float>((i * 5) % 13) / 20 - 0.3f; });
+  Tensor w = filled({1, T, HV, K}, [](int64_t i) { return static_cast<float>((i * 7) % 11) / 30 - 0.15f; });
+  Tensor u = filled({1, T, HV, V}, [](int64_t i) { return static_cast<float>((i * 3) % 7) / 4 - 0.8f; });
+  Tensor h0 = filled({3, HV, K, V}, [](int64_t i) { return static_cast<float>(i + 1); });
+  Tensor off = Tensor::empty({4}, DType::int64);
+  const int64_t ov[] = {0, 3, 3, 20};
+  for (int i = 0; i < 4; ++i) static_cast<int64_t*>(off.data())[i] = ov[i];
+  Tensor h = filled({1, 5, HV, K, V}, [](int64_t) { return NAN; });
+  Tensor vn = Tensor::empty({1, T, HV, V}, DType::fp32), ht = Tensor::empty({3, HV, K, V}, DType::fp32);
+  ChunkGatedDeltaRuleFwdHArgs a;
+  a.k = k.view(), a.w = w.view(), a.u = u.view(), a.initial_state = h0.view();
+  a.seq_offsets = off.view();
+  a.output_final_state = true;
+  a.chunk_size = 16;
+  a.num_chunks = 5;
+  const TensorView htv = ht.view();
+  ASSERT_TRUE(chunk_gated_delta_rule_fwd_h(a, h.view(), vn.view(), &htv).ok());
+  const int64_t s = HV * K * V;
+  for (int64_t i = 0; i < s; ++i) {
+    EXPECT_EQ(f32(h)[i], f32(h0)[i]);          // sequence 0's first chunk: its h0
+    EXPECT_EQ(f32(h)[s + i], f32(h0)[2 * s + i]);  // sequence 2's first chunk: its h0
+    EXPECT_EQ(f32(ht)[s + i], f32(h0)[s + i]);     // the empty sequence passes its state
+    EXPECT_EQ(f32(h)[3 * s + i], 0.0f);
+    EXPECT_EQ(f32(h)[4 * s + i], 0.0f);
+  }
+  // Without num_chunks: NT = ceil(20 / 16) + 3 = 5.
+  ChunkGatedDeltaRuleFwdHShapes shp;
+  a.num_chunks.reset();
+  ASSERT_TRUE(chunk_gated_delta_rule_fwd_h_shape(a, &shp).ok());
+  EXPECT_EQ(shp.h, (Shape{1, 5, HV, K, V}));
+  EXPECT_EQ(shp.final_state, (Shape{3, HV, K, V}));
+}
+
+TEST(ChunkGatedDeltaRuleFwdH, Refusals) {
+  Tensor k = Tensor::empty({1, 10, 2, 4}, DType::fp32), w = Tensor::empty({1, 10, 3, 4}, DType::fp32);
+  Tensor u = Tensor::empty({1, 10, 3, 5}, DType::fp32);
+  ChunkGatedDeltaRuleFwdHArgs a;
+  a.k = k.view(), a.w = w.view(), a.u = u.view();
+  ChunkGatedDeltaRuleFwdHShapes s;
+  Status st = chunk_gated_delta_rule_fwd_h_shape(a, &s);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("w's HV=3 must be a multiple of k's H=2"), std::string::npos)
+      << st.message();
+  Tensor w2 = Tensor::empty({1, 10, 4, 4}, DType::fp32);
+  a.w = w2.view();
+  st = chunk_gated_delta_rule_fwd_h_shape(a, &s);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("u must be [B, T, HV, V] (w's HV)"), std::string::npos)
+      << st.message();
+  Tensor u2 = Tensor::empty({1, 10, 4, 5}, DType::fp32), h0 = Tensor::empty({2, 4, 4, 5}, DType::fp32);
+  a.u = u2.view();
+  a.initial_state = h0.view();
+  st = chunk_gated_delta_rule_fwd_h_shape(a, &s);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("initial_state must be [N, HV, K, V]"), std::string::npos)
+      << st.message();
+  a.initial_state.reset();
+  a.output_final_state = true;
+  Tensor h = Tensor::empty({1, 1, 4, 4, 5}, DType::fp32), vn = Tensor::empty({1, 10, 4, 5}, DType::fp32);
+  st = chunk_gated_delta_rule_fwd_h(a, h.view(), vn.view(), nullptr);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("final_state must be given exactly when output_final_state"),
+            std::string::npos)
+      << st.message();
+  a.output_final_state = false;
+  Tensor hb = Tensor::empty({1, 1, 4, 4, 5}, DType::bf16);
+  st = chunk_gated_delta_rule_fwd_h(a, hb.view(), vn.view(), nullptr);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("h must be contiguous [1, 1, 4, 4, 5]"), std::string::npos)
+      << st.message();
+}
+
+}  // namespace
+}  // namespace recops
