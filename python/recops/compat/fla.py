@@ -609,3 +609,61 @@ def chunk_gated_delta_rule_bwd_dhu(q: torch.Tensor, k: torch.Tensor, w: torch.Te
         dh = dh.transpose(-1, -2).contiguous()
         dh0 = None if dh0 is None else dh0.transpose(-1, -2).contiguous()
     return dh, dh0, dv2
+
+
+# ---- chunk_gated_delta_rule_fwd_h (fla.ops.common.chunk_delta_h; fla-core 0.6.0) ----------------
+# fla-core 0.6.0, fla/ops/common/chunk_delta_h.py, chunk_gated_delta_rule_fwd_h (lines 688-747):
+# fla's argument names, order and return order (h, v_new, final_state) over
+# recops.chunk_gated_delta_rule_fwd_h. One self-contained block (its own import). fla's kernel
+# applies exp2 to g and to its differences (log2 units), so gate_log2=True here. h has fla's NT:
+# ceil(T / chunk_size), or with cu_seqlens the chunk count len(chunk_indices) (from chunk_indices,
+# else from cu_seqlens_cpu, else read from cu_seqlens on the host, as fla's prepare_chunk_indices
+# does). state_v_first (states stored [.., V, K]) transposes initial_state in and h / final_state
+# out. save_new_value=False returns None for v_new (it is computed anyway); final_state is None
+# without output_final_state, as fla's. gk (KDA's per-channel gate) is not served. chunk_offsets is
+# accepted and not read. Forward only, as fla's.
+
+from .. import chunk_gated_delta_rule_fwd_h as _chunk_gated_delta_rule_fwd_h  # noqa: E402
+
+
+def chunk_gated_delta_rule_fwd_h(k: torch.Tensor, w: torch.Tensor, u: torch.Tensor,
+                                 g: Optional[torch.Tensor] = None,
+                                 gk: Optional[torch.Tensor] = None,
+                                 initial_state: Optional[torch.Tensor] = None,
+                                 output_final_state: bool = False, chunk_size: int = 64,
+                                 save_new_value: bool = True, state_v_first: bool = False,
+                                 cu_seqlens: Optional[torch.Tensor] = None,
+                                 cu_seqlens_cpu: Optional[torch.Tensor] = None,
+                                 chunk_indices: Optional[torch.Tensor] = None,
+                                 chunk_offsets: Optional[torch.Tensor] = None):
+    """``fla.ops.common.chunk_delta_h.chunk_gated_delta_rule_fwd_h``: per sequence (batch row, or
+    ``cu_seqlens`` segment with B = 1) and value head hv, with the fp32 state S ``[K, V]`` from
+    ``initial_state`` (or 0), for each chunk c of ``chunk_size`` positions in order:
+    ``h[c] = S``; ``v_new[t] = u[t] - w[t]^T S``; ``S = exp2(g[L]) S + sum_t exp2(g[L] - g[t])
+    k[t, hv // (HV // H)] (x) v_new[t]`` (L the chunk's last position; no factors without g, the
+    log2-unit chunk-local cumsum ``[B, T, HV]``). k ``[B, T, H, K]``, w ``[B, T, HV, K]``, u
+    ``[B, T, HV, V]``, initial_state ``[N, HV, K, V]``. Returns ``(h, v_new, final_state)``: h
+    ``[B, NT, HV, K, V]`` in k's dtype (the chunks of all sequences in order with cu_seqlens),
+    v_new like u (None with ``save_new_value=False``), final_state ``[N, HV, K, V]`` fp32 or None;
+    the state tensors are ``[.., V, K]`` with ``state_v_first``. Forward only, as fla's."""
+    del chunk_offsets  # fla's per-sequence chunk starts; recops derives its own
+    if gk is not None:
+        raise NotImplementedError(
+            "chunk_gated_delta_rule_fwd_h: gk (the per-channel KDA gate) is not served by recops")
+    bt = int(chunk_size)
+    num_chunks = None
+    if cu_seqlens is not None:
+        if chunk_indices is not None:
+            num_chunks = int(chunk_indices.shape[0])
+        else:
+            cu = (cu_seqlens_cpu if cu_seqlens_cpu is not None else cu_seqlens).tolist()
+            num_chunks = sum((cu[i + 1] - cu[i] + bt - 1) // bt for i in range(len(cu) - 1))
+    if state_v_first and initial_state is not None:
+        initial_state = initial_state.transpose(-1, -2)
+    h, v_new, ht = _chunk_gated_delta_rule_fwd_h(k, w, u, g, initial_state,
+                                                 bool(output_final_state), cu_seqlens, bt, True,
+                                                 num_chunks)
+    if state_v_first:
+        h = h.transpose(-1, -2).contiguous()
+        ht = ht.transpose(-1, -2).contiguous() if output_final_state else ht
+    return h, v_new if save_new_value else None, ht if output_final_state else None
