@@ -118,8 +118,8 @@ Status check_args(const ChunkGatedDeltaRuleFwdHArgs& a, const Context* ctx, Para
 Status prepare(const ChunkGatedDeltaRuleFwdHArgs& a, const TensorView& h, const TensorView& v_new,
                const TensorView* ht, const Context& ctx, Params* p) {
   RECOPS_RETURN_IF_ERROR(check_args(a, &ctx, p));
-  RECOPS_RETURN_IF_ERROR(check_out("h", h, a.k, {p->B, p->NT, p->HV, p->K, p->V}, p->h_dtype,
-                                   "[B, NT, HV, K, V]"));
+  RECOPS_RETURN_IF_ERROR(
+      check_out("h", h, a.k, {p->B, p->NT, p->HV, p->K, p->V}, p->h_dtype, "[B, NT, HV, K, V]"));
   RECOPS_RETURN_IF_ERROR(
       check_out("v_new", v_new, a.k, a.u.shape(), a.u.dtype, "u's [B, T, HV, V]"));
   RECOPS_CHECK(a.output_final_state == (ht != nullptr), kOp,
@@ -166,9 +166,8 @@ Status chunk_gated_delta_rule_fwd_h(const ChunkGatedDeltaRuleFwdHArgs& a, const 
   return core::dispatch(kOp, impls(), a.k.device.type, p, ctx);
 }
 
-Status chunk_gated_delta_rule_fwd_h_plain(const ChunkGatedDeltaRuleFwdHArgs& a,
-                                          const TensorView& h, const TensorView& v_new,
-                                          const TensorView* final_state) {
+Status chunk_gated_delta_rule_fwd_h_plain(const ChunkGatedDeltaRuleFwdHArgs& a, const TensorView& h,
+                                          const TensorView& v_new, const TensorView* final_state) {
   using namespace ops::chunk_gated_delta_rule_fwd_h_ns;
   RECOPS_CHECK(a.k.device.is_cpu(), "chunk_gated_delta_rule_fwd_h_plain: CPU tensors only");
   const Context ctx;

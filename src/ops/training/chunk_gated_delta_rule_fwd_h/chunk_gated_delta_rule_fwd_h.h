@@ -55,8 +55,7 @@ Status chunk_gated_delta_rule_fwd_h(const ChunkGatedDeltaRuleFwdHArgs& a, const 
 // The double standard's plain same-precision baseline (accuracy.md; CPU tensors only): the
 // golden's loops in fp32 (fp64 for fp64 k) with h and v_new stored in their dtypes and used from
 // there, as a framework composition (and fla's kernel) rounds them.
-Status chunk_gated_delta_rule_fwd_h_plain(const ChunkGatedDeltaRuleFwdHArgs& a,
-                                          const TensorView& h, const TensorView& v_new,
-                                          const TensorView* final_state);
+Status chunk_gated_delta_rule_fwd_h_plain(const ChunkGatedDeltaRuleFwdHArgs& a, const TensorView& h,
+                                          const TensorView& v_new, const TensorView* final_state);
 
 }  // namespace recops

@@ -23,15 +23,25 @@ Tensor filled(const Shape& s, float (*f)(int64_t)) {
   return t;
 }
 
+// k [1, T, 1, K], w [1, T, HV, K], u [1, T, HV, V] of small varied values (one key head).
+void kwu(int64_t T, int64_t HV, int64_t K, int64_t V, Tensor* k, Tensor* w, Tensor* u) {
+  *k = filled({1, T, 1, K}, [](int64_t i) { return static_cast<float>((i * 5) % 13) / 20 - 0.3f; });
+  *w = filled({1, T, HV, K},
+              [](int64_t i) { return static_cast<float>((i * 7) % 11) / 30 - 0.15f; });
+  *u = filled({1, T, HV, V}, [](int64_t i) { return static_cast<float>((i * 3) % 7) / 4 - 0.8f; });
+}
+
 // T = 2, H = HV = 1, K = V = 1, chunk 16: one chunk, every output hand-computed.
 TEST(ChunkGatedDeltaRuleFwdH, HandComputedChunk) {
   Tensor k = Tensor::empty({1, 2, 1, 1}, DType::fp32), w = Tensor::empty({1, 2, 1, 1}, DType::fp32);
   Tensor u = Tensor::empty({1, 2, 1, 1}, DType::fp32), g = Tensor::empty({1, 2, 1}, DType::fp32);
   Tensor h0 = Tensor::empty({1, 1, 1, 1}, DType::fp32);
-  Tensor h = Tensor::empty({1, 1, 1, 1, 1}, DType::fp32), vn = Tensor::empty({1, 2, 1, 1}, DType::fp32);
+  Tensor h = Tensor::empty({1, 1, 1, 1, 1}, DType::fp32),
+         vn = Tensor::empty({1, 2, 1, 1}, DType::fp32);
   Tensor ht = Tensor::empty({1, 1, 1, 1}, DType::fp32);
   const float kv[] = {0.5f, -2}, wv[] = {1.5f, 0.25f}, uv[] = {3, -1}, gv[] = {-0.5f, -2};
-  for (int i = 0; i < 2; ++i) f32(k)[i] = kv[i], f32(w)[i] = wv[i], f32(u)[i] = uv[i], f32(g)[i] = gv[i];
+  for (int i = 0; i < 2; ++i)
+    f32(k)[i] = kv[i], f32(w)[i] = wv[i], f32(u)[i] = uv[i], f32(g)[i] = gv[i];
   f32(h0)[0] = 0.75f;
   f32(h)[0] = f32(vn)[0] = f32(vn)[1] = f32(ht)[0] = NAN;
   ChunkGatedDeltaRuleFwdHArgs a;
@@ -60,9 +70,8 @@ TEST(ChunkGatedDeltaRuleFwdH, HandComputedChunk) {
 // over [32, 40) from its final state gives bit for bit the full run's h, v_new and final state.
 TEST(ChunkGatedDeltaRuleFwdH, PrefixThenSuffixEqualsFullRun) {
   const int64_t T = 40, P = 32, HV = 2, K = 3, V = 2;
-  Tensor k = filled({1, T, 1, K}, [](int64_t i) { return static_cast<float>((i * 5) % 13) / 20 - 0.3f; });
-  Tensor w = filled({1, T, HV, K}, [](int64_t i) { return static_cast<float>((i * 7) % 11) / 30 - 0.15f; });
-  Tensor u = filled({1, T, HV, V}, [](int64_t i) { return static_cast<float>((i * 3) % 7) / 4 - 0.8f; });
+  Tensor k, w, u;
+  kwu(T, HV, K, V, &k, &w, &u);
   Tensor g = filled({1, T, HV}, [](int64_t i) { return -0.03f * static_cast<float>(i % 16 + 1); });
   Tensor h0 = filled({1, HV, K, V}, [](int64_t i) { return static_cast<float>(i % 5) / 5 - 0.4f; });
   auto slice = [](Tensor& t, int64_t t0, int64_t t1) {
@@ -72,7 +81,8 @@ TEST(ChunkGatedDeltaRuleFwdH, PrefixThenSuffixEqualsFullRun) {
     s[1] = t1 - t0;
     return TensorView(static_cast<float*>(t.data()) + t0 * row, DType::fp32, v.device, s);
   };
-  auto run = [&](int64_t t0, int64_t t1, const TensorView& init, Tensor* h, Tensor* vn, Tensor* ht) {
+  auto run = [&](int64_t t0, int64_t t1, const TensorView& init, Tensor* h, Tensor* vn,
+                 Tensor* ht) {
     ChunkGatedDeltaRuleFwdHArgs a;
     a.k = slice(k, t0, t1), a.w = slice(w, t0, t1), a.u = slice(u, t0, t1), a.g = slice(g, t0, t1);
     a.initial_state = init;
@@ -102,15 +112,15 @@ TEST(ChunkGatedDeltaRuleFwdH, PrefixThenSuffixEqualsFullRun) {
 // final state is its initial state; each sequence starts from its own initial state.
 TEST(ChunkGatedDeltaRuleFwdH, VarlenChunkNumbering) {
   const int64_t T = 20, HV = 2, K = 2, V = 2;
-  Tensor k = filled({1, T, 1, K}, [](int64_t i) { return static_cast<float>((i * 5) % 13) / 20 - 0.3f; });
-  Tensor w = filled({1, T, HV, K}, [](int64_t i) { return static_cast<float>((i * 7) % 11) / 30 - 0.15f; });
-  Tensor u = filled({1, T, HV, V}, [](int64_t i) { return static_cast<float>((i * 3) % 7) / 4 - 0.8f; });
+  Tensor k, w, u;
+  kwu(T, HV, K, V, &k, &w, &u);
   Tensor h0 = filled({3, HV, K, V}, [](int64_t i) { return static_cast<float>(i + 1); });
   Tensor off = Tensor::empty({4}, DType::int64);
   const int64_t ov[] = {0, 3, 3, 20};
   for (int i = 0; i < 4; ++i) static_cast<int64_t*>(off.data())[i] = ov[i];
   Tensor h = filled({1, 5, HV, K, V}, [](int64_t) { return NAN; });
-  Tensor vn = Tensor::empty({1, T, HV, V}, DType::fp32), ht = Tensor::empty({3, HV, K, V}, DType::fp32);
+  Tensor vn = Tensor::empty({1, T, HV, V}, DType::fp32),
+         ht = Tensor::empty({3, HV, K, V}, DType::fp32);
   ChunkGatedDeltaRuleFwdHArgs a;
   a.k = k.view(), a.w = w.view(), a.u = u.view(), a.initial_state = h0.view();
   a.seq_offsets = off.view();
@@ -121,7 +131,7 @@ TEST(ChunkGatedDeltaRuleFwdH, VarlenChunkNumbering) {
   ASSERT_TRUE(chunk_gated_delta_rule_fwd_h(a, h.view(), vn.view(), &htv).ok());
   const int64_t s = HV * K * V;
   for (int64_t i = 0; i < s; ++i) {
-    EXPECT_EQ(f32(h)[i], f32(h0)[i]);          // sequence 0's first chunk: its h0
+    EXPECT_EQ(f32(h)[i], f32(h0)[i]);              // sequence 0's first chunk: its h0
     EXPECT_EQ(f32(h)[s + i], f32(h0)[2 * s + i]);  // sequence 2's first chunk: its h0
     EXPECT_EQ(f32(ht)[s + i], f32(h0)[s + i]);     // the empty sequence passes its state
     EXPECT_EQ(f32(h)[3 * s + i], 0.0f);
@@ -136,7 +146,8 @@ TEST(ChunkGatedDeltaRuleFwdH, VarlenChunkNumbering) {
 }
 
 TEST(ChunkGatedDeltaRuleFwdH, Refusals) {
-  Tensor k = Tensor::empty({1, 10, 2, 4}, DType::fp32), w = Tensor::empty({1, 10, 3, 4}, DType::fp32);
+  Tensor k = Tensor::empty({1, 10, 2, 4}, DType::fp32),
+         w = Tensor::empty({1, 10, 3, 4}, DType::fp32);
   Tensor u = Tensor::empty({1, 10, 3, 5}, DType::fp32);
   ChunkGatedDeltaRuleFwdHArgs a;
   a.k = k.view(), a.w = w.view(), a.u = u.view();
@@ -151,7 +162,8 @@ TEST(ChunkGatedDeltaRuleFwdH, Refusals) {
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.message().find("u must be [B, T, HV, V] (w's HV)"), std::string::npos)
       << st.message();
-  Tensor u2 = Tensor::empty({1, 10, 4, 5}, DType::fp32), h0 = Tensor::empty({2, 4, 4, 5}, DType::fp32);
+  Tensor u2 = Tensor::empty({1, 10, 4, 5}, DType::fp32),
+         h0 = Tensor::empty({2, 4, 4, 5}, DType::fp32);
   a.u = u2.view();
   a.initial_state = h0.view();
   st = chunk_gated_delta_rule_fwd_h_shape(a, &s);
@@ -160,7 +172,8 @@ TEST(ChunkGatedDeltaRuleFwdH, Refusals) {
       << st.message();
   a.initial_state.reset();
   a.output_final_state = true;
-  Tensor h = Tensor::empty({1, 1, 4, 4, 5}, DType::fp32), vn = Tensor::empty({1, 10, 4, 5}, DType::fp32);
+  Tensor h = Tensor::empty({1, 1, 4, 4, 5}, DType::fp32),
+         vn = Tensor::empty({1, 10, 4, 5}, DType::fp32);
   st = chunk_gated_delta_rule_fwd_h(a, h.view(), vn.view(), nullptr);
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.message().find("final_state must be given exactly when output_final_state"),
