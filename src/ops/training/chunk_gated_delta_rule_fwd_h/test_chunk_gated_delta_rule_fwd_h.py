@@ -286,6 +286,12 @@ def test_fla_dropin_matches_peer():
         k, w, u, g, None, h0.transpose(-1, -2).contiguous(), False, 64, False, True, cu, cu)
     assert v2 is None and ht2 is None
     torch.testing.assert_close(h2, h.transpose(-1, -2), rtol=0, atol=0)
+    # NT from chunk_indices (fla's [NT, 2] schedule): its length, here 3 over the count of 16.
+    nt = n_chunks(1, k.shape[1], cu, 64)
+    h4, _, _ = fla_compat.chunk_gated_delta_rule_fwd_h(k, w, u, g, None, h0, cu_seqlens=cu,
+                                                       chunk_indices=torch.zeros(nt + 3, 2))
+    assert h4.shape[1] == nt + 3 and (h4[:, nt:] == 0).all()
+    torch.testing.assert_close(h4[:, :nt], h, rtol=0, atol=0)
     # Dense batch, no gate, no initial state.
     k, w, u, _, _, _ = make(2, 70, 2, 16, gva=2, gates=False, h0=False, chunk_size=32)
     h3, v3, ht3 = fla_compat.chunk_gated_delta_rule_fwd_h(k, w, u, chunk_size=32)
