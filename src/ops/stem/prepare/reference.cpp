@@ -56,8 +56,14 @@ Status stem_prepare_reference(const StemPrepareParams& p, const Context&) {
       return static_cast<double>(p.k_scale_at(b, s, h)) * load(p.k, p.dtype, p.k_off(b, s, h) + d);
     });
     // vbias: value-magnitude statistics over n = R·Kb groups of Ts tokens (padded length).
+    // With Dv = 0 every m_t is 0, so every ℓ_t equals μ and vbias is 0. It is written as such:
+    // Lk is then bounded by no tensor, and the n-group statistics could take O(2^31) steps.
     const int64_t n = p.R * Kb;
     for (int64_t h = 0; h < p.Nk; ++h) {
+      if (p.Dv == 0) {
+        for (int64_t j = 0; j < p.Kmax; ++j) p.vbias[(b * p.Nk + h) * p.Kmax + j] = 0.0f;
+        continue;
+      }
       const double vs = std::fabs(static_cast<double>(p.v_scale_at(h)));
       std::vector<double> ell(static_cast<size_t>(n));
       for (int64_t t = 0; t < n; ++t) {

@@ -111,7 +111,13 @@ Status stem_prepare_cpu(const StemPrepareParams& p, const Context& ctx) {
     uint16_t* out = p.kflat + task * Df;
     for (int64_t d = 0; d < Df; ++d) out[d] = bf16_from_float(acc[d]).bits;
   }
-  // vbias: one (b, h) per task.
+  // vbias: one (b, h) per task. With Dv = 0 every norm is 0, so every ℓ equals μ and vbias is 0:
+  // written directly, since Lk is then bounded by no tensor (a huge page of an empty V) and the
+  // O(Lk) statistics would be a hang.
+  if (p.Dv == 0) {
+    for (int64_t i = 0; i < p.B * p.Nk * p.Kmax; ++i) p.vbias[i] = 0.0f;
+    return Status::Ok();
+  }
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
   for (int64_t task = 0; task < p.B * p.Nk; ++task) {
     const int64_t b = task / p.Nk, h = task % p.Nk, Lk = p.Lk[b];
