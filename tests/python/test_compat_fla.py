@@ -208,3 +208,36 @@ def test_short_convolution_prefill_then_decode():
         step, cache2 = m(x[:, t:t + 1], cache=cache)
         assert cache2 is cache
         _close(step, full[:, t:t + 1])
+
+
+# ---- chunk_bwd_dqkwg (fla.ops.common.chunk_o) ----------------------------------------------------
+
+
+def test_chunk_bwd_dqkwg_signature_and_outputs():
+    """fla's argument names, order and defaults (fla-core 0.6.0's source, read with ast when the
+    peer copy is present) and its return: (dq, dk, dw, dg) with None for an absent dw / dg."""
+    import ast
+    import inspect
+    import pathlib
+
+    src = pathlib.Path(__file__).resolve().parents[2] / ".peers/training/fla/ops/common/chunk_o.py"
+    if not src.exists():
+        src = pathlib.Path("/work/main/.peers/training/fla/ops/common/chunk_o.py")
+    params = list(inspect.signature(fla.chunk_bwd_dqkwg).parameters.values())
+    if src.exists():
+        fn = next(n for n in ast.parse(src.read_text()).body
+                  if isinstance(n, ast.FunctionDef) and n.name == "chunk_bwd_dqkwg")
+        names = [a.arg for a in fn.args.args]
+        defaults = [ast.literal_eval(d) for d in fn.args.defaults]
+        assert [p.name for p in params] == names
+        assert [p.default for p in params[len(names) - len(defaults):]] == defaults
+    g = torch.Generator().manual_seed(3)
+    q, k = torch.randn(1, 20, 1, 8, generator=g), torch.randn(1, 20, 1, 8, generator=g)
+    v, do = torch.randn(1, 20, 2, 4, generator=g), torch.randn(1, 20, 2, 4, generator=g)
+    h, dh = torch.randn(1, 2, 2, 8, 4, generator=g), torch.randn(1, 2, 2, 8, 4, generator=g)
+    dq, dk, dw, dg = fla.chunk_bwd_dqkwg(q, k, v, do, h, dh, chunk_size=16)
+    assert dq.shape == dk.shape == (1, 20, 1, 8) and dw is None and dg is None
+    w, gg = torch.randn(1, 20, 2, 8, generator=g).bfloat16(), -torch.rand(1, 20, 2).cumsum(1)
+    dq, dk, dw, dg = fla.chunk_bwd_dqkwg(q, k, v, do, h, dh, w=w, g=gg, dv=v, chunk_size=16)
+    assert dw.dtype == torch.bfloat16 and dw.shape == w.shape
+    assert dg.dtype == torch.float32 and dg.shape == gg.shape

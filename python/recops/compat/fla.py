@@ -669,3 +669,57 @@ def chunk_gated_delta_rule_fwd_h(k: torch.Tensor, w: torch.Tensor, u: torch.Tens
         h = h.transpose(-1, -2).contiguous()
         ht = ht.transpose(-1, -2).contiguous() if output_final_state else ht
     return h, v_new if save_new_value else None, ht if output_final_state else None
+
+
+# ---- chunk_bwd_dqkwg (fla.ops.common.chunk_o; fla-core 0.6.0) ----------------------------------
+# fla-core 0.6.0, fla/ops/common/chunk_o.py, chunk_bwd_dqkwg (lines 709-793): fla's argument
+# names, order and return (dq, dk, dw, dg) over recops.chunk_bwd_dqkwg. One self-contained block
+# (its own import). fla's kernel applies exp2 to g (log2 units), so gate_log2=True here; its dg is
+# the gradient with respect to the natural-log G (no ln 2 factor), as recops'. g_gamma (a per-head
+# constant log2 decay) is used only without g, as in fla's kernel, and gives no dg (fla: None).
+# w=None gives dw None (fla's dv is then not read). state_v_first (h, dh stored [.., V, K]) is a
+# transpose. chunk_indices is accepted and not read. Forward only, as fla's.
+
+from .. import chunk_bwd_dqkwg as _chunk_bwd_dqkwg  # noqa: E402
+
+
+def _gamma_gates(g_gamma, B, T, cu_seqlens, chunk_size, device):
+    """g_gamma[hv] * (position in its chunk + 1) as ``[B, T, HV]`` fp32, the chunks restarting
+    at each cu_seqlens start."""
+    t = torch.arange(T, device=device)
+    if cu_seqlens is not None:
+        lens = torch.diff(cu_seqlens).to(device)
+        first = torch.repeat_interleave(cu_seqlens[:-1].to(device=device, dtype=torch.long), lens,
+                                        output_size=T)
+        t = t - first
+    steps = (t % chunk_size + 1).float()
+    return (steps[None, :, None] * g_gamma.float()[None, None, :]).expand(B, T, -1).contiguous()
+
+
+def chunk_bwd_dqkwg(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, do: torch.Tensor,
+                    h: torch.Tensor, dh: torch.Tensor, w: Optional[torch.Tensor] = None,
+                    g: Optional[torch.Tensor] = None, g_gamma: Optional[torch.Tensor] = None,
+                    dv: Optional[torch.Tensor] = None, scale: Optional[float] = None,
+                    state_v_first: bool = False, cu_seqlens: Optional[torch.Tensor] = None,
+                    chunk_size: int = 64, chunk_indices: Optional[torch.Tensor] = None):
+    """``fla.ops.common.chunk_o.chunk_bwd_dqkwg``: per chunk of ``chunk_size`` positions
+    (restarting at each ``cu_seqlens`` sequence start, B = 1; L its last position), value head hv
+    (key head hv // (HV // H)): ``ds_ij = scale * exp2(g_i - g_j) * (do_i . v_j)`` (j <= i),
+    ``dq_i = scale * exp2(g_i) * h_c do_i + sum_j ds_ij k_j``,
+    ``dk_j = exp2(g_L - g_j) * dh_c v_j + sum_i ds_ij q_i`` (summed over each key head's value
+    heads), ``dw = -h_c dv`` and ``dg_t = q_t . dq_t - k_t . dk_t`` (+ the state terms at L).
+    q, k ``[B, T, H, K]``; v, do, dv ``[B, T, HV, V]``; h, dh ``[B, NT, HV, K, V]`` (``[.., V, K]``
+    with state_v_first); w ``[B, T, HV, K]``; g (log2-unit chunk-local cumsum) ``[B, T, HV]``;
+    g_gamma ``[HV]``. Returns ``(dq, dk, dw, dg)``: dq, dk ``[B, T, H, K]`` in q's / k's dtype,
+    dw like w (None without w), dg fp32 like g (None without g)."""
+    del chunk_indices  # fla's schedule for cu_seqlens; recops derives its own
+    bt = int(chunk_size)
+    if state_v_first:
+        h, dh = h.transpose(-1, -2), dh.transpose(-1, -2)
+    gates = g
+    if gates is None and g_gamma is not None:
+        gates = _gamma_gates(g_gamma, q.shape[0], q.shape[1], cu_seqlens, bt, q.device)
+    dq, dk, dw, dg = _chunk_bwd_dqkwg(q, k, v, w, gates, h, dh, do, dv if w is not None else None,
+                                      None if scale is None else float(scale), cu_seqlens, bt,
+                                      True)
+    return dq, dk, (dw if w is not None else None), (dg if g is not None else None)
