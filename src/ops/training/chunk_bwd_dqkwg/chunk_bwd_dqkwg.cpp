@@ -71,8 +71,7 @@ Status check_args(const ChunkBwdDqkwgArgs& a, const Context* ctx, Params* p) {
   const int64_t nt = a.seq_offsets ? -1 : (T + bt - 1) / bt;
   RECOPS_RETURN_IF_ERROR(check_tensor("h", a.h, q, {B, nt, HV, K, V},
                                       "[B, NT, HV, K, V] (NT = ceil(T / chunk_size) per row)"));
-  RECOPS_RETURN_IF_ERROR(
-      check_tensor("dh", a.dh, q, a.h.shape(), "[B, NT, HV, K, V] (h's sizes)"));
+  RECOPS_RETURN_IF_ERROR(check_tensor("dh", a.dh, q, a.h.shape(), "[B, NT, HV, K, V] (h's sizes)"));
   if (a.seq_offsets && ctx && a.seq_offsets->device.is_cpu()) {
     int64_t chunks = 0;
     for (int64_t n = 0; n < N; ++n)
@@ -120,8 +119,8 @@ Status check_out(const char* name, const TensorView& o, const TensorView& q, con
                  DType dtype, const char* rule) {
   RECOPS_RETURN_IF_ERROR(core::check_same_device(kOp, "q", q, name, o));
   RECOPS_CHECK(o.shape() == want && o.dtype == dtype && o.is_contiguous(), kOp, ": ", name,
-               " must be contiguous ", shape_str(want), " ", rule, " ", dtype_name(dtype),
-               "; got ", describe(o));
+               " must be contiguous ", shape_str(want), " ", rule, " ", dtype_name(dtype), "; got ",
+               describe(o));
   return Status::Ok();
 }
 
@@ -176,8 +175,8 @@ Status chunk_bwd_dqkwg(const ChunkBwdDqkwgArgs& a, const TensorView& dq, const T
   return core::dispatch(kOp, impls(), a.q.device.type, p, ctx);
 }
 
-Status chunk_bwd_dqkwg_plain(const ChunkBwdDqkwgArgs& a, const TensorView& dq,
-                             const TensorView& dk, const TensorView* dw, const TensorView* dg) {
+Status chunk_bwd_dqkwg_plain(const ChunkBwdDqkwgArgs& a, const TensorView& dq, const TensorView& dk,
+                             const TensorView* dw, const TensorView* dg) {
   using namespace ops::chunk_bwd_dqkwg_ns;
   RECOPS_CHECK(a.q.device.is_cpu(), "chunk_bwd_dqkwg_plain: CPU tensors only");
   const Context ctx;

@@ -60,7 +60,7 @@ Status chunk_bwd_dqkwg(const ChunkBwdDqkwgArgs& a, const TensorView& dq, const T
 // golden's loops in fp32 (fp64 for fp64 q), ds stored in k's dtype before it multiplies k and q
 // (fla's kernel), and with GVA each value head's dq and dk rounded to the output dtype before the
 // group sum (fla's dq at HV heads, then .sum()); outputs rounded once.
-Status chunk_bwd_dqkwg_plain(const ChunkBwdDqkwgArgs& a, const TensorView& dq,
-                             const TensorView& dk, const TensorView* dw, const TensorView* dg);
+Status chunk_bwd_dqkwg_plain(const ChunkBwdDqkwgArgs& a, const TensorView& dq, const TensorView& dk,
+                             const TensorView* dw, const TensorView* dg);
 
 }  // namespace recops

@@ -7,7 +7,7 @@
 //   dw[i, hv, c] = −Σ_v h_c[c, v] · dv2[i, hv, v]
 //   dg[i, hv] = Σ_c q[i, h, c] · dq_hv[i, c] − Σ_c k[i, h, c] · dk_hv[i, c]
 //             + [i = L] · (exp(G_L) · Σ_{c,v} dh_c[c, v] · h_c[c, v]
-//                          + Σ_{t'} exp(G_L − G_t') · Σ_c k[t', h, c] · Σ_v dh_c[c, v] · v_new[t', hv, v])
+//                 + Σ_{t'} exp(G_L − G_t') · Σ_c k[t', h, c] · Σ_v dh_c[c, v] · v_new[t', hv, v])
 //   dq[i, h] = Σ over the group's value heads of dq_hv (in head order), dk likewise.
 // Row i's ds_ij (j ≤ i) is summed afresh for dq, column i's ds_ji (j ≥ i) afresh for dk, and the
 // last term of dg afresh from the inputs. With p.plain, the double standard's plain baseline: the
@@ -168,8 +168,9 @@ class Golden {
         const int64_t ri = b * p.T + c0 + i;
         S dg = 0;
         for (int64_t c = 0; c < p.K; ++c)
-          dg += in(p.q, p.q_dtype, (ri * p.H + h) * p.K + c) * dqh[static_cast<size_t>(i * p.K + c)] -
-                in(p.k, p.k_dtype, (ri * p.H + h) * p.K + c) * dkh[static_cast<size_t>(i * p.K + c)];
+          dg +=
+              in(p.q, p.q_dtype, (ri * p.H + h) * p.K + c) * dqh[static_cast<size_t>(i * p.K + c)] -
+              in(p.k, p.k_dtype, (ri * p.H + h) * p.K + c) * dkh[static_cast<size_t>(i * p.K + c)];
         if (i == R - 1) dg += ex(G(rL, hv)) * hdh + kterm;
         p.dg[ri * p.HV + hv] = static_cast<float>(dg);
       }

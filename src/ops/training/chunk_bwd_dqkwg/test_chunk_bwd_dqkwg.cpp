@@ -29,8 +29,8 @@ Tensor nans(const Shape& s) {
 
 // T = 2, H = HV = 1, K = 1, V = 1, chunk 16, scale 0.5: every output by hand.
 TEST(ChunkBwdDqkwg, HandComputedChunk) {
-  const double q[] = {1, -2}, k[] = {0.5, 2}, v[] = {3, -1}, g[] = {-0.5, -1.25}, h = 0.75,
-               dh = -2, d_o[] = {1.5, 0.5}, dv2[] = {2, -4};
+  const double q[] = {1, -2}, k[] = {0.5, 2}, v[] = {3, -1}, g[] = {-0.5, -1.25}, h = 0.75, dh = -2,
+               d_o[] = {1.5, 0.5}, dv2[] = {2, -4};
   auto t2 = [](const double* x) {
     Tensor t = Tensor::empty({1, 2, 1, 1}, DType::fp64);
     f64(t)[0] = x[0], f64(t)[1] = x[1];
@@ -92,8 +92,7 @@ double chunk_loss(const std::vector<double>& q, const std::vector<double>& k,
   for (int64_t d = 0; d < K; ++d)
     for (int64_t c = 0; c < V; ++c) {
       double st = std::exp(G[R - 1]) * h[d * V + c];
-      for (int64_t t = 0; t < R; ++t)
-        st += std::exp(G[R - 1] - G[t]) * k[t * K + d] * v[t * V + c];
+      for (int64_t t = 0; t < R; ++t) st += std::exp(G[R - 1] - G[t]) * k[t * K + d] * v[t * V + c];
       l += dh[d * V + c] * st;
     }
   return l;
@@ -116,17 +115,16 @@ TEST(ChunkBwdDqkwg, DgIsTheGradientOfTheChunkLoss) {
   a.chunk_size = 16;
   const TensorView dgv = dg.view();
   ASSERT_TRUE(chunk_bwd_dqkwg(a, dq.view(), dk.view(), nullptr, &dgv).ok());
-  auto vec = [](Tensor& t) {
-    return std::vector<double>(f64(t), f64(t) + t.view().numel());
-  };
+  auto vec = [](Tensor& t) { return std::vector<double>(f64(t), f64(t) + t.view().numel()); };
   const double s = 1 / std::sqrt(3.0), eps = 1e-6;
   std::vector<double> G = vec(g);
   for (int64_t t = 0; t < R; ++t) {
     std::vector<double> gp = G, gm = G;
     gp[t] += eps, gm[t] -= eps;
-    const double fd = (chunk_loss(vec(q), vec(k), vec(v), gp, vec(h), vec(dh), vec(d_o), R, K, V, s) -
-                       chunk_loss(vec(q), vec(k), vec(v), gm, vec(h), vec(dh), vec(d_o), R, K, V, s)) /
-                      (2 * eps);
+    const double fd =
+        (chunk_loss(vec(q), vec(k), vec(v), gp, vec(h), vec(dh), vec(d_o), R, K, V, s) -
+         chunk_loss(vec(q), vec(k), vec(v), gm, vec(h), vec(dh), vec(d_o), R, K, V, s)) /
+        (2 * eps);
     EXPECT_NEAR(static_cast<float*>(dg.data())[t], fd, 1e-5) << "t=" << t;
   }
   // dq and dk are the gradients in q and k of the same loss.
@@ -167,8 +165,10 @@ TEST(ChunkBwdDqkwg, GvaSumsTheGroup) {
   std::vector<double> sum_q(static_cast<size_t>(T * H * K)), sum_k(sum_q.size());
   for (int64_t hv = 0; hv < HV; ++hv) {
     const int64_t hk = hv / 2;
-    Tensor q1 = Tensor::empty({1, T, 1, K}, DType::fp64), k1 = Tensor::empty({1, T, 1, K}, DType::fp64);
-    Tensor v1 = Tensor::empty({1, T, 1, V}, DType::fp64), o1 = Tensor::empty({1, T, 1, V}, DType::fp64);
+    Tensor q1 = Tensor::empty({1, T, 1, K}, DType::fp64),
+           k1 = Tensor::empty({1, T, 1, K}, DType::fp64);
+    Tensor v1 = Tensor::empty({1, T, 1, V}, DType::fp64),
+           o1 = Tensor::empty({1, T, 1, V}, DType::fp64);
     Tensor g1 = Tensor::empty({1, T, 1}, DType::fp64);
     Tensor h1 = Tensor::empty({1, NT, 1, K, V}, DType::fp64);
     Tensor dh1 = Tensor::empty({1, NT, 1, K, V}, DType::fp64);

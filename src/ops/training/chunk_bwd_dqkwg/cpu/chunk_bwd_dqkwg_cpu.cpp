@@ -70,8 +70,7 @@ template <class S, class A = S>
 A dot(const S* a, const S* b, int64_t np) {
   A part[kLanes] = {};
   for (int64_t c = 0; c < np; c += kLanes)
-    for (int l = 0; l < kLanes; ++l)
-      part[l] += static_cast<A>(a[c + l]) * static_cast<A>(b[c + l]);
+    for (int l = 0; l < kLanes; ++l) part[l] += static_cast<A>(a[c + l]) * static_cast<A>(b[c + l]);
   A s = 0;
   for (int l = 0; l < kLanes; ++l) s += part[l];
   return s;
