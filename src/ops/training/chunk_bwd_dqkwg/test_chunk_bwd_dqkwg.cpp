@@ -211,6 +211,53 @@ TEST(ChunkBwdDqkwg, GvaSumsTheGroup) {
   }
 }
 
+// Each output element is written by one (chunk, key head) item: 1 and 3 threads give the same
+// bits (varlen, GVA, gates, dw).
+TEST(ChunkBwdDqkwg, ThreadCountDoesNotChangeBits) {
+  const int64_t T = 150, H = 2, HV = 4, K = 16, V = 8, NT = 6;
+  auto f32 = [](const Shape& s, double scale) {
+    Tensor t = Tensor::empty(s, DType::fp32);
+    float* d = static_cast<float*>(t.data());
+    for (int64_t i = 0; i < t.view().numel(); ++i)
+      d[i] = static_cast<float>(scale * std::sin(0.61 * static_cast<double>(i) + scale));
+    return t;
+  };
+  Tensor q = f32({1, T, H, K}, 1), k = f32({1, T, H, K}, 0.9), v = f32({1, T, HV, V}, 1.1);
+  Tensor w = f32({1, T, HV, K}, 0.5), d_o = f32({1, T, HV, V}, 0.7), dv2 = f32({1, T, HV, V}, 1.3);
+  Tensor h = f32({1, NT, HV, K, V}, 0.3), dh = f32({1, NT, HV, K, V}, 0.4);
+  Tensor g = f32({1, T, HV}, 0.2);
+  float* gd = static_cast<float*>(g.data());
+  for (int64_t i = 0; i < T * HV; ++i) gd[i] = -std::fabs(gd[i]) * static_cast<float>(i / HV % 32);
+  Tensor off = Tensor::empty({4}, DType::int64);
+  const int64_t ov[] = {0, 70, 70, 150};  // chunks of 32: 3 + 0 + 3 = 6
+  for (int i = 0; i < 4; ++i) static_cast<int64_t*>(off.data())[i] = ov[i];
+  ChunkBwdDqkwgArgs a;
+  a.q = q.view(), a.k = k.view(), a.v_new = v.view(), a.w = w.view(), a.g = g.view();
+  a.h = h.view(), a.dh = dh.view(), a.d_o = d_o.view(), a.dv2 = dv2.view();
+  a.seq_offsets = off.view();
+  a.chunk_size = 32;
+  std::vector<std::vector<float>> runs;
+  for (int threads : {1, 3}) {
+    Tensor dq = f32({1, T, H, K}, 0), dk = f32({1, T, H, K}, 0), dw = f32({1, T, HV, K}, 0);
+    Tensor dg = f32({1, T, HV}, 0);
+    Context ctx;
+    ctx.num_threads = threads;
+    const TensorView dwv = dw.view(), dgv = dg.view();
+    ASSERT_TRUE(chunk_bwd_dqkwg(a, dq.view(), dk.view(), &dwv, &dgv, ctx).ok());
+    std::vector<float> all;
+    for (Tensor* t : {&dq, &dk, &dw, &dg}) {
+      const float* d = static_cast<const float*>(t->data());
+      all.insert(all.end(), d, d + t->view().numel());
+    }
+    runs.push_back(all);
+  }
+  ASSERT_EQ(runs[0].size(), runs[1].size());
+  for (size_t i = 0; i < runs[0].size(); ++i) {
+    ASSERT_TRUE(std::isfinite(runs[0][i])) << i;
+    ASSERT_EQ(runs[0][i], runs[1][i]) << i;
+  }
+}
+
 struct Shapes {
   Shape q, k, v, h;
   int64_t bt = 64;
