@@ -117,28 +117,22 @@ TEST(ChunkBwdDqkwg, DgIsTheGradientOfTheChunkLoss) {
   ASSERT_TRUE(chunk_bwd_dqkwg(a, dq.view(), dk.view(), nullptr, &dgv).ok());
   auto vec = [](Tensor& t) { return std::vector<double>(f64(t), f64(t) + t.view().numel()); };
   const double s = 1 / std::sqrt(3.0), eps = 1e-6;
-  std::vector<double> G = vec(g);
-  for (int64_t t = 0; t < R; ++t) {
-    std::vector<double> gp = G, gm = G;
-    gp[t] += eps, gm[t] -= eps;
-    const double fd =
-        (chunk_loss(vec(q), vec(k), vec(v), gp, vec(h), vec(dh), vec(d_o), R, K, V, s) -
-         chunk_loss(vec(q), vec(k), vec(v), gm, vec(h), vec(dh), vec(d_o), R, K, V, s)) /
-        (2 * eps);
-    EXPECT_NEAR(static_cast<float*>(dg.data())[t], fd, 1e-5) << "t=" << t;
-  }
+  // The central difference of the loss in element e of q (0), k (1) or G (2).
+  auto fd = [&](int which, int64_t e) {
+    double l[2];
+    for (int side = 0; side < 2; ++side) {
+      std::vector<double> x[3] = {vec(q), vec(k), vec(g)};
+      x[which][static_cast<size_t>(e)] += side ? -eps : eps;
+      l[side] = chunk_loss(x[0], x[1], vec(v), x[2], vec(h), vec(dh), vec(d_o), R, K, V, s);
+    }
+    return (l[0] - l[1]) / (2 * eps);
+  };
+  for (int64_t t = 0; t < R; ++t)
+    EXPECT_NEAR(static_cast<float*>(dg.data())[t], fd(2, t), 1e-5) << "t=" << t;
   // dq and dk are the gradients in q and k of the same loss.
   for (int64_t e = 0; e < R * K; ++e) {
-    std::vector<double> qp = vec(q), qm = vec(q), kp = vec(k), km = vec(k);
-    qp[e] += eps, qm[e] -= eps, kp[e] += eps, km[e] -= eps;
-    const double fq = (chunk_loss(qp, vec(k), vec(v), G, vec(h), vec(dh), vec(d_o), R, K, V, s) -
-                       chunk_loss(qm, vec(k), vec(v), G, vec(h), vec(dh), vec(d_o), R, K, V, s)) /
-                      (2 * eps);
-    const double fk = (chunk_loss(vec(q), kp, vec(v), G, vec(h), vec(dh), vec(d_o), R, K, V, s) -
-                       chunk_loss(vec(q), km, vec(v), G, vec(h), vec(dh), vec(d_o), R, K, V, s)) /
-                      (2 * eps);
-    EXPECT_NEAR(f64(dq)[e], fq, 1e-7) << "e=" << e;
-    EXPECT_NEAR(f64(dk)[e], fk, 1e-7) << "e=" << e;
+    EXPECT_NEAR(f64(dq)[e], fd(0, e), 1e-7) << "e=" << e;
+    EXPECT_NEAR(f64(dk)[e], fd(1, e), 1e-7) << "e=" << e;
   }
 }
 
