@@ -1,6 +1,6 @@
 // training/chunk_bwd_dqkwg/reference.cpp: the golden (accuracy.md): training_ops.md §4.3's
-// formulas in fp64, written out per element. For each chunk (first position c0, last L), value
-// head hv (key head h = hv / (HV / H)) and position i of the chunk:
+// formulas in fp64 (the inputs widened to fp64 once), written out per element. For each chunk
+// (first position c0, last L), value head hv (key head h = hv / (HV / H)) and position i of it:
 //   ds_ij = scale · exp(G_i − G_j) · Σ_v do[i, hv, v] · v_new[j, hv, v]            (j ≤ i)
 //   dq_hv[i, c] = scale · exp(G_i) · Σ_v h_c[c, v] · do[i, hv, v] + Σ_{j ≤ i} ds_ij · k[j, h, c]
 //   dk_hv[i, c] = exp(G_L − G_i) · Σ_v dh_c[c, v] · v_new[i, hv, v] + Σ_{j ≥ i} ds_ji · q[j, h, c]
@@ -15,6 +15,7 @@
 // (fla's `b_ds.to(b_k.dtype)`), and each value head's dq_hv, dk_hv rounded to dq's / dk's dtype
 // before the group sum (fla stores dq, dk at HV heads in q's dtype, then sums). Includes params.h
 // and core only; shares no code with cpu/.
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -28,20 +29,24 @@ int64_t offset_value(const Params& p, int64_t n) {
                                      : static_cast<const int64_t*>(p.seq_offsets)[n];
 }
 
-// Element i of a floating tensor of dtype t, in fp64 (exact).
-double load(const void* base, DType t, int64_t i) {
-  double v = 0;
-  visit_floating(t, [&](auto x) {
-    using X = decltype(x);
-    v = to_double(static_cast<const X*>(base)[i]);
-  });
-  return v;
+// A whole floating tensor (dtype t, n elements) as fp64 values (exact); empty for nullptr.
+std::vector<double> as_fp64(const void* base, DType t, int64_t n) {
+  std::vector<double> x(base ? static_cast<size_t>(n) : 0);
+  if (base)
+    visit_floating(t, [&](auto tag) {
+      using X = decltype(tag);
+      for (size_t i = 0; i < x.size(); ++i) x[i] = to_double(static_cast<const X*>(base)[i]);
+    });
+  return x;
 }
 
-void store(void* base, DType t, int64_t i, double v) {
-  visit_floating(t, [&](auto x) {
-    using X = decltype(x);
-    static_cast<X*>(base)[i] = from_double<X>(v);
+// Every value of x rounded once into the floating tensor at base (dtype t).
+template <class S>
+void write_rounded(const std::vector<S>& x, void* base, DType t) {
+  visit_floating(t, [&](auto tag) {
+    using X = decltype(tag);
+    for (size_t i = 0; i < x.size(); ++i)
+      static_cast<X*>(base)[i] = from_double<X>(static_cast<double>(x[i]));
   });
 }
 
@@ -59,13 +64,23 @@ double round_to(DType t, double x) {
 template <class S>
 class Golden {
  public:
-  explicit Golden(const Params& p) : p_(p) {}
+  explicit Golden(const Params& p)
+      : p_(p),
+        q_(as_fp64(p.q, p.q_dtype, p.B * p.T * p.H * p.K)),
+        k_(as_fp64(p.k, p.k_dtype, p.B * p.T * p.H * p.K)),
+        v_(as_fp64(p.v, p.v_dtype, p.B * p.T * p.HV * p.V)),
+        do_(as_fp64(p.d_o, p.do_dtype, p.B * p.T * p.HV * p.V)),
+        dv2_(as_fp64(p.dv2, p.dv2_dtype, p.B * p.T * p.HV * p.V)),
+        g_(as_fp64(p.g, p.g_dtype, p.B * p.T * p.HV)),
+        h_(as_fp64(p.h, p.h_dtype, p.B * p.NT * p.HV * p.K * p.V)),
+        dh_(as_fp64(p.dh, p.dh_dtype, p.B * p.NT * p.HV * p.K * p.V)) {}
 
   void run() {
     const Params& p = p_;
     const size_t nqk = static_cast<size_t>(p.B * p.T * p.H * p.K);
     dq_.assign(nqk, S(0));
     dk_.assign(nqk, S(0));
+    if (p.dv2) dw_.assign(static_cast<size_t>(p.B * p.T * p.HV * p.K), 0.0);
     int64_t chunk_base = 0;  // with offsets: the index in h of sequence n's first chunk
     for (int64_t n = 0; n < p.N; ++n) {
       const int64_t b = p.seq_offsets ? 0 : n;
@@ -78,24 +93,25 @@ class Golden {
       }
       if (p.seq_offsets) chunk_base += (last - first + p.BT - 1) / p.BT;
     }
-    for (size_t i = 0; i < nqk; ++i) {
-      store(p.dq, p.dq_dtype, static_cast<int64_t>(i), static_cast<double>(dq_[i]));
-      store(p.dk, p.dk_dtype, static_cast<int64_t>(i), static_cast<double>(dk_[i]));
-    }
+    write_rounded(dq_, p.dq, p.dq_dtype);
+    write_rounded(dk_, p.dk, p.dk_dtype);
+    if (p.dv2) write_rounded(dw_, p.dw, p.dw_dtype);
   }
 
  private:
-  S in(const void* base, DType t, int64_t i) const { return static_cast<S>(load(base, t, i)); }
+  // Element i of an input, in the arithmetic type.
+  static S at(const std::vector<double>& x, int64_t i) {
+    return static_cast<S>(x[static_cast<size_t>(i)]);
+  }
   S ex(S x) const { return p_.gate_log2 ? std::exp2(x) : std::exp(x); }
   // G at flattened row r, head hv (0 without gates).
-  S G(int64_t r, int64_t hv) const { return p_.g ? in(p_.g, p_.g_dtype, r * p_.HV + hv) : S(0); }
+  S G(int64_t r, int64_t hv) const { return p_.g ? at(g_, r * p_.HV + hv) : S(0); }
   // ds_ij of rows i ≥ j (flattened), value head hv.
   S ds(int64_t ri, int64_t rj, int64_t hv) const {
     const Params& p = p_;
     S dot = 0;
     for (int64_t v = 0; v < p.V; ++v)
-      dot += in(p.d_o, p.do_dtype, (ri * p.HV + hv) * p.V + v) *
-             in(p.v, p.v_dtype, (rj * p.HV + hv) * p.V + v);
+      dot += at(do_, (ri * p.HV + hv) * p.V + v) * at(v_, (rj * p.HV + hv) * p.V + v);
     S gamma = 1;
     if (p.g) gamma = ex(G(ri, hv) - G(rj, hv));
     S s = static_cast<S>(p.scale) * gamma * dot;
@@ -119,18 +135,16 @@ class Golden {
       for (int64_t c = 0; c < p.K; ++c) {
         S hdo = 0, dhv = 0;
         for (int64_t v = 0; v < p.V; ++v) {
-          hdo += in(p.h, p.h_dtype, hbase + c * p.V + v) *
-                 in(p.d_o, p.do_dtype, (ri * p.HV + hv) * p.V + v);
-          dhv += in(p.dh, p.dh_dtype, hbase + c * p.V + v) *
-                 in(p.v, p.v_dtype, (ri * p.HV + hv) * p.V + v);
+          hdo += at(h_, hbase + c * p.V + v) * at(do_, (ri * p.HV + hv) * p.V + v);
+          dhv += at(dh_, hbase + c * p.V + v) * at(v_, (ri * p.HV + hv) * p.V + v);
         }
         S intra_q = 0, intra_k = 0;
         for (int64_t j = 0; j <= i; ++j)
-          intra_q += dsrow[static_cast<size_t>(j)] *
-                     in(p.k, p.k_dtype, ((b * p.T + c0 + j) * p.H + h) * p.K + c);
+          intra_q +=
+              dsrow[static_cast<size_t>(j)] * at(k_, ((b * p.T + c0 + j) * p.H + h) * p.K + c);
         for (int64_t j = i; j < R; ++j)
-          intra_k += dscol[static_cast<size_t>(j)] *
-                     in(p.q, p.q_dtype, ((b * p.T + c0 + j) * p.H + h) * p.K + c);
+          intra_k +=
+              dscol[static_cast<size_t>(j)] * at(q_, ((b * p.T + c0 + j) * p.H + h) * p.K + c);
         const S dec_q = p.g ? ex(G(ri, hv)) : S(1);
         const S dec_k = p.g ? ex(G(rL, hv) - G(ri, hv)) : S(1);
         dqh[static_cast<size_t>(i * p.K + c)] = sc * dec_q * hdo + intra_q;
@@ -140,17 +154,15 @@ class Golden {
         for (int64_t c = 0; c < p.K; ++c) {
           S acc = 0;
           for (int64_t v = 0; v < p.V; ++v)
-            acc += in(p.h, p.h_dtype, hbase + c * p.V + v) *
-                   in(p.dv2, p.dv2_dtype, (ri * p.HV + hv) * p.V + v);
-          store(p.dw, p.dw_dtype, (ri * p.HV + hv) * p.K + c, -static_cast<double>(acc));
+            acc += at(h_, hbase + c * p.V + v) * at(dv2_, (ri * p.HV + hv) * p.V + v);
+          dw_[static_cast<size_t>((ri * p.HV + hv) * p.K + c)] = -static_cast<double>(acc);
         }
       }
     }
     if (p.g) {
       // The state terms of dG_L, from the inputs.
       S hdh = 0;
-      for (int64_t e = 0; e < p.K * p.V; ++e)
-        hdh += in(p.dh, p.dh_dtype, hbase + e) * in(p.h, p.h_dtype, hbase + e);
+      for (int64_t e = 0; e < p.K * p.V; ++e) hdh += at(dh_, hbase + e) * at(h_, hbase + e);
       S kterm = 0;
       for (int64_t t = 0; t < R; ++t) {
         const int64_t rt = b * p.T + c0 + t;
@@ -158,9 +170,8 @@ class Golden {
         for (int64_t c = 0; c < p.K; ++c) {
           S dhv = 0;
           for (int64_t v = 0; v < p.V; ++v)
-            dhv += in(p.dh, p.dh_dtype, hbase + c * p.V + v) *
-                   in(p.v, p.v_dtype, (rt * p.HV + hv) * p.V + v);
-          s += in(p.k, p.k_dtype, (rt * p.H + h) * p.K + c) * dhv;
+            dhv += at(dh_, hbase + c * p.V + v) * at(v_, (rt * p.HV + hv) * p.V + v);
+          s += at(k_, (rt * p.H + h) * p.K + c) * dhv;
         }
         kterm += ex(G(rL, hv) - G(rt, hv)) * s;
       }
@@ -168,9 +179,8 @@ class Golden {
         const int64_t ri = b * p.T + c0 + i;
         S dg = 0;
         for (int64_t c = 0; c < p.K; ++c)
-          dg +=
-              in(p.q, p.q_dtype, (ri * p.H + h) * p.K + c) * dqh[static_cast<size_t>(i * p.K + c)] -
-              in(p.k, p.k_dtype, (ri * p.H + h) * p.K + c) * dkh[static_cast<size_t>(i * p.K + c)];
+          dg += at(q_, (ri * p.H + h) * p.K + c) * dqh[static_cast<size_t>(i * p.K + c)] -
+                at(k_, (ri * p.H + h) * p.K + c) * dkh[static_cast<size_t>(i * p.K + c)];
         if (i == R - 1) dg += ex(G(rL, hv)) * hdh + kterm;
         p.dg[ri * p.HV + hv] = static_cast<float>(dg);
       }
@@ -191,7 +201,9 @@ class Golden {
   }
 
   const Params& p_;
-  std::vector<S> dq_, dk_;  // [B, T, H, K]: the group sums
+  const std::vector<double> q_, k_, v_, do_, dv2_, g_, h_, dh_;  // the inputs in fp64
+  std::vector<S> dq_, dk_;                                       // [B, T, H, K]: the group sums
+  std::vector<double> dw_;                                       // [B, T, HV, K]
 };
 
 }  // namespace
