@@ -19,7 +19,8 @@ forward only as fla's);
 ``chunk_gated_delta_rule_bwd_dhu`` of ``fla.ops.common.chunk_delta_h`` (the GDN sub-op of the same
 name, forward only as fla's, returning ``(dh, dh0, dv2)``); ``chunk_gated_delta_rule_fwd_h`` of
 ``fla.ops.common.chunk_delta_h`` (the GDN sub-op of the same name, forward only as fla's, returning
-``(h, v_new, final_state)``).
+``(h, v_new, final_state)``); ``chunk_bwd_dqkwg`` of ``fla.ops.common.chunk_o`` (the GDN sub-op
+of the same name, forward only as fla's, returning ``(dq, dk, dw, dg)``).
 
 Differences from fla:
 - ``residual`` / ``prenorm`` / ``residual_in_fp32`` are composed here: the sum ``x + residual`` (in
