@@ -68,7 +68,7 @@ Status check_args(const ChunkBwdDqkwgArgs& a, const Context* ctx, Params* p) {
   // h, dh: [B, NT, HV, K, V]. Without offsets NT = ceil(T / BT) exactly; with offsets NT is at
   // least the chunk count of all sequences (checked where the values are read); later chunks (a
   // sync-free bound, §4.2) are not read.
-  const int64_t nt = a.seq_offsets ? -1 : (T + bt - 1) / bt;
+  const int64_t nt = a.seq_offsets ? -1 : ops::training::chunk_count(T, bt);
   RECOPS_RETURN_IF_ERROR(check_tensor("h", a.h, q, {B, nt, HV, K, V},
                                       "[B, NT, HV, K, V] (NT = ceil(T / chunk_size) per row)"));
   RECOPS_RETURN_IF_ERROR(check_tensor("dh", a.dh, q, a.h.shape(), "[B, NT, HV, K, V] (h's sizes)"));
@@ -166,12 +166,22 @@ Status chunk_bwd_dqkwg_shape(const ChunkBwdDqkwgArgs& a, ChunkBwdDqkwgShapes* s)
   return Status::Ok();
 }
 
+namespace {
+// Every output has no element. The extents may then be huge (K = V = 0 without g leaves T bounded
+// by no tensor), so the chunk loops must not run.
+bool all_empty(const TensorView& dq, const TensorView& dk, const TensorView* dw,
+               const TensorView* dg) {
+  return dq.numel() == 0 && dk.numel() == 0 && (!dw || dw->numel() == 0) &&
+         (!dg || dg->numel() == 0);
+}
+}  // namespace
+
 Status chunk_bwd_dqkwg(const ChunkBwdDqkwgArgs& a, const TensorView& dq, const TensorView& dk,
                        const TensorView* dw, const TensorView* dg, const Context& ctx) {
   using namespace ops::chunk_bwd_dqkwg_ns;
   Params p;
   RECOPS_RETURN_IF_ERROR(prepare(a, dq, dk, dw, dg, ctx, &p));
-  if (p.B * p.T * p.H == 0) return Status::Ok();  // empty: every output has no element
+  if (all_empty(dq, dk, dw, dg)) return Status::Ok();  // nothing to write
   return core::dispatch(kOp, impls(), a.q.device.type, p, ctx);
 }
 
@@ -183,7 +193,7 @@ Status chunk_bwd_dqkwg_plain(const ChunkBwdDqkwgArgs& a, const TensorView& dq, c
   Params p;
   RECOPS_RETURN_IF_ERROR(prepare(a, dq, dk, dw, dg, ctx, &p));
   p.plain = true;
-  if (p.B * p.T * p.H == 0) return Status::Ok();
+  if (all_empty(dq, dk, dw, dg)) return Status::Ok();
   return run_reference(p, ctx);
 }
 

@@ -105,7 +105,7 @@ Status chunk_bwd_dv_local(const ChunkBwdDvLocalArgs& a, const TensorView& dv, co
   using namespace ops::chunk_bwd_dv_local_ns;
   Params p;
   RECOPS_RETURN_IF_ERROR(prepare(a, dv, ctx, &p));
-  if (p.B * p.T * p.HV * p.V == 0) return Status::Ok();  // empty: nothing to run
+  if (ops::training::any_zero({p.B, p.T, p.HV, p.V})) return Status::Ok();  // empty: nothing to run
   return core::dispatch(kOp, impls(), a.q.device.type, p, ctx);
 }
 
@@ -116,7 +116,7 @@ Status chunk_bwd_dv_local_plain(const ChunkBwdDvLocalArgs& a, const TensorView& 
   Params p;
   RECOPS_RETURN_IF_ERROR(prepare(a, dv, ctx, &p));
   p.plain = true;
-  if (p.B * p.T * p.HV * p.V == 0) return Status::Ok();
+  if (ops::training::any_zero({p.B, p.T, p.HV, p.V})) return Status::Ok();
   return run_reference(p, ctx);
 }
 

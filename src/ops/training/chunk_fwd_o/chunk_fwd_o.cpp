@@ -68,7 +68,7 @@ Status check_args(const ChunkFwdOArgs& a, const Context* ctx, Params* p) {
   // h: [B, NT, HV, K, V]. Without offsets NT = ceil(T / BT) exactly (chunk c of row b is h[b, c]);
   // with offsets NT is at least the chunk count of all sequences (checked where the values are
   // read); trailing chunks beyond it (a sync-free bound, §4.2) are not read.
-  const int64_t nt = a.seq_offsets ? -1 : (T + bt - 1) / bt;
+  const int64_t nt = a.seq_offsets ? -1 : ops::training::chunk_count(T, bt);
   RECOPS_RETURN_IF_ERROR(check_tensor("h", a.h, q, {B, nt, HV, K, V},
                                       "[B, NT, HV, K, V] (NT = ceil(T / chunk_size) per row)"));
   if (a.seq_offsets && ctx && a.seq_offsets->device.is_cpu()) {
@@ -128,7 +128,7 @@ Status chunk_fwd_o(const ChunkFwdOArgs& a, const TensorView& o, const Context& c
   using namespace ops::chunk_fwd_o_ns;
   Params p;
   RECOPS_RETURN_IF_ERROR(prepare(a, o, ctx, &p));
-  if (p.B * p.T * p.HV * p.V == 0) return Status::Ok();  // empty: nothing to run
+  if (ops::training::any_zero({p.B, p.T, p.HV, p.V})) return Status::Ok();  // empty: nothing to run
   return core::dispatch(kOp, impls(), a.q.device.type, p, ctx);
 }
 
@@ -139,7 +139,7 @@ Status chunk_fwd_o_plain(const ChunkFwdOArgs& a, const TensorView& o) {
   Params p;
   RECOPS_RETURN_IF_ERROR(prepare(a, o, ctx, &p));
   p.plain = true;
-  if (p.B * p.T * p.HV * p.V == 0) return Status::Ok();
+  if (ops::training::any_zero({p.B, p.T, p.HV, p.V})) return Status::Ok();
   return run_reference(p, ctx);
 }
 

@@ -87,7 +87,7 @@ Status check_args(const ChunkGatedDeltaRuleBwdDhuArgs& a, const Context* ctx, Pa
   p->B = B, p->T = T, p->H = H, p->HV = HV, p->K = K, p->V = V;
   // dh's NT: ceil(T / BT) per batch row; with offsets the sync-free bound ceil(T / BT) + N
   // (§4.2: no data read to size it; Σ ceil(len_n / BT) ≤ ceil(T / BT) + N − 1).
-  p->NT = (T + bt - 1) / bt + (a.seq_offsets ? N : 0);
+  p->NT = ops::training::chunk_count(T, bt) + (a.seq_offsets ? N : 0);
   p->BT = bt;
   p->N = N;
   p->scale = a.scale ? *a.scale : (K > 0 ? 1.0 / std::sqrt(static_cast<double>(K)) : 1.0);

@@ -80,7 +80,7 @@ Status check_args(const ChunkGatedDeltaRuleFwdHArgs& a, const Context* ctx, Para
                                         "[N, HV, K, V] (N sequences)"));
   // h's NT: ceil(T / BT) per batch row without offsets; with offsets num_chunks, or the sync-free
   // bound ceil(T / BT) + N (§4.2), at least the sequences' chunk count (checked on the values).
-  const int64_t dense_nt = (T + bt - 1) / bt;
+  const int64_t dense_nt = ops::training::chunk_count(T, bt);
   int64_t nt = a.seq_offsets ? dense_nt + N : dense_nt;
   if (a.num_chunks) {
     if (!a.seq_offsets)
@@ -135,8 +135,9 @@ Status prepare(const ChunkGatedDeltaRuleFwdHArgs& a, const TensorView& h, const 
 
 // Nothing to write: every output has zero elements (K = 0 with V > 0 still gives v_new = u).
 bool empty(const Params& p) {
-  const int64_t state = p.HV * p.K * p.V;
-  return p.B * p.NT * state == 0 && p.B * p.T * p.HV * p.V == 0 && (!p.ht || p.N * state == 0);
+  return training::any_zero({p.B, p.NT, p.HV, p.K, p.V}) &&
+         training::any_zero({p.B, p.T, p.HV, p.V}) &&
+         (!p.ht || training::any_zero({p.N, p.HV, p.K, p.V}));
 }
 }  // namespace
 }  // namespace recops::ops::chunk_gated_delta_rule_fwd_h_ns

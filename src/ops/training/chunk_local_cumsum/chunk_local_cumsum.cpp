@@ -52,8 +52,10 @@ Status check_args(const char* op, const A& a, const Context* ctx, Params* p) {
   }
   p->B = B;
   p->T = T;
-  p->C = g.numel() / std::max<int64_t>(1, B * T);
-  if (B * T == 0) p->C = 0;
+  // C = H (or H·K). An empty g may pair a 0 extent with huge ones, so B·T is formed only when g
+  // has elements (then B·T <= numel).
+  const int64_t n = g.inner_numel(0);
+  p->C = n == 0 ? 0 : g.inner_numel(2);
   p->N = N;
   p->chunk = bt;
   p->scale = a.scale;
@@ -72,7 +74,7 @@ Status check_like_g(const char* op, const char* name, const TensorView& t, const
 }
 
 Status run(const char* op, const Params& p, DeviceType backend, const Context& ctx) {
-  if (p.B * p.T * p.C == 0) return Status::Ok();  // empty: nothing to launch
+  if (p.B == 0 || p.T == 0 || p.C == 0) return Status::Ok();  // empty: nothing to launch
   return core::dispatch(op, impls(), backend, p, ctx);
 }
 }  // namespace

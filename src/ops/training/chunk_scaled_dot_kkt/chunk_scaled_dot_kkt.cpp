@@ -105,7 +105,7 @@ Status chunk_scaled_dot_kkt(const ChunkScaledDotKktArgs& a, const TensorView& A,
   using namespace ops::chunk_scaled_dot_kkt_ns;
   Params p;
   RECOPS_RETURN_IF_ERROR(prepare(a, A, ctx, &p));
-  if (p.B * p.T * p.HV == 0) return Status::Ok();  // empty: nothing to run
+  if (ops::training::any_zero({p.B, p.T, p.HV})) return Status::Ok();  // empty: nothing to run
   return core::dispatch(kOp, impls(), a.k.device.type, p, ctx);
 }
 
@@ -116,7 +116,7 @@ Status chunk_scaled_dot_kkt_plain(const ChunkScaledDotKktArgs& a, const TensorVi
   Params p;
   RECOPS_RETURN_IF_ERROR(prepare(a, A, ctx, &p));
   p.plain = true;
-  if (p.B * p.T * p.HV == 0) return Status::Ok();
+  if (ops::training::any_zero({p.B, p.T, p.HV})) return Status::Ok();
   return run_reference(p, ctx);
 }
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <initializer_list>
 #include <vector>
 
 #include "core/offsets.h"
@@ -13,6 +14,19 @@
 #include "recops/tensor_view.h"
 
 namespace recops::ops::training {
+
+// True when an extent is 0. An empty tensor may pair a 0 extent with huge ones, so emptiness is
+// tested this way and never by a product of extents (which can overflow).
+inline bool any_zero(std::initializer_list<int64_t> extents) {
+  for (int64_t e : extents)
+    if (e == 0) return true;
+  return false;
+}
+
+// ceil(T / bt) for any T >= 0 and bt >= 1, without forming T + bt - 1 (T may be huge).
+inline int64_t chunk_count(int64_t T, int64_t bt) {
+  return T / bt + (T % bt != 0);
+}
 
 // o: 1-D int32/int64, contiguous, on x's device (x named `x_name`, with batch size B); B = 1;
 // with ctx (not in shape functions, which read no data) also its values: start 0,

@@ -77,7 +77,7 @@ Status solve_tril(const SolveTrilArgs& a, const TensorView& Ai, const Context& c
   p.out = Ai.data;
   p.in_dtype = a.A.dtype;
   p.out_dtype = t;
-  if (p.B * p.T * p.H == 0) return Status::Ok();  // empty: nothing to do
+  if (ops::training::any_zero({p.B, p.T, p.H})) return Status::Ok();  // empty: nothing to do
   return core::dispatch(kOp, impls(), a.A.device.type, p, ctx);
 }
 

@@ -1,0 +1,399 @@
+// tests/fuzz/fuzz_gdn_entries.cpp: the Gated DeltaNet sub-ops' public C++ entries on the CPU
+// (chunk_local_cumsum, chunk_scaled_dot_kkt, solve_tril, recompute_w_u_fwd,
+// chunk_gated_delta_rule_fwd_h, chunk_fwd_o, chunk_bwd_dv_local, chunk_gated_delta_rule_bwd_dhu,
+// chunk_bwd_dqkwg), with B, T, heads (GVA groups, sometimes mismatched), widths, chunk sizes,
+// seq_offsets, chunk counts, optional tensors, dtypes and strides derived from the fuzz input.
+// Each call must return an error Status or run; a crash, a hang or a sanitizer report is a
+// finding. Its own target, so that the seeds of fuzz_training_entries keep their meaning.
+#include <algorithm>
+
+#include "fuzz_util.h"
+#include "ops/training/chunk_bwd_dqkwg/chunk_bwd_dqkwg.h"
+#include "ops/training/chunk_bwd_dv_local/chunk_bwd_dv_local.h"
+#include "ops/training/chunk_fwd_o/chunk_fwd_o.h"
+#include "ops/training/chunk_gated_delta_rule_bwd_dhu/chunk_gated_delta_rule_bwd_dhu.h"
+#include "ops/training/chunk_gated_delta_rule_fwd_h/chunk_gated_delta_rule_fwd_h.h"
+#include "ops/training/chunk_local_cumsum/chunk_local_cumsum.h"
+#include "ops/training/chunk_scaled_dot_kkt/chunk_scaled_dot_kkt.h"
+#include "ops/training/recompute_w_u_fwd/recompute_w_u_fwd.h"
+#include "ops/training/solve_tril/solve_tril.h"
+
+namespace {
+
+using namespace recops_fuzz;
+using recops::DType;
+using recops::Shape;
+
+DType float_dtype(FuzzedDataProvider& fdp) {
+  return dtype_or_any(fdp, pick(fdp, {DType::fp32, DType::fp16, DType::bf16, DType::fp64}));
+}
+
+// A small extent, sometimes an extreme one (a tensor with it is then refused by the arena unless
+// another extent is 0).
+int64_t extent(FuzzedDataProvider& fdp, int64_t hi) {
+  return fdp.ConsumeIntegralInRange<int>(0, 11) ? fdp.ConsumeIntegralInRange<int64_t>(0, hi)
+                                                : size_arg(fdp, 0, hi);
+}
+
+// The dimensions of one GDN call. N is the sequence count (B, or len(seq_offsets) - 1).
+struct Dims {
+  int64_t B = 0, T = 0, H = 0, HV = 0, K = 0, V = 0, BT = 64, N = 0, NT = 0;
+  DType t = DType::fp32;
+  std::optional<TensorView> seq_offsets;
+};
+
+bool dims(FuzzedDataProvider& fdp, Arena& ar, Dims* d) {
+  d->t = float_dtype(fdp);
+  const bool packed = fdp.ConsumeIntegralInRange<int>(0, 2) == 0;
+  d->B = packed && fdp.ConsumeIntegralInRange<int>(0, 7) ? 1 : extent(fdp, 3);
+  d->H = extent(fdp, 3);
+  d->HV = fdp.ConsumeIntegralInRange<int>(0, 7)
+              ? TensorView::mul_sat(d->H, fdp.ConsumeIntegralInRange<int64_t>(1, 3))
+              : extent(fdp, 6);
+  d->K = extent(fdp, 20);
+  d->V = extent(fdp, 20);
+  static constexpr int64_t kBT[] = {16, 32, 64};
+  d->BT = fdp.ConsumeIntegralInRange<int>(0, 9) ? kBT[fdp.ConsumeIntegralInRange<int>(0, 2)]
+                                                : size_arg(fdp, 1, 128);
+  const int64_t bt = d->BT > 0 && d->BT <= 128 ? d->BT : 64;
+  if (packed) {
+    const int64_t n = fdp.ConsumeIntegralInRange<int64_t>(0, 5);
+    TensorView off;
+    int64_t total = 0, longest = 0;
+    const DType it = dtype_or_any(fdp, fdp.ConsumeBool() ? DType::int32 : DType::int64, 16);
+    if (!ar.offsets(n, it, 90, &off, &total, &longest)) return false;
+    d->seq_offsets = off;
+    d->N = n;
+    d->T = fdp.ConsumeIntegralInRange<int>(0, 7) ? total : extent(fdp, 200);
+    // NT: the exact chunk count, the sync-free bound, or anything.
+    int64_t exact = 0;
+    if (off.dtype == DType::int32 || off.dtype == DType::int64) {
+      for (int64_t i = 0; i < n; ++i) {
+        auto at = [&](int64_t j) {
+          const int64_t o = j * off.strides[off.ndim - 1];
+          return off.dtype == DType::int64 ? off.ptr<int64_t>()[o] : off.ptr<int32_t>()[o];
+        };
+        int64_t len = 0;  // raw offsets may be anything
+        if (!__builtin_sub_overflow(at(i + 1), at(i), &len) && len > 0 &&
+            len < (int64_t{1} << 40))
+          exact += (len + bt - 1) / bt;
+      }
+    }
+    switch (fdp.ConsumeIntegralInRange<int>(0, 3)) {
+      case 0: d->NT = exact; break;
+      case 1: d->NT = d->T < (int64_t{1} << 40) ? (d->T + bt - 1) / bt + n : d->T; break;
+      case 2: d->NT = extent(fdp, 12); break;
+      default: d->NT = exact + fdp.ConsumeIntegralInRange<int64_t>(-1, 2); break;
+    }
+  } else {
+    d->T = extent(fdp, 150);
+    d->N = d->B;
+    d->NT = fdp.ConsumeIntegralInRange<int>(0, 7) && d->T >= 0 && d->T < (int64_t{1} << 40)
+                ? (d->T + bt - 1) / bt
+                : extent(fdp, 8);
+  }
+  return true;
+}
+
+// A [B, T, heads, width] tensor (width < 0: [B, T, heads]) in dtype t, or another dtype rarely.
+bool btx(FuzzedDataProvider& fdp, Arena& ar, const Dims& d, int64_t heads, int64_t width, DType t,
+         TensorView* out) {
+  Shape s = {d.B, d.T, heads};
+  if (width >= 0) s.push_back(width);
+  if (fdp.ConsumeIntegralInRange<int>(0, 15) == 0) s.pop_back();  // a wrong rank
+  return ar.view(s, dtype_or_any(fdp, t, 12), out);
+}
+
+// G [B, T, HV] fp32 with values mostly <= 0 (a real decay cumsum), sometimes raw bytes.
+bool gate(FuzzedDataProvider& fdp, Arena& ar, const Dims& d, TensorView* out) {
+  if (!btx(fdp, ar, d, d.HV, -1, DType::fp32, out)) return false;
+  if (out->dtype != DType::fp32 || fdp.ConsumeIntegralInRange<int>(0, 5) == 0) return true;
+  const int64_t n = out->numel();
+  if (out->ndim != 3 || n == 0) return true;
+  float* p = static_cast<float*>(out->data);
+  for (int64_t b = 0; b < out->sizes[0]; ++b)
+    for (int64_t t = 0; t < out->sizes[1]; ++t)
+      for (int64_t h = 0; h < out->sizes[2]; ++h)
+        p[b * out->strides[0] + t * out->strides[1] + h * out->strides[2]] =
+            -0.1f * static_cast<float>(fdp.ConsumeIntegralInRange<int>(0, 200));
+  return true;
+}
+
+std::optional<TensorView> opt(FuzzedDataProvider& fdp, Arena& ar, const Shape& s, DType t,
+                              bool* ok, int odds = 2) {
+  if (fdp.ConsumeIntegralInRange<int>(0, odds - 1)) return std::nullopt;
+  TensorView v;
+  if (!ar.view(s, dtype_or_any(fdp, t, 12), &v)) *ok = false;
+  return v;
+}
+
+std::optional<double> scale_arg(FuzzedDataProvider& fdp) {
+  if (fdp.ConsumeBool()) return std::nullopt;
+  return real_arg(fdp, 0.125);
+}
+
+recops::Context ctx_arg(FuzzedDataProvider& fdp) {
+  recops::Context ctx;
+  ctx.impl = impl_arg(fdp, {"reference", "cpu_generic"});
+  ctx.num_threads = fdp.ConsumeIntegralInRange<int>(0, 3);
+  return ctx;
+}
+
+// Plain baseline one time in eight, else the entry with a context.
+bool plain(FuzzedDataProvider& fdp) {
+  return fdp.ConsumeIntegralInRange<int>(0, 7) == 0;
+}
+
+void fuzz_cumsum(FuzzedDataProvider& fdp, Arena& ar, const Dims& d) {
+  recops::ChunkLocalCumsumArgs a;
+  const bool per_channel = fdp.ConsumeBool();
+  if (!btx(fdp, ar, d, d.HV, per_channel ? d.K : -1, DType::fp32, &a.g)) return;
+  a.chunk_size = d.BT;
+  a.reverse = fdp.ConsumeBool();
+  a.scale = real_arg(fdp, 1.0);
+  a.seq_offsets = d.seq_offsets;
+  if (fdp.ConsumeIntegralInRange<int>(0, 3) == 0) a.out_dtype = float_dtype(fdp);
+  Shape s;
+  DType t;
+  if (!recops::chunk_local_cumsum_shape(a, &s, &t).ok()) return;
+  TensorView out;
+  if (!ar.output(s, t, &out)) return;
+  (void)recops::chunk_local_cumsum(a, out, ctx_arg(fdp));
+}
+
+void fuzz_kkt(FuzzedDataProvider& fdp, Arena& ar, const Dims& d) {
+  recops::ChunkScaledDotKktArgs a;
+  bool ok = true;
+  if (!btx(fdp, ar, d, d.H, d.K, d.t, &a.k) || !btx(fdp, ar, d, d.HV, -1, d.t, &a.beta)) return;
+  if (fdp.ConsumeBool()) {
+    TensorView g;
+    if (!gate(fdp, ar, d, &g)) return;
+    a.g = g;
+  }
+  a.seq_offsets = d.seq_offsets;
+  a.chunk_size = d.BT;
+  a.gate_log2 = fdp.ConsumeBool();
+  if (!ok) return;
+  Shape s;
+  if (!recops::chunk_scaled_dot_kkt_shape(a, &s).ok()) return;
+  TensorView A;
+  if (!ar.output(s, DType::fp32, &A)) return;
+  if (plain(fdp)) {
+    (void)recops::chunk_scaled_dot_kkt_plain(a, A);
+    return;
+  }
+  (void)recops::chunk_scaled_dot_kkt(a, A, ctx_arg(fdp));
+}
+
+void fuzz_solve_tril(FuzzedDataProvider& fdp, Arena& ar, const Dims& d) {
+  recops::SolveTrilArgs a;
+  if (!btx(fdp, ar, d, d.HV, d.BT, DType::fp32, &a.A)) return;
+  a.seq_offsets = d.seq_offsets;
+  if (fdp.ConsumeIntegralInRange<int>(0, 3) == 0) a.out_dtype = float_dtype(fdp);
+  if (fdp.ConsumeIntegralInRange<int>(0, 3) == 0) a.chunk_size = size_arg(fdp, 1, 64);
+  Shape s;
+  DType t;
+  if (!recops::solve_tril_shape(a, &s, &t).ok()) return;
+  TensorView Ai;
+  if (!ar.output(s, t, &Ai)) return;
+  (void)recops::solve_tril(a, Ai, ctx_arg(fdp));
+}
+
+void fuzz_w_u(FuzzedDataProvider& fdp, Arena& ar, const Dims& d) {
+  recops::RecomputeWUFwdArgs a;
+  if (!btx(fdp, ar, d, d.H, d.K, d.t, &a.k) || !btx(fdp, ar, d, d.HV, d.V, d.t, &a.v) ||
+      !btx(fdp, ar, d, d.HV, -1, d.t, &a.beta) ||
+      !btx(fdp, ar, d, d.HV, d.BT, DType::fp32, &a.Ai))
+    return;
+  if (fdp.ConsumeBool()) {
+    TensorView g;
+    if (!gate(fdp, ar, d, &g)) return;
+    a.g = g;
+  }
+  a.seq_offsets = d.seq_offsets;
+  if (fdp.ConsumeIntegralInRange<int>(0, 3) == 0) a.chunk_size = size_arg(fdp, 1, 64);
+  a.gate_log2 = fdp.ConsumeBool();
+  Shape sw, su;
+  DType tw, tu;
+  if (!recops::recompute_w_u_fwd_shape(a, &sw, &tw, &su, &tu).ok()) return;
+  TensorView w, u;
+  if (!ar.output(sw, tw, &w) || !ar.output(su, tu, &u)) return;
+  if (plain(fdp)) {
+    (void)recops::recompute_w_u_fwd_plain(a, w, u);
+    return;
+  }
+  (void)recops::recompute_w_u_fwd(a, w, u, ctx_arg(fdp));
+}
+
+void fuzz_fwd_h(FuzzedDataProvider& fdp, Arena& ar, const Dims& d) {
+  recops::ChunkGatedDeltaRuleFwdHArgs a;
+  bool ok = true;
+  if (!btx(fdp, ar, d, d.H, d.K, d.t, &a.k) || !btx(fdp, ar, d, d.HV, d.K, d.t, &a.w) ||
+      !btx(fdp, ar, d, d.HV, d.V, d.t, &a.u))
+    return;
+  if (fdp.ConsumeBool()) {
+    TensorView g;
+    if (!gate(fdp, ar, d, &g)) return;
+    a.g = g;
+  }
+  a.initial_state = opt(fdp, ar, {d.N, d.HV, d.K, d.V}, DType::fp32, &ok);
+  a.output_final_state = fdp.ConsumeBool();
+  a.seq_offsets = d.seq_offsets;
+  a.chunk_size = d.BT;
+  a.gate_log2 = fdp.ConsumeBool();
+  if (fdp.ConsumeBool()) a.num_chunks = d.NT;
+  a.fp32_chunk_states = fdp.ConsumeBool();
+  if (!ok) return;
+  recops::ChunkGatedDeltaRuleFwdHShapes s;
+  if (!recops::chunk_gated_delta_rule_fwd_h_shape(a, &s).ok()) return;
+  TensorView h, v_new, fs;
+  if (!ar.output(s.h, s.h_dtype, &h) || !ar.output(s.v_new, s.v_new_dtype, &v_new)) return;
+  const bool with_fs = a.output_final_state != (fdp.ConsumeIntegralInRange<int>(0, 15) == 0);
+  if (with_fs && !ar.output(s.final_state, DType::fp32, &fs)) return;
+  if (plain(fdp)) {
+    (void)recops::chunk_gated_delta_rule_fwd_h_plain(a, h, v_new, with_fs ? &fs : nullptr);
+    return;
+  }
+  (void)recops::chunk_gated_delta_rule_fwd_h(a, h, v_new, with_fs ? &fs : nullptr, ctx_arg(fdp));
+}
+
+void fuzz_fwd_o(FuzzedDataProvider& fdp, Arena& ar, const Dims& d) {
+  recops::ChunkFwdOArgs a;
+  if (!btx(fdp, ar, d, d.H, d.K, d.t, &a.q) || !btx(fdp, ar, d, d.H, d.K, d.t, &a.k) ||
+      !btx(fdp, ar, d, d.HV, d.V, d.t, &a.v_new) ||
+      !ar.view({d.B, d.NT, d.HV, d.K, d.V}, dtype_or_any(fdp, d.t, 12), &a.h))
+    return;
+  if (fdp.ConsumeBool()) {
+    TensorView g;
+    if (!gate(fdp, ar, d, &g)) return;
+    a.g = g;
+  }
+  a.scale = scale_arg(fdp);
+  a.seq_offsets = d.seq_offsets;
+  a.chunk_size = d.BT;
+  a.gate_log2 = fdp.ConsumeBool();
+  Shape s;
+  DType t;
+  if (!recops::chunk_fwd_o_shape(a, &s, &t).ok()) return;
+  TensorView o;
+  if (!ar.output(s, t, &o)) return;
+  if (plain(fdp)) {
+    (void)recops::chunk_fwd_o_plain(a, o);
+    return;
+  }
+  (void)recops::chunk_fwd_o(a, o, ctx_arg(fdp));
+}
+
+void fuzz_dv_local(FuzzedDataProvider& fdp, Arena& ar, const Dims& d) {
+  recops::ChunkBwdDvLocalArgs a;
+  if (!btx(fdp, ar, d, d.H, d.K, d.t, &a.q) || !btx(fdp, ar, d, d.H, d.K, d.t, &a.k) ||
+      !btx(fdp, ar, d, d.HV, d.V, d.t, &a.do_))
+    return;
+  if (fdp.ConsumeBool()) {
+    TensorView g;
+    if (!gate(fdp, ar, d, &g)) return;
+    a.g = g;
+  }
+  a.scale = scale_arg(fdp);
+  a.seq_offsets = d.seq_offsets;
+  a.chunk_size = d.BT;
+  a.gate_log2 = fdp.ConsumeBool();
+  Shape s;
+  DType t;
+  if (!recops::chunk_bwd_dv_local_shape(a, &s, &t).ok()) return;
+  TensorView dv;
+  if (!ar.output(s, t, &dv)) return;
+  (void)recops::chunk_bwd_dv_local(a, dv, ctx_arg(fdp));
+}
+
+void fuzz_dhu(FuzzedDataProvider& fdp, Arena& ar, const Dims& d) {
+  recops::ChunkGatedDeltaRuleBwdDhuArgs a;
+  bool ok = true;
+  if (!btx(fdp, ar, d, d.H, d.K, d.t, &a.q) || !btx(fdp, ar, d, d.H, d.K, d.t, &a.k) ||
+      !btx(fdp, ar, d, d.HV, d.K, d.t, &a.w) || !btx(fdp, ar, d, d.HV, d.V, d.t, &a.do_) ||
+      !btx(fdp, ar, d, d.HV, d.V, d.t, &a.dv_local))
+    return;
+  if (fdp.ConsumeBool()) {
+    TensorView g;
+    if (!gate(fdp, ar, d, &g)) return;
+    a.g = g;
+  }
+  a.h0 = opt(fdp, ar, {d.N, d.HV, d.K, d.V}, DType::fp32, &ok);
+  a.dht = opt(fdp, ar, {d.N, d.HV, d.K, d.V}, DType::fp32, &ok);
+  a.scale = scale_arg(fdp);
+  a.seq_offsets = d.seq_offsets;
+  a.chunk_size = d.BT;
+  a.gate_log2 = fdp.ConsumeBool();
+  a.fp32_chunk_states = fdp.ConsumeBool();
+  if (!ok) return;
+  recops::ChunkGatedDeltaRuleBwdDhuShapes s;
+  if (!recops::chunk_gated_delta_rule_bwd_dhu_shape(a, &s).ok()) return;
+  TensorView dh, dh0, dv2;
+  if (!ar.output(s.dh, s.dh_dtype, &dh) || !ar.output(s.dv2, s.dv2_dtype, &dv2)) return;
+  const bool with_dh0 = s.has_dh0 != (fdp.ConsumeIntegralInRange<int>(0, 15) == 0);
+  if (with_dh0 && !ar.output(s.dh0, DType::fp32, &dh0)) return;
+  if (plain(fdp)) {
+    (void)recops::chunk_gated_delta_rule_bwd_dhu_plain(a, dh, with_dh0 ? &dh0 : nullptr, dv2);
+    return;
+  }
+  (void)recops::chunk_gated_delta_rule_bwd_dhu(a, dh, with_dh0 ? &dh0 : nullptr, dv2,
+                                               ctx_arg(fdp));
+}
+
+void fuzz_dqkwg(FuzzedDataProvider& fdp, Arena& ar, const Dims& d) {
+  recops::ChunkBwdDqkwgArgs a;
+  bool ok = true;
+  if (!btx(fdp, ar, d, d.H, d.K, d.t, &a.q) || !btx(fdp, ar, d, d.H, d.K, d.t, &a.k) ||
+      !btx(fdp, ar, d, d.HV, d.V, d.t, &a.v_new) || !btx(fdp, ar, d, d.HV, d.V, d.t, &a.d_o) ||
+      !ar.view({d.B, d.NT, d.HV, d.K, d.V}, dtype_or_any(fdp, d.t, 12), &a.h) ||
+      !ar.view({d.B, d.NT, d.HV, d.K, d.V}, dtype_or_any(fdp, d.t, 12), &a.dh))
+    return;
+  if (fdp.ConsumeBool()) {
+    TensorView g;
+    if (!gate(fdp, ar, d, &g)) return;
+    a.g = g;
+  }
+  a.w = opt(fdp, ar, {d.B, d.T, d.HV, d.K}, d.t, &ok);
+  a.dv2 = opt(fdp, ar, {d.B, d.T, d.HV, d.V}, d.t, &ok);
+  a.scale = scale_arg(fdp);
+  a.seq_offsets = d.seq_offsets;
+  a.chunk_size = d.BT;
+  a.gate_log2 = fdp.ConsumeBool();
+  if (!ok) return;
+  recops::ChunkBwdDqkwgShapes s;
+  if (!recops::chunk_bwd_dqkwg_shape(a, &s).ok()) return;
+  TensorView dq, dk, dw, dg;
+  if (!ar.output(s.dq, s.dq_dtype, &dq) || !ar.output(s.dk, s.dk_dtype, &dk)) return;
+  const bool with_dw = s.has_dw != (fdp.ConsumeIntegralInRange<int>(0, 15) == 0);
+  const bool with_dg = s.has_dg != (fdp.ConsumeIntegralInRange<int>(0, 15) == 0);
+  if (with_dw && !ar.output(s.dw, s.dw_dtype, &dw)) return;
+  if (with_dg && !ar.output(s.dg, DType::fp32, &dg)) return;
+  (void)recops::chunk_bwd_dqkwg(a, dq, dk, with_dw ? &dw : nullptr, with_dg ? &dg : nullptr,
+                                ctx_arg(fdp));
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  FuzzedDataProvider fdp(data, size);
+  try {
+    const int which = fdp.ConsumeIntegralInRange<int>(0, 8);
+    Arena ar(fdp);
+    Dims d;
+    if (!dims(fdp, ar, &d)) return 0;
+    switch (which) {
+      case 0: fuzz_cumsum(fdp, ar, d); break;
+      case 1: fuzz_kkt(fdp, ar, d); break;
+      case 2: fuzz_solve_tril(fdp, ar, d); break;
+      case 3: fuzz_w_u(fdp, ar, d); break;
+      case 4: fuzz_fwd_h(fdp, ar, d); break;
+      case 5: fuzz_fwd_o(fdp, ar, d); break;
+      case 6: fuzz_dv_local(fdp, ar, d); break;
+      case 7: fuzz_dhu(fdp, ar, d); break;
+      default: fuzz_dqkwg(fdp, ar, d); break;
+    }
+  } catch (const recops::Error&) {
+    // Tensor::empty refusing a size is the harness's limit, not a finding.
+  }
+  return 0;
+}
