@@ -20,7 +20,9 @@ forward only as fla's);
 name, forward only as fla's, returning ``(dh, dh0, dv2)``); ``chunk_gated_delta_rule_fwd_h`` of
 ``fla.ops.common.chunk_delta_h`` (the GDN sub-op of the same name, forward only as fla's, returning
 ``(h, v_new, final_state)``); ``chunk_bwd_dqkwg`` of ``fla.ops.common.chunk_o`` (the GDN sub-op
-of the same name, forward only as fla's, returning ``(dq, dk, dw, dg)``).
+of the same name, forward only as fla's, returning ``(dq, dk, dw, dg)``);
+``prepare_wy_repr_bwd`` of ``fla.ops.gated_delta_rule.wy_fast`` (the GDN sub-op of the same name,
+the wy_fast backward, forward only as fla's, returning ``(dk, dv, db, dg)``).
 
 Differences from fla:
 - ``residual`` / ``prenorm`` / ``residual_in_fp32`` are composed here: the sum ``x + residual`` (in
@@ -724,3 +726,32 @@ def chunk_bwd_dqkwg(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, do: torch
                                       None if scale is None else float(scale), cu_seqlens, bt,
                                       True)
     return dq, dk, (dw if w is not None else None), (dg if g is not None else None)
+
+
+# ---- prepare_wy_repr_bwd (fla.ops.gated_delta_rule.wy_fast; fla-core 0.6.0) --------------------
+# fla-core 0.6.0, fla/ops/gated_delta_rule/wy_fast.py, prepare_wy_repr_bwd (lines 297-347): fla's
+# argument names, order and return (dk, dv, db, dg) over recops.prepare_wy_repr_bwd. One
+# self-contained block (its own import). fla's kernel applies exp2 to g (log2 units), so
+# gate_log2=True here; its dg is the gradient with respect to the natural-log G (no ln 2 factor),
+# as recops'. The chunk size is A's last dim, as in fla. dk is fla's full dk of this stage (through
+# w and through A_kkt), summed over each key head's value heads; dg is returned in g's dtype (fla's
+# empty_like(g)), None without g. chunk_indices is accepted and not read. Forward only, as fla's.
+
+from .. import prepare_wy_repr_bwd as _prepare_wy_repr_bwd  # noqa: E402
+
+
+def prepare_wy_repr_bwd(k: torch.Tensor, v: torch.Tensor, beta: torch.Tensor, A: torch.Tensor,
+                        dw: torch.Tensor, du: torch.Tensor, g: Optional[torch.Tensor] = None,
+                        cu_seqlens: Optional[torch.Tensor] = None,
+                        chunk_indices: Optional[torch.Tensor] = None):
+    """``fla.ops.gated_delta_rule.wy_fast.prepare_wy_repr_bwd``: the backward of
+    ``w = A (beta * exp2(g) * k)``, ``u = A (beta * v)`` with A the chunks' rows of
+    ``(I + A_kkt)^-1`` ``[B, T, HV, BT]`` (BT = ``A.shape[-1]``; chunks restart at each
+    ``cu_seqlens`` start, B = 1) and ``A_kkt[t, j] = beta_t (k_t . k_j) exp2(g_t - g_j)``
+    (j < t), given dw ``[B, T, HV, K]`` and du ``[B, T, HV, V]``. k ``[B, T, H, K]`` (key head
+    hv // (HV // H)), v ``[B, T, HV, V]``, beta and g (log2-unit chunk-local cumsum)
+    ``[B, T, HV]``. Returns ``(dk, dv, db, dg)``: dk like k, dv like v, db like beta, dg like g
+    (the natural-log-unit gradient, fla's convention; None without g). Forward only, as fla's."""
+    del chunk_indices  # fla's schedule for cu_seqlens; recops derives its own
+    dk, dv, db, dg = _prepare_wy_repr_bwd(k, v, beta, g, A, dw, du, cu_seqlens, gate_log2=True)
+    return dk, dv, db, (dg.to(g.dtype) if g is not None else None)
