@@ -85,9 +85,8 @@ class PrepareWyReprBwdDriver final : public FixedDriver {
     }
     p->sizes = {{"B", B}, {"T", T}, {"H", H}, {"HV", HV}, {"K", K}, {"V", V}, {"BT", bt}};
     if (packed) p->sizes.push_back({"N", static_cast<int64_t>(p->offsets.size()) - 1});
-    p->outputs = {{"dk", shape, p->dtype},
-                  {"dv", {B, T, HV, V}, p->dtype},
-                  {"dbeta", {B, T, HV}, p->dtype}};
+    p->outputs = {
+        {"dk", shape, p->dtype}, {"dv", {B, T, HV, V}, p->dtype}, {"dbeta", {B, T, HV}, p->dtype}};
     if (gates) p->outputs.push_back({"dg", {B, T, HV}, DType::fp32});
     return Status::Ok();
   }

@@ -67,8 +67,7 @@ Status check_args(const PrepareWyReprBwdArgs& a, const Context* ctx, Params* p) 
                " must equal Ai's last dim ", bt);
   RECOPS_RETURN_IF_ERROR(
       check_tensor("dw", "[B, T, HV, K]", a.dw, k, {B, T, HV, K}, "B, T, K of k; HV of v"));
-  RECOPS_RETURN_IF_ERROR(
-      check_tensor("du", "[B, T, HV, V]", a.du, k, {B, T, HV, V}, "v's sizes"));
+  RECOPS_RETURN_IF_ERROR(check_tensor("du", "[B, T, HV, V]", a.du, k, {B, T, HV, V}, "v's sizes"));
   int64_t N = B;
   if (a.seq_offsets) {
     RECOPS_RETURN_IF_ERROR(training::check_packed_offsets(kOp, "k", k, *a.seq_offsets, B, T,

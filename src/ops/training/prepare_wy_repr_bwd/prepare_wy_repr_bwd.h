@@ -10,8 +10,8 @@
 //   ū = Aiᵀ du, w̄ = Aiᵀ dw
 //   dv_t = β_t ū_t;  dk_t = β_t e_t w̄_t;  dβ_t = ū_t·v_t + e_t (w̄_t·k_t);  dG_t = β_t e_t (k_t·w̄_t)
 //   dA = −Aiᵀ (du (β⊙V)ᵀ + dw (β⊙e⊙K)ᵀ) Aiᵀ, kept strictly lower (t > j)
-//   dβ_t += Σ_j dA_tj (k_t·k_j) Γ_tj;  dk_t += Σ_j dA_tj β_t Γ_tj k_j;  dk_j += Σ_t dA_tj β_t Γ_tj k_t
-//   dG_t += Σ_j dA_tj A_tj;  dG_j −= Σ_t dA_tj A_tj
+//   dβ_t += Σ_j dA_tj (k_t·k_j) Γ_tj;  dk_t += Σ_j dA_tj β_t Γ_tj k_j;  dk_j += Σ_t dA_tj β_t Γ_tj
+//   k_t dG_t += Σ_j dA_tj A_tj;  dG_j −= Σ_t dA_tj A_tj
 // dk is formed per value head in fp32 (fp64 for fp64 k) and summed over each group of HV/H value
 // heads to the key head, in head order, rounded once. dG is the gradient with respect to the
 // natural-log G whatever gate_log2 says (fla's convention, see README).

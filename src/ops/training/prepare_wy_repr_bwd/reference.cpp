@@ -164,8 +164,7 @@ void golden(const Params& p) {
     const int64_t b = p.seq_offsets ? 0 : n;
     const int64_t first = p.seq_offsets ? offset_value(p, n) : 0;
     const int64_t last = p.seq_offsets ? offset_value(p, n + 1) : p.T;
-    for (int64_t c0 = first; c0 < last; c0 += p.BT)
-      chunk<S>(p, b, c0, std::min(p.BT, last - c0));
+    for (int64_t c0 = first; c0 < last; c0 += p.BT) chunk<S>(p, b, c0, std::min(p.BT, last - c0));
   }
 }
 

@@ -55,19 +55,22 @@ struct Wy {
           ai[t * R + t] = 1;
           for (int64_t j = 0; j < t; ++j) {
             double s = 0;  // row t of Ai: −Σ_{m<t} A_tm Ai_mj
-            for (int64_t m = j; m < t; ++m) s -= B(t) * kd(t, m) * std::exp(G(t) - G(m)) * ai[m * R + j];
+            for (int64_t m = j; m < t; ++m)
+              s -= B(t) * kd(t, m) * std::exp(G(t) - G(m)) * ai[m * R + j];
             ai[t * R + j] = s;
           }
         }
         for (int64_t t = 0; t < R; ++t) {
           for (int64_t d = 0; d < K; ++d) {
             double w = 0;
-            for (int64_t j = 0; j <= t; ++j) w += ai[t * R + j] * B(j) * std::exp(G(j)) * k[(c0 + j) * K + d];
+            for (int64_t j = 0; j <= t; ++j)
+              w += ai[t * R + j] * B(j) * std::exp(G(j)) * k[(c0 + j) * K + d];
             L += dw[((c0 + t) * HV + hv) * K + d] * w;
           }
           for (int64_t d = 0; d < V; ++d) {
             double u = 0;
-            for (int64_t j = 0; j <= t; ++j) u += ai[t * R + j] * B(j) * v[((c0 + j) * HV + hv) * V + d];
+            for (int64_t j = 0; j <= t; ++j)
+              u += ai[t * R + j] * B(j) * v[((c0 + j) * HV + hv) * V + d];
             L += du[((c0 + t) * HV + hv) * V + d] * u;
           }
         }
@@ -91,9 +94,11 @@ double central(Wy& m, std::vector<double>& x, size_t i) {
 TEST(PrepareWyReprBwd, CentralDifferencesOfTheWyLoss) {
   Wy m;
   const int64_t T = m.T, HV = m.HV, K = m.K, V = m.V;
-  Tensor k = Tensor::empty({1, T, 1, K}, DType::fp64), v = Tensor::empty({1, T, HV, V}, DType::fp64);
+  Tensor k = Tensor::empty({1, T, 1, K}, DType::fp64),
+         v = Tensor::empty({1, T, HV, V}, DType::fp64);
   Tensor beta = Tensor::empty({1, T, HV}, DType::fp64), g = Tensor::empty({1, T, HV}, DType::fp64);
-  Tensor dw = Tensor::empty({1, T, HV, K}, DType::fp64), du = Tensor::empty({1, T, HV, V}, DType::fp64);
+  Tensor dw = Tensor::empty({1, T, HV, K}, DType::fp64),
+         du = Tensor::empty({1, T, HV, V}, DType::fp64);
   Tensor Ai = Tensor::empty({1, T, HV, 16}, DType::fp64);
   fill(k, 1, -0.6, 0.6), fill(v, 2, -1, 1), fill(beta, 3, 0.2, 0.8), fill(dw, 5, -1, 1);
   fill(du, 6, -1, 1);
@@ -104,12 +109,15 @@ TEST(PrepareWyReprBwd, CentralDifferencesOfTheWyLoss) {
       if (t % 16) f64(g)[t * HV + hv] += f64(g)[(t - 1) * HV + hv];
   auto vec = [](Tensor& t) { return std::vector<double>(f64(t), f64(t) + t.view().numel()); };
   m.k = vec(k), m.v = vec(v), m.beta = vec(beta), m.g = vec(g), m.dw = vec(dw), m.du = vec(du);
-  // Ai = (I + A)^-1 per chunk, as solve_tril writes it (zeros above the diagonal and past the tail).
+  // Ai = (I + A)^-1 per chunk, as solve_tril writes it (zeros above the diagonal and past the
+  // tail).
   std::memset(Ai.data(), 0, static_cast<size_t>(T * HV * 16) * sizeof(double));
   for (int64_t c0 = 0; c0 < T; c0 += 16)
     for (int64_t hv = 0; hv < HV; ++hv) {
       const int64_t R = std::min<int64_t>(16, T - c0);
-      auto at = [&](int64_t t, int64_t j) -> double& { return f64(Ai)[((c0 + t) * HV + hv) * 16 + j]; };
+      auto at = [&](int64_t t, int64_t j) -> double& {
+        return f64(Ai)[((c0 + t) * HV + hv) * 16 + j];
+      };
       for (int64_t t = 0; t < R; ++t) {
         at(t, t) = 1;
         for (int64_t j = 0; j < t; ++j) {
@@ -143,10 +151,12 @@ TEST(PrepareWyReprBwd, CentralDifferencesOfTheWyLoss) {
 // Varlen with a zero-length sequence, GVA 2, gates: 1 and 3 threads write identical bits.
 TEST(PrepareWyReprBwd, ThreadCountInvariant) {
   const int64_t T = 150, H = 2, HV = 4, K = 24, V = 10;
-  Tensor k = Tensor::empty({1, T, H, K}, DType::fp32), v = Tensor::empty({1, T, HV, V}, DType::fp32);
+  Tensor k = Tensor::empty({1, T, H, K}, DType::fp32),
+         v = Tensor::empty({1, T, HV, V}, DType::fp32);
   Tensor beta = Tensor::empty({1, T, HV}, DType::fp32), g = Tensor::empty({1, T, HV}, DType::fp32);
   Tensor Ai = Tensor::empty({1, T, HV, 32}, DType::fp32);
-  Tensor dw = Tensor::empty({1, T, HV, K}, DType::fp32), du = Tensor::empty({1, T, HV, V}, DType::fp32);
+  Tensor dw = Tensor::empty({1, T, HV, K}, DType::fp32),
+         du = Tensor::empty({1, T, HV, V}, DType::fp32);
   Tensor off = Tensor::empty({4}, DType::int64);
   fill(k, 1, -0.3, 0.3), fill(v, 2, -1, 1), fill(beta, 3, 0, 1), fill(g, 4, -2, 0);
   fill(Ai, 5, -0.5, 0.5), fill(dw, 6, -1, 1), fill(du, 7, -1, 1);
@@ -162,9 +172,9 @@ TEST(PrepareWyReprBwd, ThreadCountInvariant) {
     Context ctx;
     ctx.num_threads = r == 0 ? 1 : 3;
     const TensorView dgv = outs[r][3].view();
-    ASSERT_TRUE(prepare_wy_repr_bwd(a, outs[r][0].view(), outs[r][1].view(), outs[r][2].view(),
-                                    &dgv, ctx)
-                    .ok());
+    ASSERT_TRUE(
+        prepare_wy_repr_bwd(a, outs[r][0].view(), outs[r][1].view(), outs[r][2].view(), &dgv, ctx)
+            .ok());
   }
   for (int o = 0; o < 4; ++o)
     EXPECT_EQ(std::memcmp(outs[0][o].data(), outs[1][o].data(), outs[0][o].nbytes()), 0) << o;
@@ -172,8 +182,10 @@ TEST(PrepareWyReprBwd, ThreadCountInvariant) {
 
 TEST(PrepareWyReprBwd, Refusals) {
   Tensor k = Tensor::empty({1, 4, 2, 8}, DType::fp32), v = Tensor::empty({1, 4, 3, 5}, DType::fp32);
-  Tensor beta = Tensor::empty({1, 4, 3}, DType::fp32), Ai = Tensor::empty({1, 4, 3, 16}, DType::fp32);
-  Tensor dw = Tensor::empty({1, 4, 3, 8}, DType::fp32), du = Tensor::empty({1, 4, 3, 5}, DType::fp32);
+  Tensor beta = Tensor::empty({1, 4, 3}, DType::fp32),
+         Ai = Tensor::empty({1, 4, 3, 16}, DType::fp32);
+  Tensor dw = Tensor::empty({1, 4, 3, 8}, DType::fp32),
+         du = Tensor::empty({1, 4, 3, 5}, DType::fp32);
   PrepareWyReprBwdArgs a;
   a.k = k.view(), a.v = v.view(), a.beta = beta.view(), a.Ai = Ai.view();
   a.dw = dw.view(), a.du = du.view();
@@ -187,8 +199,10 @@ TEST(PrepareWyReprBwd, Refusals) {
   st = prepare_wy_repr_bwd_shape(a, &s);
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.message().find("beta must be [B, T, HV]"), std::string::npos) << st.message();
-  Tensor beta4 = Tensor::empty({1, 4, 4}, DType::fp32), Ai4 = Tensor::empty({1, 4, 4, 16}, DType::fp32);
-  Tensor dw4 = Tensor::empty({1, 4, 4, 8}, DType::fp32), du4 = Tensor::empty({1, 4, 4, 6}, DType::fp32);
+  Tensor beta4 = Tensor::empty({1, 4, 4}, DType::fp32),
+         Ai4 = Tensor::empty({1, 4, 4, 16}, DType::fp32);
+  Tensor dw4 = Tensor::empty({1, 4, 4, 8}, DType::fp32),
+         du4 = Tensor::empty({1, 4, 4, 6}, DType::fp32);
   a.beta = beta4.view(), a.Ai = Ai4.view(), a.dw = dw4.view(), a.du = du4.view();
   st = prepare_wy_repr_bwd_shape(a, &s);
   ASSERT_FALSE(st.ok());

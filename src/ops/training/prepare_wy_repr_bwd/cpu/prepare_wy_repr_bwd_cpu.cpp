@@ -107,7 +107,8 @@ void item(const Params& p, const training::TimeChunk& ch, int64_t h, Work<S>& w)
     for (int64_t j = 0; j < t; ++j) w.kk[t * BT + j] = dot4(&w.k[t * K], &w.k[j * K], K);
   std::fill(w.dk.begin(), w.dk.begin() + R * K, S(0));
   for (int64_t hv = h * group; hv < (h + 1) * group; ++hv) {
-    for (int64_t t = 0; t < R; ++t) gather<S>(p.Ai, p.Ai_dtype, r0 + t, 1, HV, hv, BT, &w.a[t * BT]);
+    for (int64_t t = 0; t < R; ++t)
+      gather<S>(p.Ai, p.Ai_dtype, r0 + t, 1, HV, hv, BT, &w.a[t * BT]);
     gather<S>(p.v, p.v_dtype, r0, R, HV, hv, V, w.v.data());
     gather<S>(p.du, p.du_dtype, r0, R, HV, hv, V, w.du.data());
     gather<S>(p.dw, p.dw_dtype, r0, R, HV, hv, K, w.dw.data());
@@ -146,7 +147,8 @@ void item(const Params& p, const training::TimeChunk& ch, int64_t h, Work<S>& w)
     std::fill(w.Z.begin(), w.Z.end(), S(0));
     for (int64_t t = 0; t < R; ++t)
       for (int64_t j = 0; j < t; ++j)
-        w.dAi[t * BT + j] = dot4(&w.du[t * V], &w.xv[j * V], V) + dot4(&w.dw[t * K], &w.xk[j * K], K);
+        w.dAi[t * BT + j] =
+            dot4(&w.du[t * V], &w.xv[j * V], V) + dot4(&w.dw[t * K], &w.xk[j * K], K);
     for (int64_t r = 1; r < R; ++r)
       for (int64_t t = 0; t < R; ++t) {
         const S c = w.a[r * BT + t];
@@ -182,7 +184,8 @@ void run_all(const Params& p, int threads) {
   const int64_t items = static_cast<int64_t>(chunks.size()) * p.H;
   core::parallel_for(items, 1, threads, [&](int64_t begin, int64_t end) {
     Work<S> w(p.BT, p.K, p.V);
-    for (int64_t i = begin; i < end; ++i) item<S>(p, chunks[static_cast<size_t>(i / p.H)], i % p.H, w);
+    for (int64_t i = begin; i < end; ++i)
+      item<S>(p, chunks[static_cast<size_t>(i / p.H)], i % p.H, w);
   });
 }
 
