@@ -104,11 +104,12 @@ void item(const Params& p, const training::TimeChunk& ch, int64_t h, Work<S>& w)
   const int64_t group = HV / p.H;
   gather<S>(p.k, p.k_dtype, r0, R, p.H, h, K, w.k.data());
   for (int64_t t = 0; t < R; ++t)
-    for (int64_t j = 0; j < t; ++j) w.kk[t * BT + j] = dot4(&w.k[t * K], &w.k[j * K], K);
+    for (int64_t j = 0; j < t; ++j)
+      w.kk[t * BT + j] = dot4(w.k.data() + t * K, w.k.data() + j * K, K);
   std::fill(w.dk.begin(), w.dk.begin() + R * K, S(0));
   for (int64_t hv = h * group; hv < (h + 1) * group; ++hv) {
     for (int64_t t = 0; t < R; ++t)
-      gather<S>(p.Ai, p.Ai_dtype, r0 + t, 1, HV, hv, BT, &w.a[t * BT]);
+      gather<S>(p.Ai, p.Ai_dtype, r0 + t, 1, HV, hv, BT, w.a.data() + t * BT);
     gather<S>(p.v, p.v_dtype, r0, R, HV, hv, V, w.v.data());
     gather<S>(p.du, p.du_dtype, r0, R, HV, hv, V, w.du.data());
     gather<S>(p.dw, p.dw_dtype, r0, R, HV, hv, K, w.dw.data());
@@ -126,8 +127,8 @@ void item(const Params& p, const training::TimeChunk& ch, int64_t h, Work<S>& w)
       for (int64_t j = 0; j < R; ++j) {
         const S c = w.a[t * BT + j];
         if (c == S(0)) continue;
-        axpy(c, &w.du[t * V], &w.ub[j * V], V);
-        axpy(c, &w.dw[t * K], &w.wb[j * K], K);
+        axpy(c, w.du.data() + t * V, w.ub.data() + j * V, V);
+        axpy(c, w.dw.data() + t * K, w.wb.data() + j * K, K);
       }
     for (int64_t t = 0; t < R; ++t) {
       const S b = w.beta[t], be = b * w.e[t];
@@ -139,34 +140,34 @@ void item(const Params& p, const training::TimeChunk& ch, int64_t h, Work<S>& w)
         w.dk[t * K + d] += be * w.wb[t * K + d];
         w.xk[t * K + d] = be * w.k[t * K + d];
       }
-      const S wk = dot4(&w.wb[t * K], &w.k[t * K], K);
-      w.db[t] = dot4(&w.ub[t * V], &w.v[t * V], V) + w.e[t] * wk;
+      const S wk = dot4(w.wb.data() + t * K, w.k.data() + t * K, K);
+      w.db[t] = dot4(w.ub.data() + t * V, w.v.data() + t * V, V) + w.e[t] * wk;
       w.dg[t] = be * wk;
     }
     // dAi (strictly lower), Z = Aiᵀ dAi (row r of dAi feeds rows t of Z with Ai[r, t]).
     std::fill(w.Z.begin(), w.Z.end(), S(0));
     for (int64_t t = 0; t < R; ++t)
       for (int64_t j = 0; j < t; ++j)
-        w.dAi[t * BT + j] =
-            dot4(&w.du[t * V], &w.xv[j * V], V) + dot4(&w.dw[t * K], &w.xk[j * K], K);
+        w.dAi[t * BT + j] = dot4(w.du.data() + t * V, w.xv.data() + j * V, V) +
+                            dot4(w.dw.data() + t * K, w.xk.data() + j * K, K);
     for (int64_t r = 1; r < R; ++r)
       for (int64_t t = 0; t < R; ++t) {
         const S c = w.a[r * BT + t];
-        if (c != S(0)) axpy(c, &w.dAi[r * BT], &w.Z[t * BT], r);
+        if (c != S(0)) axpy(c, w.dAi.data() + r * BT, w.Z.data() + t * BT, r);
       }
     // dA'_tj = −(Z Aiᵀ)_tj·Γ_tj for t > j, and its terms in dβ, dG and dk.
     for (int64_t t = 1; t < R; ++t) {
       const S bt = w.beta[t];
       for (int64_t j = 0; j < t; ++j) {
-        S x = -dot4(&w.Z[t * BT], &w.a[j * BT], R);
+        S x = -dot4(w.Z.data() + t * BT, w.a.data() + j * BT, R);
         if (p.g) x *= p.gate_log2 ? std::exp2(w.g[t] - w.g[j]) : std::exp(w.g[t] - w.g[j]);
         const S kk = w.kk[t * BT + j];
         w.db[t] += x * kk;
         const S adA = x * bt * kk;
         w.dg[t] += adA;
         w.dg[j] -= adA;
-        axpy(x * bt, &w.k[j * K], &w.dk[t * K], K);
-        axpy(x * bt, &w.k[t * K], &w.dk[j * K], K);
+        axpy(x * bt, w.k.data() + j * K, w.dk.data() + t * K, K);
+        axpy(x * bt, w.k.data() + t * K, w.dk.data() + j * K, K);
       }
     }
     scatter<S>(w.dv.data(), r0, R, HV, hv, V, p.dv, p.v_dtype);
