@@ -120,7 +120,7 @@ def test_fused_linear_cross_entropy(reduction):
 
 
 @pytest.mark.parametrize("name,op", [("group_norm", "group_norm"),
-                                     ("chunk_gated_delta_rule", "chunk_gated_delta_rule")])
+                                     ("chunk_kda", "chunk_kda")])
 def test_not_served(name, op):
     with pytest.raises(NotImplementedError, match=op):
         getattr(fla, name)()
@@ -241,3 +241,112 @@ def test_chunk_bwd_dqkwg_signature_and_outputs():
     dq, dk, dw, dg = fla.chunk_bwd_dqkwg(q, k, v, do, h, dh, w=w, g=gg, dv=v, chunk_size=16)
     assert dw.dtype == torch.bfloat16 and dw.shape == w.shape
     assert dg.dtype == torch.float32 and dg.shape == gg.shape
+
+
+# ---- chunk_gated_delta_rule (the composed GDN op) -------------------------------------------------
+
+
+def _gdn_recurrence(q, k, v, g, beta, scale, h0, cu_seqlens, l2norm):
+    """fp64 token-by-token gated delta rule (natural-log g): (o, final_state)."""
+    q, k, v, g, beta = (x.double() for x in (q, k, v, g, beta))
+    if l2norm:
+        q = q / torch.sqrt((q * q).sum(-1, keepdim=True) + 1e-6)
+        k = k / torch.sqrt((k * k).sum(-1, keepdim=True) + 1e-6)
+    B, T, H, K = q.shape
+    HV, V = v.shape[2], v.shape[3]
+    q, k = q.repeat_interleave(HV // H, 2), k.repeat_interleave(HV // H, 2)
+    c = cu_seqlens.tolist() if cu_seqlens is not None else None
+    seqs = [(0, c[i], c[i + 1]) for i in range(len(c) - 1)] if c else [(b, 0, T) for b in range(B)]
+    o = torch.zeros(B, T, HV, V, dtype=torch.float64)
+    ht = torch.zeros(len(seqs), HV, K, V, dtype=torch.float64)
+    for n, (b, s, e) in enumerate(seqs):
+        S = h0[n].double().clone() if h0 is not None else torch.zeros(HV, K, V,
+                                                                      dtype=torch.float64)
+        for t in range(s, e):
+            S = S * g[b, t].exp()[:, None, None]
+            S = S + beta[b, t][:, None, None] * k[b, t][:, :, None] * (
+                v[b, t] - torch.einsum("hkv,hk->hv", S, k[b, t]))[:, None, :]
+            o[b, t] = scale * torch.einsum("hkv,hk->hv", S, q[b, t])
+        ht[n] = S
+    return o, ht
+
+
+def test_chunk_gated_delta_rule_signature():
+    """fla's argument names, order and defaults (fla-core 0.6.0's source, read with ast when the
+    peer copy is present)."""
+    import ast
+    import inspect
+    import pathlib
+
+    rel = ".peers/training/fla/ops/gated_delta_rule/chunk.py"
+    src = pathlib.Path(__file__).resolve().parents[2] / rel
+    if not src.exists():
+        src = pathlib.Path("/work/main") / rel
+    if not src.exists():
+        pytest.skip("fla-core 0.6.0's source is not present")
+    fn = next(n for n in ast.parse(src.read_text()).body
+              if isinstance(n, ast.FunctionDef) and n.name == "chunk_gated_delta_rule")
+    params = list(inspect.signature(fla.chunk_gated_delta_rule).parameters.values())
+    names = [a.arg for a in fn.args.args]
+    defaults = [ast.literal_eval(d) for d in fn.args.defaults]
+    assert [p.name for p in params[:len(names)]] == names
+    assert [p.default for p in params[len(names) - len(defaults):len(names)]] == defaults
+    assert params[-1].kind == inspect.Parameter.VAR_KEYWORD
+
+
+@pytest.mark.parametrize("varlen", [False, True])
+def test_chunk_gated_delta_rule_matches_recurrence(varlen):
+    gen = torch.Generator().manual_seed(11)
+    B, T, H, HV, K, V = (1, 90, 1, 2, 16, 8) if varlen else (2, 70, 2, 4, 16, 8)
+    cu = torch.tensor([0, 33, 33, 90]) if varlen else None
+    q, k = torch.randn(B, T, H, K, generator=gen), torch.randn(B, T, H, K, generator=gen)
+    v = torch.randn(B, T, HV, V, generator=gen)
+    g = F.logsigmoid(torch.rand(B, T, HV, generator=gen))
+    beta = torch.rand(B, T, HV, generator=gen).sigmoid()
+    N = 3 if varlen else B
+    h0 = torch.randn(N, HV, K, V, generator=gen)
+    o, ht = fla.chunk_gated_delta_rule(q, k, v, g, beta, initial_state=h0, output_final_state=True,
+                                       use_qk_l2norm_in_kernel=True, cu_seqlens=cu, chunk_size=32)
+    want_o, want_ht = _gdn_recurrence(q, k, v, g, beta, K ** -0.5, h0, cu, True)
+    torch.testing.assert_close(o.double(), want_o, rtol=0, atol=2e-5)
+    torch.testing.assert_close(ht.double(), want_ht, rtol=0, atol=2e-5)
+    # output_final_state=False gives None; state_v_first transposes the states in and out.
+    o2, none = fla.chunk_gated_delta_rule(q, k, v, g, beta, initial_state=h0,
+                                          use_qk_l2norm_in_kernel=True, cu_seqlens=cu,
+                                          chunk_size=32)
+    assert none is None
+    torch.testing.assert_close(o2, o, rtol=0, atol=0)
+    o3, ht3 = fla.chunk_gated_delta_rule(q, k, v, g, beta, initial_state=h0.transpose(-1, -2),
+                                         output_final_state=True, use_qk_l2norm_in_kernel=True,
+                                         state_v_first=True, cu_seqlens=cu, chunk_size=32)
+    torch.testing.assert_close(o3, o, rtol=0, atol=0)
+    torch.testing.assert_close(ht3, ht.transpose(-1, -2), rtol=0, atol=0)
+    # use_beta_sigmoid_in_kernel takes the logits; use_gate_in_kernel the raw gate input.
+    logits = torch.randn(B, T, HV, generator=gen)
+    o4, _ = fla.chunk_gated_delta_rule(q, k, v, g, logits, use_qk_l2norm_in_kernel=True,
+                                       use_beta_sigmoid_in_kernel=True, cu_seqlens=cu)
+    w4, _ = _gdn_recurrence(q, k, v, g, logits.sigmoid(), K ** -0.5, None, cu, True)
+    torch.testing.assert_close(o4.double(), w4, rtol=0, atol=2e-5)
+    A_log, dt_bias = torch.randn(HV, generator=gen) * 0.5, torch.randn(HV, generator=gen)
+    raw = torch.randn(B, T, HV, generator=gen)
+    o5, _ = fla.chunk_gated_delta_rule(q, k, v, raw, beta, use_qk_l2norm_in_kernel=True,
+                                       cu_seqlens=cu, use_gate_in_kernel=True, A_log=A_log,
+                                       dt_bias=dt_bias)
+    g5 = -A_log.exp() * F.softplus(raw + dt_bias)
+    w5, _ = _gdn_recurrence(q, k, v, g5, beta, K ** -0.5, None, cu, True)
+    torch.testing.assert_close(o5.double(), w5, rtol=0, atol=2e-5)
+
+
+def test_chunk_gated_delta_rule_refusals():
+    q, k = torch.randn(1, 10, 2, 8), torch.randn(1, 10, 2, 8)
+    v, g, beta = torch.randn(1, 10, 2, 4), -torch.rand(1, 10, 2), torch.rand(1, 10, 2)
+    with pytest.raises(DeprecationWarning, match="head_first has been removed"):
+        fla.chunk_gated_delta_rule(q, k, v, g, beta, head_first=False)
+    with pytest.raises(ValueError, match="chunk_size"):
+        fla.chunk_gated_delta_rule(q, k, v, g, beta, chunk_size=128)
+    with pytest.raises(NotImplementedError, match="backward is not yet available"):
+        fla.chunk_gated_delta_rule(q.requires_grad_(), k, v, g, beta)
+    with torch.no_grad():
+        fla.chunk_gated_delta_rule(q, k, v, g, beta)
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        fla.chunk_gated_delta_rule(q.detach(), k, v, g, beta, bogus=1)

@@ -22,7 +22,10 @@ name, forward only as fla's, returning ``(dh, dh0, dv2)``); ``chunk_gated_delta_
 ``(h, v_new, final_state)``); ``chunk_bwd_dqkwg`` of ``fla.ops.common.chunk_o`` (the GDN sub-op
 of the same name, forward only as fla's, returning ``(dq, dk, dw, dg)``);
 ``prepare_wy_repr_bwd`` of ``fla.ops.gated_delta_rule.wy_fast`` (the GDN sub-op of the same name,
-the wy_fast backward, forward only as fla's, returning ``(dk, dv, db, dg)``).
+the wy_fast backward, forward only as fla's, returning ``(dk, dv, db, dg)``);
+``chunk_gated_delta_rule`` of ``fla.ops.gated_delta_rule`` (the composed GDN op
+``chunk_gated_delta_rule``, natural-log g as fla's public API, returning ``(o, final_state)``;
+forward only for now: inputs that require grad raise NotImplementedError).
 
 Differences from fla:
 - ``residual`` / ``prenorm`` / ``residual_in_fp32`` are composed here: the sum ``x + residual`` (in
@@ -46,8 +49,7 @@ Differences from fla:
   fla does.
 
 Not served (NotImplementedError naming the missing recops op): group_norm and the gated
-LayerNorm, the norm+linear fusions, rotary (``inplace_rope_``), chunk_gated_delta_rule and
-chunk_kda. fla's FusedCrossEntropyLoss is not wrapped (use ``recops.fused_cross_entropy`` or
+LayerNorm, the norm+linear fusions, rotary (``inplace_rope_``) and chunk_kda. fla's FusedCrossEntropyLoss is not wrapped (use ``recops.fused_cross_entropy`` or
 ``recops.compat.liger.LigerCrossEntropyLoss``).
 """
 
@@ -360,7 +362,6 @@ layer_norm_gated = _missing("layer_norm_gated", "layer_norm_gated")
 FusedLayerNormGated = _missing("FusedLayerNormGated", "layer_norm_gated")
 rms_norm_linear = _missing("rms_norm_linear", "rms_norm_linear")
 RotaryEmbedding = _missing("RotaryEmbedding", "inplace_rope_")
-chunk_gated_delta_rule = _missing("chunk_gated_delta_rule", "chunk_gated_delta_rule")
 chunk_kda = _missing("chunk_kda", "chunk_kda")
 
 
@@ -755,3 +756,97 @@ def prepare_wy_repr_bwd(k: torch.Tensor, v: torch.Tensor, beta: torch.Tensor, A:
     del chunk_indices  # fla's schedule for cu_seqlens; recops derives its own
     dk, dv, db, dg = _prepare_wy_repr_bwd(k, v, beta, g, A, dw, du, cu_seqlens, gate_log2=True)
     return dk, dv, db, (dg.to(g.dtype) if g is not None else None)
+
+
+# ---- chunk_gated_delta_rule (fla.ops.gated_delta_rule; fla-core 0.6.0) ------------------------
+# fla-core 0.6.0, fla/ops/gated_delta_rule/chunk.py, chunk_gated_delta_rule (lines 397-593): fla's
+# public signature and return (o, final_state) over recops.chunk_gated_delta_rule. One
+# self-contained block (its own import). fla's public g is the natural-log gate (its forward
+# converts to log2 inside), which is what the recops op takes: no gate_log2 here. head_first in the
+# keywords raises DeprecationWarning, as fla 0.6.0 does; transpose_state_layout is the deprecated
+# name of state_v_first (states [.., V, K]: a transpose of initial_state in and final_state out).
+# use_beta_sigmoid_in_kernel (with allow_neg_eigval: 2·sigmoid) and use_gate_in_kernel
+# (g = -exp(A_log)·softplus(g + dt_bias)) are composed here in fp32 before the op. cu_seqlens_cpu
+# and chunk_indices are accepted and not read; cp_context raises NotImplementedError. Forward only
+# for now: inputs that require grad (with grad mode on) raise NotImplementedError.
+
+from .. import chunk_gated_delta_rule as _chunk_gated_delta_rule  # noqa: E402
+
+_GDN_KWARGS = {"chunk_size", "use_gate_in_kernel", "A_log", "dt_bias", "transpose_state_layout",
+               "head_first"}
+
+
+def chunk_gated_delta_rule(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor,
+                           beta: torch.Tensor, scale: Optional[float] = None,
+                           initial_state: Optional[torch.Tensor] = None,
+                           output_final_state: bool = False,
+                           use_qk_l2norm_in_kernel: bool = False,
+                           use_beta_sigmoid_in_kernel: bool = False,
+                           allow_neg_eigval: bool = False, state_v_first: bool = False,
+                           cu_seqlens: Optional[torch.Tensor] = None,
+                           cu_seqlens_cpu: Optional[torch.Tensor] = None,
+                           chunk_indices: Optional[torch.Tensor] = None, cp_context=None,
+                           **kwargs):
+    """``fla.ops.gated_delta_rule.chunk_gated_delta_rule``: per sequence (batch row, or
+    ``cu_seqlens`` segment with B = 1) and value head hv (key head ``hv // (HV // H)``), with the
+    state S ``[K, V]`` from ``initial_state`` (or 0), token by token:
+    ``S = exp(g[t]) S``; ``S = S + beta[t] k[t] (x) (v[t] - S^T k[t])``; ``o[t] = scale S^T q[t]``
+    (g the natural-log gate ``[B, T, HV]``, scale default ``K ** -0.5``; q and k l2-normalised
+    first with ``use_qk_l2norm_in_kernel``). q, k ``[B, T, H, K]``; v ``[B, T, HV, V]``; beta
+    ``[B, T, HV]``; initial_state ``[N, HV, K, V]`` (``[.., V, K]`` with state_v_first); keyword
+    ``chunk_size`` 16, 32 or 64 (default 64). Returns ``(o, final_state)``: o ``[B, T, HV, V]`` in
+    v's dtype, final_state ``[N, HV, K, V]`` fp32 or None without output_final_state. Forward only
+    for now (the backward is not yet available in recops)."""
+    del cu_seqlens_cpu, chunk_indices  # fla's precomputed schedules; recops walks cu_seqlens
+    if "transpose_state_layout" in kwargs:
+        if state_v_first:
+            raise ValueError("Cannot pass both `state_v_first` and the deprecated "
+                             "`transpose_state_layout`.")
+        import warnings
+        warnings.warn("`transpose_state_layout` is deprecated and renamed to `state_v_first`.",
+                      DeprecationWarning, stacklevel=2)
+        state_v_first = bool(kwargs.pop("transpose_state_layout"))
+    if "head_first" in kwargs:  # as fla 0.6.0: head_first was removed
+        raise DeprecationWarning(
+            "head_first has been removed. Inputs must be in `[B, T, H, ...]` format.")
+    unknown = set(kwargs) - _GDN_KWARGS
+    if unknown:
+        raise TypeError(f"chunk_gated_delta_rule: unexpected keyword arguments {sorted(unknown)}")
+    if cp_context is not None:
+        raise NotImplementedError(
+            "chunk_gated_delta_rule: cp_context (context parallelism) is not served")
+    if q.shape[2] != k.shape[2]:
+        raise ValueError(f"q and k must have the same number of heads, but got "
+                         f"q.shape[2]={q.shape[2]} and k.shape[2]={k.shape[2]}")
+    chunk_size = int(kwargs.get("chunk_size", 64))
+    if chunk_size not in (16, 32, 64):
+        raise ValueError(f"`chunk_size` must be 16, 32, or 64 for Gated Delta Rule, got "
+                         f"{chunk_size}.")
+    if allow_neg_eigval and not use_beta_sigmoid_in_kernel:
+        raise ValueError("`allow_neg_eigval=True` requires `use_beta_sigmoid_in_kernel=True`.")
+    if cu_seqlens is not None and q.shape[0] != 1:
+        raise ValueError(f"The batch size is expected to be 1 rather than {q.shape[0]} when using "
+                         f"`cu_seqlens`.")
+    if torch.is_grad_enabled() and any(
+            t is not None and t.requires_grad
+            for t in (q, k, v, g, beta, initial_state, kwargs.get("A_log"),
+                      kwargs.get("dt_bias"))):
+        raise NotImplementedError(
+            "chunk_gated_delta_rule: the backward is not yet available in recops (forward "
+            "only); detach the inputs or run under torch.no_grad()")
+    if kwargs.get("use_gate_in_kernel", False):
+        A_log, dt_bias = kwargs.get("A_log"), kwargs.get("dt_bias")
+        if A_log is None:
+            raise ValueError("A_log must be provided when use_gate_in_kernel=True.")
+        g = g.float() if dt_bias is None else g.float() + dt_bias.float()
+        g = -A_log.float().exp() * torch.nn.functional.softplus(g)
+    if use_beta_sigmoid_in_kernel:
+        beta = beta.float().sigmoid() * (2.0 if allow_neg_eigval else 1.0)
+    if state_v_first and initial_state is not None:
+        initial_state = initial_state.transpose(-1, -2)
+    o, ht = _chunk_gated_delta_rule(q, k, v, g, beta, None if scale is None else float(scale),
+                                    initial_state, bool(output_final_state), cu_seqlens,
+                                    bool(use_qk_l2norm_in_kernel), chunk_size)
+    if not output_final_state:
+        return o, None
+    return o, (ht.transpose(-1, -2).contiguous() if state_v_first else ht)

@@ -1,0 +1,285 @@
+// training/chunk_gated_delta_rule/chunk_gated_delta_rule.cpp: the entry of chunk_gated_delta_rule.
+// All validation happens here, once (the sub-ops the CPU path calls check their own arguments
+// again); then the ordered implementation list runs the first implementation that accepts
+// (cpu_generic, reference; no CUDA path yet). At the end: the OpInfo and the argument table
+// (forward only: the backward is not yet available).
+#include "ops/training/chunk_gated_delta_rule/chunk_gated_delta_rule.h"
+
+#include <cmath>
+#include <vector>
+
+#include "core/dispatch.h"
+#include "core/kit/op_def.h"
+#include "ops/training/chunk_gated_delta_rule/impls.h"
+#include "ops/training/common/packed_offsets.h"
+
+namespace recops::ops::chunk_gated_delta_rule_ns {
+namespace {
+constexpr const char* kOp = "chunk_gated_delta_rule";
+
+const std::vector<core::Impl<Params>>& impls() {
+  static const auto list = core::with_cpu_impls<Params>({}, run_cpu, run_reference);
+  return list;
+}
+
+bool is_float(DType t) {
+  return t == DType::fp64 || t == DType::fp32 || t == DType::fp16 || t == DType::bf16;
+}
+
+// `name`: floating (of `dtype` when given), contiguous, on q's device, of sizes `want` (-1: any).
+Status check_tensor(const char* name, const TensorView& t, const TensorView& q, const Shape& want,
+                    const char* letters, std::optional<DType> dtype = std::nullopt) {
+  RECOPS_RETURN_IF_ERROR(core::check_same_device(kOp, "q", q, name, t));
+  bool ok = t.ndim == static_cast<int64_t>(want.size()) && is_float(t.dtype);
+  for (size_t d = 0; ok && d < want.size(); ++d) ok = want[d] < 0 || t.sizes[d] == want[d];
+  RECOPS_CHECK(ok, kOp, ": ", name, " must be ", letters, " of fp64, fp32, fp16 or bf16 with ",
+               shape_str(want), " (-1: any); got ", describe(t));
+  if (dtype)
+    RECOPS_CHECK(t.dtype == *dtype, kOp, ": ", name, " must have q's dtype ", dtype_name(*dtype),
+                 "; got ", describe(t));
+  RECOPS_CHECK(t.is_contiguous(), kOp, ": ", name, " must be contiguous; got ", describe(t));
+  return Status::Ok();
+}
+
+// Every rule on the arguments; *p gets the sizes, pointers and scalars. ctx: the call's context,
+// or nullptr in the shape function (no data read: the offsets' values are checked by the run).
+Status check_args(const ChunkGatedDeltaRuleArgs& a, const Context* ctx, Params* p) {
+  const TensorView& q = a.q;
+  RECOPS_CHECK(q.ndim == 4 && is_float(q.dtype), kOp,
+               ": q must be [B, T, H, K] of fp64, fp32, fp16 or bf16; got ", describe(q));
+  RECOPS_CHECK(q.is_contiguous(), kOp, ": q must be contiguous; got ", describe(q));
+  const int64_t B = q.sizes[0], T = q.sizes[1], H = q.sizes[2], K = q.sizes[3];
+  RECOPS_RETURN_IF_ERROR(check_tensor("k", a.k, q, q.shape(), "[B, T, H, K] (q's)", q.dtype));
+  RECOPS_RETURN_IF_ERROR(
+      check_tensor("v", a.v, q, {B, T, -1, -1}, "[B, T, HV, V] (q's B, T)", q.dtype));
+  const int64_t HV = a.v.sizes[2], V = a.v.sizes[3];
+  RECOPS_CHECK(H > 0 ? HV % H == 0 : HV == 0, kOp, ": v's HV=", HV,
+               " must be a multiple of q's H=", H,
+               " (GVA: value head hv uses key head hv / (HV/H))");
+  RECOPS_RETURN_IF_ERROR(check_tensor("g", a.g, q, {B, T, HV}, "[B, T, HV] (v's HV)"));
+  RECOPS_RETURN_IF_ERROR(check_tensor("beta", a.beta, q, {B, T, HV}, "[B, T, HV] (v's HV)"));
+  const int64_t bt = a.chunk_size;
+  RECOPS_CHECK(bt == 16 || bt == 32 || bt == 64, kOp, ": chunk_size=", bt, " must be 16, 32 or 64");
+  if (a.scale) RECOPS_CHECK(std::isfinite(*a.scale), kOp, ": scale=", *a.scale, " must be finite");
+  int64_t N = B;
+  if (a.seq_offsets) {
+    RECOPS_RETURN_IF_ERROR(training::check_packed_offsets(kOp, "q", q, *a.seq_offsets, B, T,
+                                                          "T (q's dim 1)", ctx, &N));
+    p->seq_offsets = a.seq_offsets->data;
+    p->off_dtype = a.seq_offsets->dtype;
+  }
+  if (a.initial_state)
+    RECOPS_RETURN_IF_ERROR(check_tensor("initial_state", *a.initial_state, q, {N, HV, K, V},
+                                        "[N, HV, K, V] (N sequences)"));
+  p->q = q.data, p->k = a.k.data, p->v = a.v.data, p->g = a.g.data, p->beta = a.beta.data;
+  p->h0 = a.initial_state ? a.initial_state->data : nullptr;
+  p->q_dtype = q.dtype, p->k_dtype = a.k.dtype, p->v_dtype = a.v.dtype;
+  p->g_dtype = a.g.dtype, p->beta_dtype = a.beta.dtype;
+  p->h0_dtype = a.initial_state ? a.initial_state->dtype : DType::fp32;
+  p->o_dtype = a.v.dtype;
+  p->B = B, p->T = T, p->H = H, p->HV = HV, p->K = K, p->V = V;
+  p->BT = bt;
+  p->N = N;
+  // The chunk states' NT: ceil(T / BT) per batch row; with offsets the sync-free bound
+  // ceil(T / BT) + N (§4.2), which fwd_h takes by default.
+  p->NT = (T + bt - 1) / bt + (a.seq_offsets ? N : 0);
+  p->scale = a.scale ? *a.scale : (K > 0 ? 1.0 / std::sqrt(static_cast<double>(K)) : 1.0);
+  p->l2norm = a.use_qk_l2norm_in_kernel;
+  p->args = a;
+  p->args.scale = p->scale;
+  return Status::Ok();
+}
+
+Status prepare(const ChunkGatedDeltaRuleArgs& a, const TensorView& o, const TensorView* ht,
+               const Context& ctx, Params* p) {
+  RECOPS_RETURN_IF_ERROR(check_args(a, &ctx, p));
+  RECOPS_RETURN_IF_ERROR(core::check_same_device(kOp, "q", a.q, "o", o));
+  RECOPS_CHECK(o.shape() == a.v.shape() && o.dtype == a.v.dtype && o.is_contiguous(), kOp,
+               ": o must be contiguous with v's shape ", shape_str(a.v.shape()), " and dtype ",
+               dtype_name(a.v.dtype), "; got ", describe(o));
+  RECOPS_CHECK(a.output_final_state == (ht != nullptr), kOp,
+               ": final_state must be given exactly when output_final_state is true");
+  if (ht) {
+    const Shape want = {p->N, p->HV, p->K, p->V};
+    RECOPS_RETURN_IF_ERROR(core::check_same_device(kOp, "q", a.q, "final_state", *ht));
+    RECOPS_CHECK(ht->shape() == want && ht->dtype == DType::fp32 && ht->is_contiguous(), kOp,
+                 ": final_state must be contiguous ", shape_str(want),
+                 " ([N, HV, K, V]) of fp32; got ", describe(*ht));
+  }
+  p->o = o.data;
+  p->ht = ht ? ht->data : nullptr;
+  p->o_view = o;
+  if (ht) p->ht_view = *ht;
+  return Status::Ok();
+}
+
+size_t align(size_t n) { return (n + 255) / 256 * 256; }
+
+// Nothing to write: o and final_state have no elements.
+bool empty(const Params& p) {
+  return p.B * p.T * p.HV * p.V == 0 && (!p.ht || p.N * p.HV * p.K * p.V == 0);
+}
+}  // namespace
+
+Layout workspace_layout(const Params& p) {
+  Layout l;
+  size_t at = 0;
+  auto part = [&](int64_t elems, DType t) {
+    const size_t off = at;
+    at += align(static_cast<size_t>(elems) * dtype_size(t));
+    return off;
+  };
+  const int64_t rows = p.B * p.T;
+  if (p.l2norm) {
+    l.qn = part(rows * p.H * p.K, p.q_dtype);
+    l.kn = part(rows * p.H * p.K, p.k_dtype);
+  }
+  l.G = part(rows * p.HV, DType::fp32);
+  l.A = part(rows * p.HV * p.BT, DType::fp32);
+  l.Ai = part(rows * p.HV * p.BT, DType::fp32);
+  l.w = part(rows * p.HV * p.K, p.k_dtype);
+  l.u = part(rows * p.HV * p.V, p.v_dtype);
+  l.h = part(p.B * p.NT * p.HV * p.K * p.V, p.k_dtype);
+  l.v_new = part(rows * p.HV * p.V, p.v_dtype);
+  l.total = at;
+  return l;
+}
+
+}  // namespace recops::ops::chunk_gated_delta_rule_ns
+
+namespace recops {
+
+Status chunk_gated_delta_rule_shape(const ChunkGatedDeltaRuleArgs& a, Shape* o_shape,
+                                    DType* o_dtype, Shape* final_state_shape) {
+  using namespace ops::chunk_gated_delta_rule_ns;
+  Params p;
+  RECOPS_RETURN_IF_ERROR(check_args(a, nullptr, &p));
+  *o_shape = a.v.shape();
+  *o_dtype = a.v.dtype;
+  *final_state_shape = a.output_final_state ? Shape{p.N, p.HV, p.K, p.V} : Shape{0};
+  return Status::Ok();
+}
+
+size_t chunk_gated_delta_rule_workspace_bytes(const ChunkGatedDeltaRuleArgs& a) {
+  using namespace ops::chunk_gated_delta_rule_ns;
+  Params p;
+  if (!check_args(a, nullptr, &p).ok()) return 0;
+  return workspace_layout(p).total;
+}
+
+Status chunk_gated_delta_rule(const ChunkGatedDeltaRuleArgs& a, const TensorView& o,
+                              const TensorView* final_state, const Context& ctx) {
+  using namespace ops::chunk_gated_delta_rule_ns;
+  Params p;
+  RECOPS_RETURN_IF_ERROR(prepare(a, o, final_state, ctx, &p));
+  const size_t need = workspace_layout(p).total;
+  RECOPS_CHECK(ctx.workspace_bytes >= need && (need == 0 || ctx.workspace != nullptr), kOp,
+               ": the workspace must hold ", need,
+               " bytes (chunk_gated_delta_rule_workspace_bytes); got ", ctx.workspace_bytes);
+  p.workspace = ctx.workspace;
+  p.workspace_bytes = ctx.workspace_bytes;
+  if (empty(p)) return Status::Ok();
+  return core::dispatch(kOp, impls(), a.q.device.type, p, ctx);
+}
+
+Status chunk_gated_delta_rule_plain(const ChunkGatedDeltaRuleArgs& a, const TensorView& o,
+                                    const TensorView* final_state) {
+  using namespace ops::chunk_gated_delta_rule_ns;
+  RECOPS_CHECK(a.q.device.is_cpu(), "chunk_gated_delta_rule_plain: CPU tensors only");
+  const Context ctx;
+  Params p;
+  RECOPS_RETURN_IF_ERROR(prepare(a, o, final_state, ctx, &p));
+  std::vector<unsigned char> scratch(std::max<size_t>(1, workspace_layout(p).total));
+  p.workspace = scratch.data();
+  p.workspace_bytes = scratch.size();
+  p.plain = true;
+  if (empty(p)) return Status::Ok();
+  return run_cpu(p, ctx);
+}
+
+}  // namespace recops
+
+// ---- registration: the OpInfo and the argument table (core/kit/op_def.h) ----
+namespace recops::ops::chunk_gated_delta_rule_ns {
+namespace {
+Status shapes(const ChunkGatedDeltaRuleArgs& a, std::vector<kit::OutSpec>* outs) {
+  Shape o, ht;
+  DType dt = DType::fp32;
+  RECOPS_RETURN_IF_ERROR(chunk_gated_delta_rule_shape(a, &o, &dt, &ht));
+  outs->push_back({o, dt});
+  outs->push_back({ht, DType::fp32, a.output_final_state});
+  return Status::Ok();
+}
+Status run(const ChunkGatedDeltaRuleArgs& a, const kit::Outputs& o, const Context& ctx) {
+  return chunk_gated_delta_rule(a, o.views[0], o.get(1), ctx);
+}
+size_t workspace(const ChunkGatedDeltaRuleArgs& a, const kit::Outputs&) {
+  return chunk_gated_delta_rule_workspace_bytes(a);
+}
+
+constexpr const char* kDoc =
+    R"(The chunked Gated DeltaNet (fla-core's
+``fla.ops.gated_delta_rule.chunk.chunk_gated_delta_rule``), forward.
+
+Per sequence and value head hv (key head ``hv // (HV // H)``), with the state S ``[K, V]``
+starting at initial_state (or 0), token by token::
+
+    S = exp(g[t]) * S
+    S = S + beta[t] * outer(k[t], v[t] - S^T k[t])
+    o[t] = scale * S^T q[t]
+
+and final_state is S after the sequence's last token. It is computed in chunks of ``chunk_size``
+positions by the GDN sub-ops chunk_local_cumsum, chunk_scaled_dot_kkt, solve_tril,
+recompute_w_u_fwd, chunk_gated_delta_rule_fwd_h and chunk_fwd_o; the intermediates w, u, h and
+v_new are stored in the input dtype, the state in fp32.
+
+Args:
+    q: ``[B, T, H, K]``, fp64, fp32, fp16 or bf16.
+    k: ``[B, T, H, K]``, q's dtype.
+    v: ``[B, T, HV, V]``, q's dtype, HV a multiple of H.
+    g: ``[B, T, HV]``: the raw log decays, natural-log units (normally <= 0; not a cumsum).
+    beta: ``[B, T, HV]``.
+    scale: default ``K ** -0.5``.
+    initial_state: optional ``[N, HV, K, V]`` (fp32; any float dtype is read).
+    output_final_state: also return final_state.
+    seq_offsets: ``[N+1]`` int32/int64 (fla's cu_seqlens) of packed sequences; needs B = 1.
+    use_qk_l2norm_in_kernel: l2-normalise the rows of q and k first (eps 1e-6 added to the sum
+        of squares).
+    chunk_size: 16, 32 or 64.
+
+Returns:
+    ``(o, final_state)``: o ``[B, T, HV, V]`` in v's dtype; final_state ``[N, HV, K, V]`` fp32,
+    or an empty ``[0]`` tensor when output_final_state is False (fla returns None; the kit has no
+    optional outputs).
+
+Forward only for now (inputs that require grad raise while grad mode is on): the backward is not
+yet available.
+)";
+}  // namespace
+}  // namespace recops::ops::chunk_gated_delta_rule_ns
+
+RECOPS_REGISTER_OPS(reg) {
+  using namespace recops;
+  using namespace recops::ops::chunk_gated_delta_rule_ns;
+  using A = ChunkGatedDeltaRuleArgs;
+  reg.add(OpInfo{kOp, "training", core::describe_impls(impls())});
+  reg.add(kit::Def<A>(kOp, "training")
+              .arg<&A::q>("q", {.dense_from = 0})
+              .arg<&A::k>("k", {.dense_from = 0})
+              .arg<&A::v>("v", {.dense_from = 0})
+              .arg<&A::g>("g", {.dense_from = 0})
+              .arg<&A::beta>("beta", {.dense_from = 0})
+              .arg<&A::scale>("scale", {.def = "None"})
+              .arg<&A::initial_state>("initial_state", {.def = "None", .dense_from = 0})
+              .arg<&A::output_final_state>("output_final_state", {.def = "False"})
+              .arg<&A::seq_offsets>("seq_offsets", {.def = "None", .dense_from = 0})
+              .arg<&A::use_qk_l2norm_in_kernel>("use_qk_l2norm_in_kernel", {.def = "False"})
+              .arg<&A::chunk_size>("chunk_size", {.def = "64"})
+              .out("o")
+              .out("final_state")
+              .shapes(shapes)
+              .run(run)
+              .workspace(workspace)
+              .forward_only()
+              .doc("", kDoc));
+}

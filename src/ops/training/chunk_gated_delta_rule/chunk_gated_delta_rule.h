@@ -1,0 +1,57 @@
+// training/chunk_gated_delta_rule/chunk_gated_delta_rule.h: the C++ API (torch-free) of the
+// composed Gated DeltaNet op chunk_gated_delta_rule (training_ops.md §4.4; fla-core's
+// fla.ops.gated_delta_rule.chunk.chunk_gated_delta_rule). Forward only for now.
+//
+// Per sequence and value head hv (key head h = hv / (HV / H)), with the state S [K, V] starting at
+// initial_state (or 0), token by token (§4.2):
+//   S ← exp(g_t)·S;  S ← S + β_t·k_t ⊗ (v_t − Sᵀk_t);  o_t = scale·Sᵀq_t
+// and final_state = S after the sequence's last token. g is the raw natural-log gate (not a
+// cumsum). With use_qk_l2norm_in_kernel, q and k are first l2-normalised per row (§3.5, eps 1e-6).
+// The CPU path composes the GDN sub-ops in chunks of BT = chunk_size: chunk_local_cumsum →
+// chunk_scaled_dot_kkt → solve_tril → recompute_w_u_fwd → chunk_gated_delta_rule_fwd_h →
+// chunk_fwd_o, with their intermediates in the caller's workspace.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+
+#include "recops/context.h"
+#include "recops/status.h"
+#include "recops/tensor_view.h"
+
+namespace recops {
+
+struct ChunkGatedDeltaRuleArgs {
+  TensorView q;                             // [B, T, H, K], fp64/fp32/fp16/bf16
+  TensorView k;                             // [B, T, H, K], q's dtype
+  TensorView v;                             // [B, T, HV, V], q's dtype, HV % H == 0
+  TensorView g;                             // [B, T, HV], natural-log gates (any float dtype)
+  TensorView beta;                          // [B, T, HV] (any float dtype)
+  std::optional<double> scale;              // default K^-1/2 (1 for K = 0)
+  std::optional<TensorView> initial_state;  // [N, HV, K, V] (fp32 normally; any float)
+  bool output_final_state = false;          // also return final_state [N, HV, K, V] fp32
+  std::optional<TensorView> seq_offsets;    // [N+1] int32/int64 (fla's cu_seqlens); B = 1
+  bool use_qk_l2norm_in_kernel = false;     // l2-normalise q and k rows first (eps 1e-6)
+  int64_t chunk_size = 64;                  // BT: 16, 32 or 64
+};
+
+// o: v's shape and dtype; final_state: [N, HV, K, V] fp32, or {0} when not wanted.
+Status chunk_gated_delta_rule_shape(const ChunkGatedDeltaRuleArgs& a, Shape* o_shape,
+                                    DType* o_dtype, Shape* final_state_shape);
+// The scratch bytes the entry needs in ctx.workspace (the sub-ops' intermediates: G, A, Ai, w, u,
+// h, v_new, and the normalised q and k with use_qk_l2norm_in_kernel); 0 for arguments the entry
+// refuses.
+size_t chunk_gated_delta_rule_workspace_bytes(const ChunkGatedDeltaRuleArgs& a);
+// final_state: nullptr exactly when output_final_state is false.
+Status chunk_gated_delta_rule(const ChunkGatedDeltaRuleArgs& a, const TensorView& o,
+                              const TensorView* final_state, const Context& ctx = {});
+
+// The double standard's plain same-precision baseline (accuracy.md; CPU tensors only): the same
+// composition of the sub-ops' plain baselines (chunk_scaled_dot_kkt_plain,
+// recompute_w_u_fwd_plain, chunk_gated_delta_rule_fwd_h_plain, chunk_fwd_o_plain; cumsum, l2norm
+// and solve_tril as they are), with its own scratch.
+Status chunk_gated_delta_rule_plain(const ChunkGatedDeltaRuleArgs& a, const TensorView& o,
+                                    const TensorView* final_state);
+
+}  // namespace recops

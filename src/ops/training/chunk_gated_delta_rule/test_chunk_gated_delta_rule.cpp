@@ -1,0 +1,257 @@
+// training/chunk_gated_delta_rule/test_chunk_gated_delta_rule.cpp: the C++ tests of the op beyond
+// `recops check`'s cases: a hand-computed recurrence, stateful continuity (a prefix run and a
+// suffix run from its final state equal the full run), varlen equal to per-sequence runs (a
+// zero-length sequence passes its state through), use_qk_l2norm_in_kernel equal to normalised
+// inputs, the workspace rule and the refusals with their messages (torch-free; built into
+// tests/cpp's recops_tests).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "ops/training/chunk_gated_delta_rule/chunk_gated_delta_rule.h"
+#include "recops/tensor.h"
+
+namespace recops {
+namespace {
+
+float* f32(Tensor& t) {
+  return static_cast<float*>(t.data());
+}
+
+// A [sizes] fp32 tensor of small varied values: a·((i·m) mod p) + c.
+Tensor filled(const Shape& s, int64_t m, int64_t p, float a, float c) {
+  Tensor t = Tensor::empty(s, DType::fp32);
+  for (int64_t i = 0; i < t.view().numel(); ++i)
+    f32(t)[i] = a * static_cast<float>((i * m) % p) + c;
+  return t;
+}
+
+// The inputs of a dense problem [B, T, H, K] with HV = 2H, V values (fp32).
+struct Inputs {
+  Tensor q, k, v, g, beta, h0;
+  Inputs(int64_t B, int64_t T, int64_t H, int64_t K, int64_t V, int64_t N) {
+    q = filled({B, T, H, K}, 5, 13, 0.04f, -0.25f);
+    k = filled({B, T, H, K}, 7, 11, 0.05f, -0.25f);
+    v = filled({B, T, 2 * H, V}, 3, 7, 0.25f, -0.8f);
+    g = filled({B, T, 2 * H}, 3, 5, -0.1f, -0.05f);
+    beta = filled({B, T, 2 * H}, 2, 9, 0.1f, 0.1f);
+    h0 = filled({N, 2 * H, K, V}, 11, 17, 0.05f, -0.4f);
+  }
+  ChunkGatedDeltaRuleArgs args() const {
+    ChunkGatedDeltaRuleArgs a;
+    a.q = q.view(), a.k = k.view(), a.v = v.view(), a.g = g.view(), a.beta = beta.view();
+    a.initial_state = h0.view();
+    a.output_final_state = true;
+    return a;
+  }
+};
+
+// Runs the op with its workspace into fresh NaN-poisoned outputs.
+Status run(const ChunkGatedDeltaRuleArgs& a, Tensor* o, Tensor* ht) {
+  Shape os, hs;
+  DType dt = DType::fp32;
+  RECOPS_RETURN_IF_ERROR(chunk_gated_delta_rule_shape(a, &os, &dt, &hs));
+  *o = Tensor::empty(os, dt);
+  *ht = Tensor::empty(hs, DType::fp32);
+  for (int64_t i = 0; i < o->view().numel(); ++i) f32(*o)[i] = NAN;
+  for (int64_t i = 0; i < ht->view().numel(); ++i) f32(*ht)[i] = NAN;
+  const size_t bytes = chunk_gated_delta_rule_workspace_bytes(a);
+  std::vector<unsigned char> ws(std::max<size_t>(bytes, 1));
+  Context ctx;
+  ctx.workspace = ws.data();
+  ctx.workspace_bytes = bytes;
+  const TensorView htv = ht->view();
+  return chunk_gated_delta_rule(a, o->view(), a.output_final_state ? &htv : nullptr, ctx);
+}
+
+void expect_close(const float* a, const float* b, int64_t n, double tol) {
+  for (int64_t i = 0; i < n; ++i) ASSERT_NEAR(a[i], b[i], tol) << "at " << i;
+}
+
+// T = 2, H = HV = 1, K = V = 1, chunk 16: the recurrence by hand.
+TEST(ChunkGatedDeltaRule, HandComputed) {
+  Tensor q = Tensor::empty({1, 2, 1, 1}, DType::fp32), k = Tensor::empty({1, 2, 1, 1}, DType::fp32);
+  Tensor v = Tensor::empty({1, 2, 1, 1}, DType::fp32), g = Tensor::empty({1, 2, 1}, DType::fp32);
+  Tensor beta = Tensor::empty({1, 2, 1}, DType::fp32), h0 = Tensor::empty({1, 1, 1, 1}, DType::fp32);
+  const float qv[] = {0.8f, -1.5f}, kv[] = {0.5f, -2}, vv[] = {3, -1}, gv[] = {-0.5f, -2},
+              bv[] = {0.6f, 0.3f};
+  for (int i = 0; i < 2; ++i)
+    f32(q)[i] = qv[i], f32(k)[i] = kv[i], f32(v)[i] = vv[i], f32(g)[i] = gv[i],
+    f32(beta)[i] = bv[i];
+  f32(h0)[0] = 0.75f;
+  ChunkGatedDeltaRuleArgs a;
+  a.q = q.view(), a.k = k.view(), a.v = v.view(), a.g = g.view(), a.beta = beta.view();
+  a.initial_state = h0.view();
+  a.output_final_state = true;
+  a.chunk_size = 16;
+  a.scale = 0.5;
+  Tensor o, ht;
+  ASSERT_TRUE(run(a, &o, &ht).ok());
+  double S = 0.75;
+  double want[2];
+  for (int t = 0; t < 2; ++t) {
+    S *= std::exp(static_cast<double>(gv[t]));
+    S += bv[t] * kv[t] * (vv[t] - S * kv[t]);
+    want[t] = 0.5 * S * qv[t];
+  }
+  EXPECT_NEAR(f32(o)[0], want[0], 1e-5);
+  EXPECT_NEAR(f32(o)[1], want[1], 1e-5);
+  EXPECT_NEAR(f32(ht)[0], S, 1e-5);
+}
+
+// A prefix of 70 positions, then the suffix of 61 from its final state, equal the full run.
+TEST(ChunkGatedDeltaRule, StatefulContinuity) {
+  const int64_t T = 131, T1 = 70, H = 1, K = 16, V = 8;
+  Inputs in(1, T, H, K, V, 1);
+  Tensor o, ht;
+  ASSERT_TRUE(run(in.args(), &o, &ht).ok());
+  auto part = [&](const Tensor& x, int64_t from, int64_t len) {
+    const Shape s = x.view().shape();
+    Shape ps = s;
+    ps[1] = len;
+    Tensor p = Tensor::empty(ps, DType::fp32);
+    const int64_t row = x.view().numel() / s[1];
+    std::memcpy(p.data(), static_cast<const float*>(x.data()) + from * row,
+                static_cast<size_t>(len * row) * 4);
+    return p;
+  };
+  for (int64_t bt : {16, 64}) {
+    ChunkGatedDeltaRuleArgs a = in.args();
+    a.chunk_size = bt;
+    ASSERT_TRUE(run(a, &o, &ht).ok());
+    Tensor q1 = part(in.q, 0, T1), k1 = part(in.k, 0, T1), v1 = part(in.v, 0, T1),
+           g1 = part(in.g, 0, T1), b1 = part(in.beta, 0, T1);
+    Tensor q2 = part(in.q, T1, T - T1), k2 = part(in.k, T1, T - T1), v2 = part(in.v, T1, T - T1),
+           g2 = part(in.g, T1, T - T1), b2 = part(in.beta, T1, T - T1);
+    a.q = q1.view(), a.k = k1.view(), a.v = v1.view(), a.g = g1.view(), a.beta = b1.view();
+    Tensor o1, ht1, o2, ht2;
+    ASSERT_TRUE(run(a, &o1, &ht1).ok());
+    a.q = q2.view(), a.k = k2.view(), a.v = v2.view(), a.g = g2.view(), a.beta = b2.view();
+    a.initial_state = ht1.view();
+    ASSERT_TRUE(run(a, &o2, &ht2).ok());
+    const int64_t row = 2 * H * V;
+    expect_close(f32(o1), f32(o), T1 * row, 2e-5);
+    expect_close(f32(o2), f32(o) + T1 * row, (T - T1) * row, 2e-5);
+    expect_close(f32(ht2), f32(ht), ht.view().numel(), 2e-5);
+  }
+}
+
+// Packed sequences [40, 0, 75] with chunk 32 equal three separate runs; the empty sequence's final
+// state is its initial state.
+TEST(ChunkGatedDeltaRule, VarlenEqualsSeparateRuns) {
+  const int64_t H = 2, K = 8, V = 4, HV = 2 * H;
+  const int64_t lens[] = {40, 0, 75};
+  Inputs in(1, 115, H, K, V, 3);
+  Tensor off = Tensor::empty({4}, DType::int64);
+  int64_t* od = static_cast<int64_t*>(off.data());
+  od[0] = 0;
+  for (int n = 0; n < 3; ++n) od[n + 1] = od[n] + lens[n];
+  ChunkGatedDeltaRuleArgs a = in.args();
+  a.seq_offsets = off.view();
+  a.chunk_size = 32;
+  Tensor o, ht;
+  ASSERT_TRUE(run(a, &o, &ht).ok());
+  const int64_t state = HV * K * V;
+  for (int n = 0; n < 3; ++n) {
+    const int64_t len = lens[n], at = od[n];
+    auto slice = [&](const Tensor& x, int64_t width, const Shape& s) {
+      Tensor p = Tensor::empty(s, DType::fp32);
+      std::memcpy(p.data(), static_cast<const float*>(x.data()) + at * width,
+                  static_cast<size_t>(len * width) * 4);
+      return p;
+    };
+    Tensor q = slice(in.q, H * K, {1, len, H, K}), k = slice(in.k, H * K, {1, len, H, K});
+    Tensor v = slice(in.v, HV * V, {1, len, HV, V}), g = slice(in.g, HV, {1, len, HV});
+    Tensor b = slice(in.beta, HV, {1, len, HV});
+    Tensor h0 = Tensor::empty({1, HV, K, V}, DType::fp32);
+    std::memcpy(h0.data(), f32(in.h0) + n * state, static_cast<size_t>(state) * 4);
+    ChunkGatedDeltaRuleArgs s = in.args();
+    s.q = q.view(), s.k = k.view(), s.v = v.view(), s.g = g.view(), s.beta = b.view();
+    s.initial_state = h0.view();
+    s.chunk_size = 32;
+    Tensor os, hts;
+    ASSERT_TRUE(run(s, &os, &hts).ok());
+    expect_close(f32(os), f32(o) + at * HV * V, len * HV * V, 1e-5);
+    expect_close(f32(hts), f32(ht) + n * state, state, 1e-5);
+    if (len == 0) expect_close(f32(ht) + n * state, f32(in.h0) + n * state, state, 0);
+  }
+}
+
+// use_qk_l2norm_in_kernel equals passing rows normalised by 1/sqrt(Σ x² + 1e-6).
+TEST(ChunkGatedDeltaRule, L2normInKernel) {
+  const int64_t T = 50, H = 1, K = 16, V = 8;
+  Inputs in(1, T, H, K, V, 1);
+  ChunkGatedDeltaRuleArgs a = in.args();
+  a.use_qk_l2norm_in_kernel = true;
+  Tensor o, ht;
+  ASSERT_TRUE(run(a, &o, &ht).ok());
+  Tensor qn = Tensor::empty({1, T, H, K}, DType::fp32), kn = Tensor::empty({1, T, H, K}, DType::fp32);
+  for (auto [src, dst] : {std::pair{&in.q, &qn}, std::pair{&in.k, &kn}})
+    for (int64_t r = 0; r < T * H; ++r) {
+      double ss = 0;
+      for (int64_t c = 0; c < K; ++c) ss += double(f32(*src)[r * K + c]) * f32(*src)[r * K + c];
+      for (int64_t c = 0; c < K; ++c)
+        f32(*dst)[r * K + c] = static_cast<float>(f32(*src)[r * K + c] / std::sqrt(ss + 1e-6));
+    }
+  a.use_qk_l2norm_in_kernel = false;
+  a.q = qn.view(), a.k = kn.view();
+  Tensor o2, ht2;
+  ASSERT_TRUE(run(a, &o2, &ht2).ok());
+  expect_close(f32(o2), f32(o), o.view().numel(), 1e-6);
+  expect_close(f32(ht2), f32(ht), ht.view().numel(), 1e-6);
+}
+
+std::string message(const ChunkGatedDeltaRuleArgs& a) {
+  Tensor o, ht;
+  const Status s = run(a, &o, &ht);
+  return s.ok() ? "" : s.message();
+}
+
+TEST(ChunkGatedDeltaRule, Refusals) {
+  Inputs in(1, 20, 2, 8, 4, 1);
+  ChunkGatedDeltaRuleArgs a = in.args();
+  // The workspace is required.
+  Tensor o = Tensor::empty({1, 20, 4, 4}, DType::fp32), ht = Tensor::empty({1, 4, 8, 4}, DType::fp32);
+  const TensorView htv = ht.view();
+  const Status s = chunk_gated_delta_rule(a, o.view(), &htv);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("the workspace must hold"), std::string::npos) << s.message();
+  // final_state exactly with output_final_state.
+  ChunkGatedDeltaRuleArgs b = a;
+  b.output_final_state = false;
+  const Status s2 = chunk_gated_delta_rule(b, o.view(), &htv);
+  EXPECT_NE(s2.message().find("final_state must be given exactly when output_final_state"),
+            std::string::npos)
+      << s2.message();
+  // k's dtype must be q's.
+  Tensor k16 = Tensor::empty({1, 20, 2, 8}, DType::bf16);
+  b = a;
+  b.k = k16.view();
+  EXPECT_NE(message(b).find("k must have q's dtype fp32"), std::string::npos) << message(b);
+  // GVA: HV a multiple of H.
+  Tensor v3 = Tensor::empty({1, 20, 3, 4}, DType::fp32);
+  b = a;
+  b.v = v3.view();
+  EXPECT_NE(message(b).find("v's HV=3 must be a multiple of q's H=2"), std::string::npos)
+      << message(b);
+  // g is [B, T, HV].
+  Tensor g2 = Tensor::empty({1, 20, 2}, DType::fp32);
+  b = a;
+  b.g = g2.view();
+  EXPECT_NE(message(b).find("g must be [B, T, HV]"), std::string::npos) << message(b);
+  // initial_state is [N, HV, K, V].
+  Tensor h0 = Tensor::empty({1, 4, 8, 5}, DType::fp32);
+  b = a;
+  b.initial_state = h0.view();
+  EXPECT_NE(message(b).find("initial_state must be [N, HV, K, V]"), std::string::npos)
+      << message(b);
+  b = a;
+  b.scale = NAN;
+  EXPECT_NE(message(b).find("must be finite"), std::string::npos) << message(b);
+}
+
+}  // namespace
+}  // namespace recops

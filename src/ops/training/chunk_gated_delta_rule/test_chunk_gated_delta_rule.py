@@ -1,0 +1,180 @@
+"""chunk_gated_delta_rule through PyTorch: an independent plain-torch fp64 peer (the token-by-token
+recurrence of training_ops.md §4.2, GVA by repeat_interleave, sequences from cu_seqlens, F.normalize
+-like l2norm with eps added to the sum of squares); fla's relative-RMS gate on bf16 (§5: 0.005 for
+o and ht); opcheck; torch.compile against eager; the forward-only refusal; bad input. The fla
+drop-in is tested in tests/python/test_compat_fla.py. Collected by `pytest src/ops`."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import recops
+
+# Errors relative to the largest |o| (|ht|): fp64 / fp32 runs keep an fp32 state; fp16 / bf16
+# store w, u, h and v_new in the input dtype (as fla does), several roundings deep.
+TOL = {torch.float64: 2e-6, torch.float32: 2e-5, torch.float16: 4e-3, torch.bfloat16: 3e-2}
+
+
+def peer(q, k, v, g, beta, scale=None, h0=None, cu_seqlens=None, l2norm=False):
+    """The recurrence in plain torch, fp64: S = exp(g_t) S; S += beta_t k_t (v_t - S^T k_t);
+    o_t = scale S^T q_t; returns (o, final_state)."""
+    B, T, H, K = q.shape
+    HV, V = v.shape[2], v.shape[3]
+    scale = K ** -0.5 if scale is None else scale
+    q, k, v, g, beta = (x.double() for x in (q, k, v, g, beta))
+    if l2norm:
+        q = q / torch.sqrt((q * q).sum(-1, keepdim=True) + 1e-6)
+        k = k / torch.sqrt((k * k).sum(-1, keepdim=True) + 1e-6)
+    q = q.repeat_interleave(HV // H, dim=2)
+    k = k.repeat_interleave(HV // H, dim=2)
+    if cu_seqlens is None:
+        seqs = [(b, 0, T) for b in range(B)]
+    else:
+        c = cu_seqlens.tolist()
+        seqs = [(0, c[n], c[n + 1]) for n in range(len(c) - 1)]
+    o = torch.zeros(B, T, HV, V, dtype=torch.float64)
+    ht = torch.zeros(len(seqs), HV, K, V, dtype=torch.float64)
+    for n, (b, s, e) in enumerate(seqs):
+        S = h0[n].double().clone() if h0 is not None else torch.zeros(HV, K, V,
+                                                                      dtype=torch.float64)
+        for t in range(s, e):
+            S = S * torch.exp(g[b, t])[:, None, None]
+            pred = torch.einsum("hkv,hk->hv", S, k[b, t])
+            S = S + beta[b, t][:, None, None] * k[b, t][:, :, None] * (v[b, t] - pred)[:, None, :]
+            o[b, t] = scale * torch.einsum("hkv,hk->hv", S, q[b, t])
+        ht[n] = S
+    return o, ht
+
+
+def make(B, T, H, K, V=32, gva=1, dtype=torch.float32, offsets=None, h0=True, raw_qk=False,
+         gate_s=1.0, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    if offsets is not None:
+        T = offsets[-1]
+    HV = H * gva
+
+    def rnd(*s):
+        return torch.randn(*s, generator=gen, dtype=torch.float64)
+
+    q, k = rnd(B, T, H, K), rnd(B, T, H, K)
+    if not raw_qk:  # fla's conditioning (§5)
+        q, k = F.normalize(q, dim=-1), F.normalize(k, dim=-1)
+    v = rnd(B, T, HV, V).to(dtype)
+    g = F.logsigmoid(torch.rand(B, T, HV, generator=gen, dtype=torch.float64)) / gate_s
+    beta = torch.rand(B, T, HV, generator=gen, dtype=torch.float64).sigmoid().to(dtype)
+    cu = torch.tensor(offsets) if offsets is not None else None
+    N = len(offsets) - 1 if offsets is not None else B
+    hs = rnd(N, HV, K, V).float() if h0 else None
+    return q.to(dtype), k.to(dtype), v, g.float(), beta, hs, cu
+
+
+CONFIGS = {
+    "t65_bt64_gva2": dict(B=2, T=65, H=2, K=64, gva=2),
+    "t63_bt32": dict(B=1, T=63, H=3, K=37, V=19, chunk_size=32),
+    "t150_bt16_no_h0": dict(B=1, T=150, H=1, K=32, chunk_size=16, h0=False),
+    "l2norm_gva2": dict(B=2, T=80, H=1, K=16, gva=2, raw_qk=True, l2norm=True),
+    "varlen_empty_tail": dict(B=1, T=0, H=2, K=32, gva=2, offsets=[0, 0, 57, 59, 59, 64, 64],
+                              chunk_size=16),
+    "varlen_spec": dict(B=1, T=0, H=1, K=64, offsets=[0, 122, 229, 400, 1000], chunk_size=32),
+    "strong_decay": dict(B=1, T=100, H=1, K=32, gate_s=0.1),
+    "t1": dict(B=3, T=1, H=2, K=8),
+    "t0": dict(B=2, T=0, H=2, K=8),
+}
+
+
+def run(cfg, dtype, scale=None, seed=0):
+    cfg = dict(cfg)
+    bt = cfg.pop("chunk_size", 64)
+    l2 = cfg.pop("l2norm", False)
+    q, k, v, g, beta, h0, cu = make(dtype=dtype, seed=seed, **cfg)
+    o, ht = recops.chunk_gated_delta_rule(q, k, v, g, beta, scale, h0, True, cu, l2, bt)
+    want_o, want_ht = peer(q, k, v, g, beta, scale, h0, cu, l2)
+    return o, ht, want_o, want_ht
+
+
+def close(got, want, tol):
+    top = max(1.0, want.abs().max().item()) if want.numel() else 1.0
+    torch.testing.assert_close(got.double(), want, rtol=0, atol=tol * top)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_matches_peer(name, dtype):
+    for scale in (None, 0.7):
+        o, ht, want_o, want_ht = run(CONFIGS[name], dtype, scale)
+        assert o.dtype == dtype and o.shape == want_o.shape
+        assert ht.dtype == torch.float32 and ht.shape == want_ht.shape
+        close(o, want_o, TOL[dtype])
+        close(ht, want_ht, TOL[dtype])
+
+
+@pytest.mark.parametrize("name", ["t65_bt64_gva2", "varlen_spec", "l2norm_gva2"])
+def test_fla_relative_rms_gate_bf16(name):
+    """§5: bf16 inputs, ||out - gold|| / ||gold|| <= 0.005 for o and final_state."""
+    o, ht, want_o, want_ht = run(CONFIGS[name], torch.bfloat16, seed=1)
+    for got, want in ((o, want_o), (ht, want_ht)):
+        err = (got.double() - want).norm() / want.norm()
+        assert err <= 0.005 or (got.double() - want).abs().max() <= 1e-6, err
+
+
+def test_no_final_state_is_empty():
+    q, k, v, g, beta, h0, _ = make(1, 20, 1, 8, V=4)
+    o, ht = recops.chunk_gated_delta_rule(q, k, v, g, beta, initial_state=h0)
+    assert ht.shape == (0,) and o.shape == v.shape
+
+
+def test_opcheck():
+    q, k, v, g, beta, h0, cu = make(1, 0, 2, 16, V=8, gva=2, offsets=[0, 0, 20, 23])
+    torch.library.opcheck(torch.ops.recops.chunk_gated_delta_rule.default,
+                          (q, k, v, g, beta, None, h0, True, cu, False, 16))
+    q, k, v, g, beta, _, _ = make(2, 30, 1, 8, V=4, dtype=torch.bfloat16, h0=False)
+    torch.library.opcheck(torch.ops.recops.chunk_gated_delta_rule.default,
+                          (q, k, v, g, beta, 0.5, None, False, None, True, 32))
+
+
+def test_compile_matches_eager():
+    def f(q, k, v, g, beta, h0, offsets):
+        o, ht = recops.chunk_gated_delta_rule(q, k, v, g, beta, initial_state=h0,
+                                              output_final_state=True, seq_offsets=offsets,
+                                              chunk_size=16)
+        return o * 2.0 + 1.0, ht.sum()
+
+    compiled = torch.compile(f, fullgraph=True, dynamic=True, backend="aot_eager")
+    for seed, offsets in enumerate([[0, 20, 20, 53], [0, 7, 40, 41, 90]]):
+        args = make(1, 0, 2, 16, V=8, gva=2, offsets=offsets, seed=seed)
+        for a, b in zip(compiled(*args), f(*args)):
+            torch.testing.assert_close(a, b, rtol=0, atol=0)
+
+
+def test_forward_only():
+    q, k, v, g, beta, h0, _ = make(1, 10, 1, 8, V=4)
+    with pytest.raises(RuntimeError, match="'q' requires grad"):
+        recops.chunk_gated_delta_rule(q.requires_grad_(True), k, v, g, beta)
+    with torch.no_grad():
+        recops.chunk_gated_delta_rule(q, k, v, g, beta)
+
+
+def test_noncontiguous_inputs_are_copied():
+    q, k, v, g, beta, h0, _ = make(1, 40, 2, 16, V=8)
+    qn = torch.stack([q, q], -1)[..., 0]
+    assert not qn.is_contiguous()
+    got, _ = recops.chunk_gated_delta_rule(qn, k, v, g, beta, chunk_size=32)
+    want, _ = peer(q, k, v, g, beta)
+    close(got, want, TOL[torch.float32])
+
+
+def test_bad_input_names_the_argument():
+    q, k, v, g, beta, h0, _ = make(1, 10, 2, 8, V=4)
+    with pytest.raises(RuntimeError, match="chunk_size=128 must be 16, 32 or 64"):
+        recops.chunk_gated_delta_rule(q, k, v, g, beta, chunk_size=128)
+    with pytest.raises(RuntimeError, match="v's HV=3 must be a multiple of q's H=2"):
+        recops.chunk_gated_delta_rule(q, k, torch.randn(1, 10, 3, 4), torch.randn(1, 10, 3),
+                                      torch.rand(1, 10, 3))
+    with pytest.raises(RuntimeError, match="k must have q's dtype"):
+        recops.chunk_gated_delta_rule(q, k.bfloat16(), v, g, beta)
+    with pytest.raises(RuntimeError, match=r"initial_state must be \[N, HV, K, V\]"):
+        recops.chunk_gated_delta_rule(q, k, v, g, beta, initial_state=torch.zeros(2, 2, 8, 4))
+    with pytest.raises(RuntimeError, match="packed input \\(seq_offsets\\) requires B=1"):
+        recops.chunk_gated_delta_rule(torch.randn(2, 10, 2, 8), torch.randn(2, 10, 2, 8),
+                                      torch.randn(2, 10, 2, 4), torch.randn(2, 10, 2),
+                                      torch.rand(2, 10, 2), seq_offsets=torch.tensor([0, 10]))
