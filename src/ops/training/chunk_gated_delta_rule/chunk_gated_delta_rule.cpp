@@ -113,7 +113,9 @@ Status prepare(const ChunkGatedDeltaRuleArgs& a, const TensorView& o, const Tens
   return Status::Ok();
 }
 
-size_t align(size_t n) { return (n + 255) / 256 * 256; }
+size_t align(size_t n) {
+  return (n + 255) / 256 * 256;
+}
 
 // Nothing to write: o and final_state have no elements.
 bool empty(const Params& p) {

@@ -5,7 +5,8 @@
 // Case fields beyond the common ones: shape (q's [B, T, H, K], required; with lengths/offsets T is
 // replaced by the offsets' total), lengths | offsets, offsets_dtype. args: V (v's width, default
 // 64), chunk_size (default 64), gva (HV / H, default 1), gate_scale (default 1: g =
-// logsigmoid(U(−1, 1))·gate_scale), gate_dtype (g's dtype: fp32 by default, or `same`: the case's),
+// logsigmoid(U(−1, 1))·gate_scale; half_zero_gates: every other g set to 0, §5's "half the gates
+// zeroed"), gate_dtype (g's dtype: fp32 by default, or `same`: the case's),
 // l2norm (use_qk_l2norm_in_kernel; q and k are then raw U(−1, 1)·2), scale (absent: the op's
 // default K^-1/2), initial_state (default true: h0 ~ U(−1, 1) fp32), final_state (default true:
 // output_final_state), T (with lengths/offsets: q's T instead of the offsets' total, for a
@@ -34,6 +35,7 @@ class ChunkGatedDeltaRuleDriver final : public training_args::WorkspaceDriver {
                                   {"chunk_size", ArgKind::integer},
                                   {"gva", ArgKind::integer},
                                   {"gate_scale", ArgKind::number},
+                                  {"half_zero_gates", ArgKind::boolean},
                                   {"gate_dtype", ArgKind::text},
                                   {"l2norm", ArgKind::boolean},
                                   {"scale", ArgKind::number},
@@ -78,6 +80,7 @@ class ChunkGatedDeltaRuleDriver final : public training_args::WorkspaceDriver {
     p->inputs.push_back(
         data_input("g", gate_same ? p->dtype : DType::fp32, {B, T, HV}, cs.seed + 3, 1.0));
     map_values(&p->inputs.back(), [gs](double x) { return -std::log1p(std::exp(-x)) * gs; });
+    if (flag(cs, "half_zero_gates", false)) zero_every_other(&p->inputs.back());
     p->inputs.push_back(data_input("beta", p->dtype, {B, T, HV}, cs.seed + 4, 1.0));
     map_values(&p->inputs.back(), [](double x) { return 1.0 / (1.0 + std::exp(-x)); });
     if (h0)
@@ -151,6 +154,16 @@ class ChunkGatedDeltaRuleDriver final : public training_args::WorkspaceDriver {
       using X = decltype(t);
       X* d = static_cast<X*>(v.data);
       for (int64_t i = 0; i < v.numel(); ++i) d[i] = from_double<X>(f(to_double(d[i])));
+    });
+  }
+
+  // Elements 0, 2, 4, ... of a floating input set to 0.
+  static void zero_every_other(Input* in) {
+    TensorView& v = in->view;
+    visit_floating(v.dtype, [&](auto t) {
+      using X = decltype(t);
+      X* d = static_cast<X*>(v.data);
+      for (int64_t i = 0; i < v.numel(); i += 2) d[i] = from_double<X>(0.0);
     });
   }
 

@@ -75,7 +75,8 @@ void expect_close(const float* a, const float* b, int64_t n, double tol) {
 TEST(ChunkGatedDeltaRule, HandComputed) {
   Tensor q = Tensor::empty({1, 2, 1, 1}, DType::fp32), k = Tensor::empty({1, 2, 1, 1}, DType::fp32);
   Tensor v = Tensor::empty({1, 2, 1, 1}, DType::fp32), g = Tensor::empty({1, 2, 1}, DType::fp32);
-  Tensor beta = Tensor::empty({1, 2, 1}, DType::fp32), h0 = Tensor::empty({1, 1, 1, 1}, DType::fp32);
+  Tensor beta = Tensor::empty({1, 2, 1}, DType::fp32),
+         h0 = Tensor::empty({1, 1, 1, 1}, DType::fp32);
   const float qv[] = {0.8f, -1.5f}, kv[] = {0.5f, -2}, vv[] = {3, -1}, gv[] = {-0.5f, -2},
               bv[] = {0.6f, 0.3f};
   for (int i = 0; i < 2; ++i)
@@ -188,7 +189,8 @@ TEST(ChunkGatedDeltaRule, L2normInKernel) {
   a.use_qk_l2norm_in_kernel = true;
   Tensor o, ht;
   ASSERT_TRUE(run(a, &o, &ht).ok());
-  Tensor qn = Tensor::empty({1, T, H, K}, DType::fp32), kn = Tensor::empty({1, T, H, K}, DType::fp32);
+  Tensor qn = Tensor::empty({1, T, H, K}, DType::fp32),
+         kn = Tensor::empty({1, T, H, K}, DType::fp32);
   for (auto [src, dst] : {std::pair{&in.q, &qn}, std::pair{&in.k, &kn}})
     for (int64_t r = 0; r < T * H; ++r) {
       double ss = 0;
@@ -214,7 +216,8 @@ TEST(ChunkGatedDeltaRule, Refusals) {
   Inputs in(1, 20, 2, 8, 4, 1);
   ChunkGatedDeltaRuleArgs a = in.args();
   // The workspace is required.
-  Tensor o = Tensor::empty({1, 20, 4, 4}, DType::fp32), ht = Tensor::empty({1, 4, 8, 4}, DType::fp32);
+  Tensor o = Tensor::empty({1, 20, 4, 4}, DType::fp32),
+         ht = Tensor::empty({1, 4, 8, 4}, DType::fp32);
   const TensorView htv = ht.view();
   const Status s = chunk_gated_delta_rule(a, o.view(), &htv);
   ASSERT_FALSE(s.ok());

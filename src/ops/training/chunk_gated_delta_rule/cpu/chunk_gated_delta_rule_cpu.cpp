@@ -28,7 +28,8 @@ Status run_cpu(const Params& p, const Context& ctx) {
   const ChunkGatedDeltaRuleArgs& a = p.args;
   const Layout l = workspace_layout(p);
   if (p.workspace_bytes < l.total || (l.total > 0 && p.workspace == nullptr))
-    return Status(StatusCode::internal, "chunk_gated_delta_rule: cpu_generic without its workspace");
+    return Status(StatusCode::internal,
+                  "chunk_gated_delta_rule: cpu_generic without its workspace");
   unsigned char* ws = static_cast<unsigned char*>(p.workspace);
   const Device dev = a.q.device;
   auto view = [&](size_t off, DType t, const Shape& s) { return TensorView(ws + off, t, dev, s); };
