@@ -9,36 +9,18 @@
 #include "core/dispatch.h"
 #include "core/kit/op_def.h"
 #include "ops/training/chunk_bwd_dqkwg/impls.h"
+#include "ops/training/common/gdn_entry.h"
 #include "ops/training/common/packed_offsets.h"
 
 namespace recops::ops::chunk_bwd_dqkwg_ns {
 namespace {
 constexpr const char* kOp = "chunk_bwd_dqkwg";
+constexpr training::GdnEntry kEntry{kOp, "q"};
+using training::is_float;
 
 const std::vector<core::Impl<Params>>& impls() {
   static const auto list = core::with_cpu_impls<Params>({}, run_cpu, run_reference);
   return list;
-}
-
-bool is_float(DType t) {
-  return t == DType::fp64 || t == DType::fp32 || t == DType::fp16 || t == DType::bf16;
-}
-
-// `name`: floating, contiguous, on q's device, of sizes `want` (-1: any).
-Status check_tensor(const char* name, const TensorView& t, const TensorView& q, const Shape& want,
-                    const char* letters) {
-  RECOPS_RETURN_IF_ERROR(core::check_same_device(kOp, "q", q, name, t));
-  bool ok = t.ndim == static_cast<int64_t>(want.size()) && is_float(t.dtype);
-  for (size_t d = 0; ok && d < want.size(); ++d) ok = want[d] < 0 || t.sizes[d] == want[d];
-  RECOPS_CHECK(ok, kOp, ": ", name, " must be ", letters, " of fp64, fp32, fp16 or bf16 with ",
-               shape_str(want), " (-1: any); got ", describe(t));
-  RECOPS_CHECK(t.is_contiguous(), kOp, ": ", name, " must be contiguous; got ", describe(t));
-  return Status::Ok();
-}
-
-int64_t offset_at(const TensorView& o, int64_t n) {
-  return o.dtype == DType::int32 ? static_cast<const int32_t*>(o.data)[n]
-                                 : static_cast<const int64_t*>(o.data)[n];
 }
 
 // Every rule on the arguments; *p gets the sizes, pointers and scalars. ctx: the call's context,
@@ -46,18 +28,17 @@ int64_t offset_at(const TensorView& o, int64_t n) {
 // are checked by the run).
 Status check_args(const ChunkBwdDqkwgArgs& a, const Context* ctx, Params* p) {
   const TensorView& q = a.q;
-  RECOPS_CHECK(q.ndim == 4 && is_float(q.dtype), kOp,
-               ": q must be [B, T, H, K] of fp64, fp32, fp16 or bf16; got ", describe(q));
-  RECOPS_CHECK(q.is_contiguous(), kOp, ": q must be contiguous; got ", describe(q));
+  RECOPS_RETURN_IF_ERROR(kEntry.lead(q, "[B, T, H, K]"));
   const int64_t B = q.sizes[0], T = q.sizes[1], H = q.sizes[2], K = q.sizes[3];
-  RECOPS_RETURN_IF_ERROR(check_tensor("k", a.k, q, {B, T, H, K}, "[B, T, H, K] (q's sizes)"));
-  RECOPS_RETURN_IF_ERROR(check_tensor("v_new", a.v_new, q, {B, T, -1, -1}, "[B, T, HV, V]"));
+  RECOPS_RETURN_IF_ERROR(
+      kEntry.check_tensor("k", a.k, q, {B, T, H, K}, "[B, T, H, K] (q's sizes)"));
+  RECOPS_RETURN_IF_ERROR(kEntry.check_tensor("v_new", a.v_new, q, {B, T, -1, -1}, "[B, T, HV, V]"));
   const int64_t HV = a.v_new.sizes[2], V = a.v_new.sizes[3];
   RECOPS_CHECK(H > 0 ? HV % H == 0 : HV == 0, kOp, ": v_new's HV=", HV,
                " must be a multiple of q's H=", H,
                " (GVA: value head hv uses key head hv / (HV/H))");
   const int64_t bt = a.chunk_size;
-  RECOPS_CHECK(bt == 16 || bt == 32 || bt == 64, kOp, ": chunk_size=", bt, " must be 16, 32 or 64");
+  RECOPS_RETURN_IF_ERROR(kEntry.chunk_size(bt));
   int64_t N = B;
   if (a.seq_offsets) {
     RECOPS_RETURN_IF_ERROR(training::check_packed_offsets(kOp, "q", q, *a.seq_offsets, B, T,
@@ -69,27 +50,23 @@ Status check_args(const ChunkBwdDqkwgArgs& a, const Context* ctx, Params* p) {
   // least the chunk count of all sequences (checked where the values are read); later chunks (a
   // sync-free bound, §4.2) are not read.
   const int64_t nt = a.seq_offsets ? -1 : ops::training::chunk_count(T, bt);
-  RECOPS_RETURN_IF_ERROR(check_tensor("h", a.h, q, {B, nt, HV, K, V},
-                                      "[B, NT, HV, K, V] (NT = ceil(T / chunk_size) per row)"));
-  RECOPS_RETURN_IF_ERROR(check_tensor("dh", a.dh, q, a.h.shape(), "[B, NT, HV, K, V] (h's sizes)"));
-  if (a.seq_offsets && ctx && a.seq_offsets->device.is_cpu()) {
-    int64_t chunks = 0;
-    for (int64_t n = 0; n < N; ++n)
-      chunks += (offset_at(*a.seq_offsets, n + 1) - offset_at(*a.seq_offsets, n) + bt - 1) / bt;
-    RECOPS_CHECK(a.h.sizes[1] >= chunks, kOp, ": h's NT=", a.h.sizes[1],
-                 " is less than the chunk count of the sequences, ", chunks,
-                 " (Σ ceil(len_n / chunk_size))");
-  }
-  RECOPS_RETURN_IF_ERROR(check_tensor("do", a.d_o, q, {B, T, HV, V}, "[B, T, HV, V] (v_new's)"));
+  RECOPS_RETURN_IF_ERROR(kEntry.check_tensor(
+      "h", a.h, q, {B, nt, HV, K, V}, "[B, NT, HV, K, V] (NT = ceil(T / chunk_size) per row)"));
+  RECOPS_RETURN_IF_ERROR(
+      kEntry.check_tensor("dh", a.dh, q, a.h.shape(), "[B, NT, HV, K, V] (h's sizes)"));
+  if (a.seq_offsets && ctx && a.seq_offsets->device.is_cpu())
+    RECOPS_RETURN_IF_ERROR(kEntry.chunk_count(*a.seq_offsets, N, bt, a.h.sizes[1], "h's NT"));
+  RECOPS_RETURN_IF_ERROR(
+      kEntry.check_tensor("do", a.d_o, q, {B, T, HV, V}, "[B, T, HV, V] (v_new's)"));
   RECOPS_CHECK(a.w.has_value() == a.dv2.has_value(), kOp,
                ": w and dv2 are given together or not at all (dw = -h_c dv2 in w's shape); got ",
                a.w ? "w without dv2" : "dv2 without w");
   if (a.w) {
-    RECOPS_RETURN_IF_ERROR(check_tensor("w", *a.w, q, {B, T, HV, K}, "[B, T, HV, K]"));
+    RECOPS_RETURN_IF_ERROR(kEntry.check_tensor("w", *a.w, q, {B, T, HV, K}, "[B, T, HV, K]"));
     RECOPS_RETURN_IF_ERROR(
-        check_tensor("dv2", *a.dv2, q, {B, T, HV, V}, "[B, T, HV, V] (v_new's)"));
+        kEntry.check_tensor("dv2", *a.dv2, q, {B, T, HV, V}, "[B, T, HV, V] (v_new's)"));
   }
-  if (a.g) RECOPS_RETURN_IF_ERROR(check_tensor("g", *a.g, q, {B, T, HV}, "[B, T, HV]"));
+  if (a.g) RECOPS_RETURN_IF_ERROR(kEntry.check_tensor("g", *a.g, q, {B, T, HV}, "[B, T, HV]"));
   if (a.scale) RECOPS_CHECK(std::isfinite(*a.scale), kOp, ": scale=", *a.scale, " must be finite");
   p->q = q.data;
   p->k = a.k.data;
@@ -115,31 +92,24 @@ Status check_args(const ChunkBwdDqkwgArgs& a, const Context* ctx, Params* p) {
   return Status::Ok();
 }
 
-Status check_out(const char* name, const TensorView& o, const TensorView& q, const Shape& want,
-                 DType dtype, const char* rule) {
-  RECOPS_RETURN_IF_ERROR(core::check_same_device(kOp, "q", q, name, o));
-  RECOPS_CHECK(o.shape() == want && o.dtype == dtype && o.is_contiguous(), kOp, ": ", name,
-               " must be contiguous ", shape_str(want), " ", rule, " ", dtype_name(dtype), "; got ",
-               describe(o));
-  return Status::Ok();
-}
-
 Status prepare(const ChunkBwdDqkwgArgs& a, const TensorView& dq, const TensorView& dk,
                const TensorView* dw, const TensorView* dg, const Context& ctx, Params* p) {
   RECOPS_RETURN_IF_ERROR(check_args(a, &ctx, p));
   const Shape qs{p->B, p->T, p->H, p->K};
-  RECOPS_RETURN_IF_ERROR(check_out("dq", dq, a.q, qs, a.q.dtype, "([B, T, H, K]) of q's dtype"));
-  RECOPS_RETURN_IF_ERROR(check_out("dk", dk, a.q, qs, a.k.dtype, "([B, T, H, K]) of k's dtype"));
+  RECOPS_RETURN_IF_ERROR(
+      kEntry.check_out("dq", dq, a.q, qs, a.q.dtype, "([B, T, H, K]) of q's dtype"));
+  RECOPS_RETURN_IF_ERROR(
+      kEntry.check_out("dk", dk, a.q, qs, a.k.dtype, "([B, T, H, K]) of k's dtype"));
   RECOPS_CHECK((dw != nullptr) == a.w.has_value(), kOp, ": dw is ",
                a.w ? "required with w" : "produced only with w");
   RECOPS_CHECK((dg != nullptr) == a.g.has_value(), kOp, ": dg is ",
                a.g ? "required with g" : "produced only with g");
   if (dw)
-    RECOPS_RETURN_IF_ERROR(check_out("dw", *dw, a.q, {p->B, p->T, p->HV, p->K}, a.w->dtype,
-                                     "([B, T, HV, K]) of w's dtype"));
+    RECOPS_RETURN_IF_ERROR(kEntry.check_out("dw", *dw, a.q, {p->B, p->T, p->HV, p->K}, a.w->dtype,
+                                            "([B, T, HV, K]) of w's dtype"));
   if (dg)
-    RECOPS_RETURN_IF_ERROR(
-        check_out("dg", *dg, a.q, {p->B, p->T, p->HV}, DType::fp32, "([B, T, HV]) of dtype"));
+    RECOPS_RETURN_IF_ERROR(kEntry.check_out("dg", *dg, a.q, {p->B, p->T, p->HV}, DType::fp32,
+                                            "([B, T, HV]) of dtype"));
   p->dq = dq.data;
   p->dk = dk.data;
   p->dw = dw ? dw->data : nullptr;

@@ -9,50 +9,36 @@
 #include "core/dispatch.h"
 #include "core/kit/op_def.h"
 #include "ops/training/chunk_bwd_dv_local/impls.h"
+#include "ops/training/common/gdn_entry.h"
 #include "ops/training/common/packed_offsets.h"
 
 namespace recops::ops::chunk_bwd_dv_local_ns {
 namespace {
 constexpr const char* kOp = "chunk_bwd_dv_local";
+constexpr training::GdnEntry kEntry{kOp, "q"};
+using training::is_float;
 
 const std::vector<core::Impl<Params>>& impls() {
   static const auto list = core::with_cpu_impls<Params>({}, run_cpu, run_reference);
   return list;
 }
 
-bool is_float(DType t) {
-  return t == DType::fp64 || t == DType::fp32 || t == DType::fp16 || t == DType::bf16;
-}
-
-// `name`: floating, contiguous, on q's device, of sizes `want` (-1: any).
-Status check_tensor(const char* name, const TensorView& t, const TensorView& q, const Shape& want,
-                    const char* letters) {
-  RECOPS_RETURN_IF_ERROR(core::check_same_device(kOp, "q", q, name, t));
-  bool ok = t.ndim == static_cast<int64_t>(want.size()) && is_float(t.dtype);
-  for (size_t d = 0; ok && d < want.size(); ++d) ok = want[d] < 0 || t.sizes[d] == want[d];
-  RECOPS_CHECK(ok, kOp, ": ", name, " must be ", letters, " of fp64, fp32, fp16 or bf16 with ",
-               shape_str(want), " (-1: any); got ", describe(t));
-  RECOPS_CHECK(t.is_contiguous(), kOp, ": ", name, " must be contiguous; got ", describe(t));
-  return Status::Ok();
-}
-
 // Every rule on the arguments; *p gets the sizes, pointers and scalars. ctx: the call's context,
 // or nullptr in the shape function (no data read: the offsets' values are checked by the run).
 Status check_args(const ChunkBwdDvLocalArgs& a, const Context* ctx, Params* p) {
   const TensorView& q = a.q;
-  RECOPS_CHECK(q.ndim == 4 && is_float(q.dtype), kOp,
-               ": q must be [B, T, H, K] of fp64, fp32, fp16 or bf16; got ", describe(q));
-  RECOPS_CHECK(q.is_contiguous(), kOp, ": q must be contiguous; got ", describe(q));
+  RECOPS_RETURN_IF_ERROR(kEntry.lead(q, "[B, T, H, K]"));
   const int64_t B = q.sizes[0], T = q.sizes[1], H = q.sizes[2], K = q.sizes[3];
-  RECOPS_RETURN_IF_ERROR(check_tensor("k", a.k, q, {B, T, H, K}, "[B, T, H, K] (q's sizes)"));
-  RECOPS_RETURN_IF_ERROR(check_tensor("do", a.do_, q, {B, T, -1, -1}, "[B, T, HV, V]"));
+  RECOPS_RETURN_IF_ERROR(
+      kEntry.check_tensor("k", a.k, q, {B, T, H, K}, "[B, T, H, K] (q's sizes)"));
+  RECOPS_RETURN_IF_ERROR(kEntry.check_tensor("do", a.do_, q, {B, T, -1, -1}, "[B, T, HV, V]"));
   const int64_t HV = a.do_.sizes[2], V = a.do_.sizes[3];
   RECOPS_CHECK(H > 0 ? HV % H == 0 : HV == 0, kOp, ": do's HV=", HV,
                " must be a multiple of q's H=", H,
                " (GVA: value head hv uses key head hv / (HV/H))");
-  if (a.g) RECOPS_RETURN_IF_ERROR(check_tensor("g", *a.g, q, {B, T, HV}, "[B, T, HV]"));
+  if (a.g) RECOPS_RETURN_IF_ERROR(kEntry.check_tensor("g", *a.g, q, {B, T, HV}, "[B, T, HV]"));
   const int64_t bt = a.chunk_size;
-  RECOPS_CHECK(bt == 16 || bt == 32 || bt == 64, kOp, ": chunk_size=", bt, " must be 16, 32 or 64");
+  RECOPS_RETURN_IF_ERROR(kEntry.chunk_size(bt));
   if (a.scale) RECOPS_CHECK(std::isfinite(*a.scale), kOp, ": scale=", *a.scale, " must be finite");
   int64_t N = B;
   if (a.seq_offsets) {
@@ -79,11 +65,8 @@ Status check_args(const ChunkBwdDvLocalArgs& a, const Context* ctx, Params* p) {
 
 Status prepare(const ChunkBwdDvLocalArgs& a, const TensorView& dv, const Context& ctx, Params* p) {
   RECOPS_RETURN_IF_ERROR(check_args(a, &ctx, p));
-  RECOPS_RETURN_IF_ERROR(core::check_same_device(kOp, "q", a.q, "dv", dv));
-  const Shape want{p->B, p->T, p->HV, p->V};
-  RECOPS_CHECK(dv.shape() == want && dv.dtype == a.do_.dtype && dv.is_contiguous(), kOp,
-               ": dv must be contiguous ", shape_str(want), " ([B, T, HV, V]) of do's dtype ",
-               dtype_name(a.do_.dtype), "; got ", describe(dv));
+  RECOPS_RETURN_IF_ERROR(kEntry.check_out("dv", dv, a.q, {p->B, p->T, p->HV, p->V}, a.do_.dtype,
+                                          "([B, T, HV, V]) of do's dtype"));
   p->dv = dv.data;
   return Status::Ok();
 }

@@ -9,36 +9,18 @@
 #include "core/dispatch.h"
 #include "core/kit/op_def.h"
 #include "ops/training/chunk_fwd_o/impls.h"
+#include "ops/training/common/gdn_entry.h"
 #include "ops/training/common/packed_offsets.h"
 
 namespace recops::ops::chunk_fwd_o_ns {
 namespace {
 constexpr const char* kOp = "chunk_fwd_o";
+constexpr training::GdnEntry kEntry{kOp, "q"};
+using training::is_float;
 
 const std::vector<core::Impl<Params>>& impls() {
   static const auto list = core::with_cpu_impls<Params>({}, run_cpu, run_reference);
   return list;
-}
-
-bool is_float(DType t) {
-  return t == DType::fp64 || t == DType::fp32 || t == DType::fp16 || t == DType::bf16;
-}
-
-// `name`: `rank`-D floating, contiguous, on q's device, of sizes `want` (-1: any).
-Status check_tensor(const char* name, const TensorView& t, const TensorView& q, const Shape& want,
-                    const char* letters) {
-  RECOPS_RETURN_IF_ERROR(core::check_same_device(kOp, "q", q, name, t));
-  bool ok = t.ndim == static_cast<int64_t>(want.size()) && is_float(t.dtype);
-  for (size_t d = 0; ok && d < want.size(); ++d) ok = want[d] < 0 || t.sizes[d] == want[d];
-  RECOPS_CHECK(ok, kOp, ": ", name, " must be ", letters, " of fp64, fp32, fp16 or bf16 with ",
-               shape_str(want), " (-1: any); got ", describe(t));
-  RECOPS_CHECK(t.is_contiguous(), kOp, ": ", name, " must be contiguous; got ", describe(t));
-  return Status::Ok();
-}
-
-int64_t offset_at(const TensorView& o, int64_t n) {
-  return o.dtype == DType::int32 ? static_cast<const int32_t*>(o.data)[n]
-                                 : static_cast<const int64_t*>(o.data)[n];
 }
 
 // Every rule on the arguments; *p gets the sizes, pointers and scalars. ctx: the call's context,
@@ -46,18 +28,17 @@ int64_t offset_at(const TensorView& o, int64_t n) {
 // are checked by the run).
 Status check_args(const ChunkFwdOArgs& a, const Context* ctx, Params* p) {
   const TensorView& q = a.q;
-  RECOPS_CHECK(q.ndim == 4 && is_float(q.dtype), kOp,
-               ": q must be [B, T, H, K] of fp64, fp32, fp16 or bf16; got ", describe(q));
-  RECOPS_CHECK(q.is_contiguous(), kOp, ": q must be contiguous; got ", describe(q));
+  RECOPS_RETURN_IF_ERROR(kEntry.lead(q, "[B, T, H, K]"));
   const int64_t B = q.sizes[0], T = q.sizes[1], H = q.sizes[2], K = q.sizes[3];
-  RECOPS_RETURN_IF_ERROR(check_tensor("k", a.k, q, {B, T, H, K}, "[B, T, H, K] (q's sizes)"));
-  RECOPS_RETURN_IF_ERROR(check_tensor("v_new", a.v_new, q, {B, T, -1, -1}, "[B, T, HV, V]"));
+  RECOPS_RETURN_IF_ERROR(
+      kEntry.check_tensor("k", a.k, q, {B, T, H, K}, "[B, T, H, K] (q's sizes)"));
+  RECOPS_RETURN_IF_ERROR(kEntry.check_tensor("v_new", a.v_new, q, {B, T, -1, -1}, "[B, T, HV, V]"));
   const int64_t HV = a.v_new.sizes[2], V = a.v_new.sizes[3];
   RECOPS_CHECK(H > 0 ? HV % H == 0 : HV == 0, kOp, ": v_new's HV=", HV,
                " must be a multiple of q's H=", H,
                " (GVA: value head hv uses key head hv / (HV/H))");
   const int64_t bt = a.chunk_size;
-  RECOPS_CHECK(bt == 16 || bt == 32 || bt == 64, kOp, ": chunk_size=", bt, " must be 16, 32 or 64");
+  RECOPS_RETURN_IF_ERROR(kEntry.chunk_size(bt));
   int64_t N = B;
   if (a.seq_offsets) {
     RECOPS_RETURN_IF_ERROR(training::check_packed_offsets(kOp, "q", q, *a.seq_offsets, B, T,
@@ -69,17 +50,11 @@ Status check_args(const ChunkFwdOArgs& a, const Context* ctx, Params* p) {
   // with offsets NT is at least the chunk count of all sequences (checked where the values are
   // read); trailing chunks beyond it (a sync-free bound, §4.2) are not read.
   const int64_t nt = a.seq_offsets ? -1 : ops::training::chunk_count(T, bt);
-  RECOPS_RETURN_IF_ERROR(check_tensor("h", a.h, q, {B, nt, HV, K, V},
-                                      "[B, NT, HV, K, V] (NT = ceil(T / chunk_size) per row)"));
-  if (a.seq_offsets && ctx && a.seq_offsets->device.is_cpu()) {
-    int64_t chunks = 0;
-    for (int64_t n = 0; n < N; ++n)
-      chunks += (offset_at(*a.seq_offsets, n + 1) - offset_at(*a.seq_offsets, n) + bt - 1) / bt;
-    RECOPS_CHECK(a.h.sizes[1] >= chunks, kOp, ": h's NT=", a.h.sizes[1],
-                 " is less than the chunk count of the sequences, ", chunks,
-                 " (Σ ceil(len_n / chunk_size))");
-  }
-  if (a.g) RECOPS_RETURN_IF_ERROR(check_tensor("g", *a.g, q, {B, T, HV}, "[B, T, HV]"));
+  RECOPS_RETURN_IF_ERROR(kEntry.check_tensor(
+      "h", a.h, q, {B, nt, HV, K, V}, "[B, NT, HV, K, V] (NT = ceil(T / chunk_size) per row)"));
+  if (a.seq_offsets && ctx && a.seq_offsets->device.is_cpu())
+    RECOPS_RETURN_IF_ERROR(kEntry.chunk_count(*a.seq_offsets, N, bt, a.h.sizes[1], "h's NT"));
+  if (a.g) RECOPS_RETURN_IF_ERROR(kEntry.check_tensor("g", *a.g, q, {B, T, HV}, "[B, T, HV]"));
   if (a.scale) RECOPS_CHECK(std::isfinite(*a.scale), kOp, ": scale=", *a.scale, " must be finite");
   p->q = q.data;
   p->k = a.k.data;
@@ -102,11 +77,8 @@ Status check_args(const ChunkFwdOArgs& a, const Context* ctx, Params* p) {
 
 Status prepare(const ChunkFwdOArgs& a, const TensorView& o, const Context& ctx, Params* p) {
   RECOPS_RETURN_IF_ERROR(check_args(a, &ctx, p));
-  RECOPS_RETURN_IF_ERROR(core::check_same_device(kOp, "q", a.q, "o", o));
-  const Shape want{p->B, p->T, p->HV, p->V};
-  RECOPS_CHECK(o.shape() == want && o.dtype == a.q.dtype && o.is_contiguous(), kOp,
-               ": o must be contiguous ", shape_str(want), " ([B, T, HV, V]) of q's dtype ",
-               dtype_name(a.q.dtype), "; got ", describe(o));
+  RECOPS_RETURN_IF_ERROR(kEntry.check_out("o", o, a.q, {p->B, p->T, p->HV, p->V}, a.q.dtype,
+                                          "([B, T, HV, V]) of q's dtype"));
   p->o = o.data;
   return Status::Ok();
 }

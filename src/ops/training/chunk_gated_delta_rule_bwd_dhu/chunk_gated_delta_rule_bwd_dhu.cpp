@@ -9,53 +9,39 @@
 #include "core/dispatch.h"
 #include "core/kit/op_def.h"
 #include "ops/training/chunk_gated_delta_rule_bwd_dhu/impls.h"
+#include "ops/training/common/gdn_entry.h"
 #include "ops/training/common/packed_offsets.h"
 
 namespace recops::ops::chunk_gated_delta_rule_bwd_dhu_ns {
 namespace {
 constexpr const char* kOp = "chunk_gated_delta_rule_bwd_dhu";
+constexpr training::GdnEntry kEntry{kOp, "q"};
+using training::is_float;
 
 const std::vector<core::Impl<Params>>& impls() {
   static const auto list = core::with_cpu_impls<Params>({}, run_cpu, run_reference);
   return list;
 }
 
-bool is_float(DType t) {
-  return t == DType::fp64 || t == DType::fp32 || t == DType::fp16 || t == DType::bf16;
-}
-
-// `name`: floating, contiguous, on q's device, of sizes `want` (-1: any).
-Status check_tensor(const char* name, const TensorView& t, const TensorView& q, const Shape& want,
-                    const char* letters) {
-  RECOPS_RETURN_IF_ERROR(core::check_same_device(kOp, "q", q, name, t));
-  bool ok = t.ndim == static_cast<int64_t>(want.size()) && is_float(t.dtype);
-  for (size_t d = 0; ok && d < want.size(); ++d) ok = want[d] < 0 || t.sizes[d] == want[d];
-  RECOPS_CHECK(ok, kOp, ": ", name, " must be ", letters, " of fp64, fp32, fp16 or bf16 with ",
-               shape_str(want), " (-1: any); got ", describe(t));
-  RECOPS_CHECK(t.is_contiguous(), kOp, ": ", name, " must be contiguous; got ", describe(t));
-  return Status::Ok();
-}
-
 // Every rule on the arguments; *p gets the sizes, pointers and scalars. ctx: the call's context,
 // or nullptr in the shape function (no data read: the offsets' values are checked by the run).
 Status check_args(const ChunkGatedDeltaRuleBwdDhuArgs& a, const Context* ctx, Params* p) {
   const TensorView& q = a.q;
-  RECOPS_CHECK(q.ndim == 4 && is_float(q.dtype), kOp,
-               ": q must be [B, T, H, K] of fp64, fp32, fp16 or bf16; got ", describe(q));
-  RECOPS_CHECK(q.is_contiguous(), kOp, ": q must be contiguous; got ", describe(q));
+  RECOPS_RETURN_IF_ERROR(kEntry.lead(q, "[B, T, H, K]"));
   const int64_t B = q.sizes[0], T = q.sizes[1], H = q.sizes[2], K = q.sizes[3];
-  RECOPS_RETURN_IF_ERROR(check_tensor("k", a.k, q, {B, T, H, K}, "[B, T, H, K] (q's sizes)"));
-  RECOPS_RETURN_IF_ERROR(check_tensor("do", a.do_, q, {B, T, -1, -1}, "[B, T, HV, V]"));
+  RECOPS_RETURN_IF_ERROR(
+      kEntry.check_tensor("k", a.k, q, {B, T, H, K}, "[B, T, H, K] (q's sizes)"));
+  RECOPS_RETURN_IF_ERROR(kEntry.check_tensor("do", a.do_, q, {B, T, -1, -1}, "[B, T, HV, V]"));
   const int64_t HV = a.do_.sizes[2], V = a.do_.sizes[3];
   RECOPS_CHECK(H > 0 ? HV % H == 0 : HV == 0, kOp, ": do's HV=", HV,
                " must be a multiple of q's H=", H,
                " (GVA: value head hv uses key head hv / (HV/H))");
   RECOPS_RETURN_IF_ERROR(
-      check_tensor("w", a.w, q, {B, T, HV, K}, "[B, T, HV, K] (do's HV, q's K)"));
+      kEntry.check_tensor("w", a.w, q, {B, T, HV, K}, "[B, T, HV, K] (do's HV, q's K)"));
   RECOPS_RETURN_IF_ERROR(
-      check_tensor("dv_local", a.dv_local, q, {B, T, HV, V}, "[B, T, HV, V] (do's sizes)"));
+      kEntry.check_tensor("dv_local", a.dv_local, q, {B, T, HV, V}, "[B, T, HV, V] (do's sizes)"));
   const int64_t bt = a.chunk_size;
-  RECOPS_CHECK(bt == 16 || bt == 32 || bt == 64, kOp, ": chunk_size=", bt, " must be 16, 32 or 64");
+  RECOPS_RETURN_IF_ERROR(kEntry.chunk_size(bt));
   int64_t N = B;
   if (a.seq_offsets) {
     RECOPS_RETURN_IF_ERROR(training::check_packed_offsets(kOp, "q", q, *a.seq_offsets, B, T,
@@ -63,13 +49,13 @@ Status check_args(const ChunkGatedDeltaRuleBwdDhuArgs& a, const Context* ctx, Pa
     p->seq_offsets = a.seq_offsets->data;
     p->off_dtype = a.seq_offsets->dtype;
   }
-  if (a.g) RECOPS_RETURN_IF_ERROR(check_tensor("g", *a.g, q, {B, T, HV}, "[B, T, HV]"));
+  if (a.g) RECOPS_RETURN_IF_ERROR(kEntry.check_tensor("g", *a.g, q, {B, T, HV}, "[B, T, HV]"));
   if (a.h0)
     RECOPS_RETURN_IF_ERROR(
-        check_tensor("h0", *a.h0, q, {N, HV, K, V}, "[N, HV, K, V] (N sequences)"));
+        kEntry.check_tensor("h0", *a.h0, q, {N, HV, K, V}, "[N, HV, K, V] (N sequences)"));
   if (a.dht)
     RECOPS_RETURN_IF_ERROR(
-        check_tensor("dht", *a.dht, q, {N, HV, K, V}, "[N, HV, K, V] (N sequences)"));
+        kEntry.check_tensor("dht", *a.dht, q, {N, HV, K, V}, "[N, HV, K, V] (N sequences)"));
   if (a.scale) RECOPS_CHECK(std::isfinite(*a.scale), kOp, ": scale=", *a.scale, " must be finite");
   p->q = q.data;
   p->k = a.k.data;
@@ -99,24 +85,15 @@ Status check_args(const ChunkGatedDeltaRuleBwdDhuArgs& a, const Context* ctx, Pa
 Status prepare(const ChunkGatedDeltaRuleBwdDhuArgs& a, const TensorView& dh, const TensorView* dh0,
                const TensorView& dv2, const Context& ctx, Params* p) {
   RECOPS_RETURN_IF_ERROR(check_args(a, &ctx, p));
-  RECOPS_RETURN_IF_ERROR(core::check_same_device(kOp, "q", a.q, "dh", dh));
-  const Shape want_dh{p->B, p->NT, p->HV, p->K, p->V};
-  RECOPS_CHECK(dh.shape() == want_dh && dh.dtype == p->dh_dtype && dh.is_contiguous(), kOp,
-               ": dh must be contiguous ", shape_str(want_dh), " ([B, NT, HV, K, V]) of ",
-               dtype_name(p->dh_dtype), "; got ", describe(dh));
-  RECOPS_RETURN_IF_ERROR(core::check_same_device(kOp, "q", a.q, "dv2", dv2));
-  const Shape want_dv{p->B, p->T, p->HV, p->V};
-  RECOPS_CHECK(dv2.shape() == want_dv && dv2.dtype == p->dv2_dtype && dv2.is_contiguous(), kOp,
-               ": dv2 must be contiguous ", shape_str(want_dv), " ([B, T, HV, V]) of dv_local's ",
-               "dtype ", dtype_name(p->dv2_dtype), "; got ", describe(dv2));
+  RECOPS_RETURN_IF_ERROR(kEntry.check_out("dh", dh, a.q, {p->B, p->NT, p->HV, p->K, p->V},
+                                          p->dh_dtype, "([B, NT, HV, K, V]) of"));
+  RECOPS_RETURN_IF_ERROR(kEntry.check_out("dv2", dv2, a.q, {p->B, p->T, p->HV, p->V}, p->dv2_dtype,
+                                          "([B, T, HV, V]) of dv_local's dtype"));
   RECOPS_CHECK((dh0 != nullptr) == a.h0.has_value(), kOp,
                ": dh0 must be given exactly when h0 is (", a.h0 ? "h0 given" : "no h0", ")");
   if (dh0) {
-    RECOPS_RETURN_IF_ERROR(core::check_same_device(kOp, "q", a.q, "dh0", *dh0));
-    const Shape want{p->N, p->HV, p->K, p->V};
-    RECOPS_CHECK(dh0->shape() == want && dh0->dtype == DType::fp32 && dh0->is_contiguous(), kOp,
-                 ": dh0 must be contiguous ", shape_str(want), " ([N, HV, K, V]) of fp32; got ",
-                 describe(*dh0));
+    RECOPS_RETURN_IF_ERROR(kEntry.check_out("dh0", *dh0, a.q, {p->N, p->HV, p->K, p->V},
+                                            DType::fp32, "([N, HV, K, V]) of"));
     p->dh0 = dh0->data;
   }
   p->dh = dh.data;

@@ -7,46 +7,18 @@
 #include "core/dispatch.h"
 #include "core/kit/op_def.h"
 #include "ops/training/chunk_gated_delta_rule_fwd_h/impls.h"
+#include "ops/training/common/gdn_entry.h"
 #include "ops/training/common/packed_offsets.h"
 
 namespace recops::ops::chunk_gated_delta_rule_fwd_h_ns {
 namespace {
 constexpr const char* kOp = "chunk_gated_delta_rule_fwd_h";
+constexpr training::GdnEntry kEntry{kOp, "k"};
+using training::is_float;
 
 const std::vector<core::Impl<Params>>& impls() {
   static const auto list = core::with_cpu_impls<Params>({}, run_cpu, run_reference);
   return list;
-}
-
-bool is_float(DType t) {
-  return t == DType::fp64 || t == DType::fp32 || t == DType::fp16 || t == DType::bf16;
-}
-
-// `name`: floating, contiguous, on k's device, of sizes `want` (-1: any).
-Status check_tensor(const char* name, const TensorView& t, const TensorView& k, const Shape& want,
-                    const char* letters) {
-  RECOPS_RETURN_IF_ERROR(core::check_same_device(kOp, "k", k, name, t));
-  bool ok = t.ndim == static_cast<int64_t>(want.size()) && is_float(t.dtype);
-  for (size_t d = 0; ok && d < want.size(); ++d) ok = want[d] < 0 || t.sizes[d] == want[d];
-  RECOPS_CHECK(ok, kOp, ": ", name, " must be ", letters, " of fp64, fp32, fp16 or bf16 with ",
-               shape_str(want), " (-1: any); got ", describe(t));
-  RECOPS_CHECK(t.is_contiguous(), kOp, ": ", name, " must be contiguous; got ", describe(t));
-  return Status::Ok();
-}
-
-// An output: contiguous, of exactly `want` and `dtype`, on k's device.
-Status check_out(const char* name, const TensorView& t, const TensorView& k, const Shape& want,
-                 DType dtype, const char* letters) {
-  RECOPS_RETURN_IF_ERROR(core::check_same_device(kOp, "k", k, name, t));
-  RECOPS_CHECK(t.shape() == want && t.dtype == dtype && t.is_contiguous(), kOp, ": ", name,
-               " must be contiguous ", shape_str(want), " (", letters, ") of ", dtype_name(dtype),
-               "; got ", describe(t));
-  return Status::Ok();
-}
-
-int64_t offset_at(const TensorView& o, int64_t n) {
-  return o.dtype == DType::int32 ? static_cast<const int32_t*>(o.data)[n]
-                                 : static_cast<const int64_t*>(o.data)[n];
 }
 
 // Every rule on the arguments; *p gets the sizes, pointers and scalars. ctx: the call's context,
@@ -54,20 +26,20 @@ int64_t offset_at(const TensorView& o, int64_t n) {
 // are checked by the run).
 Status check_args(const ChunkGatedDeltaRuleFwdHArgs& a, const Context* ctx, Params* p) {
   const TensorView& k = a.k;
-  RECOPS_CHECK(k.ndim == 4 && is_float(k.dtype), kOp,
-               ": k must be [B, T, H, K] of fp64, fp32, fp16 or bf16; got ", describe(k));
-  RECOPS_CHECK(k.is_contiguous(), kOp, ": k must be contiguous; got ", describe(k));
+  RECOPS_RETURN_IF_ERROR(kEntry.lead(k, "[B, T, H, K]"));
   const int64_t B = k.sizes[0], T = k.sizes[1], H = k.sizes[2], K = k.sizes[3];
-  RECOPS_RETURN_IF_ERROR(check_tensor("w", a.w, k, {B, T, -1, K}, "[B, T, HV, K] (k's B, T, K)"));
+  RECOPS_RETURN_IF_ERROR(
+      kEntry.check_tensor("w", a.w, k, {B, T, -1, K}, "[B, T, HV, K] (k's B, T, K)"));
   const int64_t HV = a.w.sizes[2];
   RECOPS_CHECK(H > 0 ? HV % H == 0 : HV == 0, kOp, ": w's HV=", HV,
                " must be a multiple of k's H=", H,
                " (GVA: value head hv uses key head hv / (HV/H))");
-  RECOPS_RETURN_IF_ERROR(check_tensor("u", a.u, k, {B, T, HV, -1}, "[B, T, HV, V] (w's HV)"));
+  RECOPS_RETURN_IF_ERROR(
+      kEntry.check_tensor("u", a.u, k, {B, T, HV, -1}, "[B, T, HV, V] (w's HV)"));
   const int64_t V = a.u.sizes[3];
   const int64_t bt = a.chunk_size;
-  RECOPS_CHECK(bt == 16 || bt == 32 || bt == 64, kOp, ": chunk_size=", bt, " must be 16, 32 or 64");
-  if (a.g) RECOPS_RETURN_IF_ERROR(check_tensor("g", *a.g, k, {B, T, HV}, "[B, T, HV]"));
+  RECOPS_RETURN_IF_ERROR(kEntry.chunk_size(bt));
+  if (a.g) RECOPS_RETURN_IF_ERROR(kEntry.check_tensor("g", *a.g, k, {B, T, HV}, "[B, T, HV]"));
   int64_t N = B;
   if (a.seq_offsets) {
     RECOPS_RETURN_IF_ERROR(training::check_packed_offsets(kOp, "k", k, *a.seq_offsets, B, T,
@@ -76,8 +48,8 @@ Status check_args(const ChunkGatedDeltaRuleFwdHArgs& a, const Context* ctx, Para
     p->off_dtype = a.seq_offsets->dtype;
   }
   if (a.initial_state)
-    RECOPS_RETURN_IF_ERROR(check_tensor("initial_state", *a.initial_state, k, {N, HV, K, V},
-                                        "[N, HV, K, V] (N sequences)"));
+    RECOPS_RETURN_IF_ERROR(kEntry.check_tensor("initial_state", *a.initial_state, k, {N, HV, K, V},
+                                               "[N, HV, K, V] (N sequences)"));
   // h's NT: ceil(T / BT) per batch row without offsets; with offsets num_chunks, or the sync-free
   // bound ceil(T / BT) + N (§4.2), at least the sequences' chunk count (checked on the values).
   const int64_t dense_nt = ops::training::chunk_count(T, bt);
@@ -89,14 +61,8 @@ Status check_args(const ChunkGatedDeltaRuleFwdHArgs& a, const Context* ctx, Para
     RECOPS_CHECK(*a.num_chunks >= 0, kOp, ": num_chunks=", *a.num_chunks, " must be >= 0");
     nt = *a.num_chunks;
   }
-  if (a.seq_offsets && ctx && a.seq_offsets->device.is_cpu()) {
-    int64_t chunks = 0;
-    for (int64_t n = 0; n < N; ++n)
-      chunks += (offset_at(*a.seq_offsets, n + 1) - offset_at(*a.seq_offsets, n) + bt - 1) / bt;
-    RECOPS_CHECK(nt >= chunks, kOp, ": num_chunks=", nt,
-                 " is less than the chunk count of the sequences, ", chunks,
-                 " (Σ ceil(len_n / chunk_size))");
-  }
+  if (a.seq_offsets && ctx && a.seq_offsets->device.is_cpu())
+    RECOPS_RETURN_IF_ERROR(kEntry.chunk_count(*a.seq_offsets, N, bt, nt, "num_chunks"));
   p->k = k.data;
   p->w = a.w.data;
   p->u = a.u.data;
@@ -118,15 +84,15 @@ Status check_args(const ChunkGatedDeltaRuleFwdHArgs& a, const Context* ctx, Para
 Status prepare(const ChunkGatedDeltaRuleFwdHArgs& a, const TensorView& h, const TensorView& v_new,
                const TensorView* ht, const Context& ctx, Params* p) {
   RECOPS_RETURN_IF_ERROR(check_args(a, &ctx, p));
+  RECOPS_RETURN_IF_ERROR(kEntry.check_out("h", h, a.k, {p->B, p->NT, p->HV, p->K, p->V}, p->h_dtype,
+                                          "([B, NT, HV, K, V]) of"));
   RECOPS_RETURN_IF_ERROR(
-      check_out("h", h, a.k, {p->B, p->NT, p->HV, p->K, p->V}, p->h_dtype, "[B, NT, HV, K, V]"));
-  RECOPS_RETURN_IF_ERROR(
-      check_out("v_new", v_new, a.k, a.u.shape(), a.u.dtype, "u's [B, T, HV, V]"));
+      kEntry.check_out("v_new", v_new, a.k, a.u.shape(), a.u.dtype, "(u's [B, T, HV, V]) of"));
   RECOPS_CHECK(a.output_final_state == (ht != nullptr), kOp,
                ": final_state must be given exactly when output_final_state is true");
   if (ht)
-    RECOPS_RETURN_IF_ERROR(check_out("final_state", *ht, a.k, {p->N, p->HV, p->K, p->V},
-                                     DType::fp32, "[N, HV, K, V]"));
+    RECOPS_RETURN_IF_ERROR(kEntry.check_out("final_state", *ht, a.k, {p->N, p->HV, p->K, p->V},
+                                            DType::fp32, "([N, HV, K, V]) of"));
   p->h = h.data;
   p->v_new = v_new.data;
   p->ht = ht ? ht->data : nullptr;

@@ -7,19 +7,18 @@
 #include "core/dispatch.h"
 #include "core/kit/op_def.h"
 #include "ops/training/chunk_scaled_dot_kkt/impls.h"
+#include "ops/training/common/gdn_entry.h"
 #include "ops/training/common/packed_offsets.h"
 
 namespace recops::ops::chunk_scaled_dot_kkt_ns {
 namespace {
 constexpr const char* kOp = "chunk_scaled_dot_kkt";
+constexpr training::GdnEntry kEntry{kOp, "k"};
+using training::is_float;
 
 const std::vector<core::Impl<Params>>& impls() {
   static const auto list = core::with_cpu_impls<Params>({}, run_cpu, run_reference);
   return list;
-}
-
-bool is_float(DType t) {
-  return t == DType::fp64 || t == DType::fp32 || t == DType::fp16 || t == DType::bf16;
 }
 
 // `name` ([B, T, HV], floating, contiguous, on k's device).
@@ -39,9 +38,7 @@ Status check_head_tensor(const char* name, const TensorView& t, const TensorView
 // or nullptr in the shape function (no data read: offsets values are checked by the run).
 Status check_args(const ChunkScaledDotKktArgs& a, const Context* ctx, Params* p) {
   const TensorView& k = a.k;
-  RECOPS_CHECK(k.ndim == 4 && is_float(k.dtype), kOp,
-               ": k must be [B, T, H, K] of fp64, fp32, fp16 or bf16; got ", describe(k));
-  RECOPS_CHECK(k.is_contiguous(), kOp, ": k must be contiguous; got ", describe(k));
+  RECOPS_RETURN_IF_ERROR(kEntry.lead(k, "[B, T, H, K]"));
   const int64_t B = k.sizes[0], T = k.sizes[1], H = k.sizes[2], K = k.sizes[3];
   RECOPS_RETURN_IF_ERROR(check_head_tensor("beta", a.beta, k, B, T, -1));
   const int64_t HV = a.beta.sizes[2];
@@ -50,7 +47,7 @@ Status check_args(const ChunkScaledDotKktArgs& a, const Context* ctx, Params* p)
                " (GVA: value head hv uses key head hv / (HV/H))");
   if (a.g) RECOPS_RETURN_IF_ERROR(check_head_tensor("g", *a.g, k, B, T, HV));
   const int64_t bt = a.chunk_size;
-  RECOPS_CHECK(bt == 16 || bt == 32 || bt == 64, kOp, ": chunk_size=", bt, " must be 16, 32 or 64");
+  RECOPS_RETURN_IF_ERROR(kEntry.chunk_size(bt));
   int64_t N = B;
   if (a.seq_offsets) {
     RECOPS_RETURN_IF_ERROR(training::check_packed_offsets(kOp, "k", k, *a.seq_offsets, B, T,

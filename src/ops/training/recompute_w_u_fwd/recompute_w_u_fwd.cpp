@@ -6,20 +6,19 @@
 
 #include "core/dispatch.h"
 #include "core/kit/op_def.h"
+#include "ops/training/common/gdn_entry.h"
 #include "ops/training/common/packed_offsets.h"
 #include "ops/training/recompute_w_u_fwd/impls.h"
 
 namespace recops::ops::recompute_w_u_fwd_ns {
 namespace {
 constexpr const char* kOp = "recompute_w_u_fwd";
+constexpr training::GdnEntry kEntry{kOp, "k"};
+using training::is_float;
 
 const std::vector<core::Impl<Params>>& impls() {
   static const auto list = core::with_cpu_impls<Params>({}, run_cpu, run_reference);
   return list;
-}
-
-bool is_float(DType t) {
-  return t == DType::fp64 || t == DType::fp32 || t == DType::fp16 || t == DType::bf16;
 }
 
 // `name`: floating, contiguous, on k's device, sizes `want` (a negative entry: any).
@@ -44,9 +43,7 @@ Status check_tensor(const char* name, const char* layout, const TensorView& t, c
 // or nullptr in the shape function (no data read: offsets values are checked by the run).
 Status check_args(const RecomputeWUFwdArgs& a, const Context* ctx, Params* p) {
   const TensorView& k = a.k;
-  RECOPS_CHECK(k.ndim == 4 && is_float(k.dtype), kOp,
-               ": k must be [B, T, H, K] of fp64, fp32, fp16 or bf16; got ", describe(k));
-  RECOPS_CHECK(k.is_contiguous(), kOp, ": k must be contiguous; got ", describe(k));
+  RECOPS_RETURN_IF_ERROR(kEntry.lead(k, "[B, T, H, K]"));
   const int64_t B = k.sizes[0], T = k.sizes[1], H = k.sizes[2], K = k.sizes[3];
   RECOPS_RETURN_IF_ERROR(check_tensor("v", "[B, T, HV, V]", a.v, k, {B, T, -1, -1}, "B, T of k"));
   const int64_t HV = a.v.sizes[2], V = a.v.sizes[3];

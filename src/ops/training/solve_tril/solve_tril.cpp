@@ -5,20 +5,18 @@
 
 #include "core/dispatch.h"
 #include "core/kit/op_def.h"
+#include "ops/training/common/gdn_entry.h"
 #include "ops/training/common/packed_offsets.h"
 #include "ops/training/solve_tril/impls.h"
 
 namespace recops::ops::solve_tril_ns {
 namespace {
 constexpr const char* kOp = "solve_tril";
+using training::is_float;
 
 const std::vector<core::Impl<Params>>& impls() {
   static const auto list = core::standard_impls<Params>(nullptr, run_cpu, run_reference);
   return list;
-}
-
-bool is_float(DType t) {
-  return t == DType::fp64 || t == DType::fp32 || t == DType::fp16 || t == DType::bf16;
 }
 
 // ctx: the call's context, or nullptr in the shape function (offsets values unread).

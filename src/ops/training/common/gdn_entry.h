@@ -1,0 +1,84 @@
+// training/common/gdn_entry.h: the argument checks that the GDN sub-ops' entries share
+// (chunk_scaled_dot_kkt, solve_tril, recompute_w_u_fwd, chunk_fwd_o, chunk_bwd_dv_local,
+// chunk_gated_delta_rule_fwd_h, chunk_gated_delta_rule_bwd_dhu, chunk_bwd_dqkwg): the floating
+// dtypes, an input or output tensor against its layout, the seq_offsets values and the varlen chunk
+// count. Each message names the op, the argument and the rule.
+#pragma once
+
+#include <cstdint>
+
+#include "core/offsets.h"
+#include "recops/status.h"
+#include "recops/tensor_view.h"
+
+namespace recops::ops::training {
+
+inline bool is_float(DType t) {
+  return t == DType::fp64 || t == DType::fp32 || t == DType::fp16 || t == DType::bf16;
+}
+
+// Value n of a validated int32/int64 offsets tensor on the host.
+inline int64_t offset_at(const TensorView& o, int64_t n) {
+  return o.dtype == DType::int32 ? static_cast<const int32_t*>(o.data)[n]
+                                 : static_cast<const int64_t*>(o.data)[n];
+}
+
+// The checks of one op's entry; `anchor` names the tensor whose device every other one must share
+// ("q" or "k").
+struct GdnEntry {
+  const char* op;
+  const char* anchor;
+
+  // The anchor itself: 4-D floating and contiguous (`letters`, e.g. "[B, T, H, K]").
+  Status lead(const TensorView& t, const char* letters) const {
+    RECOPS_CHECK(t.ndim == 4 && is_float(t.dtype), op, ": ", anchor, " must be ", letters,
+                 " of fp64, fp32, fp16 or bf16; got ", describe(t));
+    RECOPS_CHECK(t.is_contiguous(), op, ": ", anchor, " must be contiguous; got ", describe(t));
+    return Status::Ok();
+  }
+
+  // `name`: floating, contiguous, on the anchor's device, of sizes `want` (-1: any).
+  Status check_tensor(const char* name, const TensorView& t, const TensorView& a, const Shape& want,
+                      const char* letters) const {
+    RECOPS_RETURN_IF_ERROR(core::check_same_device(op, anchor, a, name, t));
+    bool ok = t.ndim == static_cast<int64_t>(want.size()) && is_float(t.dtype);
+    for (size_t d = 0; ok && d < want.size(); ++d) ok = want[d] < 0 || t.sizes[d] == want[d];
+    RECOPS_CHECK(ok, op, ": ", name, " must be ", letters, " of fp64, fp32, fp16 or bf16 with ",
+                 shape_str(want), " (-1: any); got ", describe(t));
+    RECOPS_CHECK(t.is_contiguous(), op, ": ", name, " must be contiguous; got ", describe(t));
+    return Status::Ok();
+  }
+
+  // An output: contiguous, of exactly `want` and `dtype`, on the anchor's device; `rule` stands
+  // between the sizes and the dtype's name (e.g. "([B, T, HV, V]) of q's dtype").
+  Status check_out(const char* name, const TensorView& t, const TensorView& a, const Shape& want,
+                   DType dtype, const char* rule) const {
+    RECOPS_RETURN_IF_ERROR(core::check_same_device(op, anchor, a, name, t));
+    RECOPS_CHECK(t.shape() == want && t.dtype == dtype && t.is_contiguous(), op, ": ", name,
+                 " must be contiguous ", shape_str(want), " ", rule, " ", dtype_name(dtype),
+                 "; got ", describe(t));
+    return Status::Ok();
+  }
+
+  // chunk_size (BT): 16, 32 or 64.
+  Status chunk_size(int64_t bt) const {
+    RECOPS_CHECK(bt == 16 || bt == 32 || bt == 64, op, ": chunk_size=", bt,
+                 " must be 16, 32 or 64");
+    return Status::Ok();
+  }
+
+  // With host offsets (n_seq sequences, validated): `nt` (named `nt_name`, e.g. "h's NT") is at
+  // least Σ ceil(len_n / bt), the chunk count of the sequences.
+  Status chunk_count(const TensorView& offsets, int64_t n_seq, int64_t bt, int64_t nt,
+                     const char* nt_name) const {
+    int64_t chunks = 0;
+    for (int64_t n = 0; n < n_seq; ++n)
+      chunks += (offset_at(offsets, n + 1) - offset_at(offsets, n) + bt - 1) / bt;
+    RECOPS_CHECK(nt >= chunks, op, ": ", nt_name, "=", nt,
+                 " is less than the chunk count of the sequences, ", chunks,
+                 " (Σ ceil(len_n / chunk_size))");
+    return Status::Ok();
+  }
+};
+
+}  // namespace recops::ops::training
