@@ -17,8 +17,8 @@
 #include <cstring>
 
 #include "ops/training/chunk_bwd_dqkwg/chunk_bwd_dqkwg.h"
-#include "ops/training/chunk_local_cumsum/chunk_local_cumsum.h"
 #include "ops/training/common/case_args.h"
+#include "ops/training/common/gdn_driver.h"
 #include "tools/recops/inputs.h"
 
 namespace recops::cli {
@@ -67,13 +67,8 @@ class ChunkBwdDqkwgDriver final : public FixedDriver {
       wt = names[c];
     }
     // h's and dh's NT: ceil(T / BT) per batch row, or the chunk count of the packed sequences.
-    int64_t nt = bt > 0 ? (T + bt - 1) / bt : 0;
-    if (packed && bt > 0) {
-      nt = 0;
-      for (size_t n = 0; n + 1 < p->offsets.size(); ++n)
-        nt += (std::max<int64_t>(0, p->offsets[n + 1] - p->offsets[n]) + bt - 1) / bt;
-    }
-    nt += static_cast<int64_t>(number(cs, "extra_chunks", 0));
+    const int64_t nt = training_args::chunk_count(p->offsets, packed, T, bt) +
+                       static_cast<int64_t>(number(cs, "extra_chunks", 0));
     auto& sc = p->scalars;
     sc["chunk_size"] = static_cast<double>(bt);
     sc["gate_log2"] = log2;
@@ -91,8 +86,10 @@ class ChunkBwdDqkwgDriver final : public FixedDriver {
     if (with_dw) p->inputs.push_back(data_input("w", wt, {B, T, HV, K}, cs.seed + 3, 1.0));
     if (gates) {
       p->inputs.push_back(data_input("g", DType::fp32, {B, T, HV}, cs.seed + 4, 1.0));
-      make_cumsum(&p->inputs.back(), packed ? &off : nullptr, bt, number(cs, "gate_scale", 1.0),
-                  log2);
+      TensorView& g = p->inputs.back().view;
+      training_args::gate_decays(&g, number(cs, "gate_scale", 1.0));
+      training_args::chunk_cumsum(&g, packed ? &off.view : nullptr, bt,
+                                  training_args::gate_unit(log2));
     }
     p->inputs.push_back(data_input("h", p->dtype, hs, cs.seed + 5, 1.0));
     p->inputs.push_back(data_input("dh", p->dtype, hs, cs.seed + 6, 1.0));
@@ -170,24 +167,6 @@ class ChunkBwdDqkwgDriver final : public FixedDriver {
     a.chunk_size = static_cast<int64_t>(sc.at("chunk_size"));
     a.gate_log2 = sc.at("gate_log2") != 0;
     return a;
-  }
-
-  // g [B, T, HV] fp32 of U(−1, 1) → the decays −|g|·gate_scale → G, their chunk-local cumsum by
-  // recops' chunk_local_cumsum (scale 1/ln 2 for log2 units). Where that op refuses the case
-  // (the refusal cases' bad offsets or chunk sizes) the decays stay as they are.
-  static void make_cumsum(Input* in, const Input* off, int64_t bt, double gate_scale, bool log2) {
-    TensorView& v = in->view;
-    float* d = static_cast<float*>(v.data);
-    for (int64_t i = 0; i < v.numel(); ++i)
-      d[i] = static_cast<float>(-std::fabs(static_cast<double>(d[i])) * gate_scale);
-    ChunkLocalCumsumArgs a;
-    a.g = v;
-    a.chunk_size = bt;
-    a.scale = log2 ? 1.0 / std::log(2.0) : 1.0;
-    if (off) a.seq_offsets = off->view;
-    Tensor G = Tensor::empty(v.shape(), DType::fp32);
-    if (!chunk_local_cumsum(a, G.view()).ok()) return;
-    std::memcpy(d, G.data(), static_cast<size_t>(v.numel()) * sizeof(float));
   }
 };
 

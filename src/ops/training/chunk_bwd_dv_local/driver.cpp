@@ -15,8 +15,8 @@
 #include <cmath>
 
 #include "ops/training/chunk_bwd_dv_local/chunk_bwd_dv_local.h"
-#include "ops/training/chunk_local_cumsum/chunk_local_cumsum.h"
 #include "ops/training/common/case_args.h"
+#include "ops/training/common/gdn_driver.h"
 #include "tools/recops/inputs.h"
 
 namespace recops::cli {
@@ -66,8 +66,13 @@ class ChunkBwdDvLocalDriver final : public FixedDriver {
     p->inputs.push_back(data_input("k", p->dtype, shape, cs.seed + 1, 1.0));
     if (gates) {
       p->inputs.push_back(data_input("g", DType::fp32, {B, T, HV}, cs.seed + 2, 1.0));
-      gate_cumsum(&p->inputs.back(), packed ? &off : nullptr, bt, number(cs, "gate_scale", 1.0),
-                  log2);
+      TensorView& g = p->inputs.back().view;
+      // The decays −|x|·gate_scale with the product in fp32.
+      float* x = static_cast<float*>(g.data);
+      const auto gs = static_cast<float>(number(cs, "gate_scale", 1.0));
+      for (int64_t i = 0; i < g.numel(); ++i) x[i] = -std::fabs(x[i]) * gs;
+      training_args::chunk_cumsum(&g, packed ? &off.view : nullptr, bt,
+                                  training_args::gate_unit(log2));
     }
     p->inputs.push_back(data_input("do", p->dtype, {B, T, HV, V}, cs.seed + 3, 1.0));
     if (packed) {
@@ -118,24 +123,6 @@ class ChunkBwdDvLocalDriver final : public FixedDriver {
     a.chunk_size = static_cast<int64_t>(sc.at("chunk_size"));
     a.gate_log2 = sc.at("gate_log2") != 0;
     return a;
-  }
-
-  // The gate input: U(−1, 1) → decays −|x|·gate_scale → G by recops' chunk_local_cumsum (its
-  // chunks restart at each sequence start; scale 1/ln 2 gives log2 units). A refusal case whose
-  // offsets or chunk size that op rejects keeps the decays as they are.
-  static void gate_cumsum(Input* gate, const Input* offsets, int64_t bt, double gate_scale,
-                          bool log2) {
-    float* x = static_cast<float*>(gate->view.data);
-    const int64_t n = gate->view.numel();
-    for (int64_t i = 0; i < n; ++i) x[i] = -std::fabs(x[i]) * static_cast<float>(gate_scale);
-    Tensor G = Tensor::empty(gate->view.shape(), DType::fp32);
-    ChunkLocalCumsumArgs c;
-    c.g = gate->view;
-    c.chunk_size = bt;
-    c.scale = log2 ? 1.0 / std::log(2.0) : 1.0;
-    if (offsets) c.seq_offsets = offsets->view;
-    if (chunk_local_cumsum(c, G.view()).ok())
-      std::copy_n(static_cast<const float*>(G.data()), n, x);
   }
 };
 

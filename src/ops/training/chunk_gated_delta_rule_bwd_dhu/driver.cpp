@@ -18,6 +18,7 @@
 
 #include "ops/training/chunk_gated_delta_rule_bwd_dhu/chunk_gated_delta_rule_bwd_dhu.h"
 #include "ops/training/common/case_args.h"
+#include "ops/training/common/gdn_driver.h"
 #include "tools/recops/inputs.h"
 
 namespace recops::cli {
@@ -85,8 +86,9 @@ class ChunkGatedDeltaRuleBwdDhuDriver final : public FixedDriver {
     p->inputs.push_back(data_input("dv_local", p->dtype, {B, T, HV, V}, cs.seed + 4, 1.0));
     if (gates) {
       p->inputs.push_back(data_input("g", DType::fp32, {B, T, HV}, cs.seed + 5, 1.0));
-      gate_cumsum(&p->inputs.back().view, p->offsets, packed, B, T, HV, bt,
-                  number(cs, "gate_scale", 1.0), log2);
+      training_args::gate_cumsum_fp64(&p->inputs.back().view, p->offsets, packed, bt,
+                                      number(cs, "gate_scale", 1.0),
+                                      training_args::gate_unit(log2));
     }
     if (h0) p->inputs.push_back(data_input("h0", DType::fp32, {N, HV, K, V}, cs.seed + 6, 1.0));
     if (dht) p->inputs.push_back(data_input("dht", DType::fp32, {N, HV, K, V}, cs.seed + 7, 1.0));
@@ -147,28 +149,6 @@ class ChunkGatedDeltaRuleBwdDhuDriver final : public FixedDriver {
     a.gate_log2 = sc.at("gate_log2") != 0;
     a.fp32_chunk_states = sc.at("fp32_chunk_states") != 0;
     return a;
-  }
-
-  // g [B, T, HV] fp32 of U(−1, 1) → the decays −|g|·gate_scale (·1/ln 2 with log2) → their
-  // inclusive cumsum within each chunk of bt positions of each sequence, in place. Sequences
-  // outside [0, T) (the refusal cases' bad offsets) are clamped by for_each_sequence.
-  static void gate_cumsum(TensorView* g, const std::vector<int64_t>& offsets, bool packed,
-                          int64_t B, int64_t T, int64_t HV, int64_t bt, double gate_scale,
-                          bool log2) {
-    float* d = static_cast<float*>(g->data);
-    const double unit = log2 ? 1.0 / std::log(2.0) : 1.0;
-    const int64_t step = bt > 0 ? bt : 1;
-    training_args::for_each_sequence(offsets, packed, B, T, [&](int64_t row0, int64_t len) {
-      for (int64_t hv = 0; hv < HV; ++hv) {
-        double run = 0;
-        for (int64_t t = 0; t < len; ++t) {
-          if (t % step == 0) run = 0;
-          float& x = d[(row0 + t) * HV + hv];
-          run += -std::fabs(static_cast<double>(x)) * gate_scale * unit;
-          x = static_cast<float>(run);
-        }
-      }
-    });
   }
 };
 

@@ -19,9 +19,9 @@
 #include <cstring>
 
 #include "ops/training/chunk_gated_delta_rule_fwd_h/chunk_gated_delta_rule_fwd_h.h"
-#include "ops/training/chunk_local_cumsum/chunk_local_cumsum.h"
 #include "ops/training/chunk_scaled_dot_kkt/chunk_scaled_dot_kkt.h"
 #include "ops/training/common/case_args.h"
+#include "ops/training/common/gdn_driver.h"
 #include "ops/training/recompute_w_u_fwd/recompute_w_u_fwd.h"
 #include "ops/training/solve_tril/solve_tril.h"
 #include "tools/recops/inputs.h"
@@ -85,15 +85,14 @@ class ChunkGatedDeltaRuleFwdHDriver final : public FixedDriver {
     sc["packed"] = packed;
     p->inputs.clear();
     p->inputs.push_back(data_input("k", p->dtype, shape, cs.seed, 1.0));
-    normalize_rows(&p->inputs.back());
+    training_args::normalize_rows(&p->inputs.back().view);
     p->inputs.push_back(data_input("w", p->dtype, {B, T, HV, K}, cs.seed + 1, 1.0));
     p->inputs.push_back(data_input("u", p->dtype, {B, T, HV, V}, cs.seed + 2, 1.0));
     Input g = data_input("g", DType::fp32, {B, T, HV}, cs.seed + 3, 1.0);
     const double gs = number(cs, "gate_scale", 1.0);
-    float* gd = static_cast<float*>(g.view.data);
-    for (int64_t i = 0; i < g.view.numel(); ++i)
-      gd[i] = static_cast<float>(-std::fabs(static_cast<double>(gd[i])) * gs);
-    cumsum(&g, packed ? &off.view : nullptr, bt, log2 ? 1.0 / std::log(2.0) : 1.0);
+    training_args::gate_decays(&g.view, gs);
+    training_args::chunk_cumsum(&g.view, packed ? &off.view : nullptr, bt,
+                                training_args::gate_unit(log2));
     wy(p->inputs, cs.seed + 4, gates ? &g.view : nullptr, packed ? &off.view : nullptr, bt, log2);
     if (gates) p->inputs.push_back(std::move(g));
     if (h0)
@@ -155,36 +154,6 @@ class ChunkGatedDeltaRuleFwdHDriver final : public FixedDriver {
     if (const auto it = sc.find("num_chunks"); it != sc.end())
       a.num_chunks = static_cast<int64_t>(it->second);
     return a;
-  }
-
-  // k's rows (last dim) scaled to unit l2 norm in fp64, rounded to the dtype.
-  static void normalize_rows(Input* in) {
-    TensorView& v = in->view;
-    const int64_t K = v.sizes[3], rows = K ? v.numel() / K : 0;
-    visit_floating(v.dtype, [&](auto t) {
-      using X = decltype(t);
-      X* d = static_cast<X*>(v.data);
-      for (int64_t r = 0; r < rows; ++r) {
-        double ss = 0;
-        for (int64_t c = 0; c < K; ++c) ss += to_double(d[r * K + c]) * to_double(d[r * K + c]);
-        const double inv = 1.0 / std::sqrt(std::max(ss, 1e-30));
-        for (int64_t c = 0; c < K; ++c)
-          d[r * K + c] = from_double<X>(to_double(d[r * K + c]) * inv);
-      }
-    });
-  }
-
-  // The decays in place → G, by recops' chunk_local_cumsum (fp32); left as they are where it
-  // refuses the case's inputs.
-  static void cumsum(Input* g, const TensorView* offs, int64_t bt, double unit) {
-    ChunkLocalCumsumArgs a;
-    a.g = g->view;
-    a.chunk_size = bt;
-    a.scale = unit;
-    if (offs) a.seq_offsets = *offs;
-    Tensor out = Tensor::empty(g->view.shape(), DType::fp32);
-    if (chunk_local_cumsum(a, out.view()).ok())
-      std::memcpy(g->view.data, out.data(), static_cast<size_t>(g->view.numel()) * 4);
   }
 
   // w, u (in[1], in[2]) = recompute_w_u_fwd(k, v, beta, solve_tril(chunk_scaled_dot_kkt(k, beta,

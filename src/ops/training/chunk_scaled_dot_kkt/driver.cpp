@@ -13,6 +13,7 @@
 
 #include "ops/training/chunk_scaled_dot_kkt/chunk_scaled_dot_kkt.h"
 #include "ops/training/common/case_args.h"
+#include "ops/training/common/gdn_driver.h"
 #include "tools/recops/inputs.h"
 
 namespace recops::cli {
@@ -57,8 +58,9 @@ class ChunkScaledDotKktDriver final : public FixedDriver {
     map_values(&p->inputs.back(), [](double u) { return 1.0 / (1.0 + std::exp(-u)); });
     if (gates) {
       p->inputs.push_back(data_input("g", DType::fp32, {B, T, HV}, cs.seed + 2, 1.0));
-      make_cumsum(&p->inputs.back(), p->offsets, packed, bt, number(cs, "gate_scale", 1.0),
-                  log2 ? 1.0 / std::log(2.0) : 1.0);
+      training_args::gate_cumsum_fp64(&p->inputs.back().view, p->offsets, packed, bt,
+                                      number(cs, "gate_scale", 1.0),
+                                      training_args::gate_unit(log2));
     }
     if (packed) {
       off.name = "seq_offsets";
@@ -120,27 +122,6 @@ class ChunkScaledDotKktDriver final : public FixedDriver {
       T* d = static_cast<T*>(v.data);
       for (int64_t i = 0; i < v.numel(); ++i) d[i] = from_double<T>(f(to_double(d[i])));
     });
-  }
-
-  // g [B, T, HV] fp32 of U(−1, 1) → G: the chunk-local cumsum of −|g|·gate_scale·unit, chunks of
-  // bt from each sequence's start (batch rows, or the packed offsets), fp64 sums rounded once.
-  static void make_cumsum(Input* in, const std::vector<int64_t>& offsets, bool packed, int64_t bt,
-                          double gate_scale, double unit) {
-    TensorView& v = in->view;
-    float* d = static_cast<float*>(v.data);
-    const int64_t B = v.sizes[0], T = v.sizes[1], HV = v.sizes[2];
-    auto run = [&](int64_t row0, int64_t len) {
-      for (int64_t c0 = 0; c0 < len; c0 += bt)
-        for (int64_t h = 0; h < HV; ++h) {
-          double acc = 0;
-          for (int64_t t = c0; t < std::min(len, c0 + bt); ++t) {
-            float& x = d[(row0 + t) * HV + h];
-            acc += -std::fabs(static_cast<double>(x)) * gate_scale * unit;
-            x = static_cast<float>(acc);
-          }
-        }
-    };
-    training_args::for_each_sequence(offsets, packed, B, T, run);
   }
 };
 

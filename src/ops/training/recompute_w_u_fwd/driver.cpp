@@ -19,9 +19,9 @@
 #include <cmath>
 #include <cstring>
 
-#include "ops/training/chunk_local_cumsum/chunk_local_cumsum.h"
 #include "ops/training/chunk_scaled_dot_kkt/chunk_scaled_dot_kkt.h"
 #include "ops/training/common/case_args.h"
+#include "ops/training/common/gdn_driver.h"
 #include "ops/training/recompute_w_u_fwd/recompute_w_u_fwd.h"
 #include "ops/training/solve_tril/solve_tril.h"
 #include "tools/recops/inputs.h"
@@ -70,7 +70,7 @@ class RecomputeWUFwdDriver final : public FixedDriver {
     sc["packed"] = packed;
     p->inputs.clear();
     p->inputs.push_back(data_input("k", p->dtype, shape, cs.seed, cs.scale));
-    if (flag(cs, "l2norm", true)) normalize_rows(&p->inputs.back());
+    if (flag(cs, "l2norm", true)) training_args::normalize_rows(&p->inputs.back().view);
     p->inputs.push_back(data_input("v", p->dtype, {B, T, HV, V}, cs.seed + 1, cs.scale));
     p->inputs.push_back(data_input("beta", p->dtype, {B, T, HV}, cs.seed + 2, 1.0));
     map_values(&p->inputs.back(), [](double u) { return 1.0 / (1.0 + std::exp(-u)); });
@@ -85,7 +85,8 @@ class RecomputeWUFwdDriver final : public FixedDriver {
       p->inputs.push_back(std::move(off));
     }
     const TensorView* offs = packed ? &p->inputs.back().view : nullptr;
-    if (gates) cumsum(&p->inputs[4], offs, bt, log2 ? 1.0 / std::log(2.0) : 1.0);
+    if (gates)
+      training_args::chunk_cumsum(&p->inputs[4].view, offs, bt, training_args::gate_unit(log2));
     if (flag(cs, "random", false))
       unit_lower(&p->inputs[3], p->offsets, packed);
     else
@@ -154,37 +155,6 @@ class RecomputeWUFwdDriver final : public FixedDriver {
       T* d = static_cast<T*>(v.data);
       for (int64_t i = 0; i < v.numel(); ++i) d[i] = from_double<T>(f(to_double(d[i])));
     });
-  }
-
-  // k's rows (last dim) scaled to unit l2 norm in fp64, rounded to the dtype.
-  static void normalize_rows(Input* in) {
-    TensorView& v = in->view;
-    if (v.ndim != 4) return;
-    const int64_t K = v.sizes[3], rows = K ? v.numel() / K : 0;
-    visit_floating(v.dtype, [&](auto t) {
-      using T = decltype(t);
-      T* d = static_cast<T*>(v.data);
-      for (int64_t r = 0; r < rows; ++r) {
-        double ss = 0;
-        for (int64_t c = 0; c < K; ++c) ss += to_double(d[r * K + c]) * to_double(d[r * K + c]);
-        const double inv = 1.0 / std::sqrt(std::max(ss, 1e-30));
-        for (int64_t c = 0; c < K; ++c)
-          d[r * K + c] = from_double<T>(to_double(d[r * K + c]) * inv);
-      }
-    });
-  }
-
-  // The decays in place → G, by recops' chunk_local_cumsum (fp32); left as they are where it
-  // refuses the case's inputs.
-  static void cumsum(Input* g, const TensorView* offs, int64_t bt, double unit) {
-    ChunkLocalCumsumArgs a;
-    a.g = g->view;
-    a.chunk_size = bt;
-    a.scale = unit;
-    if (offs) a.seq_offsets = *offs;
-    Tensor out = Tensor::empty(g->view.shape(), DType::fp32);
-    if (chunk_local_cumsum(a, out.view()).ok())
-      std::memcpy(g->view.data, out.data(), static_cast<size_t>(g->view.numel()) * 4);
   }
 
   // Ai = solve_tril(chunk_scaled_dot_kkt(k, beta, G)) of the case's inputs (fp32 throughout).
