@@ -8,20 +8,14 @@
 #include <vector>
 
 #include "ops/training/chunk_bwd_dqkwg/chunk_bwd_dqkwg.h"
+#include "ops/training/common/gdn_test.h"
 #include "recops/tensor.h"
 
 namespace recops {
 namespace {
-
-double* f64(Tensor& t) {
-  return static_cast<double*>(t.data());
-}
-
-Tensor filled(const Shape& s, double (*f)(int64_t)) {
-  Tensor t = Tensor::empty(s, DType::fp64);
-  for (int64_t i = 0; i < t.view().numel(); ++i) f64(t)[i] = f(i);
-  return t;
-}
+using gdn_test::expect_error;
+using gdn_test::f64;
+using gdn_test::filled;
 
 Tensor nans(const Shape& s) {
   return filled(s, [](int64_t) { return static_cast<double>(NAN); });
@@ -274,11 +268,6 @@ Status call(const Shapes& s) {
   a.chunk_size = s.bt;
   const TensorView dwv = dw.view();
   return chunk_bwd_dqkwg(a, dq.view(), dk.view(), s.give_dw ? &dwv : nullptr, nullptr);
-}
-
-void expect_error(const Status& s, const char* text) {
-  ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.message().find(text), std::string::npos) << s.message();
 }
 
 TEST(ChunkBwdDqkwg, Refusals) {

@@ -7,20 +7,14 @@
 #include <cmath>
 
 #include "ops/training/chunk_fwd_o/chunk_fwd_o.h"
+#include "ops/training/common/gdn_test.h"
 #include "recops/tensor.h"
 
 namespace recops {
 namespace {
-
-float* f32(Tensor& t) {
-  return static_cast<float*>(t.data());
-}
-
-Tensor filled(const Shape& s, float (*f)(int64_t)) {
-  Tensor t = Tensor::empty(s, DType::fp32);
-  for (int64_t i = 0; i < t.view().numel(); ++i) f32(t)[i] = f(i);
-  return t;
-}
+using gdn_test::expect_error;
+using gdn_test::f32;
+using gdn_test::filled;
 
 // T = 2, H = HV = 1, K = 2, V = 1, chunk 16: both rows hand-computed.
 TEST(ChunkFwdO, HandComputedChunk) {
@@ -118,11 +112,6 @@ Status call(const Shapes& s) {
   a.q = q.view(), a.k = k.view(), a.v_new = v.view(), a.h = h.view();
   a.chunk_size = s.bt;
   return chunk_fwd_o(a, o.view());
-}
-
-void expect_error(const Status& s, const char* text) {
-  ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.message().find(text), std::string::npos) << s.message();
 }
 
 TEST(ChunkFwdO, Refusals) {

@@ -7,14 +7,12 @@
 #include <cmath>
 
 #include "ops/training/chunk_gated_delta_rule_bwd_dhu/chunk_gated_delta_rule_bwd_dhu.h"
+#include "ops/training/common/gdn_test.h"
 #include "recops/tensor.h"
 
 namespace recops {
 namespace {
-
-float* f32(Tensor& t) {
-  return static_cast<float*>(t.data());
-}
+using gdn_test::f32;
 
 Tensor full(const Shape& s, float x) {
   Tensor t = Tensor::empty(s, DType::fp32);

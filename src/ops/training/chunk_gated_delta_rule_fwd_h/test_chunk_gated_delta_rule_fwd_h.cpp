@@ -8,20 +8,13 @@
 #include <string>
 
 #include "ops/training/chunk_gated_delta_rule_fwd_h/chunk_gated_delta_rule_fwd_h.h"
+#include "ops/training/common/gdn_test.h"
 #include "recops/tensor.h"
 
 namespace recops {
 namespace {
-
-float* f32(Tensor& t) {
-  return static_cast<float*>(t.data());
-}
-
-Tensor filled(const Shape& s, float (*f)(int64_t)) {
-  Tensor t = Tensor::empty(s, DType::fp32);
-  for (int64_t i = 0; i < t.view().numel(); ++i) f32(t)[i] = f(i);
-  return t;
-}
+using gdn_test::f32;
+using gdn_test::filled;
 
 // k [1, T, 1, K], w [1, T, HV, K], u [1, T, HV, V] of small varied values (one key head).
 void kwu(int64_t T, int64_t HV, int64_t K, int64_t V, Tensor* k, Tensor* w, Tensor* u) {

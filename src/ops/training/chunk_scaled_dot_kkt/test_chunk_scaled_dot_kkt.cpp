@@ -6,14 +6,13 @@
 #include <cmath>
 
 #include "ops/training/chunk_scaled_dot_kkt/chunk_scaled_dot_kkt.h"
+#include "ops/training/common/gdn_test.h"
 #include "recops/tensor.h"
 
 namespace recops {
 namespace {
-
-float* f32(Tensor& t) {
-  return static_cast<float*>(t.data());
-}
+using gdn_test::expect_error;
+using gdn_test::f32;
 
 // T = 3, H = 1, K = 2, chunk 16: rows 1 and 2 of A hand-computed, the rest 0.
 TEST(ChunkScaledDotKkt, HandComputedChunk) {
@@ -91,11 +90,6 @@ Status call(const Shape& ks, const Shape& bs, int64_t bt, const Shape& as, DType
   a.beta = beta.view();
   a.chunk_size = bt;
   return chunk_scaled_dot_kkt(a, A.view());
-}
-
-void expect_error(const Status& s, const char* text) {
-  ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.message().find(text), std::string::npos) << s.message();
 }
 
 TEST(ChunkScaledDotKkt, Refusals) {

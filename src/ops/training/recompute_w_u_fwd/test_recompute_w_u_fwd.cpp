@@ -7,14 +7,13 @@
 #include <cmath>
 
 #include "ops/training/recompute_w_u_fwd/recompute_w_u_fwd.h"
+#include "ops/training/common/gdn_test.h"
 #include "recops/tensor.h"
 
 namespace recops {
 namespace {
-
-float* f32(Tensor& t) {
-  return static_cast<float*>(t.data());
-}
+using gdn_test::expect_error;
+using gdn_test::f32;
 
 // T = 2, H = HV = 1, K = 2, V = 1, chunk 16: both rows hand-computed.
 TEST(RecomputeWUFwd, HandComputedChunk) {
@@ -107,11 +106,6 @@ Status call(const Shapes& s) {
   a.k = k.view(), a.v = v.view(), a.beta = beta.view(), a.Ai = Ai.view();
   a.chunk_size = s.chunk_size;
   return recompute_w_u_fwd(a, w.view(), u.view());
-}
-
-void expect_error(const Status& s, const char* text) {
-  ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.message().find(text), std::string::npos) << s.message();
 }
 
 TEST(RecomputeWUFwd, Refusals) {
