@@ -7,12 +7,17 @@ opcheck; the optional outputs; the forward-only refusal; the fla drop-in
 kernel is Triton: no CPU path); bad input. Collected by `pytest src/ops`."""
 
 import math
+import sys
+from pathlib import Path
 
 import pytest
 import torch
 
 import recops
 from recops.compat import fla as fla_compat
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
+from _gdn_pytest import gate_cumsum, n_chunks  # noqa: E402
 
 # Errors relative to the largest |output|: fp64 is computed in fp64; fp32 in fp32; fp16/bf16
 # outputs are one rounding of an fp32 result (half an ulp, plus the fp32 error at a boundary).
@@ -33,12 +38,6 @@ def chunks(B, T, cu_seqlens, bt):
         for s in range(c[n], c[n + 1], bt):
             out.append((0, s, min(s + bt, c[n + 1]), len(out)))
     return out
-
-
-def n_chunks(B, T, cu_seqlens, bt):
-    if cu_seqlens is None:
-        return (T + bt - 1) // bt
-    return len(chunks(B, T, cu_seqlens, bt))
 
 
 def peer(q, k, v, w, g, h, dh, do, dv2, scale=None, cu_seqlens=None, chunk_size=64,
@@ -161,11 +160,7 @@ def make(B, T, H, K, V=32, gva=1, dtype=torch.float32, gates=True, with_w=True, 
     dv2 = rnd(B, T, HV, V).to(dtype) if with_w else None
     g = None
     if gates:
-        decay = torch.nn.functional.logsigmoid(torch.rand(B, T, HV, generator=gen,
-                                                          dtype=torch.float64))
-        if log2:
-            decay = decay / math.log(2.0)
-        g = recops.chunk_local_cumsum(decay.float(), chunk_size, seq_offsets=cu)
+        g = gate_cumsum(gen, B, T, HV, chunk_size, cu, log2)
     return dict(q=q, k=k, v=v, w=w, g=g, h=h, dh=dh, do=do, dv2=dv2), cu
 
 

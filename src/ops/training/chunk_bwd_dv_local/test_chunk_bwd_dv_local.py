@@ -6,12 +6,17 @@ itself when it is importable with a GPU (its kernel is Triton: no CPU path); bad
 Collected by `pytest src/ops`."""
 
 import math
+import sys
+from pathlib import Path
 
 import pytest
 import torch
 
 import recops
 from recops.compat import fla as fla_compat
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
+from _gdn_pytest import gate_cumsum  # noqa: E402
 
 # Errors relative to the largest |dv|: fp64 is computed in fp64; fp32 in fp32; fp16/bf16 outputs
 # are one rounding of an fp32 result (half an ulp, plus the fp32 error at a rounding boundary).
@@ -66,11 +71,7 @@ def make(B, T, H, K, V=32, gva=1, dtype=torch.float32, gates=True, offsets=None,
     cu = torch.tensor(offsets) if offsets is not None else None
     g = None
     if gates:
-        decay = torch.nn.functional.logsigmoid(torch.rand(B, T, HV, generator=gen,
-                                                          dtype=torch.float64))
-        if log2:
-            decay = decay / math.log(2.0)
-        g = recops.chunk_local_cumsum(decay.float(), chunk_size, seq_offsets=cu)
+        g = gate_cumsum(gen, B, T, HV, chunk_size, cu, log2)
     return q, k, g, do, cu
 
 

@@ -5,7 +5,8 @@ eager; the forward-only refusal; the fla drop-in (``recops.compat.fla.chunk_fwd_
 itself when it is importable with a GPU (its kernel is Triton: no CPU path); bad input.
 Collected by `pytest src/ops`."""
 
-import math
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -13,23 +14,13 @@ import torch
 import recops
 from recops.compat import fla as fla_compat
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
+from _gdn_pytest import gate_cumsum, n_chunks, sequences  # noqa: E402
+
 # Errors relative to the largest |o|: fp64 is computed in fp64; fp32 in fp32; fp16/bf16 outputs
 # are one rounding of an fp32 result (half an ulp, plus the fp32 error at a rounding boundary).
 TOL = {torch.float64: 1e-12, torch.float32: 2e-6, torch.float16: 2 ** -10,
        torch.bfloat16: 2 ** -7}
-
-
-def sequences(B, T, cu_seqlens):
-    if cu_seqlens is None:
-        return [(b, 0, T) for b in range(B)]
-    c = cu_seqlens.tolist()
-    return [(0, c[n], c[n + 1]) for n in range(len(c) - 1)]
-
-
-def n_chunks(B, T, cu_seqlens, bt):
-    if cu_seqlens is None:
-        return (T + bt - 1) // bt
-    return sum((e - s + bt - 1) // bt for _, s, e in sequences(B, T, cu_seqlens))
 
 
 def peer(q, k, v, h, g=None, scale=None, cu_seqlens=None, chunk_size=64, gate_log2=False):
@@ -82,11 +73,7 @@ def make(B, T, H, K, V=32, gva=1, dtype=torch.float32, gates=True, offsets=None,
     h = (0.3 * rnd(B, n_chunks(B, T, cu, chunk_size), HV, K, V)).to(dtype)
     g = None
     if gates:
-        decay = torch.nn.functional.logsigmoid(torch.rand(B, T, HV, generator=gen,
-                                                          dtype=torch.float64))
-        if log2:
-            decay = decay / math.log(2.0)
-        g = recops.chunk_local_cumsum(decay.float(), chunk_size, seq_offsets=cu)
+        g = gate_cumsum(gen, B, T, HV, chunk_size, cu, log2)
     return q, k, v, h, g, cu
 
 

@@ -7,6 +7,8 @@ importable with a GPU (its kernel is Triton: no CPU path); bad input. Collected 
 `pytest src/ops`."""
 
 import math
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -14,19 +16,15 @@ import torch
 import recops
 from recops.compat import fla as fla_compat
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
+from _gdn_pytest import gate_cumsum, sequences  # noqa: E402
+
 OP = recops.chunk_gated_delta_rule_bwd_dhu
 
 # Errors relative to each output's largest |value|: fp64 is computed in fp64; fp32 in fp32 over
 # the chunks' recurrence; fp16/bf16 outputs are one rounding of an fp32 result.
 TOL = {torch.float64: 1e-12, torch.float32: 1e-5, torch.float16: 2 ** -10,
        torch.bfloat16: 2 ** -7}
-
-
-def sequences(B, T, cu_seqlens):
-    if cu_seqlens is None:
-        return [(b, 0, T) for b in range(B)]
-    c = cu_seqlens.tolist()
-    return [(0, c[n], c[n + 1]) for n in range(len(c) - 1)]
 
 
 def nt_of(B, T, cu_seqlens, bt):
@@ -150,11 +148,7 @@ def make(B, T, H, K, V=16, gva=1, dtype=torch.float32, gates=True, offsets=None,
     cu = torch.tensor(offsets) if offsets is not None else None
     g = None
     if gates:
-        decay = torch.nn.functional.logsigmoid(torch.rand(B, T, HV, generator=gen,
-                                                          dtype=torch.float64))
-        if log2:
-            decay = decay / math.log(2.0)
-        g = recops.chunk_local_cumsum(decay.float(), chunk_size, seq_offsets=cu)
+        g = gate_cumsum(gen, B, T, HV, chunk_size, cu, log2)
     return dict(q=q, k=k, w=w, u=u, do=do, dv=dv, h0=h0, dht=dht, g=g, cu=cu)
 
 

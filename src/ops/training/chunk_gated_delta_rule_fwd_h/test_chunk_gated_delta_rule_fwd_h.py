@@ -8,6 +8,8 @@ torch.compile against eager; the forward-only refusal; the fla drop-in
 with a GPU (its kernel is Triton: no CPU path); bad input. Collected by `pytest src/ops`."""
 
 import math
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -16,23 +18,13 @@ import torch.nn.functional as F
 import recops
 from recops.compat import fla as fla_compat
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
+from _gdn_pytest import gate_cumsum, n_chunks, sequences  # noqa: E402
+
 # Errors relative to the largest |output|: fp64 is computed in fp64; fp32 in fp32; fp16/bf16
 # outputs (h, v_new) are one rounding of an fp32 result; final_state is fp32 always.
 TOL = {torch.float64: 1e-12, torch.float32: 2e-5, torch.float16: 2 ** -10,
        torch.bfloat16: 2 ** -7}
-
-
-def sequences(B, T, cu_seqlens):
-    if cu_seqlens is None:
-        return [(b, 0, T) for b in range(B)]
-    c = cu_seqlens.tolist()
-    return [(0, c[n], c[n + 1]) for n in range(len(c) - 1)]
-
-
-def n_chunks(B, T, cu_seqlens, bt):
-    if cu_seqlens is None:
-        return (T + bt - 1) // bt
-    return sum((e - s + bt - 1) // bt for _, s, e in sequences(B, T, cu_seqlens))
 
 
 def peer(k, w, u, g=None, h0=None, cu_seqlens=None, chunk_size=64, gate_log2=False, nt=None):
@@ -92,10 +84,7 @@ def make(B, T, H, K, V=32, gva=1, dtype=torch.float32, gates=True, offsets=None,
     cu = torch.tensor(offsets) if offsets is not None else None
     g = None
     if gates:
-        decay = F.logsigmoid(torch.rand(B, T, HV, generator=gen, dtype=torch.float64))
-        if log2:
-            decay = decay / math.log(2.0)
-        g = recops.chunk_local_cumsum(decay.float(), chunk_size, seq_offsets=cu)
+        g = gate_cumsum(gen, B, T, HV, chunk_size, cu, log2)
     w, u = wy_inputs(k, v, beta, g, cu, chunk_size, log2)
     init = rnd(N, HV, K, V).float() if h0 else None
     return k, w, u, g, init, cu

@@ -5,13 +5,17 @@ forward-only refusal; the fla drop-in (``recops.compat.fla.chunk_scaled_dot_kkt_
 fla-core itself when it is importable with a GPU (its kernel is Triton: no CPU path); bad input.
 Collected by `pytest src/ops`."""
 
-import math
+import sys
+from pathlib import Path
 
 import pytest
 import torch
 
 import recops
 from recops.compat import fla as fla_compat
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
+from _gdn_pytest import gate_cumsum  # noqa: E402
 
 # A is fp32 (fp64 k: one rounding of an fp64 result); the CPU dots are fp32 otherwise: errors
 # relative to the largest |A|.
@@ -58,11 +62,7 @@ def make(B, T, H, K, gva=1, dtype=torch.float32, gates=True, offsets=None, chunk
     cu = torch.tensor(offsets) if offsets is not None else None
     g = None
     if gates:
-        decay = torch.nn.functional.logsigmoid(torch.rand(B, T, H * gva, generator=gen,
-                                                          dtype=torch.float64))
-        if log2:
-            decay = decay / math.log(2.0)
-        g = recops.chunk_local_cumsum(decay.float(), chunk_size, seq_offsets=cu)
+        g = gate_cumsum(gen, B, T, H * gva, chunk_size, cu, log2)
     return k, beta, g, cu
 
 

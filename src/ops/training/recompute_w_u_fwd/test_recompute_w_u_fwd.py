@@ -6,7 +6,8 @@ refusal; the fla drop-in (``recops.compat.fla.recompute_w_u_fwd``), and fla-core
 is importable with a GPU (its kernel is Triton: no CPU path); bad input. Collected by
 `pytest src/ops`."""
 
-import math
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -15,16 +16,12 @@ import torch.nn.functional as F
 import recops
 from recops.compat import fla as fla_compat
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
+from _gdn_pytest import gate_cumsum, sequences  # noqa: E402
+
 # The CPU sums in fp32 (fp64 for fp64): error relative to the largest |output|, plus one rounding
 # of the output dtype.
 TOL = {torch.float64: 1e-12, torch.float32: 2e-6, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}
-
-
-def _seqs(B, T, cu_seqlens):
-    if cu_seqlens is None:
-        return [(b, 0, T) for b in range(B)]
-    o = cu_seqlens.tolist()
-    return [(0, o[n], o[n + 1]) for n in range(len(o) - 1)]
 
 
 def peer(k, v, beta, Ai, g=None, cu_seqlens=None, gate_log2=False):
@@ -41,7 +38,7 @@ def peer(k, v, beta, Ai, g=None, cu_seqlens=None, gate_log2=False):
     xv = v.double() * x
     w = torch.zeros(B, T, HV, K, dtype=torch.float64)
     u = torch.zeros(v.shape, dtype=torch.float64)
-    for b, bos, eos in _seqs(B, T, cu_seqlens):
+    for b, bos, eos in sequences(B, T, cu_seqlens):
         for s in range(bos, eos, BT):
             e_ = min(s + BT, eos)
             a = Ai[b, s:e_, :, : e_ - s].double().transpose(0, 1)      # [HV, L, L]
@@ -65,13 +62,10 @@ def make(B, T, H, K, V=None, gva=1, dtype=torch.float32, gates=True, offsets=Non
     cu = torch.tensor(offsets) if offsets is not None else None
     g = None
     if gates:
-        decay = F.logsigmoid(torch.rand(B, T, HV, generator=gen, dtype=torch.float64))
-        if log2:
-            decay = decay / math.log(2.0)
-        g = recops.chunk_local_cumsum(decay.float(), chunk_size, seq_offsets=cu)
+        g = gate_cumsum(gen, B, T, HV, chunk_size, cu, log2)
     if random_ai:
         Ai = torch.rand(B, T, HV, chunk_size, generator=gen) * 2 - 1
-        for b, bos, eos in _seqs(B, T, cu):
+        for b, bos, eos in sequences(B, T, cu):
             for t in range(bos, eos):
                 i = (t - bos) % chunk_size
                 Ai[b, t, :, i] = 1

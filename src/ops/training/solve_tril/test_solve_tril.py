@@ -3,12 +3,18 @@ block, fp64), opcheck, torch.compile against eager, the fla drop-in (``recops.co
 against torch.linalg.inv per block, the forward-only refusal, bad input. Collected by
 `pytest src/ops`."""
 
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 import torch.nn.functional as F
 
 import recops
 from recops.compat import fla as fla_compat
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
+from _gdn_pytest import sequences  # noqa: E402
 
 
 def kkt(B, T, H, BT, K=64, cu_seqlens=None, seed=0, gates=True):
@@ -21,7 +27,7 @@ def kkt(B, T, H, BT, K=64, cu_seqlens=None, seed=0, gates=True):
     g = F.logsigmoid(torch.rand(B, T, H, generator=gen, dtype=torch.float64)) if gates else \
         torch.zeros(B, T, H, dtype=torch.float64)
     A = torch.rand(B, T, H, BT, generator=gen, dtype=torch.float64)  # the garbage
-    for b, bos, eos in _seqs(B, T, cu_seqlens):
+    for b, bos, eos in sequences(B, T, cu_seqlens):
         for s in range(bos, eos, BT):
             e = min(s + BT, eos)
             kc = k[b, s:e].transpose(0, 1)                        # [H, L, K]
@@ -35,19 +41,12 @@ def kkt(B, T, H, BT, K=64, cu_seqlens=None, seed=0, gates=True):
     return A.float()
 
 
-def _seqs(B, T, cu_seqlens):
-    if cu_seqlens is None:
-        return [(b, 0, T) for b in range(B)]
-    c = cu_seqlens.tolist()
-    return [(0, c[n], c[n + 1]) for n in range(len(c) - 1)]
-
-
 def peer(A, cu_seqlens=None, inverse=False):
     """(I + strictly_lower(A_c))^-1 per chunk block in fp64, by torch.linalg.solve_triangular
     (or torch.linalg.inv with ``inverse``); zero above the diagonal."""
     B, T, H, BT = A.shape
     out = torch.zeros(A.shape, dtype=torch.float64)
-    for b, bos, eos in _seqs(B, T, cu_seqlens):
+    for b, bos, eos in sequences(B, T, cu_seqlens):
         for s in range(bos, eos, BT):
             e = min(s + BT, eos)
             L = e - s
