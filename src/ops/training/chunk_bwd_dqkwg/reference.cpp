@@ -15,50 +15,20 @@
 // (fla's `b_ds.to(b_k.dtype)`), and each value head's dq_hv, dk_hv rounded to dq's / dk's dtype
 // before the group sum (fla stores dq, dk at HV heads in q's dtype, then sums). Includes params.h
 // and core only; shares no code with cpu/.
+// Its element access is the goldens' own common/gdn_golden.h, which no cpu/ code includes.
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "ops/training/chunk_bwd_dqkwg/impls.h"
+#include "ops/training/common/gdn_golden.h"
 
 namespace recops::ops::chunk_bwd_dqkwg_ns {
 namespace {
-
-int64_t offset_value(const Params& p, int64_t n) {
-  return p.off_dtype == DType::int32 ? static_cast<const int32_t*>(p.seq_offsets)[n]
-                                     : static_cast<const int64_t*>(p.seq_offsets)[n];
-}
-
-// A whole floating tensor (dtype t, n elements) as fp64 values (exact); empty for nullptr.
-std::vector<double> as_fp64(const void* base, DType t, int64_t n) {
-  std::vector<double> x(base ? static_cast<size_t>(n) : 0);
-  if (base)
-    visit_floating(t, [&](auto tag) {
-      using X = decltype(tag);
-      for (size_t i = 0; i < x.size(); ++i) x[i] = to_double(static_cast<const X*>(base)[i]);
-    });
-  return x;
-}
-
-// Every value of x rounded once into the floating tensor at base (dtype t).
-template <class S>
-void write_rounded(const std::vector<S>& x, void* base, DType t) {
-  visit_floating(t, [&](auto tag) {
-    using X = decltype(tag);
-    for (size_t i = 0; i < x.size(); ++i)
-      static_cast<X*>(base)[i] = from_double<X>(static_cast<double>(x[i]));
-  });
-}
-
-// x rounded to dtype t (the plain baseline's storage of an intermediate).
-double round_to(DType t, double x) {
-  double r = x;
-  visit_floating(t, [&](auto y) {
-    using X = decltype(y);
-    r = to_double(from_double<X>(x));
-  });
-  return r;
-}
+using training::golden::offset_value;
+using training::golden::round_to;
+using training::golden::widened;
+using training::golden::write_rounded;
 
 // S: the arithmetic type (double for the golden; float or double for the plain baseline).
 template <class S>
@@ -66,14 +36,14 @@ class Golden {
  public:
   explicit Golden(const Params& p)
       : p_(p),
-        q_(as_fp64(p.q, p.q_dtype, p.B * p.T * p.H * p.K)),
-        k_(as_fp64(p.k, p.k_dtype, p.B * p.T * p.H * p.K)),
-        v_(as_fp64(p.v, p.v_dtype, p.B * p.T * p.HV * p.V)),
-        do_(as_fp64(p.d_o, p.do_dtype, p.B * p.T * p.HV * p.V)),
-        dv2_(as_fp64(p.dv2, p.dv2_dtype, p.B * p.T * p.HV * p.V)),
-        g_(as_fp64(p.g, p.g_dtype, p.B * p.T * p.HV)),
-        h_(as_fp64(p.h, p.h_dtype, p.B * p.NT * p.HV * p.K * p.V)),
-        dh_(as_fp64(p.dh, p.dh_dtype, p.B * p.NT * p.HV * p.K * p.V)) {}
+        q_(widened(p.q, p.q_dtype, p.B * p.T * p.H * p.K)),
+        k_(widened(p.k, p.k_dtype, p.B * p.T * p.H * p.K)),
+        v_(widened(p.v, p.v_dtype, p.B * p.T * p.HV * p.V)),
+        do_(widened(p.d_o, p.do_dtype, p.B * p.T * p.HV * p.V)),
+        dv2_(widened(p.dv2, p.dv2_dtype, p.B * p.T * p.HV * p.V)),
+        g_(widened(p.g, p.g_dtype, p.B * p.T * p.HV)),
+        h_(widened(p.h, p.h_dtype, p.B * p.NT * p.HV * p.K * p.V)),
+        dh_(widened(p.dh, p.dh_dtype, p.B * p.NT * p.HV * p.K * p.V)) {}
 
   void run() {
     const Params& p = p_;
@@ -84,8 +54,8 @@ class Golden {
     int64_t chunk_base = 0;  // with offsets: the index in h of sequence n's first chunk
     for (int64_t n = 0; n < p.N; ++n) {
       const int64_t b = p.seq_offsets ? 0 : n;
-      const int64_t first = p.seq_offsets ? offset_value(p, n) : 0;
-      const int64_t last = p.seq_offsets ? offset_value(p, n + 1) : p.T;
+      const int64_t first = p.seq_offsets ? offset_value(p.seq_offsets, p.off_dtype, n) : 0;
+      const int64_t last = p.seq_offsets ? offset_value(p.seq_offsets, p.off_dtype, n + 1) : p.T;
       for (int64_t c0 = first, ci = 0; c0 < last; c0 += p.BT, ++ci) {
         const int64_t L = std::min(c0 + p.BT, last) - 1;
         const int64_t hc = p.seq_offsets ? chunk_base + ci : ci;

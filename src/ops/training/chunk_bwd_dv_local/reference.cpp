@@ -11,25 +11,17 @@
 // scale·Γ_ij·(q_i·k_j) stored in do's dtype before it multiplies do, as a framework composition
 // (and fla's kernel, which casts it to do's dtype for the matmul) rounds it. Includes params.h
 // and core only; shares no code with cpu/.
+// Its element access is the goldens' own common/gdn_golden.h, which no cpu/ code includes.
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "ops/training/chunk_bwd_dv_local/impls.h"
+#include "ops/training/common/gdn_golden.h"
 
 namespace recops::ops::chunk_bwd_dv_local_ns {
 namespace {
-
-// A whole floating tensor (dtype t, n elements) widened to fp64 (exact).
-std::vector<double> widened(const void* base, DType t, int64_t n) {
-  std::vector<double> out(static_cast<size_t>(n));
-  visit_floating(t, [&](auto tag) {
-    using X = decltype(tag);
-    const X* src = static_cast<const X*>(base);
-    for (int64_t i = 0; i < n; ++i) out[static_cast<size_t>(i)] = to_double(src[i]);
-  });
-  return out;
-}
+using training::golden::widened;
 
 // S: the arithmetic type (double for the golden; float or double for the plain baseline). The
 // inputs are widened once; dv (fp64 here) is rounded to its dtype at the end.

@@ -10,45 +10,19 @@
 // Γ_tj·(q_t·k_j) stored in v_new's dtype before it multiplies v_new, as a framework composition
 // (and fla's kernel, which casts it to v's dtype for the second matmul) rounds it. Includes
 // params.h and core only; shares no code with cpu/.
+// Its element access is the goldens' own common/gdn_golden.h, which no cpu/ code includes.
 #include <cmath>
 #include <vector>
 
 #include "ops/training/chunk_fwd_o/impls.h"
+#include "ops/training/common/gdn_golden.h"
 
 namespace recops::ops::chunk_fwd_o_ns {
 namespace {
-
-int64_t offset_value(const Params& p, int64_t n) {
-  return p.off_dtype == DType::int32 ? static_cast<const int32_t*>(p.seq_offsets)[n]
-                                     : static_cast<const int64_t*>(p.seq_offsets)[n];
-}
-
-// Element i of a floating tensor of dtype t, in fp64 (exact).
-double load(const void* base, DType t, int64_t i) {
-  double v = 0;
-  visit_floating(t, [&](auto x) {
-    using X = decltype(x);
-    v = to_double(static_cast<const X*>(base)[i]);
-  });
-  return v;
-}
-
-void store(void* base, DType t, int64_t i, double v) {
-  visit_floating(t, [&](auto x) {
-    using X = decltype(x);
-    static_cast<X*>(base)[i] = from_double<X>(v);
-  });
-}
-
-// x rounded to dtype t (the plain baseline's storage of an intermediate).
-double round_to(DType t, double x) {
-  double r = x;
-  visit_floating(t, [&](auto y) {
-    using X = decltype(y);
-    r = to_double(from_double<X>(x));
-  });
-  return r;
-}
+using training::golden::load;
+using training::golden::offset_value;
+using training::golden::round_to;
+using training::golden::store;
 
 // S: the arithmetic type (double for the golden; float or double for the plain baseline).
 template <class S>
@@ -58,8 +32,8 @@ void golden(const Params& p) {
   std::vector<S> dots(static_cast<size_t>(p.BT));
   for (int64_t n = 0; n < p.N; ++n) {
     const int64_t b = p.seq_offsets ? 0 : n;
-    const int64_t first = p.seq_offsets ? offset_value(p, n) : 0;
-    const int64_t last = p.seq_offsets ? offset_value(p, n + 1) : p.T;
+    const int64_t first = p.seq_offsets ? offset_value(p.seq_offsets, p.off_dtype, n) : 0;
+    const int64_t last = p.seq_offsets ? offset_value(p.seq_offsets, p.off_dtype, n + 1) : p.T;
     for (int64_t t = first; t < last; ++t) {
       const int64_t ci = (t - first) / p.BT;                    // t's chunk within its sequence
       const int64_t c0 = first + ci * p.BT;                     // its first position

@@ -10,39 +10,18 @@
 // read back from there for the state update, as a framework composition (and fla's kernel, which
 // casts h to w's dtype and v_new to k's) rounds them. Includes params.h and core only; shares no
 // code with cpu/.
+// Its element access is the goldens' own common/gdn_golden.h, which no cpu/ code includes.
 #include <cmath>
 #include <vector>
 
 #include "ops/training/chunk_gated_delta_rule_fwd_h/impls.h"
+#include "ops/training/common/gdn_golden.h"
 
 namespace recops::ops::chunk_gated_delta_rule_fwd_h_ns {
 namespace {
-
-int64_t offset_value(const Params& p, int64_t n) {
-  return p.off_dtype == DType::int32 ? static_cast<const int32_t*>(p.seq_offsets)[n]
-                                     : static_cast<const int64_t*>(p.seq_offsets)[n];
-}
-
-// Element i of a floating tensor of dtype t, in fp64 (exact).
-double load(const void* base, DType t, int64_t i) {
-  double v = 0;
-  visit_floating(t, [&](auto x) {
-    using X = decltype(x);
-    v = to_double(static_cast<const X*>(base)[i]);
-  });
-  return v;
-}
-
-// Stores v rounded to dtype t; returns the stored value (in fp64, exact).
-double store(void* base, DType t, int64_t i, double v) {
-  double r = v;
-  visit_floating(t, [&](auto x) {
-    using X = decltype(x);
-    static_cast<X*>(base)[i] = from_double<X>(v);
-    r = to_double(static_cast<X*>(base)[i]);
-  });
-  return r;
-}
+using training::golden::load;
+using training::golden::offset_value;
+using training::golden::store;
 
 // S: the arithmetic type (double for the golden; float or double for the plain baseline).
 template <class S>
@@ -53,8 +32,8 @@ void golden(const Params& p) {
   int64_t chunk_base = 0;  // with offsets: the index in h of sequence n's first chunk
   for (int64_t n = 0; n < p.N; ++n) {
     const int64_t b = p.seq_offsets ? 0 : n;
-    const int64_t first = p.seq_offsets ? offset_value(p, n) : 0;
-    const int64_t last = p.seq_offsets ? offset_value(p, n + 1) : p.T;
+    const int64_t first = p.seq_offsets ? offset_value(p.seq_offsets, p.off_dtype, n) : 0;
+    const int64_t last = p.seq_offsets ? offset_value(p.seq_offsets, p.off_dtype, n + 1) : p.T;
     const int64_t n_chunks = (last - first + p.BT - 1) / p.BT;
     for (int64_t hv = 0; hv < p.HV; ++hv) {
       const int64_t kh = hv / group;

@@ -4,28 +4,17 @@
 // standard's plain baseline: the same loops with S = fp32 (fp64 for fp64 k) for the dot, the
 // difference, the exponential and the products. Includes params.h and core only; shares no code
 // with cpu/.
+// Its element access is the goldens' own common/gdn_golden.h, which no cpu/ code includes.
 #include <cmath>
 #include <type_traits>
 
 #include "ops/training/chunk_scaled_dot_kkt/impls.h"
+#include "ops/training/common/gdn_golden.h"
 
 namespace recops::ops::chunk_scaled_dot_kkt_ns {
 namespace {
-
-int64_t offset_value(const Params& p, int64_t n) {
-  return p.off_dtype == DType::int32 ? static_cast<const int32_t*>(p.seq_offsets)[n]
-                                     : static_cast<const int64_t*>(p.seq_offsets)[n];
-}
-
-// Element i of a floating tensor of dtype t, in fp64 (exact).
-double load(const void* base, DType t, int64_t i) {
-  double v = 0;
-  visit_floating(t, [&](auto x) {
-    using X = decltype(x);
-    v = to_double(static_cast<const X*>(base)[i]);
-  });
-  return v;
-}
+using training::golden::load;
+using training::golden::offset_value;
 
 // S: the arithmetic type (double for the golden; float or double for the plain baseline).
 template <class S>
@@ -33,8 +22,8 @@ void golden(const Params& p) {
   const int64_t group = p.HV / p.H;
   for (int64_t n = 0; n < p.N; ++n) {
     const int64_t b = p.seq_offsets ? 0 : n;
-    const int64_t first = p.seq_offsets ? offset_value(p, n) : 0;
-    const int64_t last = p.seq_offsets ? offset_value(p, n + 1) : p.T;
+    const int64_t first = p.seq_offsets ? offset_value(p.seq_offsets, p.off_dtype, n) : 0;
+    const int64_t last = p.seq_offsets ? offset_value(p.seq_offsets, p.off_dtype, n + 1) : p.T;
     for (int64_t t = first; t < last; ++t) {
       const int64_t c0 = first + (t - first) / p.BT * p.BT;  // t's chunk start
       const int64_t rt = b * p.T + t;                        // t's flattened row

@@ -1,17 +1,15 @@
 // training/solve_tril/reference.cpp: the golden (accuracy.md): per chunk and head, (I + A_c) X = I
 // solved column by column by plain forward substitution in fp64, each element rounded once to the
 // output dtype. Includes params.h and core only; shares no code with cpu/.
+// Its element access is the goldens' own common/gdn_golden.h, which no cpu/ code includes.
+#include "ops/training/common/gdn_golden.h"
 #include "ops/training/solve_tril/impls.h"
 
 #include <vector>
 
 namespace recops::ops::solve_tril_ns {
 namespace {
-
-int64_t offset_value(const Params& p, int64_t n) {
-  return p.off_dtype == DType::int32 ? static_cast<const int32_t*>(p.seq_offsets)[n]
-                                     : static_cast<const int64_t*>(p.seq_offsets)[n];
-}
+using training::golden::offset_value;
 
 template <class T, class U>
 void golden(const Params& p) {
@@ -21,8 +19,8 @@ void golden(const Params& p) {
   std::vector<double> x(static_cast<size_t>(BT * BT));
   for (int64_t n = 0; n < p.N; ++n) {
     const int64_t b = p.seq_offsets ? 0 : n;
-    const int64_t first = p.seq_offsets ? offset_value(p, n) : 0;
-    const int64_t last = p.seq_offsets ? offset_value(p, n + 1) : p.T;
+    const int64_t first = p.seq_offsets ? offset_value(p.seq_offsets, p.off_dtype, n) : 0;
+    const int64_t last = p.seq_offsets ? offset_value(p.seq_offsets, p.off_dtype, n + 1) : p.T;
     for (int64_t lo = first; lo < last; lo += BT) {
       const int64_t L = last - lo < BT ? last - lo : BT;  // the chunk's length
       for (int64_t h = 0; h < p.H; ++h) {
