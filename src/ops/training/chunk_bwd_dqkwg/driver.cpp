@@ -17,7 +17,6 @@
 #include <cstring>
 
 #include "ops/training/chunk_bwd_dqkwg/chunk_bwd_dqkwg.h"
-#include "ops/training/common/case_args.h"
 #include "ops/training/common/gdn_driver.h"
 #include "tools/recops/inputs.h"
 
@@ -26,38 +25,21 @@ namespace {
 using training_args::flag;
 using training_args::number;
 
-class ChunkBwdDqkwgDriver final : public FixedDriver {
+class ChunkBwdDqkwgDriver final : public training_args::GdnDriver {
  public:
   ChunkBwdDqkwgDriver()
-      : FixedDriver({.ops = {"chunk_bwd_dqkwg"},
-                     .folder = "training/chunk_bwd_dqkwg",
-                     .fields = {"shape", "lengths", "offsets", "offsets_dtype"},
-                     .dtype = DType::bf16,
-                     .args = {{"V", ArgKind::integer},
-                              {"chunk_size", ArgKind::integer},
-                              {"gva", ArgKind::integer},
-                              {"gates", ArgKind::boolean},
-                              {"dw", ArgKind::boolean},
-                              {"w_dtype", ArgKind::text},
-                              {"gate_scale", ArgKind::number},
-                              {"gate_log2", ArgKind::boolean},
-                              {"scale", ArgKind::number},
-                              {"extra_chunks", ArgKind::integer},
-                              {"T", ArgKind::integer}}}) {}
+      : GdnDriver("chunk_bwd_dqkwg", {{"V", ArgKind::integer},
+                                      {"dw", ArgKind::boolean},
+                                      {"w_dtype", ArgKind::text},
+                                      {"scale", ArgKind::number},
+                                      {"extra_chunks", ArgKind::integer}}) {}
 
   Status make(const CaseRow& row, Problem* p) const override {
     const CaseSpec& cs = *row.spec;
-    RECOPS_RETURN_IF_ERROR(begin_make(row, p, "q's [B, T, H, K]"));
-    Shape shape = *cs.shape;
-    if (shape.size() != 4) return case_error(row, "shape must be q's [B, T, H, K]");
-    bool packed = false;
-    Input off;
-    RECOPS_RETURN_IF_ERROR(training_args::packed_time(row, p, &shape, &off, &packed));
-    const int64_t B = shape[0], T = shape[1], H = shape[2], K = shape[3];
-    const int64_t HV = H * static_cast<int64_t>(number(cs, "gva", 1));
+    Case c;
+    RECOPS_RETURN_IF_ERROR(begin_case(row, p, "q", &c));
+    auto& [shape, packed, off, B, T, H, K, HV, bt, gates, log2] = c;
     const int64_t V = static_cast<int64_t>(number(cs, "V", 64));
-    const int64_t bt = static_cast<int64_t>(number(cs, "chunk_size", 64));
-    const bool gates = flag(cs, "gates", true), log2 = flag(cs, "gate_log2", false);
     const bool with_dw = flag(cs, "dw", true);
     DType wt = p->dtype;
     if (const auto it = cs.args.find("w_dtype"); it != cs.args.end()) {

@@ -15,7 +15,6 @@
 #include <cmath>
 
 #include "ops/training/chunk_bwd_dv_local/chunk_bwd_dv_local.h"
-#include "ops/training/common/case_args.h"
 #include "ops/training/common/gdn_driver.h"
 #include "tools/recops/inputs.h"
 
@@ -24,35 +23,17 @@ namespace {
 using training_args::flag;
 using training_args::number;
 
-class ChunkBwdDvLocalDriver final : public FixedDriver {
+class ChunkBwdDvLocalDriver final : public training_args::GdnDriver {
  public:
   ChunkBwdDvLocalDriver()
-      : FixedDriver({.ops = {"chunk_bwd_dv_local"},
-                     .folder = "training/chunk_bwd_dv_local",
-                     .fields = {"shape", "lengths", "offsets", "offsets_dtype"},
-                     .dtype = DType::bf16,
-                     .args = {{"V", ArgKind::integer},
-                              {"chunk_size", ArgKind::integer},
-                              {"gva", ArgKind::integer},
-                              {"gates", ArgKind::boolean},
-                              {"gate_scale", ArgKind::number},
-                              {"gate_log2", ArgKind::boolean},
-                              {"scale", ArgKind::number},
-                              {"T", ArgKind::integer}}}) {}
+      : GdnDriver("chunk_bwd_dv_local", {{"V", ArgKind::integer}, {"scale", ArgKind::number}}) {}
 
   Status make(const CaseRow& row, Problem* p) const override {
     const CaseSpec& cs = *row.spec;
-    RECOPS_RETURN_IF_ERROR(begin_make(row, p, "q's [B, T, H, K]"));
-    Shape shape = *cs.shape;
-    if (shape.size() != 4) return case_error(row, "shape must be q's [B, T, H, K]");
-    bool packed = false;
-    Input off;
-    RECOPS_RETURN_IF_ERROR(training_args::packed_time(row, p, &shape, &off, &packed));
-    const int64_t B = shape[0], T = shape[1], H = shape[2], K = shape[3];
-    const int64_t HV = H * static_cast<int64_t>(number(cs, "gva", 1));
+    Case c;
+    RECOPS_RETURN_IF_ERROR(begin_case(row, p, "q", &c));
+    auto& [shape, packed, off, B, T, H, K, HV, bt, gates, log2] = c;
     const int64_t V = static_cast<int64_t>(number(cs, "V", 64));
-    const int64_t bt = static_cast<int64_t>(number(cs, "chunk_size", 64));
-    const bool gates = flag(cs, "gates", true), log2 = flag(cs, "gate_log2", false);
     auto& sc = p->scalars;
     sc["chunk_size"] = static_cast<double>(bt);
     sc["gate_log2"] = log2;

@@ -15,7 +15,6 @@
 #include <cmath>
 
 #include "ops/training/chunk_fwd_o/chunk_fwd_o.h"
-#include "ops/training/common/case_args.h"
 #include "ops/training/common/gdn_driver.h"
 #include "tools/recops/inputs.h"
 
@@ -24,36 +23,19 @@ namespace {
 using training_args::flag;
 using training_args::number;
 
-class ChunkFwdODriver final : public FixedDriver {
+class ChunkFwdODriver final : public training_args::GdnDriver {
  public:
   ChunkFwdODriver()
-      : FixedDriver({.ops = {"chunk_fwd_o"},
-                     .folder = "training/chunk_fwd_o",
-                     .fields = {"shape", "lengths", "offsets", "offsets_dtype"},
-                     .dtype = DType::bf16,
-                     .args = {{"V", ArgKind::integer},
-                              {"chunk_size", ArgKind::integer},
-                              {"gva", ArgKind::integer},
-                              {"gates", ArgKind::boolean},
-                              {"gate_scale", ArgKind::number},
-                              {"gate_log2", ArgKind::boolean},
-                              {"scale", ArgKind::number},
-                              {"extra_chunks", ArgKind::integer},
-                              {"T", ArgKind::integer}}}) {}
+      : GdnDriver("chunk_fwd_o", {{"V", ArgKind::integer},
+                                  {"scale", ArgKind::number},
+                                  {"extra_chunks", ArgKind::integer}}) {}
 
   Status make(const CaseRow& row, Problem* p) const override {
     const CaseSpec& cs = *row.spec;
-    RECOPS_RETURN_IF_ERROR(begin_make(row, p, "q's [B, T, H, K]"));
-    Shape shape = *cs.shape;
-    if (shape.size() != 4) return case_error(row, "shape must be q's [B, T, H, K]");
-    bool packed = false;
-    Input off;
-    RECOPS_RETURN_IF_ERROR(training_args::packed_time(row, p, &shape, &off, &packed));
-    const int64_t B = shape[0], T = shape[1], H = shape[2], K = shape[3];
-    const int64_t HV = H * static_cast<int64_t>(number(cs, "gva", 1));
+    Case c;
+    RECOPS_RETURN_IF_ERROR(begin_case(row, p, "q", &c));
+    auto& [shape, packed, off, B, T, H, K, HV, bt, gates, log2] = c;
     const int64_t V = static_cast<int64_t>(number(cs, "V", 64));
-    const int64_t bt = static_cast<int64_t>(number(cs, "chunk_size", 64));
-    const bool gates = flag(cs, "gates", true), log2 = flag(cs, "gate_log2", false);
     // h's NT: ceil(T / BT) per batch row, or the chunk count of the packed sequences.
     const int64_t nt = training_args::chunk_count(p->offsets, packed, T, bt) +
                        static_cast<int64_t>(number(cs, "extra_chunks", 0));

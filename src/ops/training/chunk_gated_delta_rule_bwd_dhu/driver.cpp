@@ -17,7 +17,6 @@
 #include <cmath>
 
 #include "ops/training/chunk_gated_delta_rule_bwd_dhu/chunk_gated_delta_rule_bwd_dhu.h"
-#include "ops/training/common/case_args.h"
 #include "ops/training/common/gdn_driver.h"
 #include "tools/recops/inputs.h"
 
@@ -26,40 +25,23 @@ namespace {
 using training_args::flag;
 using training_args::number;
 
-class ChunkGatedDeltaRuleBwdDhuDriver final : public FixedDriver {
+class ChunkGatedDeltaRuleBwdDhuDriver final : public training_args::GdnDriver {
  public:
   ChunkGatedDeltaRuleBwdDhuDriver()
-      : FixedDriver({.ops = {"chunk_gated_delta_rule_bwd_dhu"},
-                     .folder = "training/chunk_gated_delta_rule_bwd_dhu",
-                     .fields = {"shape", "lengths", "offsets", "offsets_dtype"},
-                     .dtype = DType::bf16,
-                     .args = {{"V", ArgKind::integer},
-                              {"chunk_size", ArgKind::integer},
-                              {"gva", ArgKind::integer},
-                              {"gates", ArgKind::boolean},
-                              {"gate_scale", ArgKind::number},
-                              {"gate_log2", ArgKind::boolean},
-                              {"scale", ArgKind::number},
-                              {"h0", ArgKind::boolean},
-                              {"dht", ArgKind::boolean},
-                              {"w_scale", ArgKind::number},
-                              {"fp32_chunk_states", ArgKind::boolean},
-                              {"T", ArgKind::integer}}}) {}
+      : GdnDriver("chunk_gated_delta_rule_bwd_dhu", {{"V", ArgKind::integer},
+                                                     {"scale", ArgKind::number},
+                                                     {"h0", ArgKind::boolean},
+                                                     {"dht", ArgKind::boolean},
+                                                     {"w_scale", ArgKind::number},
+                                                     {"fp32_chunk_states", ArgKind::boolean}}) {}
 
   Status make(const CaseRow& row, Problem* p) const override {
     const CaseSpec& cs = *row.spec;
-    RECOPS_RETURN_IF_ERROR(begin_make(row, p, "q's [B, T, H, K]"));
-    Shape shape = *cs.shape;
-    if (shape.size() != 4) return case_error(row, "shape must be q's [B, T, H, K]");
-    bool packed = false;
-    Input off;
-    RECOPS_RETURN_IF_ERROR(training_args::packed_time(row, p, &shape, &off, &packed));
-    const int64_t B = shape[0], T = shape[1], H = shape[2], K = shape[3];
-    const int64_t HV = H * static_cast<int64_t>(number(cs, "gva", 1));
+    Case c;
+    RECOPS_RETURN_IF_ERROR(begin_case(row, p, "q", &c));
+    auto& [shape, packed, off, B, T, H, K, HV, bt, gates, log2] = c;
     const int64_t V = static_cast<int64_t>(number(cs, "V", 64));
-    const int64_t bt = static_cast<int64_t>(number(cs, "chunk_size", 64));
     const int64_t N = packed ? static_cast<int64_t>(p->offsets.size()) - 1 : B;
-    const bool gates = flag(cs, "gates", true), log2 = flag(cs, "gate_log2", false);
     const bool h0 = flag(cs, "h0", true), dht = flag(cs, "dht", true);
     const bool f32 = flag(cs, "fp32_chunk_states", false);
     // dh's NT: ceil(T / BT), plus N with offsets (the sync-free bound).

@@ -20,7 +20,6 @@
 
 #include "ops/training/chunk_gated_delta_rule_fwd_h/chunk_gated_delta_rule_fwd_h.h"
 #include "ops/training/chunk_scaled_dot_kkt/chunk_scaled_dot_kkt.h"
-#include "ops/training/common/case_args.h"
 #include "ops/training/common/gdn_driver.h"
 #include "ops/training/recompute_w_u_fwd/recompute_w_u_fwd.h"
 #include "ops/training/solve_tril/solve_tril.h"
@@ -31,39 +30,22 @@ namespace {
 using training_args::flag;
 using training_args::number;
 
-class ChunkGatedDeltaRuleFwdHDriver final : public FixedDriver {
+class ChunkGatedDeltaRuleFwdHDriver final : public training_args::GdnDriver {
  public:
   ChunkGatedDeltaRuleFwdHDriver()
-      : FixedDriver({.ops = {"chunk_gated_delta_rule_fwd_h"},
-                     .folder = "training/chunk_gated_delta_rule_fwd_h",
-                     .fields = {"shape", "lengths", "offsets", "offsets_dtype"},
-                     .dtype = DType::bf16,
-                     .args = {{"V", ArgKind::integer},
-                              {"chunk_size", ArgKind::integer},
-                              {"gva", ArgKind::integer},
-                              {"gates", ArgKind::boolean},
-                              {"gate_scale", ArgKind::number},
-                              {"gate_log2", ArgKind::boolean},
-                              {"initial_state", ArgKind::boolean},
-                              {"final_state", ArgKind::boolean},
-                              {"fp32_chunk_states", ArgKind::boolean},
-                              {"num_chunks", ArgKind::integer},
-                              {"T", ArgKind::integer}}}) {}
+      : GdnDriver("chunk_gated_delta_rule_fwd_h", {{"V", ArgKind::integer},
+                                                   {"initial_state", ArgKind::boolean},
+                                                   {"final_state", ArgKind::boolean},
+                                                   {"fp32_chunk_states", ArgKind::boolean},
+                                                   {"num_chunks", ArgKind::integer}}) {}
 
   Status make(const CaseRow& row, Problem* p) const override {
     const CaseSpec& cs = *row.spec;
-    RECOPS_RETURN_IF_ERROR(begin_make(row, p, "k's [B, T, H, K]"));
-    Shape shape = *cs.shape;
-    if (shape.size() != 4) return case_error(row, "shape must be k's [B, T, H, K]");
-    bool packed = false;
-    Input off;
-    RECOPS_RETURN_IF_ERROR(training_args::packed_time(row, p, &shape, &off, &packed));
-    const int64_t B = shape[0], T = shape[1], H = shape[2], K = shape[3];
-    const int64_t HV = H * static_cast<int64_t>(number(cs, "gva", 1));
+    Case c;
+    RECOPS_RETURN_IF_ERROR(begin_case(row, p, "k", &c));
+    auto& [shape, packed, off, B, T, H, K, HV, bt, gates, log2] = c;
     const int64_t V = static_cast<int64_t>(number(cs, "V", 64));
-    const int64_t bt = static_cast<int64_t>(number(cs, "chunk_size", 64));
     const int64_t N = packed ? static_cast<int64_t>(p->offsets.size()) - 1 : B;
-    const bool gates = flag(cs, "gates", true), log2 = flag(cs, "gate_log2", false);
     const bool h0 = flag(cs, "initial_state", true), ht = flag(cs, "final_state", true);
     const bool f32 = flag(cs, "fp32_chunk_states", false);
     // h's NT: ceil(T / BT), or with offsets num_chunks / the sync-free bound ceil(T / BT) + N.

@@ -12,7 +12,6 @@
 #include <cmath>
 
 #include "ops/training/chunk_scaled_dot_kkt/chunk_scaled_dot_kkt.h"
-#include "ops/training/common/case_args.h"
 #include "ops/training/common/gdn_driver.h"
 #include "tools/recops/inputs.h"
 
@@ -21,32 +20,15 @@ namespace {
 using training_args::flag;
 using training_args::number;
 
-class ChunkScaledDotKktDriver final : public FixedDriver {
+class ChunkScaledDotKktDriver final : public training_args::GdnDriver {
  public:
-  ChunkScaledDotKktDriver()
-      : FixedDriver({.ops = {"chunk_scaled_dot_kkt"},
-                     .folder = "training/chunk_scaled_dot_kkt",
-                     .fields = {"shape", "scale", "lengths", "offsets", "offsets_dtype"},
-                     .dtype = DType::bf16,
-                     .args = {{"chunk_size", ArgKind::integer},
-                              {"gva", ArgKind::integer},
-                              {"gates", ArgKind::boolean},
-                              {"gate_scale", ArgKind::number},
-                              {"gate_log2", ArgKind::boolean},
-                              {"T", ArgKind::integer}}}) {}
+  ChunkScaledDotKktDriver() : GdnDriver("chunk_scaled_dot_kkt", {}, true) {}
 
   Status make(const CaseRow& row, Problem* p) const override {
     const CaseSpec& cs = *row.spec;
-    RECOPS_RETURN_IF_ERROR(begin_make(row, p, "k's [B, T, H, K]"));
-    Shape shape = *cs.shape;
-    if (shape.size() != 4) return case_error(row, "shape must be k's [B, T, H, K]");
-    bool packed = false;
-    Input off;
-    RECOPS_RETURN_IF_ERROR(training_args::packed_time(row, p, &shape, &off, &packed));
-    const int64_t B = shape[0], T = shape[1], H = shape[2];
-    const int64_t HV = H * static_cast<int64_t>(number(cs, "gva", 1));
-    const int64_t bt = static_cast<int64_t>(number(cs, "chunk_size", 64));
-    const bool gates = flag(cs, "gates", true), log2 = flag(cs, "gate_log2", false);
+    Case c;
+    RECOPS_RETURN_IF_ERROR(begin_case(row, p, "k", &c));
+    auto& [shape, packed, off, B, T, H, K, HV, bt, gates, log2] = c;
     auto& sc = p->scalars;
     sc["chunk_size"] = static_cast<double>(bt);
     sc["gate_log2"] = log2;

@@ -1,13 +1,16 @@
-// training/common/gdn_driver.h: what the GDN sub-ops' CLI drivers share beyond case_args.h: the
-// state's chunk count NT of a case, the gate input (the log decays −|x|·gate_scale and their
-// chunk-local cumsum G, by recops' own chunk_local_cumsum or summed here in fp64) and the
-// L2-normalized key rows.
+// training/common/gdn_driver.h: what the GDN sub-ops' CLI drivers share beyond case_args.h: their
+// base class (the spec and the start of make()), the state's chunk count NT of a case, the gate
+// input (the log decays −|x|·gate_scale and their chunk-local cumsum G, by recops' own
+// chunk_local_cumsum or summed here in fp64) and the L2-normalized key rows.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <map>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "ops/training/chunk_local_cumsum/chunk_local_cumsum.h"
@@ -89,5 +92,57 @@ inline void normalize_rows(TensorView* v) {
     }
   });
 }
+
+// The base of a GDN sub-op's driver: fields shape, lengths | offsets, offsets_dtype (and `scale`
+// with scale_field), bf16 by default, the args every one reads (chunk_size, gva, gates,
+// gate_scale, gate_log2, T) and the op's `extra` ones.
+class GdnDriver : public FixedDriver {
+ public:
+  GdnDriver(const char* op, std::map<std::string, ArgKind> extra, bool scale_field = false)
+      : FixedDriver(spec(op, std::move(extra), scale_field)) {}
+
+ protected:
+  // The anchor's [B, T, H, K] (T from the offsets when packed) and the args every make() reads.
+  struct Case {
+    Shape shape;
+    bool packed = false;
+    Input off;  // the offsets input when packed
+    int64_t B = 0, T = 0, H = 0, K = 0, HV = 0, bt = 0;
+    bool gates = true, log2 = false;
+  };
+
+  // The start of make(): begin_make, the anchor's shape (`anchor`: "q" or "k"), the packed time
+  // axis (packed_time) and gva, chunk_size (default 64), gates (default true), gate_log2.
+  Status begin_case(const CaseRow& row, Problem* p, const char* anchor, Case* c) const {
+    const CaseSpec& cs = *row.spec;
+    const std::string what = std::string(anchor) + "'s [B, T, H, K]";
+    RECOPS_RETURN_IF_ERROR(begin_make(row, p, what.c_str()));
+    c->shape = *cs.shape;
+    if (c->shape.size() != 4) return case_error(row, "shape must be " + what);
+    RECOPS_RETURN_IF_ERROR(packed_time(row, p, &c->shape, &c->off, &c->packed));
+    c->B = c->shape[0], c->T = c->shape[1], c->H = c->shape[2], c->K = c->shape[3];
+    c->HV = c->H * static_cast<int64_t>(number(cs, "gva", 1));
+    c->bt = static_cast<int64_t>(number(cs, "chunk_size", 64));
+    c->gates = flag(cs, "gates", true), c->log2 = flag(cs, "gate_log2", false);
+    return Status::Ok();
+  }
+
+ private:
+  static Spec spec(const char* op, std::map<std::string, ArgKind> args, bool scale_field) {
+    args.insert({{"chunk_size", ArgKind::integer},
+                 {"gva", ArgKind::integer},
+                 {"gates", ArgKind::boolean},
+                 {"gate_scale", ArgKind::number},
+                 {"gate_log2", ArgKind::boolean},
+                 {"T", ArgKind::integer}});
+    Spec s{.ops = {op},
+           .folder = std::string("training/") + op,
+           .fields = {"shape", "lengths", "offsets", "offsets_dtype"},
+           .dtype = DType::bf16,
+           .args = std::move(args)};
+    if (scale_field) s.fields.insert("scale");
+    return s;
+  }
+};
 
 }  // namespace recops::cli::training_args

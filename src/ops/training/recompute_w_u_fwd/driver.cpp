@@ -20,7 +20,6 @@
 #include <cstring>
 
 #include "ops/training/chunk_scaled_dot_kkt/chunk_scaled_dot_kkt.h"
-#include "ops/training/common/case_args.h"
 #include "ops/training/common/gdn_driver.h"
 #include "ops/training/recompute_w_u_fwd/recompute_w_u_fwd.h"
 #include "ops/training/solve_tril/solve_tril.h"
@@ -31,36 +30,20 @@ namespace {
 using training_args::flag;
 using training_args::number;
 
-class RecomputeWUFwdDriver final : public FixedDriver {
+class RecomputeWUFwdDriver final : public training_args::GdnDriver {
  public:
   RecomputeWUFwdDriver()
-      : FixedDriver({.ops = {"recompute_w_u_fwd"},
-                     .folder = "training/recompute_w_u_fwd",
-                     .fields = {"shape", "scale", "lengths", "offsets", "offsets_dtype"},
-                     .dtype = DType::bf16,
-                     .args = {{"V", ArgKind::integer},
-                              {"gva", ArgKind::integer},
-                              {"chunk_size", ArgKind::integer},
-                              {"gates", ArgKind::boolean},
-                              {"gate_scale", ArgKind::number},
-                              {"gate_log2", ArgKind::boolean},
-                              {"l2norm", ArgKind::boolean},
-                              {"random", ArgKind::boolean},
-                              {"T", ArgKind::integer}}}) {}
+      : GdnDriver(
+            "recompute_w_u_fwd",
+            {{"V", ArgKind::integer}, {"l2norm", ArgKind::boolean}, {"random", ArgKind::boolean}},
+            true) {}
 
   Status make(const CaseRow& row, Problem* p) const override {
     const CaseSpec& cs = *row.spec;
-    RECOPS_RETURN_IF_ERROR(begin_make(row, p, "k's [B, T, H, K]"));
-    Shape shape = *cs.shape;
-    if (shape.size() != 4) return case_error(row, "shape must be k's [B, T, H, K]");
-    bool packed = false;
-    Input off;
-    RECOPS_RETURN_IF_ERROR(training_args::packed_time(row, p, &shape, &off, &packed));
-    const int64_t B = shape[0], T = shape[1], H = shape[2], K = shape[3];
-    const int64_t HV = H * static_cast<int64_t>(number(cs, "gva", 1));
+    Case c;
+    RECOPS_RETURN_IF_ERROR(begin_case(row, p, "k", &c));
+    auto& [shape, packed, off, B, T, H, K, HV, bt, gates, log2] = c;
     const int64_t V = static_cast<int64_t>(number(cs, "V", static_cast<double>(K)));
-    const int64_t bt = static_cast<int64_t>(number(cs, "chunk_size", 64));
-    const bool gates = flag(cs, "gates", true), log2 = flag(cs, "gate_log2", false);
     auto& sc = p->scalars;
     // Stated under the argument's name only when the case gives it (recops record writes the
     // scalars named like an argument into its manifest; absent means the schema's None).
