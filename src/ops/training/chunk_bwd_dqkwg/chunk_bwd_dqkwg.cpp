@@ -34,18 +34,11 @@ Status check_args(const ChunkBwdDqkwgArgs& a, const Context* ctx, Params* p) {
       kEntry.check_tensor("k", a.k, q, {B, T, H, K}, "[B, T, H, K] (q's sizes)"));
   RECOPS_RETURN_IF_ERROR(kEntry.check_tensor("v_new", a.v_new, q, {B, T, -1, -1}, "[B, T, HV, V]"));
   const int64_t HV = a.v_new.sizes[2], V = a.v_new.sizes[3];
-  RECOPS_CHECK(H > 0 ? HV % H == 0 : HV == 0, kOp, ": v_new's HV=", HV,
-               " must be a multiple of q's H=", H,
-               " (GVA: value head hv uses key head hv / (HV/H))");
+  RECOPS_RETURN_IF_ERROR(kEntry.gva("v_new", HV, H));
   const int64_t bt = a.chunk_size;
   RECOPS_RETURN_IF_ERROR(kEntry.chunk_size(bt));
   int64_t N = B;
-  if (a.seq_offsets) {
-    RECOPS_RETURN_IF_ERROR(training::check_packed_offsets(kOp, "q", q, *a.seq_offsets, B, T,
-                                                          "T (q's dim 1)", ctx, &N));
-    p->seq_offsets = a.seq_offsets->data;
-    p->off_dtype = a.seq_offsets->dtype;
-  }
+  RECOPS_RETURN_IF_ERROR(kEntry.seq_offsets(a.seq_offsets, q, B, T, ctx, &N, p));
   // h, dh: [B, NT, HV, K, V]. Without offsets NT = ceil(T / BT) exactly; with offsets NT is at
   // least the chunk count of all sequences (checked where the values are read); later chunks (a
   // sync-free bound, §4.2) are not read.

@@ -33,20 +33,13 @@ Status check_args(const ChunkBwdDvLocalArgs& a, const Context* ctx, Params* p) {
       kEntry.check_tensor("k", a.k, q, {B, T, H, K}, "[B, T, H, K] (q's sizes)"));
   RECOPS_RETURN_IF_ERROR(kEntry.check_tensor("do", a.do_, q, {B, T, -1, -1}, "[B, T, HV, V]"));
   const int64_t HV = a.do_.sizes[2], V = a.do_.sizes[3];
-  RECOPS_CHECK(H > 0 ? HV % H == 0 : HV == 0, kOp, ": do's HV=", HV,
-               " must be a multiple of q's H=", H,
-               " (GVA: value head hv uses key head hv / (HV/H))");
+  RECOPS_RETURN_IF_ERROR(kEntry.gva("do", HV, H));
   if (a.g) RECOPS_RETURN_IF_ERROR(kEntry.check_tensor("g", *a.g, q, {B, T, HV}, "[B, T, HV]"));
   const int64_t bt = a.chunk_size;
   RECOPS_RETURN_IF_ERROR(kEntry.chunk_size(bt));
   if (a.scale) RECOPS_CHECK(std::isfinite(*a.scale), kOp, ": scale=", *a.scale, " must be finite");
   int64_t N = B;
-  if (a.seq_offsets) {
-    RECOPS_RETURN_IF_ERROR(training::check_packed_offsets(kOp, "q", q, *a.seq_offsets, B, T,
-                                                          "T (q's dim 1)", ctx, &N));
-    p->seq_offsets = a.seq_offsets->data;
-    p->off_dtype = a.seq_offsets->dtype;
-  }
+  RECOPS_RETURN_IF_ERROR(kEntry.seq_offsets(a.seq_offsets, q, B, T, ctx, &N, p));
   p->q = q.data;
   p->k = a.k.data;
   p->g = a.g ? a.g->data : nullptr;

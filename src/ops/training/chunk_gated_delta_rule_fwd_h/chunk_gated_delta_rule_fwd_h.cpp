@@ -31,9 +31,7 @@ Status check_args(const ChunkGatedDeltaRuleFwdHArgs& a, const Context* ctx, Para
   RECOPS_RETURN_IF_ERROR(
       kEntry.check_tensor("w", a.w, k, {B, T, -1, K}, "[B, T, HV, K] (k's B, T, K)"));
   const int64_t HV = a.w.sizes[2];
-  RECOPS_CHECK(H > 0 ? HV % H == 0 : HV == 0, kOp, ": w's HV=", HV,
-               " must be a multiple of k's H=", H,
-               " (GVA: value head hv uses key head hv / (HV/H))");
+  RECOPS_RETURN_IF_ERROR(kEntry.gva("w", HV, H));
   RECOPS_RETURN_IF_ERROR(
       kEntry.check_tensor("u", a.u, k, {B, T, HV, -1}, "[B, T, HV, V] (w's HV)"));
   const int64_t V = a.u.sizes[3];
@@ -41,12 +39,7 @@ Status check_args(const ChunkGatedDeltaRuleFwdHArgs& a, const Context* ctx, Para
   RECOPS_RETURN_IF_ERROR(kEntry.chunk_size(bt));
   if (a.g) RECOPS_RETURN_IF_ERROR(kEntry.check_tensor("g", *a.g, k, {B, T, HV}, "[B, T, HV]"));
   int64_t N = B;
-  if (a.seq_offsets) {
-    RECOPS_RETURN_IF_ERROR(training::check_packed_offsets(kOp, "k", k, *a.seq_offsets, B, T,
-                                                          "T (k's dim 1)", ctx, &N));
-    p->seq_offsets = a.seq_offsets->data;
-    p->off_dtype = a.seq_offsets->dtype;
-  }
+  RECOPS_RETURN_IF_ERROR(kEntry.seq_offsets(a.seq_offsets, k, B, T, ctx, &N, p));
   if (a.initial_state)
     RECOPS_RETURN_IF_ERROR(kEntry.check_tensor("initial_state", *a.initial_state, k, {N, HV, K, V},
                                                "[N, HV, K, V] (N sequences)"));

@@ -42,19 +42,12 @@ Status check_args(const ChunkScaledDotKktArgs& a, const Context* ctx, Params* p)
   const int64_t B = k.sizes[0], T = k.sizes[1], H = k.sizes[2], K = k.sizes[3];
   RECOPS_RETURN_IF_ERROR(check_head_tensor("beta", a.beta, k, B, T, -1));
   const int64_t HV = a.beta.sizes[2];
-  RECOPS_CHECK(H > 0 ? HV % H == 0 : HV == 0, kOp, ": beta's HV=", HV,
-               " must be a multiple of k's H=", H,
-               " (GVA: value head hv uses key head hv / (HV/H))");
+  RECOPS_RETURN_IF_ERROR(kEntry.gva("beta", HV, H));
   if (a.g) RECOPS_RETURN_IF_ERROR(check_head_tensor("g", *a.g, k, B, T, HV));
   const int64_t bt = a.chunk_size;
   RECOPS_RETURN_IF_ERROR(kEntry.chunk_size(bt));
   int64_t N = B;
-  if (a.seq_offsets) {
-    RECOPS_RETURN_IF_ERROR(training::check_packed_offsets(kOp, "k", k, *a.seq_offsets, B, T,
-                                                          "T (k's dim 1)", ctx, &N));
-    p->seq_offsets = a.seq_offsets->data;
-    p->off_dtype = a.seq_offsets->dtype;
-  }
+  RECOPS_RETURN_IF_ERROR(kEntry.seq_offsets(a.seq_offsets, k, B, T, ctx, &N, p));
   p->k = k.data;
   p->beta = a.beta.data;
   p->g = a.g ? a.g->data : nullptr;

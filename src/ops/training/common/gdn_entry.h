@@ -6,8 +6,10 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "core/offsets.h"
+#include "ops/training/common/packed_offsets.h"
 #include "recops/status.h"
 #include "recops/tensor_view.h"
 
@@ -57,6 +59,28 @@ struct GdnEntry {
     RECOPS_CHECK(t.shape() == want && t.dtype == dtype && t.is_contiguous(), op, ": ", name,
                  " must be contiguous ", shape_str(want), " ", rule, " ", dtype_name(dtype),
                  "; got ", describe(t));
+    return Status::Ok();
+  }
+
+  // GVA: `v_name`'s HV value heads are a multiple of the anchor's H key heads.
+  Status gva(const char* v_name, int64_t HV, int64_t H) const {
+    RECOPS_CHECK(H > 0 ? HV % H == 0 : HV == 0, op, ": ", v_name, "'s HV=", HV,
+                 " must be a multiple of ", anchor, "'s H=", H,
+                 " (GVA: value head hv uses key head hv / (HV/H))");
+    return Status::Ok();
+  }
+
+  // The optional seq_offsets against the anchor t (batch B, time T; check_packed_offsets): with
+  // them *n_seq gets the sequence count and p->seq_offsets, p->off_dtype the offsets.
+  template <class Offsets, class P>
+  Status seq_offsets(const Offsets& off, const TensorView& t, int64_t B, int64_t T,
+                     const Context* ctx, int64_t* n_seq, P* p) const {
+    if (!off) return Status::Ok();
+    const std::string rule = std::string("T (") + anchor + "'s dim 1)";
+    RECOPS_RETURN_IF_ERROR(
+        check_packed_offsets(op, anchor, t, *off, B, T, rule.c_str(), ctx, n_seq));
+    p->seq_offsets = off->data;
+    p->off_dtype = off->dtype;
     return Status::Ok();
   }
 

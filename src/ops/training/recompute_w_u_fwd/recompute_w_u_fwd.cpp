@@ -47,9 +47,7 @@ Status check_args(const RecomputeWUFwdArgs& a, const Context* ctx, Params* p) {
   const int64_t B = k.sizes[0], T = k.sizes[1], H = k.sizes[2], K = k.sizes[3];
   RECOPS_RETURN_IF_ERROR(check_tensor("v", "[B, T, HV, V]", a.v, k, {B, T, -1, -1}, "B, T of k"));
   const int64_t HV = a.v.sizes[2], V = a.v.sizes[3];
-  RECOPS_CHECK(H > 0 ? HV % H == 0 : HV == 0, kOp, ": v's HV=", HV,
-               " must be a multiple of k's H=", H,
-               " (GVA: value head hv uses key head hv / (HV/H))");
+  RECOPS_RETURN_IF_ERROR(kEntry.gva("v", HV, H));
   RECOPS_RETURN_IF_ERROR(
       check_tensor("beta", "[B, T, HV]", a.beta, k, {B, T, HV}, "B, T of k; HV of v"));
   RECOPS_RETURN_IF_ERROR(
@@ -63,12 +61,7 @@ Status check_args(const RecomputeWUFwdArgs& a, const Context* ctx, Params* p) {
     RECOPS_RETURN_IF_ERROR(
         check_tensor("g", "[B, T, HV]", *a.g, k, {B, T, HV}, "B, T of k; HV of v"));
   int64_t N = B;
-  if (a.seq_offsets) {
-    RECOPS_RETURN_IF_ERROR(training::check_packed_offsets(kOp, "k", k, *a.seq_offsets, B, T,
-                                                          "T (k's dim 1)", ctx, &N));
-    p->seq_offsets = a.seq_offsets->data;
-    p->off_dtype = a.seq_offsets->dtype;
-  }
+  RECOPS_RETURN_IF_ERROR(kEntry.seq_offsets(a.seq_offsets, k, B, T, ctx, &N, p));
   p->k = k.data;
   p->v = a.v.data;
   p->beta = a.beta.data;

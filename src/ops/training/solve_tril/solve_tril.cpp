@@ -12,6 +12,7 @@
 namespace recops::ops::solve_tril_ns {
 namespace {
 constexpr const char* kOp = "solve_tril";
+constexpr training::GdnEntry kEntry{kOp, "A"};
 using training::is_float;
 
 const std::vector<core::Impl<Params>>& impls() {
@@ -34,12 +35,7 @@ Status check_args(const SolveTrilArgs& a, const Context* ctx, Params* p) {
                ": out_dtype must be fp64, fp32, fp16 or bf16; got ", dtype_name(*a.out_dtype));
   const int64_t B = A.sizes[0], T = A.sizes[1];
   int64_t N = B;
-  if (a.seq_offsets) {
-    RECOPS_RETURN_IF_ERROR(training::check_packed_offsets(kOp, "A", A, *a.seq_offsets, B, T,
-                                                          "T (A's dim 1)", ctx, &N));
-    p->seq_offsets = a.seq_offsets->data;
-    p->off_dtype = a.seq_offsets->dtype;
-  }
+  RECOPS_RETURN_IF_ERROR(kEntry.seq_offsets(a.seq_offsets, A, B, T, ctx, &N, p));
   p->B = B;
   p->T = T;
   p->H = A.sizes[2];
