@@ -1,20 +1,23 @@
 // tests/fuzz/fuzz_gdn_entries.cpp: the Gated DeltaNet sub-ops' public C++ entries on the CPU
 // (chunk_local_cumsum, chunk_scaled_dot_kkt, solve_tril, recompute_w_u_fwd,
 // chunk_gated_delta_rule_fwd_h, chunk_fwd_o, chunk_bwd_dv_local, chunk_gated_delta_rule_bwd_dhu,
-// chunk_bwd_dqkwg), with B, T, heads (GVA groups, sometimes mismatched), widths, chunk sizes,
-// seq_offsets, chunk counts, optional tensors, dtypes and strides derived from the fuzz input.
-// Each call must return an error Status or run; a crash, a hang or a sanitizer report is a
-// finding. Its own target, so that the seeds of fuzz_training_entries keep their meaning.
+// chunk_bwd_dqkwg, prepare_wy_repr_bwd) and the composed chunk_gated_delta_rule, with B, T, heads
+// (GVA groups, sometimes mismatched), widths, chunk sizes, seq_offsets, chunk counts, optional
+// tensors, dtypes and strides derived from the fuzz input. Each call must return an error Status or
+// run; a crash, a hang or a sanitizer report is a finding. Its own target, so that the seeds of
+// fuzz_training_entries keep their meaning.
 #include <algorithm>
 
 #include "fuzz_util.h"
 #include "ops/training/chunk_bwd_dqkwg/chunk_bwd_dqkwg.h"
 #include "ops/training/chunk_bwd_dv_local/chunk_bwd_dv_local.h"
 #include "ops/training/chunk_fwd_o/chunk_fwd_o.h"
+#include "ops/training/chunk_gated_delta_rule/chunk_gated_delta_rule.h"
 #include "ops/training/chunk_gated_delta_rule_bwd_dhu/chunk_gated_delta_rule_bwd_dhu.h"
 #include "ops/training/chunk_gated_delta_rule_fwd_h/chunk_gated_delta_rule_fwd_h.h"
 #include "ops/training/chunk_local_cumsum/chunk_local_cumsum.h"
 #include "ops/training/chunk_scaled_dot_kkt/chunk_scaled_dot_kkt.h"
+#include "ops/training/prepare_wy_repr_bwd/prepare_wy_repr_bwd.h"
 #include "ops/training/recompute_w_u_fwd/recompute_w_u_fwd.h"
 #include "ops/training/solve_tril/solve_tril.h"
 
@@ -74,8 +77,7 @@ bool dims(FuzzedDataProvider& fdp, Arena& ar, Dims* d) {
           return off.dtype == DType::int64 ? off.ptr<int64_t>()[o] : off.ptr<int32_t>()[o];
         };
         int64_t len = 0;  // raw offsets may be anything
-        if (!__builtin_sub_overflow(at(i + 1), at(i), &len) && len > 0 &&
-            len < (int64_t{1} << 40))
+        if (!__builtin_sub_overflow(at(i + 1), at(i), &len) && len > 0 && len < (int64_t{1} << 40))
           exact += (len + bt - 1) / bt;
       }
     }
@@ -119,8 +121,8 @@ bool gate(FuzzedDataProvider& fdp, Arena& ar, const Dims& d, TensorView* out) {
   return true;
 }
 
-std::optional<TensorView> opt(FuzzedDataProvider& fdp, Arena& ar, const Shape& s, DType t,
-                              bool* ok, int odds = 2) {
+std::optional<TensorView> opt(FuzzedDataProvider& fdp, Arena& ar, const Shape& s, DType t, bool* ok,
+                              int odds = 2) {
   if (fdp.ConsumeIntegralInRange<int>(0, odds - 1)) return std::nullopt;
   TensorView v;
   if (!ar.view(s, dtype_or_any(fdp, t, 12), &v)) *ok = false;
@@ -202,8 +204,7 @@ void fuzz_solve_tril(FuzzedDataProvider& fdp, Arena& ar, const Dims& d) {
 void fuzz_w_u(FuzzedDataProvider& fdp, Arena& ar, const Dims& d) {
   recops::RecomputeWUFwdArgs a;
   if (!btx(fdp, ar, d, d.H, d.K, d.t, &a.k) || !btx(fdp, ar, d, d.HV, d.V, d.t, &a.v) ||
-      !btx(fdp, ar, d, d.HV, -1, d.t, &a.beta) ||
-      !btx(fdp, ar, d, d.HV, d.BT, DType::fp32, &a.Ai))
+      !btx(fdp, ar, d, d.HV, -1, d.t, &a.beta) || !btx(fdp, ar, d, d.HV, d.BT, DType::fp32, &a.Ai))
     return;
   if (fdp.ConsumeBool()) {
     TensorView g;
@@ -336,8 +337,7 @@ void fuzz_dhu(FuzzedDataProvider& fdp, Arena& ar, const Dims& d) {
     (void)recops::chunk_gated_delta_rule_bwd_dhu_plain(a, dh, with_dh0 ? &dh0 : nullptr, dv2);
     return;
   }
-  (void)recops::chunk_gated_delta_rule_bwd_dhu(a, dh, with_dh0 ? &dh0 : nullptr, dv2,
-                                               ctx_arg(fdp));
+  (void)recops::chunk_gated_delta_rule_bwd_dhu(a, dh, with_dh0 ? &dh0 : nullptr, dv2, ctx_arg(fdp));
 }
 
 void fuzz_dqkwg(FuzzedDataProvider& fdp, Arena& ar, const Dims& d) {
@@ -372,12 +372,81 @@ void fuzz_dqkwg(FuzzedDataProvider& fdp, Arena& ar, const Dims& d) {
                                 ctx_arg(fdp));
 }
 
+void fuzz_wy_bwd(FuzzedDataProvider& fdp, Arena& ar, const Dims& d) {
+  recops::PrepareWyReprBwdArgs a;
+  if (!btx(fdp, ar, d, d.H, d.K, d.t, &a.k) || !btx(fdp, ar, d, d.HV, d.V, d.t, &a.v) ||
+      !btx(fdp, ar, d, d.HV, -1, d.t, &a.beta) ||
+      !btx(fdp, ar, d, d.HV, d.BT, DType::fp32, &a.Ai) || !btx(fdp, ar, d, d.HV, d.K, d.t, &a.dw) ||
+      !btx(fdp, ar, d, d.HV, d.V, d.t, &a.du))
+    return;
+  if (fdp.ConsumeBool()) {
+    TensorView g;
+    if (!gate(fdp, ar, d, &g)) return;
+    a.g = g;
+  }
+  a.seq_offsets = d.seq_offsets;
+  if (fdp.ConsumeIntegralInRange<int>(0, 3) == 0) a.chunk_size = size_arg(fdp, 1, 64);
+  a.gate_log2 = fdp.ConsumeBool();
+  recops::PrepareWyReprBwdShapes s;
+  if (!recops::prepare_wy_repr_bwd_shape(a, &s).ok()) return;
+  TensorView dk, dv, dbeta, dg;
+  if (!ar.output(s.dk, s.dk_dtype, &dk) || !ar.output(s.dv, s.dv_dtype, &dv) ||
+      !ar.output(s.dbeta, s.dbeta_dtype, &dbeta))
+    return;
+  const bool with_dg = s.has_dg != (fdp.ConsumeIntegralInRange<int>(0, 15) == 0);
+  if (with_dg && !ar.output(s.dg, DType::fp32, &dg)) return;
+  if (plain(fdp)) {
+    (void)recops::prepare_wy_repr_bwd_plain(a, dk, dv, dbeta, with_dg ? &dg : nullptr);
+    return;
+  }
+  (void)recops::prepare_wy_repr_bwd(a, dk, dv, dbeta, with_dg ? &dg : nullptr, ctx_arg(fdp));
+}
+
+void fuzz_composed(FuzzedDataProvider& fdp, Arena& ar, const Dims& d) {
+  recops::ChunkGatedDeltaRuleArgs a;
+  bool ok = true;
+  if (!btx(fdp, ar, d, d.H, d.K, d.t, &a.q) || !btx(fdp, ar, d, d.H, d.K, d.t, &a.k) ||
+      !btx(fdp, ar, d, d.HV, d.V, d.t, &a.v) || !gate(fdp, ar, d, &a.g) ||
+      !btx(fdp, ar, d, d.HV, -1, d.t, &a.beta))
+    return;
+  a.scale = scale_arg(fdp);
+  a.initial_state = opt(fdp, ar, {d.N, d.HV, d.K, d.V}, DType::fp32, &ok);
+  a.output_final_state = fdp.ConsumeBool();
+  a.seq_offsets = d.seq_offsets;
+  a.use_qk_l2norm_in_kernel = fdp.ConsumeBool();
+  a.chunk_size = d.BT;
+  if (!ok) return;
+  Shape so, sf;
+  DType to;
+  if (!recops::chunk_gated_delta_rule_shape(a, &so, &to, &sf).ok()) return;
+  TensorView o, fs;
+  if (!ar.output(so, to, &o)) return;
+  const bool with_fs = a.output_final_state != (fdp.ConsumeIntegralInRange<int>(0, 15) == 0);
+  if (with_fs && !ar.output(sf, DType::fp32, &fs)) return;
+  if (plain(fdp)) {
+    (void)recops::chunk_gated_delta_rule_plain(a, o, with_fs ? &fs : nullptr);
+    return;
+  }
+  recops::Context ctx = ctx_arg(fdp);
+  // The workspace it asks for, sometimes one byte short or none.
+  const size_t need = recops::chunk_gated_delta_rule_workspace_bytes(a);
+  size_t give = need;
+  const int w = fdp.ConsumeIntegralInRange<int>(0, 7);
+  if (w == 0) give = 0;
+  if (w == 1 && need > 0) give = need - 1;
+  if (give > (size_t{1} << 26)) return;  // beyond the harness's memory
+  std::vector<uint8_t> ws(give);
+  ctx.workspace = give ? ws.data() : nullptr;
+  ctx.workspace_bytes = give;
+  (void)recops::chunk_gated_delta_rule(a, o, with_fs ? &fs : nullptr, ctx);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FuzzedDataProvider fdp(data, size);
   try {
-    const int which = fdp.ConsumeIntegralInRange<int>(0, 8);
+    const int which = fdp.ConsumeIntegralInRange<int>(0, 10);
     Arena ar(fdp);
     Dims d;
     if (!dims(fdp, ar, &d)) return 0;
@@ -390,7 +459,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       case 5: fuzz_fwd_o(fdp, ar, d); break;
       case 6: fuzz_dv_local(fdp, ar, d); break;
       case 7: fuzz_dhu(fdp, ar, d); break;
-      default: fuzz_dqkwg(fdp, ar, d); break;
+      case 8: fuzz_dqkwg(fdp, ar, d); break;
+      case 9: fuzz_wy_bwd(fdp, ar, d); break;
+      default: fuzz_composed(fdp, ar, d); break;
     }
   } catch (const recops::Error&) {
     // Tensor::empty refusing a size is the harness's limit, not a finding.

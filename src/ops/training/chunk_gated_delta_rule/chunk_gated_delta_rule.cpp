@@ -82,7 +82,7 @@ Status check_args(const ChunkGatedDeltaRuleArgs& a, const Context* ctx, Params* 
   p->N = N;
   // The chunk states' NT: ceil(T / BT) per batch row; with offsets the sync-free bound
   // ceil(T / BT) + N (§4.2), which fwd_h takes by default.
-  p->NT = (T + bt - 1) / bt + (a.seq_offsets ? N : 0);
+  p->NT = training::chunk_count(T, bt) + (a.seq_offsets ? N : 0);
   p->scale = a.scale ? *a.scale : (K > 0 ? 1.0 / std::sqrt(static_cast<double>(K)) : 1.0);
   p->l2norm = a.use_qk_l2norm_in_kernel;
   p->args = a;
@@ -119,30 +119,34 @@ size_t align(size_t n) {
 
 // Nothing to write: o and final_state have no elements.
 bool empty(const Params& p) {
-  return p.B * p.T * p.HV * p.V == 0 && (!p.ht || p.N * p.HV * p.K * p.V == 0);
+  return training::any_zero({p.B, p.T, p.HV, p.V}) &&
+         (!p.ht || training::any_zero({p.N, p.HV, p.K, p.V}));
 }
 }  // namespace
 
 Layout workspace_layout(const Params& p) {
   Layout l;
   size_t at = 0;
-  auto part = [&](int64_t elems, DType t) {
+  // Extents may be huge next to a 0 one: products through training::extent_product (0, or
+  // saturated, which the workspace check then refuses).
+  auto part = [&](std::initializer_list<int64_t> extents, DType t) {
     const size_t off = at;
-    at += align(static_cast<size_t>(elems) * dtype_size(t));
+    const int64_t elems = training::extent_product(extents);
+    at += elems > (int64_t{1} << 56) ? (size_t{1} << 62)
+                                     : align(static_cast<size_t>(elems) * dtype_size(t));
     return off;
   };
-  const int64_t rows = p.B * p.T;
   if (p.l2norm) {
-    l.qn = part(rows * p.H * p.K, p.q_dtype);
-    l.kn = part(rows * p.H * p.K, p.k_dtype);
+    l.qn = part({p.B, p.T, p.H, p.K}, p.q_dtype);
+    l.kn = part({p.B, p.T, p.H, p.K}, p.k_dtype);
   }
-  l.G = part(rows * p.HV, DType::fp32);
-  l.A = part(rows * p.HV * p.BT, DType::fp32);
-  l.Ai = part(rows * p.HV * p.BT, DType::fp32);
-  l.w = part(rows * p.HV * p.K, p.k_dtype);
-  l.u = part(rows * p.HV * p.V, p.v_dtype);
-  l.h = part(p.B * p.NT * p.HV * p.K * p.V, p.k_dtype);
-  l.v_new = part(rows * p.HV * p.V, p.v_dtype);
+  l.G = part({p.B, p.T, p.HV}, DType::fp32);
+  l.A = part({p.B, p.T, p.HV, p.BT}, DType::fp32);
+  l.Ai = part({p.B, p.T, p.HV, p.BT}, DType::fp32);
+  l.w = part({p.B, p.T, p.HV, p.K}, p.k_dtype);
+  l.u = part({p.B, p.T, p.HV, p.V}, p.v_dtype);
+  l.h = part({p.B, p.NT, p.HV, p.K, p.V}, p.k_dtype);
+  l.v_new = part({p.B, p.T, p.HV, p.V}, p.v_dtype);
   l.total = at;
   return l;
 }

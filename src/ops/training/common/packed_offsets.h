@@ -23,6 +23,15 @@ inline bool any_zero(std::initializer_list<int64_t> extents) {
   return false;
 }
 
+// The product of extents: 0 when one is 0 (the others may then be huge), else saturating at
+// INT64_MAX (as TensorView::numel).
+inline int64_t extent_product(std::initializer_list<int64_t> extents) {
+  if (any_zero(extents)) return 0;
+  int64_t n = 1;
+  for (int64_t e : extents) n = TensorView::mul_sat(n, e);
+  return n;
+}
+
 // ceil(T / bt) for any T >= 0 and bt >= 1, without forming T + bt - 1 (T may be huge).
 inline int64_t chunk_count(int64_t T, int64_t bt) {
   return T / bt + (T % bt != 0);

@@ -150,7 +150,8 @@ Status prepare_wy_repr_bwd(const PrepareWyReprBwdArgs& a, const TensorView& dk,
   using namespace ops::prepare_wy_repr_bwd_ns;
   Params p;
   RECOPS_RETURN_IF_ERROR(prepare(a, dk, dv, dbeta, dg, ctx, &p));
-  if (p.B * p.T * p.HV == 0) return Status::Ok();  // empty: every output has no element
+  if (ops::training::any_zero({p.B, p.T, p.HV}))
+    return Status::Ok();  // empty: every output has no element
   return core::dispatch(kOp, impls(), a.k.device.type, p, ctx);
 }
 
@@ -163,7 +164,7 @@ Status prepare_wy_repr_bwd_plain(const PrepareWyReprBwdArgs& a, const TensorView
   Params p;
   RECOPS_RETURN_IF_ERROR(prepare(a, dk, dv, dbeta, dg, ctx, &p));
   p.plain = true;
-  if (p.B * p.T * p.HV == 0) return Status::Ok();
+  if (ops::training::any_zero({p.B, p.T, p.HV})) return Status::Ok();
   return run_reference(p, ctx);
 }
 
