@@ -795,8 +795,8 @@ def chunk_gated_delta_rule(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g:
     first with ``use_qk_l2norm_in_kernel``). q, k ``[B, T, H, K]``; v ``[B, T, HV, V]``; beta
     ``[B, T, HV]``; initial_state ``[N, HV, K, V]`` (``[.., V, K]`` with state_v_first); keyword
     ``chunk_size`` 16, 32 or 64 (default 64). Returns ``(o, final_state)``: o ``[B, T, HV, V]`` in
-    v's dtype, final_state ``[N, HV, K, V]`` fp32 or None without output_final_state. Forward only
-    for now (the backward is not yet available in recops)."""
+    v's dtype, final_state ``[N, HV, K, V]`` fp32 or None without output_final_state.
+    Differentiable in q, k, v, g, beta and initial_state (recops' chunk_gated_delta_rule_bwd)."""
     del cu_seqlens_cpu, chunk_indices  # fla's precomputed schedules; recops walks cu_seqlens
     if "transpose_state_layout" in kwargs:
         if state_v_first:
@@ -827,13 +827,6 @@ def chunk_gated_delta_rule(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g:
     if cu_seqlens is not None and q.shape[0] != 1:
         raise ValueError(f"The batch size is expected to be 1 rather than {q.shape[0]} when using "
                          f"`cu_seqlens`.")
-    if torch.is_grad_enabled() and any(
-            t is not None and t.requires_grad
-            for t in (q, k, v, g, beta, initial_state, kwargs.get("A_log"),
-                      kwargs.get("dt_bias"))):
-        raise NotImplementedError(
-            "chunk_gated_delta_rule: the backward is not yet available in recops (forward "
-            "only); detach the inputs or run under torch.no_grad()")
     if kwargs.get("use_gate_in_kernel", False):
         A_log, dt_bias = kwargs.get("A_log"), kwargs.get("dt_bias")
         if A_log is None:

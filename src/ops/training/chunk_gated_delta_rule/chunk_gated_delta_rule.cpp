@@ -2,7 +2,7 @@
 // All validation happens here, once (the sub-ops the CPU path calls check their own arguments
 // again); then the ordered implementation list runs the first implementation that accepts
 // (cpu_generic, reference; no CUDA path yet). At the end: the OpInfo and the argument table
-// (forward only: the backward is not yet available).
+// (the forward with .backward(chunk_gated_delta_rule_bwd), and the backward).
 #include "ops/training/chunk_gated_delta_rule/chunk_gated_delta_rule.h"
 
 #include <cmath>
@@ -16,6 +16,7 @@
 namespace recops::ops::chunk_gated_delta_rule_ns {
 namespace {
 constexpr const char* kOp = "chunk_gated_delta_rule";
+constexpr const char* kBwd = "chunk_gated_delta_rule_bwd";
 
 const std::vector<core::Impl<Params>>& impls() {
   static const auto list = core::with_cpu_impls<Params>({}, run_cpu, run_reference);
@@ -117,6 +118,65 @@ size_t align(size_t n) {
   return (n + 255) / 256 * 256;
 }
 
+// The backward's rules beyond the forward's (check_args): grad_o like o, grad_final_state
+// [N, HV, K, V] floating with output_final_state (else None or empty), the outputs' views.
+Status check_bwd(const ChunkGatedDeltaRuleBwdArgs& a, const Context* ctx, Params* p) {
+  RECOPS_RETURN_IF_ERROR(check_args(a.forward(), ctx, p));
+  p->bwd = true;
+  const TensorView& q = a.q;
+  RECOPS_RETURN_IF_ERROR(core::check_same_device(kBwd, "q", q, "grad_o", a.grad_o));
+  RECOPS_CHECK(
+      a.grad_o.shape() == a.v.shape() && a.grad_o.dtype == a.v.dtype && a.grad_o.is_contiguous(),
+      kBwd, ": grad_o must be contiguous with v's shape ", shape_str(a.v.shape()), " and dtype ",
+      dtype_name(a.v.dtype), "; got ", describe(a.grad_o));
+  if (a.grad_final_state && a.output_final_state) {
+    const TensorView& d = *a.grad_final_state;
+    const Shape want = {p->N, p->HV, p->K, p->V};
+    RECOPS_RETURN_IF_ERROR(core::check_same_device(kBwd, "q", q, "grad_final_state", d));
+    RECOPS_CHECK(d.shape() == want && is_float(d.dtype) && d.is_contiguous(), kBwd,
+                 ": grad_final_state must be contiguous ", shape_str(want),
+                 " ([N, HV, K, V]) of fp64, fp32, fp16 or bf16; got ", describe(d));
+    p->dht = d.data;
+    p->dht_dtype = d.dtype;
+    p->dht_view = d;
+  } else if (a.grad_final_state) {
+    RECOPS_CHECK(a.grad_final_state->numel() == 0, kBwd,
+                 ": grad_final_state must be None or empty when output_final_state is false; got ",
+                 describe(*a.grad_final_state));
+  }
+  p->d_o = a.grad_o.data;
+  return Status::Ok();
+}
+
+Status check_out(const char* name, const TensorView& t, const TensorView& q, const Shape& want,
+                 DType dtype) {
+  RECOPS_RETURN_IF_ERROR(core::check_same_device(kBwd, "q", q, name, t));
+  RECOPS_CHECK(t.shape() == want && t.dtype == dtype && t.is_contiguous(), kBwd, ": ", name,
+               " must be contiguous ", shape_str(want), " of ", dtype_name(dtype), "; got ",
+               describe(t));
+  return Status::Ok();
+}
+
+Status prepare_bwd(const ChunkGatedDeltaRuleBwdArgs& a, const ChunkGatedDeltaRuleBwdOut& o,
+                   const Context& ctx, Params* p) {
+  RECOPS_RETURN_IF_ERROR(check_bwd(a, &ctx, p));
+  RECOPS_RETURN_IF_ERROR(check_out("dq", o.dq, a.q, a.q.shape(), a.q.dtype));
+  RECOPS_RETURN_IF_ERROR(check_out("dk", o.dk, a.q, a.k.shape(), a.k.dtype));
+  RECOPS_RETURN_IF_ERROR(check_out("dv", o.dv, a.q, a.v.shape(), a.v.dtype));
+  RECOPS_RETURN_IF_ERROR(check_out("dg", o.dg, a.q, a.g.shape(), a.g.dtype));
+  RECOPS_RETURN_IF_ERROR(check_out("dbeta", o.dbeta, a.q, a.beta.shape(), a.beta.dtype));
+  const bool want = a.initial_state.has_value() && a.want_d_initial_state;
+  RECOPS_CHECK(want == (o.dh0 != nullptr), kBwd,
+               ": dh0 must be given exactly when initial_state is given and wanted");
+  if (o.dh0)
+    RECOPS_RETURN_IF_ERROR(check_out("dh0", *o.dh0, a.q, {p->N, p->HV, p->K, p->V}, DType::fp32));
+  p->dq = o.dq.data, p->dk = o.dk.data, p->dv = o.dv.data, p->dg = o.dg.data;
+  p->dbeta = o.dbeta.data;
+  p->dh0 = o.dh0 ? o.dh0->data : nullptr;
+  p->out = o;
+  return Status::Ok();
+}
+
 // Nothing to write: o and final_state have no elements.
 bool empty(const Params& p) {
   return training::any_zero({p.B, p.T, p.HV, p.V}) &&
@@ -147,6 +207,19 @@ Layout workspace_layout(const Params& p) {
   l.u = part({p.B, p.T, p.HV, p.V}, p.v_dtype);
   l.h = part({p.B, p.NT, p.HV, p.K, p.V}, p.k_dtype);
   l.v_new = part({p.B, p.T, p.HV, p.V}, p.v_dtype);
+  if (p.bwd) {
+    l.dv_local = part({p.B, p.T, p.HV, p.V}, p.v_dtype);
+    l.dh = part({p.B, p.NT, p.HV, p.K, p.V}, p.q_dtype);
+    l.dv2 = part({p.B, p.T, p.HV, p.V}, p.v_dtype);
+    l.dw = part({p.B, p.T, p.HV, p.K}, p.k_dtype);
+    l.dG = part({p.B, p.T, p.HV}, DType::fp32);
+    l.dG2 = part({p.B, p.T, p.HV}, DType::fp32);
+    l.dk2 = part({p.B, p.T, p.H, p.K}, p.k_dtype);
+    if (p.l2norm) {
+      l.dqn = part({p.B, p.T, p.H, p.K}, p.q_dtype);
+      l.dkn = part({p.B, p.T, p.H, p.K}, p.k_dtype);
+    }
+  }
   l.total = at;
   return l;
 }
@@ -203,6 +276,49 @@ Status chunk_gated_delta_rule_plain(const ChunkGatedDeltaRuleArgs& a, const Tens
   return run_cpu(p, ctx);
 }
 
+Status chunk_gated_delta_rule_bwd_check(const ChunkGatedDeltaRuleBwdArgs& a, bool* has_dh0) {
+  using namespace ops::chunk_gated_delta_rule_ns;
+  Params p;
+  RECOPS_RETURN_IF_ERROR(check_bwd(a, nullptr, &p));
+  *has_dh0 = a.initial_state.has_value() && a.want_d_initial_state;
+  return Status::Ok();
+}
+
+size_t chunk_gated_delta_rule_bwd_workspace_bytes(const ChunkGatedDeltaRuleBwdArgs& a) {
+  using namespace ops::chunk_gated_delta_rule_ns;
+  Params p;
+  if (!check_bwd(a, nullptr, &p).ok()) return 0;
+  return workspace_layout(p).total;
+}
+
+Status chunk_gated_delta_rule_bwd(const ChunkGatedDeltaRuleBwdArgs& a,
+                                  const ChunkGatedDeltaRuleBwdOut& out, const Context& ctx) {
+  using namespace ops::chunk_gated_delta_rule_ns;
+  Params p;
+  RECOPS_RETURN_IF_ERROR(prepare_bwd(a, out, ctx, &p));
+  const size_t need = workspace_layout(p).total;
+  RECOPS_CHECK(ctx.workspace_bytes >= need && (need == 0 || ctx.workspace != nullptr), kBwd,
+               ": the workspace must hold ", need,
+               " bytes (chunk_gated_delta_rule_bwd_workspace_bytes); got ", ctx.workspace_bytes);
+  p.workspace = ctx.workspace;
+  p.workspace_bytes = ctx.workspace_bytes;
+  return core::dispatch(kBwd, impls(), a.q.device.type, p, ctx);
+}
+
+Status chunk_gated_delta_rule_bwd_plain(const ChunkGatedDeltaRuleBwdArgs& a,
+                                        const ChunkGatedDeltaRuleBwdOut& out) {
+  using namespace ops::chunk_gated_delta_rule_ns;
+  RECOPS_CHECK(a.q.device.is_cpu(), "chunk_gated_delta_rule_bwd_plain: CPU tensors only");
+  const Context ctx;
+  Params p;
+  RECOPS_RETURN_IF_ERROR(prepare_bwd(a, out, ctx, &p));
+  std::vector<unsigned char> scratch(std::max<size_t>(1, workspace_layout(p).total));
+  p.workspace = scratch.data();
+  p.workspace_bytes = scratch.size();
+  p.plain = true;
+  return run_cpu(p, ctx);
+}
+
 }  // namespace recops
 
 // ---- registration: the OpInfo and the argument table (core/kit/op_def.h) ----
@@ -221,6 +337,26 @@ Status run(const ChunkGatedDeltaRuleArgs& a, const kit::Outputs& o, const Contex
 }
 size_t workspace(const ChunkGatedDeltaRuleArgs& a, const kit::Outputs&) {
   return chunk_gated_delta_rule_workspace_bytes(a);
+}
+
+Status bwd_shapes(const ChunkGatedDeltaRuleBwdArgs& a, std::vector<kit::OutSpec>* outs) {
+  bool has_dh0 = false;
+  RECOPS_RETURN_IF_ERROR(chunk_gated_delta_rule_bwd_check(a, &has_dh0));
+  outs->push_back({a.q.shape(), a.q.dtype});
+  outs->push_back({a.k.shape(), a.k.dtype});
+  outs->push_back({a.v.shape(), a.v.dtype});
+  outs->push_back({a.g.shape(), a.g.dtype});
+  outs->push_back({a.beta.shape(), a.beta.dtype});
+  outs->push_back({has_dh0 ? a.initial_state->shape() : Shape{0}, DType::fp32, has_dh0});
+  return Status::Ok();
+}
+Status bwd_run(const ChunkGatedDeltaRuleBwdArgs& a, const kit::Outputs& o, const Context& ctx) {
+  ChunkGatedDeltaRuleBwdOut out{o.views[0], o.views[1], o.views[2],
+                                o.views[3], o.views[4], o.get(5)};
+  return chunk_gated_delta_rule_bwd(a, out, ctx);
+}
+size_t bwd_workspace(const ChunkGatedDeltaRuleBwdArgs& a, const kit::Outputs&) {
+  return chunk_gated_delta_rule_bwd_workspace_bytes(a);
 }
 
 constexpr const char* kDoc =
@@ -258,8 +394,9 @@ Returns:
     or an empty ``[0]`` tensor when output_final_state is False (fla returns None; the kit has no
     optional outputs).
 
-Forward only for now (inputs that require grad raise while grad mode is on): the backward is not
-yet available.
+Differentiable in q, k, v, g, beta and initial_state (the op ``chunk_gated_delta_rule_bwd``,
+which recomputes the forward's intermediates and runs the GDN backward sub-ops). Double backward
+raises.
 )";
 }  // namespace
 }  // namespace recops::ops::chunk_gated_delta_rule_ns
@@ -268,24 +405,52 @@ RECOPS_REGISTER_OPS(reg) {
   using namespace recops;
   using namespace recops::ops::chunk_gated_delta_rule_ns;
   using A = ChunkGatedDeltaRuleArgs;
+  using D = ChunkGatedDeltaRuleBwdArgs;
   reg.add(OpInfo{kOp, "training", core::describe_impls(impls())});
-  reg.add(kit::Def<A>(kOp, "training")
-              .arg<&A::q>("q", {.dense_from = 0})
-              .arg<&A::k>("k", {.dense_from = 0})
-              .arg<&A::v>("v", {.dense_from = 0})
-              .arg<&A::g>("g", {.dense_from = 0})
-              .arg<&A::beta>("beta", {.dense_from = 0})
-              .arg<&A::scale>("scale", {.def = "None"})
-              .arg<&A::initial_state>("initial_state", {.def = "None", .dense_from = 0})
-              .arg<&A::output_final_state>("output_final_state", {.def = "False"})
-              .arg<&A::seq_offsets>("seq_offsets", {.def = "None", .dense_from = 0})
-              .arg<&A::use_qk_l2norm_in_kernel>("use_qk_l2norm_in_kernel", {.def = "False"})
-              .arg<&A::chunk_size>("chunk_size", {.def = "64"})
-              .out("o")
-              .out("final_state")
-              .shapes(shapes)
-              .run(run)
-              .workspace(workspace)
-              .forward_only()
-              .doc("", kDoc));
+  reg.add(OpInfo{kBwd, "training", core::describe_impls(impls())});
+  reg.add(
+      kit::Def<A>(kOp, "training")
+          .arg<&A::q>("q", {.grad = true, .dense_from = 0})
+          .arg<&A::k>("k", {.grad = true, .dense_from = 0})
+          .arg<&A::v>("v", {.grad = true, .dense_from = 0})
+          .arg<&A::g>("g", {.grad = true, .dense_from = 0})
+          .arg<&A::beta>("beta", {.grad = true, .dense_from = 0})
+          .arg<&A::scale>("scale", {.def = "None"})
+          .arg<&A::initial_state>("initial_state", {.def = "None", .grad = true, .dense_from = 0})
+          .arg<&A::output_final_state>("output_final_state", {.def = "False"})
+          .arg<&A::seq_offsets>("seq_offsets", {.def = "None", .dense_from = 0})
+          .arg<&A::use_qk_l2norm_in_kernel>("use_qk_l2norm_in_kernel", {.def = "False"})
+          .arg<&A::chunk_size>("chunk_size", {.def = "64"})
+          .out("o")
+          .out("final_state")
+          .shapes(shapes)
+          .run(run)
+          .workspace(workspace)
+          .backward(kBwd)
+          .doc("", kDoc));
+  reg.add(kit::Def<D>(kBwd, "training")
+              .arg<&D::grad_o>("grad_o", {.dense_from = 0})
+              .arg<&D::grad_final_state>("grad_final_state", {.dense_from = 0})
+              .arg<&D::q>("q", {.dense_from = 0})
+              .arg<&D::k>("k", {.dense_from = 0})
+              .arg<&D::v>("v", {.dense_from = 0})
+              .arg<&D::g>("g", {.dense_from = 0})
+              .arg<&D::beta>("beta", {.dense_from = 0})
+              .arg<&D::scale>("scale", {.def = "None"})
+              .arg<&D::initial_state>("initial_state", {.def = "None", .dense_from = 0})
+              .arg<&D::output_final_state>("output_final_state", {.def = "False"})
+              .arg<&D::seq_offsets>("seq_offsets", {.def = "None", .dense_from = 0})
+              .arg<&D::use_qk_l2norm_in_kernel>("use_qk_l2norm_in_kernel", {.def = "False"})
+              .arg<&D::chunk_size>("chunk_size", {.def = "64"})
+              .arg<&D::want_d_initial_state>("want_d_initial_state", {.def = "True"})
+              .out("dq")
+              .out("dk")
+              .out("dv")
+              .out("dg")
+              .out("dbeta")
+              .out("dh0")
+              .shapes(bwd_shapes)
+              .run(bwd_run)
+              .workspace(bwd_workspace)
+              .doc("-", ""));
 }

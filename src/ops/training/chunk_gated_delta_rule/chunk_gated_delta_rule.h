@@ -1,6 +1,7 @@
 // training/chunk_gated_delta_rule/chunk_gated_delta_rule.h: the C++ API (torch-free) of the
 // composed Gated DeltaNet op chunk_gated_delta_rule (training_ops.md §4.4; fla-core's
-// fla.ops.gated_delta_rule.chunk.chunk_gated_delta_rule). Forward only for now.
+// fla.ops.gated_delta_rule.chunk.chunk_gated_delta_rule) and its backward
+// chunk_gated_delta_rule_bwd.
 //
 // Per sequence and value head hv (key head h = hv / (HV / H)), with the state S [K, V] starting at
 // initial_state (or 0), token by token (§4.2):
@@ -53,5 +54,51 @@ Status chunk_gated_delta_rule(const ChunkGatedDeltaRuleArgs& a, const TensorView
 // and solve_tril as they are), with its own scratch.
 Status chunk_gated_delta_rule_plain(const ChunkGatedDeltaRuleArgs& a, const TensorView& o,
                                     const TensorView* final_state);
+
+// chunk_gated_delta_rule_bwd: the gradients of the forward's inputs (training_ops.md §4.4). The
+// kit's backward convention: the outputs' gradients, then the forward's arguments, then
+// want_d_initial_state. The CPU path recomputes w, u, h and v_new, then chunk_bwd_dv_local →
+// chunk_gated_delta_rule_bwd_dhu → chunk_bwd_dqkwg → prepare_wy_repr_bwd, dk += dk2, dG += dG2,
+// dg = chunk_local_cumsum_bwd(dG), and l2norm_bwd with use_qk_l2norm_in_kernel.
+struct ChunkGatedDeltaRuleBwdArgs {
+  TensorView grad_o;                           // [B, T, HV, V], v's dtype
+  std::optional<TensorView> grad_final_state;  // [N, HV, K, V] (read only with
+                                               // output_final_state; else None or empty)
+  // The forward's arguments (ChunkGatedDeltaRuleArgs'), flat for the argument table.
+  TensorView q, k, v, g, beta;
+  std::optional<double> scale;
+  std::optional<TensorView> initial_state;
+  bool output_final_state = false;
+  std::optional<TensorView> seq_offsets;
+  bool use_qk_l2norm_in_kernel = false;
+  int64_t chunk_size = 64;
+  bool want_d_initial_state = true;  // dh0 wanted (with initial_state)
+  ChunkGatedDeltaRuleArgs forward() const {
+    return {q,
+            k,
+            v,
+            g,
+            beta,
+            scale,
+            initial_state,
+            output_final_state,
+            seq_offsets,
+            use_qk_l2norm_in_kernel,
+            chunk_size};
+  }
+};
+// dq, dk: q's shape and dtype; dv: v's; dg: g's; dbeta: beta's; dh0: [N, HV, K, V] fp32 (present
+// exactly when initial_state is given and want_d_initial_state).
+struct ChunkGatedDeltaRuleBwdOut {
+  TensorView dq, dk, dv, dg, dbeta;
+  const TensorView* dh0 = nullptr;
+};
+Status chunk_gated_delta_rule_bwd_check(const ChunkGatedDeltaRuleBwdArgs& a, bool* has_dh0);
+size_t chunk_gated_delta_rule_bwd_workspace_bytes(const ChunkGatedDeltaRuleBwdArgs& a);
+Status chunk_gated_delta_rule_bwd(const ChunkGatedDeltaRuleBwdArgs& a,
+                                  const ChunkGatedDeltaRuleBwdOut& out, const Context& ctx = {});
+// The plain baseline of the backward: the same composition of the sub-ops' plain baselines.
+Status chunk_gated_delta_rule_bwd_plain(const ChunkGatedDeltaRuleBwdArgs& a,
+                                        const ChunkGatedDeltaRuleBwdOut& out);
 
 }  // namespace recops

@@ -1,4 +1,5 @@
-// training/chunk_gated_delta_rule/driver.cpp: the `recops` CLI's driver of chunk_gated_delta_rule:
+// training/chunk_gated_delta_rule/driver.cpp: the `recops` CLI's driver of chunk_gated_delta_rule
+// and chunk_gated_delta_rule_bwd:
 // builds a case's inputs, calls the public entry with its workspace, counts bytes and FLOPs
 // (tools/recops/driver.h), and supplies the double standard's plain baseline.
 //
@@ -10,7 +11,9 @@
 // l2norm (use_qk_l2norm_in_kernel; q and k are then raw U(−1, 1)·2), scale (absent: the op's
 // default K^-1/2), initial_state (default true: h0 ~ U(−1, 1) fp32), final_state (default true:
 // output_final_state), T (with lengths/offsets: q's T instead of the offsets' total, for a
-// mismatch case).
+// mismatch case). The backward's extra inputs, first: grad_o ~ U(−1, 1) in the case's dtype and
+// grad_final_state ~ U(−1, 1) fp32 (with final_state); its outputs dq, dk, dv, dg, dbeta and dh0
+// (with initial_state).
 // The inputs follow fla's conditioning (training_ops.md §5): q and k rows l2-normalised (without
 // l2norm), v ~ U(−1, 1), beta = sigmoid(U(−1, 1)), all in the case's dtype.
 #include <cmath>
@@ -27,7 +30,7 @@ using training_args::number;
 class ChunkGatedDeltaRuleDriver final : public training_args::WorkspaceDriver {
  public:
   ChunkGatedDeltaRuleDriver()
-      : WorkspaceDriver({.ops = {"chunk_gated_delta_rule"},
+      : WorkspaceDriver({.ops = {"chunk_gated_delta_rule", "chunk_gated_delta_rule_bwd"},
                          .folder = "training/chunk_gated_delta_rule",
                          .fields = {"shape", "lengths", "offsets", "offsets_dtype"},
                          .dtype = DType::bf16,
@@ -68,12 +71,21 @@ class ChunkGatedDeltaRuleDriver final : public training_args::WorkspaceDriver {
     if (cs.args.count("scale")) sc["scale"] = number(cs, "scale", 1.0);
     sc["h0"] = h0;
     sc["packed"] = packed;
+    const bool bwd = row.op == "chunk_gated_delta_rule_bwd";
+    sc["bwd"] = bwd;
     p->inputs.clear();
+    if (bwd) {
+      p->inputs.push_back(data_input("grad_o", p->dtype, {B, T, HV, V}, cs.seed + 6, 1.0));
+      if (ht)
+        p->inputs.push_back(data_input("grad_final_state", DType::fp32,
+                                       {std::max<int64_t>(N, 0), HV, K, V}, cs.seed + 7, 1.0));
+    }
+    const size_t q_at = p->inputs.size();
     p->inputs.push_back(data_input("q", p->dtype, shape, cs.seed, l2 ? 2.0 : 1.0));
     p->inputs.push_back(data_input("k", p->dtype, shape, cs.seed + 1, l2 ? 2.0 : 1.0));
     if (!l2) {
-      normalize_rows(&p->inputs[0]);
-      normalize_rows(&p->inputs[1]);
+      normalize_rows(&p->inputs[q_at]);
+      normalize_rows(&p->inputs[q_at + 1]);
     }
     p->inputs.push_back(data_input("v", p->dtype, {B, T, HV, V}, cs.seed + 2, 1.0));
     const double gs = number(cs, "gate_scale", 1.0);
@@ -92,6 +104,15 @@ class ChunkGatedDeltaRuleDriver final : public training_args::WorkspaceDriver {
     }
     p->sizes = {{"B", B}, {"T", T}, {"H", H}, {"HV", HV}, {"K", K}, {"V", V}};
     if (packed) p->sizes.push_back({"N", N});
+    if (bwd) {
+      p->outputs = {{"dq", shape, p->dtype},
+                    {"dk", shape, p->dtype},
+                    {"dv", {B, T, HV, V}, p->dtype},
+                    {"dg", {B, T, HV}, gate_same ? p->dtype : DType::fp32},
+                    {"dbeta", {B, T, HV}, p->dtype}};
+      if (h0) p->outputs.push_back({"dh0", {std::max<int64_t>(N, 0), HV, K, V}, DType::fp32});
+      return Status::Ok();
+    }
     p->outputs = {{"o", {B, T, HV, V}, p->dtype}};
     if (ht) p->outputs.push_back({"final_state", {std::max<int64_t>(N, 0), HV, K, V}, DType::fp32});
     return Status::Ok();
@@ -99,18 +120,28 @@ class ChunkGatedDeltaRuleDriver final : public training_args::WorkspaceDriver {
 
   Status run(const Problem& p, const std::vector<TensorView>& in,
              const std::vector<TensorView>& out, const Context& ctx) const override {
+    if (p.scalars.at("bwd") != 0) {
+      const ChunkGatedDeltaRuleBwdArgs b = bwd_args(p, in);
+      return chunk_gated_delta_rule_bwd(b, bwd_out(out, b), ctx);
+    }
     const ChunkGatedDeltaRuleArgs a = args(p, in);
     return chunk_gated_delta_rule(a, out[0], a.output_final_state ? &out[1] : nullptr, ctx);
   }
 
   size_t workspace_bytes(const Problem& p, const std::vector<TensorView>& in,
                          const std::vector<TensorView>&) const override {
+    if (p.scalars.at("bwd") != 0)
+      return chunk_gated_delta_rule_bwd_workspace_bytes(bwd_args(p, in));
     return chunk_gated_delta_rule_workspace_bytes(args(p, in));
   }
 
   Status baseline(const Problem& p, std::vector<Tensor>* out) const override {
     *out = alloc_outputs(p, Device::cpu());
     const auto o = views(*out);
+    if (p.scalars.at("bwd") != 0) {
+      const ChunkGatedDeltaRuleBwdArgs b = bwd_args(p, views(p.inputs));
+      return chunk_gated_delta_rule_bwd_plain(b, bwd_out(o, b));
+    }
     const ChunkGatedDeltaRuleArgs a = args(p, views(p.inputs));
     return chunk_gated_delta_rule_plain(a, o[0], a.output_final_state ? &o[1] : nullptr);
   }
@@ -118,25 +149,30 @@ class ChunkGatedDeltaRuleDriver final : public training_args::WorkspaceDriver {
   // The dense chunk matmuls a GPU does, per position and value head (BT the chunk size): kkᵀ
   // 2·BT·K, w and u 2·BT·(K + V), w·S and the k ⊗ v_new update 4·K·V, q·kᵀ 2·BT·K, o 2·BT·V and
   // q·h 2·K·V: 2·B·T·HV·(3·BT·K + 2·BT·V + 3·K·V).
+  // The backward: the forward's recompute (without o) plus about twice its matmuls; counted as
+  // three times the forward's.
   double flops(const Problem& p) const override {
-    const Shape& q = p.inputs[0].view.shape();
-    const Shape& v = p.inputs[2].view.shape();
+    const size_t at =
+        p.scalars.at("bwd") != 0 ? (p.scalars.at("output_final_state") != 0 ? 2 : 1) : 0;
+    const Shape& q = p.inputs[at].view.shape();
+    const Shape& v = p.inputs[at + 2].view.shape();
     const double bt = p.scalars.at("chunk_size"), K = static_cast<double>(q[3]);
     const double V = static_cast<double>(v[3]);
-    return 2.0 * static_cast<double>(v[0] * v[1] * v[2]) *
+    return (at ? 3.0 : 1.0) * 2.0 * static_cast<double>(v[0] * v[1] * v[2]) *
            (3.0 * bt * K + 2.0 * bt * V + 3.0 * K * V);
   }
 
  private:
-  static ChunkGatedDeltaRuleArgs args(const Problem& p, const std::vector<TensorView>& in) {
+  static ChunkGatedDeltaRuleArgs args(const Problem& p, const std::vector<TensorView>& in,
+                                      size_t i = 0) {
     const auto& sc = p.scalars;
     ChunkGatedDeltaRuleArgs a;
-    a.q = in[0];
-    a.k = in[1];
-    a.v = in[2];
-    a.g = in[3];
-    a.beta = in[4];
-    size_t i = 5;
+    a.q = in[i];
+    a.k = in[i + 1];
+    a.v = in[i + 2];
+    a.g = in[i + 3];
+    a.beta = in[i + 4];
+    i += 5;
     if (sc.at("h0") != 0) a.initial_state = in[i++];
     if (sc.at("packed") != 0) a.seq_offsets = in[i++];
     if (const auto it = sc.find("scale"); it != sc.end()) a.scale = it->second;
@@ -144,6 +180,26 @@ class ChunkGatedDeltaRuleDriver final : public training_args::WorkspaceDriver {
     a.use_qk_l2norm_in_kernel = sc.at("use_qk_l2norm_in_kernel") != 0;
     a.chunk_size = static_cast<int64_t>(sc.at("chunk_size"));
     return a;
+  }
+
+  static ChunkGatedDeltaRuleBwdArgs bwd_args(const Problem& p, const std::vector<TensorView>& in) {
+    ChunkGatedDeltaRuleBwdArgs b;
+    b.grad_o = in[0];
+    const bool ht = p.scalars.at("output_final_state") != 0;
+    if (ht) b.grad_final_state = in[1];
+    const ChunkGatedDeltaRuleArgs a = args(p, in, ht ? 2 : 1);
+    b.q = a.q, b.k = a.k, b.v = a.v, b.g = a.g, b.beta = a.beta, b.scale = a.scale;
+    b.initial_state = a.initial_state;
+    b.output_final_state = a.output_final_state;
+    b.seq_offsets = a.seq_offsets;
+    b.use_qk_l2norm_in_kernel = a.use_qk_l2norm_in_kernel;
+    b.chunk_size = a.chunk_size;
+    return b;
+  }
+
+  static ChunkGatedDeltaRuleBwdOut bwd_out(const std::vector<TensorView>& o,
+                                           const ChunkGatedDeltaRuleBwdArgs& b) {
+    return {o[0], o[1], o[2], o[3], o[4], b.initial_state ? &o[5] : nullptr};
   }
 
   // Each element x of a floating input replaced by f(x), rounded to its dtype.

@@ -38,6 +38,21 @@ struct Params {
   bool l2norm = false;  // use_qk_l2norm_in_kernel
   double l2norm_eps = 1e-6;
   bool plain = false;  // cpu/ only: compose the sub-ops' plain baselines
+  // The backward (chunk_gated_delta_rule_bwd): do [B, T, HV, V] (v's dtype), dht [N, HV, K, V]
+  // (nullptr: zeros); outputs dq, dk (q's dtype), dv, dg, dbeta (their inputs' dtypes), dh0 fp32
+  // (nullptr: not wanted).
+  bool bwd = false;
+  const void* d_o = nullptr;
+  const void* dht = nullptr;
+  DType dht_dtype = DType::fp32;
+  void* dq = nullptr;
+  void* dk = nullptr;
+  void* dv = nullptr;
+  void* dg = nullptr;
+  void* dbeta = nullptr;
+  void* dh0 = nullptr;
+  std::optional<TensorView> dht_view;
+  std::optional<ChunkGatedDeltaRuleBwdOut> out;
   // For cpu/: the call's arguments (scale resolved), outputs and scratch.
   ChunkGatedDeltaRuleArgs args;
   TensorView o_view;
@@ -48,7 +63,11 @@ struct Params {
 
 // The workspace's parts: byte offsets (256-aligned) of each intermediate; `total` the size.
 struct Layout {
-  size_t qn = 0, kn = 0, G = 0, A = 0, Ai = 0, w = 0, u = 0, h = 0, v_new = 0, total = 0;
+  size_t qn = 0, kn = 0, G = 0, A = 0, Ai = 0, w = 0, u = 0, h = 0, v_new = 0;
+  // The backward's: dv_local, dh, dv2, dw (per value head), dG, dG2 (fp32), dq and dk of the
+  // normalised q and k (l2norm only), dk2 (prepare_wy_repr_bwd's dk, k's dtype).
+  size_t dv_local = 0, dh = 0, dv2 = 0, dw = 0, dG = 0, dG2 = 0, dqn = 0, dkn = 0, dk2 = 0;
+  size_t total = 0;
 };
 Layout workspace_layout(const Params& p);
 

@@ -2,7 +2,8 @@
 // `recops check`'s cases: a hand-computed recurrence, stateful continuity (a prefix run and a
 // suffix run from its final state equal the full run), varlen equal to per-sequence runs (a
 // zero-length sequence passes its state through), use_qk_l2norm_in_kernel equal to normalised
-// inputs, the workspace rule and the refusals with their messages (torch-free; built into
+// inputs, the workspace rule and the refusals with their messages; the backward
+// (chunk_gated_delta_rule_bwd) by hand on one token and its refusals (torch-free; built into
 // tests/cpp's recops_tests).
 #include <gtest/gtest.h>
 
@@ -254,6 +255,82 @@ TEST(ChunkGatedDeltaRule, Refusals) {
   b = a;
   b.scale = NAN;
   EXPECT_NE(message(b).find("must be finite"), std::string::npos) << message(b);
+}
+
+// The backward on one token, K = V = 1, by hand: Sa = e^g h0, r = v − Sa k, S = Sa + β k r,
+// o = scale S q; with do = 1 and dht = 0.7: dS = dht + scale q; dq = scale S; dβ = k dS r;
+// dr = β dS k; dk = β dS r − Sa dr; dv = dr; dg = (dS − k dr) Sa; dh0 = e^g (dS − k dr).
+TEST(ChunkGatedDeltaRule, BwdHandComputed) {
+  const double q = 0.8, k = 2, v = 3, g = -0.5, beta = 0.5, h0 = 0.5, dht = 0.7, scale = 1.5;
+  auto one = [](const Shape& s, double x) {
+    Tensor t = Tensor::empty(s, DType::fp32);
+    f32(t)[0] = static_cast<float>(x);
+    return t;
+  };
+  Tensor tq = one({1, 1, 1, 1}, q), tk = one({1, 1, 1, 1}, k), tv = one({1, 1, 1, 1}, v);
+  Tensor tg = one({1, 1, 1}, g), tb = one({1, 1, 1}, beta), th = one({1, 1, 1, 1}, h0);
+  Tensor tdo = one({1, 1, 1, 1}, 1.0), tdht = one({1, 1, 1, 1}, dht);
+  ChunkGatedDeltaRuleBwdArgs a;
+  a.grad_o = tdo.view(), a.grad_final_state = tdht.view();
+  a.q = tq.view(), a.k = tk.view(), a.v = tv.view(), a.g = tg.view(), a.beta = tb.view();
+  a.scale = scale, a.initial_state = th.view(), a.output_final_state = true, a.chunk_size = 16;
+  std::vector<Tensor> outs;
+  for (const Shape& s : std::vector<Shape>{
+           {1, 1, 1, 1}, {1, 1, 1, 1}, {1, 1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1, 1}}) {
+    outs.push_back(Tensor::empty(s, DType::fp32));
+    f32(outs.back())[0] = NAN;
+  }
+  const TensorView dh0 = outs[5].view();
+  const ChunkGatedDeltaRuleBwdOut o{outs[0].view(), outs[1].view(), outs[2].view(),
+                                    outs[3].view(), outs[4].view(), &dh0};
+  std::vector<unsigned char> ws(chunk_gated_delta_rule_bwd_workspace_bytes(a) + 1);
+  Context ctx;
+  ctx.workspace = ws.data();
+  ctx.workspace_bytes = ws.size();
+  ASSERT_TRUE(chunk_gated_delta_rule_bwd(a, o, ctx).ok());
+  const double Sa = std::exp(g) * h0, r = v - Sa * k, S = Sa + beta * k * r;
+  const double dS = dht + scale * q, dr = beta * dS * k, dSa = dS - k * dr;
+  const double want[] = {scale * S,  beta * dS * r - Sa * dr, dr, dSa * Sa,
+                         k * dS * r, std::exp(g) * dSa};
+  for (int i = 0; i < 6; ++i) EXPECT_NEAR(f32(outs[static_cast<size_t>(i)])[0], want[i], 1e-5) << i;
+}
+
+TEST(ChunkGatedDeltaRule, BwdRefusals) {
+  Inputs in(1, 20, 2, 8, 4, 1);
+  const ChunkGatedDeltaRuleArgs f = in.args();
+  ChunkGatedDeltaRuleBwdArgs a;
+  Tensor d_o = Tensor::empty({1, 20, 4, 4}, DType::fp32),
+         dht = Tensor::empty({1, 4, 8, 4}, DType::fp32);
+  a.grad_o = d_o.view(), a.grad_final_state = dht.view();
+  a.q = f.q, a.k = f.k, a.v = f.v, a.g = f.g, a.beta = f.beta, a.initial_state = f.initial_state;
+  a.output_final_state = true;
+  bool has = false;
+  ASSERT_TRUE(chunk_gated_delta_rule_bwd_check(a, &has).ok());
+  EXPECT_TRUE(has);
+  Tensor bad = Tensor::empty({1, 20, 4, 5}, DType::fp32);
+  ChunkGatedDeltaRuleBwdArgs b = a;
+  b.grad_o = bad.view();
+  Status s = chunk_gated_delta_rule_bwd_check(b, &has);
+  EXPECT_NE(
+      s.message().find("chunk_gated_delta_rule_bwd: grad_o must be contiguous with v's shape"),
+      std::string::npos)
+      << s.message();
+  b = a;
+  b.output_final_state = false;
+  s = chunk_gated_delta_rule_bwd_check(b, &has);
+  EXPECT_NE(s.message().find("grad_final_state must be None or empty when output_final_state is "
+                             "false"),
+            std::string::npos)
+      << s.message();
+  b = a;
+  b.grad_final_state = bad.view();
+  s = chunk_gated_delta_rule_bwd_check(b, &has);
+  EXPECT_NE(s.message().find("grad_final_state must be contiguous [1, 4, 8, 4]"), std::string::npos)
+      << s.message();
+  b = a;
+  b.want_d_initial_state = false;
+  ASSERT_TRUE(chunk_gated_delta_rule_bwd_check(b, &has).ok());
+  EXPECT_FALSE(has);
 }
 
 }  // namespace

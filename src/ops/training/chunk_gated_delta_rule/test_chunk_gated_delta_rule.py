@@ -1,7 +1,9 @@
 """chunk_gated_delta_rule through PyTorch: an independent plain-torch fp64 peer (the token-by-token
 recurrence of training_ops.md §4.2, GVA by repeat_interleave, sequences from cu_seqlens, F.normalize
 -like l2norm with eps added to the sum of squares); fla's relative-RMS gate on bf16 (§5: 0.005 for
-o and ht); opcheck; torch.compile against eager; the forward-only refusal; bad input. The fla
+o and ht); the gradients of every input against torch autograd of the peer (recops' backward
+op through the Autograd kernel, also via the fla drop-in); opcheck; torch.compile against eager;
+bad input. The fla
 drop-in is tested in tests/python/test_compat_fla.py. Collected by `pytest src/ops`."""
 
 import pytest
@@ -146,12 +148,61 @@ def test_compile_matches_eager():
             torch.testing.assert_close(a, b, rtol=0, atol=0)
 
 
-def test_forward_only():
-    q, k, v, g, beta, h0, _ = make(1, 10, 1, 8, V=4)
-    with pytest.raises(RuntimeError, match="'q' requires grad"):
-        recops.chunk_gated_delta_rule(q.requires_grad_(True), k, v, g, beta)
-    with torch.no_grad():
-        recops.chunk_gated_delta_rule(q, k, v, g, beta)
+GRAD_CONFIGS = {
+    "dense_gva2": dict(B=2, T=70, H=1, K=16, V=8, gva=2, chunk_size=32),
+    "bt16_no_h0": dict(B=1, T=50, H=2, K=8, V=4, chunk_size=16, h0=False),
+    "l2norm": dict(B=1, T=40, H=1, K=8, V=4, gva=2, raw_qk=True, l2norm=True, chunk_size=16),
+    "varlen_empty": dict(B=1, T=0, H=1, K=8, V=4, gva=2, offsets=[0, 0, 37, 40, 40, 58],
+                         chunk_size=16),
+    "no_final_state": dict(B=2, T=33, H=1, K=8, V=4, chunk_size=16, ht=False),
+}
+
+
+@pytest.mark.parametrize("name", list(GRAD_CONFIGS))
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_backward_matches_peer_autograd(name, dtype):
+    """recops' gradients (chunk_gated_delta_rule_bwd through the Autograd kernel) against torch
+    autograd of the plain fp64 recurrence, for every differentiable input. recops keeps the state
+    in fp32 whatever the dtype (§2.4), so fp64 inputs are judged at an fp32-state tolerance, not by
+    finite differences."""
+    cfg = dict(GRAD_CONFIGS[name])
+    bt = cfg.pop("chunk_size", 64)
+    l2 = cfg.pop("l2norm", False)
+    want_ht = cfg.pop("ht", True)
+    q, k, v, g, beta, h0, cu = make(dtype=torch.float64, seed=3, **cfg)
+    ins = [x.to(dtype).detach().requires_grad_(True) for x in (q, k, v, g, beta)]
+    ref = [x.detach().double().requires_grad_(True) for x in ins]
+    if h0 is not None:
+        ins.append(h0.detach().to(dtype).requires_grad_(True))
+        ref.append(ins[-1].detach().double().requires_grad_(True))
+    gen = torch.Generator().manual_seed(9)
+    o, ht = recops.chunk_gated_delta_rule(*ins[:5], None, ins[5] if h0 is not None else None,
+                                          want_ht, cu, l2, bt)
+    wo, wht = peer(*ref[:5], None, ref[5] if h0 is not None else None, cu, l2)
+    do = torch.randn(wo.shape, generator=gen, dtype=torch.float64)
+    dht = torch.randn(wht.shape, generator=gen, dtype=torch.float64)
+    loss = (o.double() * do).sum() + ((ht.double() * dht).sum() if want_ht else 0.0)
+    wloss = (wo * do).sum() + ((wht * dht).sum() if want_ht else 0.0)
+    got = torch.autograd.grad(loss, ins)
+    want = torch.autograd.grad(wloss, ref)
+    for n, a, b in zip(["q", "k", "v", "g", "beta", "h0"], got, want):
+        assert a.shape == b.shape, n
+        close(a, b, 5e-5)
+
+
+def test_backward_through_fla_dropin():
+    from recops.compat import fla
+    q, k, v, g, beta, h0, cu = make(1, 0, 1, 8, V=4, gva=2, offsets=[0, 20, 20, 45],
+                                    dtype=torch.float64, seed=5)
+    ins = [x.detach().requires_grad_(True) for x in (q, k, v, g.double(), beta, h0.double())]
+    o, ht = fla.chunk_gated_delta_rule(*ins[:5], initial_state=ins[5], output_final_state=True,
+                                       cu_seqlens=cu, chunk_size=16)
+    ref = [x.detach().requires_grad_(True) for x in ins]
+    wo, wht = peer(*ref[:5], None, ref[5], cu)
+    got = torch.autograd.grad(o.sum() + ht.sum(), ins)
+    want = torch.autograd.grad(wo.sum() + wht.sum(), ref)
+    for a, b in zip(got, want):
+        close(a, b, 5e-5)
 
 
 def test_noncontiguous_inputs_are_copied():
