@@ -177,6 +177,13 @@ Status prepare_bwd(const ChunkGatedDeltaRuleBwdArgs& a, const ChunkGatedDeltaRul
   return Status::Ok();
 }
 
+// Nothing to write in the backward: every gradient has no element (the extents may then be
+// huge, e.g. K = V = 0 with HV = 0, so nothing may walk them).
+bool bwd_empty(const ChunkGatedDeltaRuleBwdOut& o) {
+  return o.dq.numel() == 0 && o.dk.numel() == 0 && o.dv.numel() == 0 && o.dg.numel() == 0 &&
+         o.dbeta.numel() == 0 && (!o.dh0 || o.dh0->numel() == 0);
+}
+
 // Nothing to write: o and final_state have no elements.
 bool empty(const Params& p) {
   return training::any_zero({p.B, p.T, p.HV, p.V}) &&
@@ -302,6 +309,7 @@ Status chunk_gated_delta_rule_bwd(const ChunkGatedDeltaRuleBwdArgs& a,
                " bytes (chunk_gated_delta_rule_bwd_workspace_bytes); got ", ctx.workspace_bytes);
   p.workspace = ctx.workspace;
   p.workspace_bytes = ctx.workspace_bytes;
+  if (bwd_empty(out)) return Status::Ok();
   return core::dispatch(kBwd, impls(), a.q.device.type, p, ctx);
 }
 
@@ -316,6 +324,7 @@ Status chunk_gated_delta_rule_bwd_plain(const ChunkGatedDeltaRuleBwdArgs& a,
   p.workspace = scratch.data();
   p.workspace_bytes = scratch.size();
   p.plain = true;
+  if (bwd_empty(out)) return Status::Ok();
   return run_cpu(p, ctx);
 }
 
