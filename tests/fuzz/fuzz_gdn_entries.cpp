@@ -428,6 +428,42 @@ void fuzz_composed(FuzzedDataProvider& fdp, Arena& ar, const Dims& d) {
     return;
   }
   recops::Context ctx = ctx_arg(fdp);
+  if (fdp.ConsumeIntegralInRange<int>(0, 2) == 0) {  // the backward, with the same arguments
+    recops::ChunkGatedDeltaRuleBwdArgs b;
+    b.q = a.q, b.k = a.k, b.v = a.v, b.g = a.g, b.beta = a.beta, b.scale = a.scale;
+    b.initial_state = a.initial_state, b.output_final_state = a.output_final_state;
+    b.seq_offsets = a.seq_offsets, b.use_qk_l2norm_in_kernel = a.use_qk_l2norm_in_kernel;
+    b.chunk_size = a.chunk_size;
+    b.want_d_initial_state = fdp.ConsumeBool();
+    if (!ar.view(a.v.shape(), dtype_or_any(fdp, a.v.dtype, 12), &b.grad_o)) return;
+    b.grad_final_state = opt(fdp, ar, {d.N, d.HV, d.K, d.V}, DType::fp32, &ok);
+    if (!ok) return;
+    bool has_dh0 = false;
+    if (!recops::chunk_gated_delta_rule_bwd_check(b, &has_dh0).ok()) return;
+    recops::ChunkGatedDeltaRuleBwdOut out;
+    TensorView dh0;
+    if (!ar.output(a.q.shape(), a.q.dtype, &out.dq) ||
+        !ar.output(a.k.shape(), a.k.dtype, &out.dk) ||
+        !ar.output(a.v.shape(), a.v.dtype, &out.dv) ||
+        !ar.output(a.g.shape(), a.g.dtype, &out.dg) ||
+        !ar.output(a.beta.shape(), a.beta.dtype, &out.dbeta))
+      return;
+    if (has_dh0 != (fdp.ConsumeIntegralInRange<int>(0, 15) == 0)) {
+      if (!ar.output({d.N, d.HV, d.K, d.V}, DType::fp32, &dh0)) return;
+      out.dh0 = &dh0;
+    }
+    if (plain(fdp)) {
+      (void)recops::chunk_gated_delta_rule_bwd_plain(b, out);
+      return;
+    }
+    const size_t need = recops::chunk_gated_delta_rule_bwd_workspace_bytes(b);
+    if (need > (size_t{1} << 26)) return;  // beyond the harness's memory
+    std::vector<uint8_t> ws(need);
+    ctx.workspace = need ? ws.data() : nullptr;
+    ctx.workspace_bytes = need;
+    (void)recops::chunk_gated_delta_rule_bwd(b, out, ctx);
+    return;
+  }
   // The workspace it asks for, sometimes one byte short or none.
   const size_t need = recops::chunk_gated_delta_rule_workspace_bytes(a);
   size_t give = need;
