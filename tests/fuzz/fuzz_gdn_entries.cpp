@@ -121,6 +121,15 @@ bool gate(FuzzedDataProvider& fdp, Arena& ar, const Dims& d, TensorView* out) {
   return true;
 }
 
+// An optional G, half the time; false when its tensor would be too large.
+bool maybe_gate(FuzzedDataProvider& fdp, Arena& ar, const Dims& d, std::optional<TensorView>* g) {
+  if (!fdp.ConsumeBool()) return true;
+  TensorView t;
+  if (!gate(fdp, ar, d, &t)) return false;
+  *g = t;
+  return true;
+}
+
 std::optional<TensorView> opt(FuzzedDataProvider& fdp, Arena& ar, const Shape& s, DType t, bool* ok,
                               int odds = 2) {
   if (fdp.ConsumeIntegralInRange<int>(0, odds - 1)) return std::nullopt;
@@ -167,11 +176,7 @@ void fuzz_kkt(FuzzedDataProvider& fdp, Arena& ar, const Dims& d) {
   recops::ChunkScaledDotKktArgs a;
   bool ok = true;
   if (!btx(fdp, ar, d, d.H, d.K, d.t, &a.k) || !btx(fdp, ar, d, d.HV, -1, d.t, &a.beta)) return;
-  if (fdp.ConsumeBool()) {
-    TensorView g;
-    if (!gate(fdp, ar, d, &g)) return;
-    a.g = g;
-  }
+  if (!maybe_gate(fdp, ar, d, &a.g)) return;
   a.seq_offsets = d.seq_offsets;
   a.chunk_size = d.BT;
   a.gate_log2 = fdp.ConsumeBool();
@@ -206,11 +211,7 @@ void fuzz_w_u(FuzzedDataProvider& fdp, Arena& ar, const Dims& d) {
   if (!btx(fdp, ar, d, d.H, d.K, d.t, &a.k) || !btx(fdp, ar, d, d.HV, d.V, d.t, &a.v) ||
       !btx(fdp, ar, d, d.HV, -1, d.t, &a.beta) || !btx(fdp, ar, d, d.HV, d.BT, DType::fp32, &a.Ai))
     return;
-  if (fdp.ConsumeBool()) {
-    TensorView g;
-    if (!gate(fdp, ar, d, &g)) return;
-    a.g = g;
-  }
+  if (!maybe_gate(fdp, ar, d, &a.g)) return;
   a.seq_offsets = d.seq_offsets;
   if (fdp.ConsumeIntegralInRange<int>(0, 3) == 0) a.chunk_size = size_arg(fdp, 1, 64);
   a.gate_log2 = fdp.ConsumeBool();
@@ -232,11 +233,7 @@ void fuzz_fwd_h(FuzzedDataProvider& fdp, Arena& ar, const Dims& d) {
   if (!btx(fdp, ar, d, d.H, d.K, d.t, &a.k) || !btx(fdp, ar, d, d.HV, d.K, d.t, &a.w) ||
       !btx(fdp, ar, d, d.HV, d.V, d.t, &a.u))
     return;
-  if (fdp.ConsumeBool()) {
-    TensorView g;
-    if (!gate(fdp, ar, d, &g)) return;
-    a.g = g;
-  }
+  if (!maybe_gate(fdp, ar, d, &a.g)) return;
   a.initial_state = opt(fdp, ar, {d.N, d.HV, d.K, d.V}, DType::fp32, &ok);
   a.output_final_state = fdp.ConsumeBool();
   a.seq_offsets = d.seq_offsets;
@@ -264,11 +261,7 @@ void fuzz_fwd_o(FuzzedDataProvider& fdp, Arena& ar, const Dims& d) {
       !btx(fdp, ar, d, d.HV, d.V, d.t, &a.v_new) ||
       !ar.view({d.B, d.NT, d.HV, d.K, d.V}, dtype_or_any(fdp, d.t, 12), &a.h))
     return;
-  if (fdp.ConsumeBool()) {
-    TensorView g;
-    if (!gate(fdp, ar, d, &g)) return;
-    a.g = g;
-  }
+  if (!maybe_gate(fdp, ar, d, &a.g)) return;
   a.scale = scale_arg(fdp);
   a.seq_offsets = d.seq_offsets;
   a.chunk_size = d.BT;
@@ -290,11 +283,7 @@ void fuzz_dv_local(FuzzedDataProvider& fdp, Arena& ar, const Dims& d) {
   if (!btx(fdp, ar, d, d.H, d.K, d.t, &a.q) || !btx(fdp, ar, d, d.H, d.K, d.t, &a.k) ||
       !btx(fdp, ar, d, d.HV, d.V, d.t, &a.do_))
     return;
-  if (fdp.ConsumeBool()) {
-    TensorView g;
-    if (!gate(fdp, ar, d, &g)) return;
-    a.g = g;
-  }
+  if (!maybe_gate(fdp, ar, d, &a.g)) return;
   a.scale = scale_arg(fdp);
   a.seq_offsets = d.seq_offsets;
   a.chunk_size = d.BT;
@@ -314,11 +303,7 @@ void fuzz_dhu(FuzzedDataProvider& fdp, Arena& ar, const Dims& d) {
       !btx(fdp, ar, d, d.HV, d.K, d.t, &a.w) || !btx(fdp, ar, d, d.HV, d.V, d.t, &a.do_) ||
       !btx(fdp, ar, d, d.HV, d.V, d.t, &a.dv_local))
     return;
-  if (fdp.ConsumeBool()) {
-    TensorView g;
-    if (!gate(fdp, ar, d, &g)) return;
-    a.g = g;
-  }
+  if (!maybe_gate(fdp, ar, d, &a.g)) return;
   a.h0 = opt(fdp, ar, {d.N, d.HV, d.K, d.V}, DType::fp32, &ok);
   a.dht = opt(fdp, ar, {d.N, d.HV, d.K, d.V}, DType::fp32, &ok);
   a.scale = scale_arg(fdp);
@@ -348,11 +333,7 @@ void fuzz_dqkwg(FuzzedDataProvider& fdp, Arena& ar, const Dims& d) {
       !ar.view({d.B, d.NT, d.HV, d.K, d.V}, dtype_or_any(fdp, d.t, 12), &a.h) ||
       !ar.view({d.B, d.NT, d.HV, d.K, d.V}, dtype_or_any(fdp, d.t, 12), &a.dh))
     return;
-  if (fdp.ConsumeBool()) {
-    TensorView g;
-    if (!gate(fdp, ar, d, &g)) return;
-    a.g = g;
-  }
+  if (!maybe_gate(fdp, ar, d, &a.g)) return;
   a.w = opt(fdp, ar, {d.B, d.T, d.HV, d.K}, d.t, &ok);
   a.dv2 = opt(fdp, ar, {d.B, d.T, d.HV, d.V}, d.t, &ok);
   a.scale = scale_arg(fdp);
@@ -379,11 +360,7 @@ void fuzz_wy_bwd(FuzzedDataProvider& fdp, Arena& ar, const Dims& d) {
       !btx(fdp, ar, d, d.HV, d.BT, DType::fp32, &a.Ai) || !btx(fdp, ar, d, d.HV, d.K, d.t, &a.dw) ||
       !btx(fdp, ar, d, d.HV, d.V, d.t, &a.du))
     return;
-  if (fdp.ConsumeBool()) {
-    TensorView g;
-    if (!gate(fdp, ar, d, &g)) return;
-    a.g = g;
-  }
+  if (!maybe_gate(fdp, ar, d, &a.g)) return;
   a.seq_offsets = d.seq_offsets;
   if (fdp.ConsumeIntegralInRange<int>(0, 3) == 0) a.chunk_size = size_arg(fdp, 1, 64);
   a.gate_log2 = fdp.ConsumeBool();
