@@ -11,67 +11,44 @@
 #include "core/dispatch.h"
 #include "core/kit/op_def.h"
 #include "ops/training/chunk_gated_delta_rule/impls.h"
+#include "ops/training/common/gdn_entry.h"
 #include "ops/training/common/packed_offsets.h"
 
 namespace recops::ops::chunk_gated_delta_rule_ns {
 namespace {
 constexpr const char* kOp = "chunk_gated_delta_rule";
 constexpr const char* kBwd = "chunk_gated_delta_rule_bwd";
+constexpr training::GdnEntry kEntry{kOp, "q"};
+constexpr training::GdnEntry kBwdEntry{kBwd, "q"};
+using training::is_float;
 
 const std::vector<core::Impl<Params>>& impls() {
   static const auto list = core::with_cpu_impls<Params>({}, run_cpu, run_reference);
   return list;
 }
 
-bool is_float(DType t) {
-  return t == DType::fp64 || t == DType::fp32 || t == DType::fp16 || t == DType::bf16;
-}
-
-// `name`: floating (of `dtype` when given), contiguous, on q's device, of sizes `want` (-1: any).
-Status check_tensor(const char* name, const TensorView& t, const TensorView& q, const Shape& want,
-                    const char* letters, std::optional<DType> dtype = std::nullopt) {
-  RECOPS_RETURN_IF_ERROR(core::check_same_device(kOp, "q", q, name, t));
-  bool ok = t.ndim == static_cast<int64_t>(want.size()) && is_float(t.dtype);
-  for (size_t d = 0; ok && d < want.size(); ++d) ok = want[d] < 0 || t.sizes[d] == want[d];
-  RECOPS_CHECK(ok, kOp, ": ", name, " must be ", letters, " of fp64, fp32, fp16 or bf16 with ",
-               shape_str(want), " (-1: any); got ", describe(t));
-  if (dtype)
-    RECOPS_CHECK(t.dtype == *dtype, kOp, ": ", name, " must have q's dtype ", dtype_name(*dtype),
-                 "; got ", describe(t));
-  RECOPS_CHECK(t.is_contiguous(), kOp, ": ", name, " must be contiguous; got ", describe(t));
-  return Status::Ok();
-}
-
 // Every rule on the arguments; *p gets the sizes, pointers and scalars. ctx: the call's context,
 // or nullptr in the shape function (no data read: the offsets' values are checked by the run).
 Status check_args(const ChunkGatedDeltaRuleArgs& a, const Context* ctx, Params* p) {
   const TensorView& q = a.q;
-  RECOPS_CHECK(q.ndim == 4 && is_float(q.dtype), kOp,
-               ": q must be [B, T, H, K] of fp64, fp32, fp16 or bf16; got ", describe(q));
-  RECOPS_CHECK(q.is_contiguous(), kOp, ": q must be contiguous; got ", describe(q));
+  RECOPS_RETURN_IF_ERROR(kEntry.lead(q, "[B, T, H, K]"));
   const int64_t B = q.sizes[0], T = q.sizes[1], H = q.sizes[2], K = q.sizes[3];
-  RECOPS_RETURN_IF_ERROR(check_tensor("k", a.k, q, q.shape(), "[B, T, H, K] (q's)", q.dtype));
   RECOPS_RETURN_IF_ERROR(
-      check_tensor("v", a.v, q, {B, T, -1, -1}, "[B, T, HV, V] (q's B, T)", q.dtype));
+      kEntry.check_tensor("k", a.k, q, q.shape(), "[B, T, H, K] (q's)", q.dtype));
+  RECOPS_RETURN_IF_ERROR(
+      kEntry.check_tensor("v", a.v, q, {B, T, -1, -1}, "[B, T, HV, V] (q's B, T)", q.dtype));
   const int64_t HV = a.v.sizes[2], V = a.v.sizes[3];
-  RECOPS_CHECK(H > 0 ? HV % H == 0 : HV == 0, kOp, ": v's HV=", HV,
-               " must be a multiple of q's H=", H,
-               " (GVA: value head hv uses key head hv / (HV/H))");
-  RECOPS_RETURN_IF_ERROR(check_tensor("g", a.g, q, {B, T, HV}, "[B, T, HV] (v's HV)"));
-  RECOPS_RETURN_IF_ERROR(check_tensor("beta", a.beta, q, {B, T, HV}, "[B, T, HV] (v's HV)"));
+  RECOPS_RETURN_IF_ERROR(kEntry.gva("v", HV, H));
+  RECOPS_RETURN_IF_ERROR(kEntry.check_tensor("g", a.g, q, {B, T, HV}, "[B, T, HV] (v's HV)"));
+  RECOPS_RETURN_IF_ERROR(kEntry.check_tensor("beta", a.beta, q, {B, T, HV}, "[B, T, HV] (v's HV)"));
   const int64_t bt = a.chunk_size;
-  RECOPS_CHECK(bt == 16 || bt == 32 || bt == 64, kOp, ": chunk_size=", bt, " must be 16, 32 or 64");
+  RECOPS_RETURN_IF_ERROR(kEntry.chunk_size(bt));
   if (a.scale) RECOPS_CHECK(std::isfinite(*a.scale), kOp, ": scale=", *a.scale, " must be finite");
   int64_t N = B;
-  if (a.seq_offsets) {
-    RECOPS_RETURN_IF_ERROR(training::check_packed_offsets(kOp, "q", q, *a.seq_offsets, B, T,
-                                                          "T (q's dim 1)", ctx, &N));
-    p->seq_offsets = a.seq_offsets->data;
-    p->off_dtype = a.seq_offsets->dtype;
-  }
+  RECOPS_RETURN_IF_ERROR(kEntry.seq_offsets(a.seq_offsets, q, B, T, ctx, &N, p));
   if (a.initial_state)
-    RECOPS_RETURN_IF_ERROR(check_tensor("initial_state", *a.initial_state, q, {N, HV, K, V},
-                                        "[N, HV, K, V] (N sequences)"));
+    RECOPS_RETURN_IF_ERROR(kEntry.check_tensor("initial_state", *a.initial_state, q, {N, HV, K, V},
+                                               "[N, HV, K, V] (N sequences)"));
   p->q = q.data, p->k = a.k.data, p->v = a.v.data, p->g = a.g.data, p->beta = a.beta.data;
   p->h0 = a.initial_state ? a.initial_state->data : nullptr;
   p->q_dtype = q.dtype, p->k_dtype = a.k.dtype, p->v_dtype = a.v.dtype;
@@ -148,28 +125,21 @@ Status check_bwd(const ChunkGatedDeltaRuleBwdArgs& a, const Context* ctx, Params
   return Status::Ok();
 }
 
-Status check_out(const char* name, const TensorView& t, const TensorView& q, const Shape& want,
-                 DType dtype) {
-  RECOPS_RETURN_IF_ERROR(core::check_same_device(kBwd, "q", q, name, t));
-  RECOPS_CHECK(t.shape() == want && t.dtype == dtype && t.is_contiguous(), kBwd, ": ", name,
-               " must be contiguous ", shape_str(want), " of ", dtype_name(dtype), "; got ",
-               describe(t));
-  return Status::Ok();
-}
-
 Status prepare_bwd(const ChunkGatedDeltaRuleBwdArgs& a, const ChunkGatedDeltaRuleBwdOut& o,
                    const Context& ctx, Params* p) {
   RECOPS_RETURN_IF_ERROR(check_bwd(a, &ctx, p));
-  RECOPS_RETURN_IF_ERROR(check_out("dq", o.dq, a.q, a.q.shape(), a.q.dtype));
-  RECOPS_RETURN_IF_ERROR(check_out("dk", o.dk, a.q, a.k.shape(), a.k.dtype));
-  RECOPS_RETURN_IF_ERROR(check_out("dv", o.dv, a.q, a.v.shape(), a.v.dtype));
-  RECOPS_RETURN_IF_ERROR(check_out("dg", o.dg, a.q, a.g.shape(), a.g.dtype));
-  RECOPS_RETURN_IF_ERROR(check_out("dbeta", o.dbeta, a.q, a.beta.shape(), a.beta.dtype));
+  RECOPS_RETURN_IF_ERROR(kBwdEntry.check_out("dq", o.dq, a.q, a.q.shape(), a.q.dtype, "of"));
+  RECOPS_RETURN_IF_ERROR(kBwdEntry.check_out("dk", o.dk, a.q, a.k.shape(), a.k.dtype, "of"));
+  RECOPS_RETURN_IF_ERROR(kBwdEntry.check_out("dv", o.dv, a.q, a.v.shape(), a.v.dtype, "of"));
+  RECOPS_RETURN_IF_ERROR(kBwdEntry.check_out("dg", o.dg, a.q, a.g.shape(), a.g.dtype, "of"));
+  RECOPS_RETURN_IF_ERROR(
+      kBwdEntry.check_out("dbeta", o.dbeta, a.q, a.beta.shape(), a.beta.dtype, "of"));
   const bool want = a.initial_state.has_value() && a.want_d_initial_state;
   RECOPS_CHECK(want == (o.dh0 != nullptr), kBwd,
                ": dh0 must be given exactly when initial_state is given and wanted");
   if (o.dh0)
-    RECOPS_RETURN_IF_ERROR(check_out("dh0", *o.dh0, a.q, {p->N, p->HV, p->K, p->V}, DType::fp32));
+    RECOPS_RETURN_IF_ERROR(
+        kBwdEntry.check_out("dh0", *o.dh0, a.q, {p->N, p->HV, p->K, p->V}, DType::fp32, "of"));
   p->dq = o.dq.data, p->dk = o.dk.data, p->dv = o.dv.data, p->dg = o.dg.data;
   p->dbeta = o.dbeta.data;
   p->dh0 = o.dh0 ? o.dh0->data : nullptr;

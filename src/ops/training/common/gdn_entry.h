@@ -1,11 +1,13 @@
 // training/common/gdn_entry.h: the argument checks that the GDN sub-ops' entries share
 // (chunk_scaled_dot_kkt, solve_tril, recompute_w_u_fwd, chunk_fwd_o, chunk_bwd_dv_local,
-// chunk_gated_delta_rule_fwd_h, chunk_gated_delta_rule_bwd_dhu, chunk_bwd_dqkwg): the floating
+// chunk_gated_delta_rule_fwd_h, chunk_gated_delta_rule_bwd_dhu, chunk_bwd_dqkwg,
+// prepare_wy_repr_bwd) and the composed chunk_gated_delta_rule(_bwd)'s entry: the floating
 // dtypes, an input or output tensor against its layout, the seq_offsets values and the varlen chunk
 // count. Each message names the op, the argument and the rule.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "core/offsets.h"
@@ -39,14 +41,18 @@ struct GdnEntry {
     return Status::Ok();
   }
 
-  // `name`: floating, contiguous, on the anchor's device, of sizes `want` (-1: any).
+  // `name`: floating (of `dtype`, the anchor's, when given), contiguous, on the anchor's device,
+  // of sizes `want` (-1: any).
   Status check_tensor(const char* name, const TensorView& t, const TensorView& a, const Shape& want,
-                      const char* letters) const {
+                      const char* letters, std::optional<DType> dtype = std::nullopt) const {
     RECOPS_RETURN_IF_ERROR(core::check_same_device(op, anchor, a, name, t));
     bool ok = t.ndim == static_cast<int64_t>(want.size()) && is_float(t.dtype);
     for (size_t d = 0; ok && d < want.size(); ++d) ok = want[d] < 0 || t.sizes[d] == want[d];
     RECOPS_CHECK(ok, op, ": ", name, " must be ", letters, " of fp64, fp32, fp16 or bf16 with ",
                  shape_str(want), " (-1: any); got ", describe(t));
+    if (dtype)
+      RECOPS_CHECK(t.dtype == *dtype, op, ": ", name, " must have ", anchor, "'s dtype ",
+                   dtype_name(*dtype), "; got ", describe(t));
     RECOPS_CHECK(t.is_contiguous(), op, ": ", name, " must be contiguous; got ", describe(t));
     return Status::Ok();
   }

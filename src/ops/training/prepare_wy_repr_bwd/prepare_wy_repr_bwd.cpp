@@ -6,20 +6,19 @@
 
 #include "core/dispatch.h"
 #include "core/kit/op_def.h"
+#include "ops/training/common/gdn_entry.h"
 #include "ops/training/common/packed_offsets.h"
 #include "ops/training/prepare_wy_repr_bwd/impls.h"
 
 namespace recops::ops::prepare_wy_repr_bwd_ns {
 namespace {
 constexpr const char* kOp = "prepare_wy_repr_bwd";
+constexpr training::GdnEntry kEntry{kOp, "k"};
+using training::is_float;
 
 const std::vector<core::Impl<Params>>& impls() {
   static const auto list = core::with_cpu_impls<Params>({}, run_cpu, run_reference);
   return list;
-}
-
-bool is_float(DType t) {
-  return t == DType::fp64 || t == DType::fp32 || t == DType::fp16 || t == DType::bf16;
 }
 
 // `name`: floating, contiguous, on k's device, sizes `want` (a negative entry: any).
@@ -44,15 +43,11 @@ Status check_tensor(const char* name, const char* layout, const TensorView& t, c
 // or nullptr in the shape function (no data read: offsets values are checked by the run).
 Status check_args(const PrepareWyReprBwdArgs& a, const Context* ctx, Params* p) {
   const TensorView& k = a.k;
-  RECOPS_CHECK(k.ndim == 4 && is_float(k.dtype), kOp,
-               ": k must be [B, T, H, K] of fp64, fp32, fp16 or bf16; got ", describe(k));
-  RECOPS_CHECK(k.is_contiguous(), kOp, ": k must be contiguous; got ", describe(k));
+  RECOPS_RETURN_IF_ERROR(kEntry.lead(k, "[B, T, H, K]"));
   const int64_t B = k.sizes[0], T = k.sizes[1], H = k.sizes[2], K = k.sizes[3];
   RECOPS_RETURN_IF_ERROR(check_tensor("v", "[B, T, HV, V]", a.v, k, {B, T, -1, -1}, "B, T of k"));
   const int64_t HV = a.v.sizes[2], V = a.v.sizes[3];
-  RECOPS_CHECK(H > 0 ? HV % H == 0 : HV == 0, kOp, ": v's HV=", HV,
-               " must be a multiple of k's H=", H,
-               " (GVA: value head hv uses key head hv / (HV/H))");
+  RECOPS_RETURN_IF_ERROR(kEntry.gva("v", HV, H));
   RECOPS_RETURN_IF_ERROR(
       check_tensor("beta", "[B, T, HV]", a.beta, k, {B, T, HV}, "B, T of k; HV of v"));
   if (a.g)
@@ -69,12 +64,7 @@ Status check_args(const PrepareWyReprBwdArgs& a, const Context* ctx, Params* p) 
       check_tensor("dw", "[B, T, HV, K]", a.dw, k, {B, T, HV, K}, "B, T, K of k; HV of v"));
   RECOPS_RETURN_IF_ERROR(check_tensor("du", "[B, T, HV, V]", a.du, k, {B, T, HV, V}, "v's sizes"));
   int64_t N = B;
-  if (a.seq_offsets) {
-    RECOPS_RETURN_IF_ERROR(training::check_packed_offsets(kOp, "k", k, *a.seq_offsets, B, T,
-                                                          "T (k's dim 1)", ctx, &N));
-    p->seq_offsets = a.seq_offsets->data;
-    p->off_dtype = a.seq_offsets->dtype;
-  }
+  RECOPS_RETURN_IF_ERROR(kEntry.seq_offsets(a.seq_offsets, k, B, T, ctx, &N, p));
   p->k = k.data;
   p->v = a.v.data;
   p->beta = a.beta.data;
