@@ -1,9 +1,9 @@
 // training/common/gdn_golden.h: the element access that the GDN sub-ops' fp64 goldens
 // (reference.cpp of chunk_scaled_dot_kkt, solve_tril, recompute_w_u_fwd, chunk_fwd_o,
 // chunk_bwd_dv_local, chunk_gated_delta_rule_fwd_h, chunk_gated_delta_rule_bwd_dhu,
-// chunk_bwd_dqkwg) share: an offsets value, a floating element or a whole tensor widened to fp64,
-// a value stored or rounded to a dtype. For the goldens only: no cpu/ or cuda/ implementation
-// includes it, so a golden shares no code with the implementation it judges.
+// chunk_bwd_dqkwg, prepare_wy_repr_bwd) share: an offsets value, a floating element or a whole
+// tensor widened to fp64, a value stored or rounded to a dtype. For the goldens only: no cpu/ or
+// cuda/ implementation includes it, so a golden shares no code with the implementation it judges.
 #pragma once
 
 #include <cstdint>

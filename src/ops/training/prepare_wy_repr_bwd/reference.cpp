@@ -6,46 +6,21 @@
 // dA·Γ stored in k's dtype before it multiplies k (fla's `b_dA.to(k.dtype)`) and each value
 // head's dk rounded to k's dtype before the group sum (fla's dk at HV heads, then .sum()).
 // Includes params.h and core only; shares no code with cpu/.
+// Its element access is the goldens' own common/gdn_golden.h, which no cpu/ code includes.
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
+#include "ops/training/common/gdn_golden.h"
 #include "ops/training/prepare_wy_repr_bwd/impls.h"
 
 namespace recops::ops::prepare_wy_repr_bwd_ns {
 namespace {
 
-int64_t offset_value(const Params& p, int64_t n) {
-  return p.off_dtype == DType::int32 ? static_cast<const int32_t*>(p.seq_offsets)[n]
-                                     : static_cast<const int64_t*>(p.seq_offsets)[n];
-}
-
-// Element i of a floating tensor of dtype t, in fp64 (exact).
-double load(const void* base, DType t, int64_t i) {
-  double v = 0;
-  visit_floating(t, [&](auto x) {
-    using X = decltype(x);
-    v = to_double(static_cast<const X*>(base)[i]);
-  });
-  return v;
-}
-
-// v rounded to dtype t (the plain baseline's stores of an intermediate).
-double round_to(DType t, double v) {
-  double r = v;
-  visit_floating(t, [&](auto x) {
-    using X = decltype(x);
-    r = to_double(from_double<X>(v));
-  });
-  return r;
-}
-
-void store(void* base, DType t, int64_t i, double v) {
-  visit_floating(t, [&](auto x) {
-    using X = decltype(x);
-    static_cast<X*>(base)[i] = from_double<X>(v);
-  });
-}
+using training::golden::load;
+using training::golden::offset_value;
+using training::golden::round_to;
+using training::golden::store;
 
 // One chunk [c0, c0 + L) of batch row b, every value head; S the arithmetic type.
 template <class S>
@@ -162,8 +137,8 @@ template <class S>
 void golden(const Params& p) {
   for (int64_t n = 0; n < p.N; ++n) {
     const int64_t b = p.seq_offsets ? 0 : n;
-    const int64_t first = p.seq_offsets ? offset_value(p, n) : 0;
-    const int64_t last = p.seq_offsets ? offset_value(p, n + 1) : p.T;
+    const int64_t first = p.seq_offsets ? offset_value(p.seq_offsets, p.off_dtype, n) : 0;
+    const int64_t last = p.seq_offsets ? offset_value(p.seq_offsets, p.off_dtype, n + 1) : p.T;
     for (int64_t c0 = first; c0 < last; c0 += p.BT) chunk<S>(p, b, c0, std::min(p.BT, last - c0));
   }
 }
