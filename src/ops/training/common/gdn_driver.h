@@ -44,16 +44,17 @@ inline void gate_decays(TensorView* g, double gate_scale) {
 
 // fp32 g in place → its chunk-local cumsum times `unit` by recops' chunk_local_cumsum (chunks of
 // bt restarting at each sequence start of `offs`); where that op refuses the case (the refusal
-// cases' bad offsets or chunk sizes) g stays as it is.
-inline void chunk_cumsum(TensorView* g, const TensorView* offs, int64_t bt, double unit) {
+// cases' bad offsets or chunk sizes) g stays as it is and the result is false.
+inline bool chunk_cumsum(TensorView* g, const TensorView* offs, int64_t bt, double unit) {
   ChunkLocalCumsumArgs a;
   a.g = *g;
   a.chunk_size = bt;
   a.scale = unit;
   if (offs) a.seq_offsets = *offs;
   Tensor G = Tensor::empty(g->shape(), DType::fp32);
-  if (chunk_local_cumsum(a, G.view()).ok())
-    std::memcpy(g->data, G.data(), static_cast<size_t>(g->numel()) * sizeof(float));
+  if (!chunk_local_cumsum(a, G.view()).ok()) return false;
+  std::memcpy(g->data, G.data(), static_cast<size_t>(g->numel()) * sizeof(float));
+  return true;
 }
 
 // fp32 g [B, T, HV] in place → the chunk-local cumsum of −|x|·gate_scale·unit, summed in fp64 here

@@ -16,47 +16,28 @@
 // entry's refusal is what the case checks.
 #include <cmath>
 #include <cstring>
+#include <vector>
 
-#include "ops/training/chunk_local_cumsum/chunk_local_cumsum.h"
 #include "ops/training/chunk_scaled_dot_kkt/chunk_scaled_dot_kkt.h"
-#include "ops/training/common/case_args.h"
+#include "ops/training/common/gdn_driver.h"
 #include "ops/training/prepare_wy_repr_bwd/prepare_wy_repr_bwd.h"
 #include "ops/training/solve_tril/solve_tril.h"
 #include "tools/recops/inputs.h"
 
 namespace recops::cli {
 namespace {
-using training_args::flag;
 using training_args::number;
 
-class PrepareWyReprBwdDriver final : public FixedDriver {
+class PrepareWyReprBwdDriver final : public training_args::GdnDriver {
  public:
-  PrepareWyReprBwdDriver()
-      : FixedDriver({.ops = {"prepare_wy_repr_bwd"},
-                     .folder = "training/prepare_wy_repr_bwd",
-                     .fields = {"shape", "lengths", "offsets", "offsets_dtype"},
-                     .dtype = DType::bf16,
-                     .args = {{"V", ArgKind::integer},
-                              {"gva", ArgKind::integer},
-                              {"chunk_size", ArgKind::integer},
-                              {"gates", ArgKind::boolean},
-                              {"gate_scale", ArgKind::number},
-                              {"gate_log2", ArgKind::boolean},
-                              {"T", ArgKind::integer}}}) {}
+  PrepareWyReprBwdDriver() : GdnDriver("prepare_wy_repr_bwd", {{"V", ArgKind::integer}}) {}
 
   Status make(const CaseRow& row, Problem* p) const override {
     const CaseSpec& cs = *row.spec;
-    RECOPS_RETURN_IF_ERROR(begin_make(row, p, "k's [B, T, H, K]"));
-    Shape shape = *cs.shape;
-    if (shape.size() != 4) return case_error(row, "shape must be k's [B, T, H, K]");
-    bool packed = false;
-    Input off;
-    RECOPS_RETURN_IF_ERROR(training_args::packed_time(row, p, &shape, &off, &packed));
-    const int64_t B = shape[0], T = shape[1], H = shape[2], K = shape[3];
-    const int64_t HV = H * static_cast<int64_t>(number(cs, "gva", 1));
+    Case c;
+    RECOPS_RETURN_IF_ERROR(begin_case(row, p, "k", &c));
+    auto& [shape, packed, off, B, T, H, K, HV, bt, gates, log2] = c;
     const int64_t V = static_cast<int64_t>(number(cs, "V", static_cast<double>(K)));
-    const int64_t bt = static_cast<int64_t>(number(cs, "chunk_size", 64));
-    const bool gates = flag(cs, "gates", true), log2 = flag(cs, "gate_log2", false);
     auto& sc = p->scalars;
     // Stated under the argument's name only when the case gives it (recops record writes the
     // scalars named like an argument into its manifest; absent means the schema's None).
@@ -66,7 +47,7 @@ class PrepareWyReprBwdDriver final : public FixedDriver {
     sc["packed"] = packed;
     p->inputs.clear();
     p->inputs.push_back(data_input("k", p->dtype, shape, cs.seed, 1.0));
-    unit_rows(&p->inputs.back().view);
+    training_args::normalize_rows(&p->inputs.back().view);
     p->inputs.push_back(data_input("v", p->dtype, {B, T, HV, V}, cs.seed + 1, 1.0));
     p->inputs.push_back(data_input("beta", p->dtype, {B, T, HV}, cs.seed + 2, 1.0));
     sigmoid(&p->inputs.back().view);
@@ -142,23 +123,6 @@ class PrepareWyReprBwdDriver final : public FixedDriver {
     return a;
   }
 
-  // Every last-dim row of x scaled to unit l2 norm (in fp64, rounded to x's dtype once).
-  static void unit_rows(TensorView* x) {
-    const int64_t D = x->ndim ? x->sizes[x->ndim - 1] : 0;
-    if (D == 0) return;
-    visit_floating(x->dtype, [&](auto tag) {
-      using X = decltype(tag);
-      X* d = static_cast<X*>(x->data);
-      std::vector<double> r(static_cast<size_t>(D));
-      for (int64_t at = 0; at < x->numel(); at += D) {
-        double ss = 1e-30;
-        for (int64_t c = 0; c < D; ++c) ss += (r[c] = to_double(d[at + c])) * r[c];
-        const double s = 1.0 / std::sqrt(ss);
-        for (int64_t c = 0; c < D; ++c) d[at + c] = from_double<X>(r[c] * s);
-      }
-    });
-  }
-
   // x ← sigmoid(x), rounded to x's dtype.
   static void sigmoid(TensorView* x) {
     visit_floating(x->dtype, [&](auto tag) {
@@ -170,22 +134,16 @@ class PrepareWyReprBwdDriver final : public FixedDriver {
   }
 
   // g (fp32 U(−1, 1)) → G, the chunk-local cumsum of the decays −|g|·gate_scale by recops'
-  // chunk_local_cumsum (scale 1/ln 2 for log2 units); left raw where that op refuses the case.
+  // chunk_local_cumsum (gdn_driver.h; scale 1/ln 2 for log2 units); left raw where that op
+  // refuses the case.
   static void gate_cumsum(TensorView* g, const Input* off, int64_t bt, double gate_scale,
                           bool log2) {
     float* d = static_cast<float*>(g->data);
-    std::vector<float> raw(d, d + g->numel());
-    for (int64_t i = 0; i < g->numel(); ++i)
-      d[i] = static_cast<float>(-std::fabs(static_cast<double>(d[i])) * gate_scale);
-    ChunkLocalCumsumArgs a;
-    a.g = *g;
-    a.chunk_size = bt;
-    a.scale = log2 ? 1.0 / std::log(2.0) : 1.0;
-    if (off) a.seq_offsets = off->view;
-    Tensor G = Tensor::empty(g->shape(), DType::fp32);
-    const bool ok = chunk_local_cumsum(a, G.view()).ok();
-    std::memcpy(d, ok ? G.data() : static_cast<const void*>(raw.data()),
-                static_cast<size_t>(g->numel()) * sizeof(float));
+    const std::vector<float> raw(d, d + g->numel());
+    training_args::gate_decays(g, gate_scale);
+    if (!training_args::chunk_cumsum(g, off ? &off->view : nullptr, bt,
+                                     training_args::gate_unit(log2)))
+      std::memcpy(d, raw.data(), raw.size() * sizeof(float));
   }
 
   // *ai ← solve_tril(chunk_scaled_dot_kkt(k, beta, G)) (fp32); left raw where either refuses.
