@@ -6,11 +6,17 @@ op through the Autograd kernel, also via the fla drop-in); opcheck; torch.compil
 bad input. The fla
 drop-in is tested in tests/python/test_compat_fla.py. Collected by `pytest src/ops`."""
 
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 import torch.nn.functional as F
 
 import recops
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
+from _gdn_pytest import sequences  # noqa: E402
 
 # Errors relative to the largest |o| (|ht|): fp64 / fp32 runs keep an fp32 state; fp16 / bf16
 # store w, u, h and v_new in the input dtype (as fla does), several roundings deep.
@@ -29,11 +35,7 @@ def peer(q, k, v, g, beta, scale=None, h0=None, cu_seqlens=None, l2norm=False):
         k = k / torch.sqrt((k * k).sum(-1, keepdim=True) + 1e-6)
     q = q.repeat_interleave(HV // H, dim=2)
     k = k.repeat_interleave(HV // H, dim=2)
-    if cu_seqlens is None:
-        seqs = [(b, 0, T) for b in range(B)]
-    else:
-        c = cu_seqlens.tolist()
-        seqs = [(0, c[n], c[n + 1]) for n in range(len(c) - 1)]
+    seqs = sequences(B, T, cu_seqlens)
     o = torch.zeros(B, T, HV, V, dtype=torch.float64)
     ht = torch.zeros(len(seqs), HV, K, V, dtype=torch.float64)
     for n, (b, s, e) in enumerate(seqs):

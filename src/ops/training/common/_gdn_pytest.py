@@ -1,7 +1,8 @@
 """Helpers of the GDN sub-ops' tests (chunk_scaled_dot_kkt, solve_tril, recompute_w_u_fwd,
 chunk_fwd_o, chunk_bwd_dv_local, chunk_gated_delta_rule_fwd_h, chunk_gated_delta_rule_bwd_dhu,
-chunk_bwd_dqkwg): the sequences of a case, its chunk count and the gate input G as fla's tests
-condition it. Not collected itself (the leading underscore); each op's test_<op>.py imports it."""
+chunk_bwd_dqkwg, prepare_wy_repr_bwd) and of the composed chunk_gated_delta_rule: the sequences of
+a case, its chunk count and the gate input G as fla's tests condition it. Not collected itself
+(the leading underscore); each op's test_<op>.py imports it."""
 
 import math
 

@@ -9,6 +9,8 @@ importable with a GPU (its kernel is Triton: no CPU path); bad input. Collected 
 `pytest src/ops`."""
 
 import math
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -16,6 +18,9 @@ import torch.nn.functional as F
 
 import recops
 from recops.compat import fla as fla_compat
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
+from _gdn_pytest import gate_cumsum, sequences  # noqa: E402
 
 # Errors relative to the largest |output|: fp64 is computed in fp64; fp32 in fp32; fp16/bf16
 # outputs are one rounding of an fp32 result (half an ulp, plus the fp32 error at a boundary).
@@ -25,11 +30,8 @@ TOL = {torch.float64: 1e-12, torch.float32: 1e-5, torch.float16: 2 ** -10,
 
 def chunks(B, T, cu_seqlens, bt):
     """(batch row, first, end) of every chunk."""
-    if cu_seqlens is None:
-        return [(b, s, min(s + bt, T)) for b in range(B) for s in range(0, T, bt)]
-    c = cu_seqlens.tolist()
-    return [(0, s, min(s + bt, c[n + 1])) for n in range(len(c) - 1)
-            for s in range(c[n], c[n + 1], bt)]
+    return [(b, s, min(s + bt, e)) for b, first, e in sequences(B, T, cu_seqlens)
+            for s in range(first, e, bt)]
 
 
 def autograd_peer(k, v, beta, g, dw, du, cu_seqlens=None, chunk_size=64, gate_log2=False):
@@ -141,10 +143,7 @@ def make(B, T, H, K, V=None, gva=1, dtype=torch.float32, gates=True, offsets=Non
     cu = torch.tensor(offsets) if offsets is not None else None
     g = None
     if gates:
-        decay = F.logsigmoid(torch.rand(B, T, HV, generator=gen, dtype=torch.float64))
-        if log2:
-            decay = decay / math.log(2.0)
-        g = recops.chunk_local_cumsum(decay.float(), chunk_size, seq_offsets=cu)
+        g = gate_cumsum(gen, B, T, HV, chunk_size, cu, log2)
     Ai = None
     if pipeline:
         A = recops.chunk_scaled_dot_kkt(k, beta, g, cu, chunk_size, log2)
