@@ -13,21 +13,17 @@
 #include <vector>
 
 #include "ops/training/chunk_gated_delta_rule/chunk_gated_delta_rule.h"
+#include "ops/training/common/gdn_test.h"
 #include "recops/tensor.h"
 
 namespace recops {
 namespace {
-
-float* f32(Tensor& t) {
-  return static_cast<float*>(t.data());
-}
+using gdn_test::expect_error;
+using gdn_test::f32;
 
 // A [sizes] fp32 tensor of small varied values: a·((i·m) mod p) + c.
 Tensor filled(const Shape& s, int64_t m, int64_t p, float a, float c) {
-  Tensor t = Tensor::empty(s, DType::fp32);
-  for (int64_t i = 0; i < t.view().numel(); ++i)
-    f32(t)[i] = a * static_cast<float>((i * m) % p) + c;
-  return t;
+  return gdn_test::filled(s, [=](int64_t i) { return a * static_cast<float>((i * m) % p) + c; });
 }
 
 // The inputs of a dense problem [B, T, H, K] with HV = 2H, V values (fp32).
@@ -207,10 +203,9 @@ TEST(ChunkGatedDeltaRule, L2normInKernel) {
   expect_close(f32(ht2), f32(ht), ht.view().numel(), 1e-6);
 }
 
-std::string message(const ChunkGatedDeltaRuleArgs& a) {
+Status refusal(const ChunkGatedDeltaRuleArgs& a) {
   Tensor o, ht;
-  const Status s = run(a, &o, &ht);
-  return s.ok() ? "" : s.message();
+  return run(a, &o, &ht);
 }
 
 TEST(ChunkGatedDeltaRule, Refusals) {
@@ -221,40 +216,35 @@ TEST(ChunkGatedDeltaRule, Refusals) {
          ht = Tensor::empty({1, 4, 8, 4}, DType::fp32);
   const TensorView htv = ht.view();
   const Status s = chunk_gated_delta_rule(a, o.view(), &htv);
-  ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("the workspace must hold"), std::string::npos) << s.message();
+  expect_error(s, "the workspace must hold");
   // final_state exactly with output_final_state.
   ChunkGatedDeltaRuleArgs b = a;
   b.output_final_state = false;
   const Status s2 = chunk_gated_delta_rule(b, o.view(), &htv);
-  EXPECT_NE(s2.message().find("final_state must be given exactly when output_final_state"),
-            std::string::npos)
-      << s2.message();
+  expect_error(s2, "final_state must be given exactly when output_final_state");
   // k's dtype must be q's.
   Tensor k16 = Tensor::empty({1, 20, 2, 8}, DType::bf16);
   b = a;
   b.k = k16.view();
-  EXPECT_NE(message(b).find("k must have q's dtype fp32"), std::string::npos) << message(b);
+  expect_error(refusal(b), "k must have q's dtype fp32");
   // GVA: HV a multiple of H.
   Tensor v3 = Tensor::empty({1, 20, 3, 4}, DType::fp32);
   b = a;
   b.v = v3.view();
-  EXPECT_NE(message(b).find("v's HV=3 must be a multiple of q's H=2"), std::string::npos)
-      << message(b);
+  expect_error(refusal(b), "v's HV=3 must be a multiple of q's H=2");
   // g is [B, T, HV].
   Tensor g2 = Tensor::empty({1, 20, 2}, DType::fp32);
   b = a;
   b.g = g2.view();
-  EXPECT_NE(message(b).find("g must be [B, T, HV]"), std::string::npos) << message(b);
+  expect_error(refusal(b), "g must be [B, T, HV]");
   // initial_state is [N, HV, K, V].
   Tensor h0 = Tensor::empty({1, 4, 8, 5}, DType::fp32);
   b = a;
   b.initial_state = h0.view();
-  EXPECT_NE(message(b).find("initial_state must be [N, HV, K, V]"), std::string::npos)
-      << message(b);
+  expect_error(refusal(b), "initial_state must be [N, HV, K, V]");
   b = a;
   b.scale = NAN;
-  EXPECT_NE(message(b).find("must be finite"), std::string::npos) << message(b);
+  expect_error(refusal(b), "must be finite");
 }
 
 // The backward on one token, K = V = 1, by hand: Sa = e^g h0, r = v − Sa k, S = Sa + β k r,
@@ -311,22 +301,15 @@ TEST(ChunkGatedDeltaRule, BwdRefusals) {
   ChunkGatedDeltaRuleBwdArgs b = a;
   b.grad_o = bad.view();
   Status s = chunk_gated_delta_rule_bwd_check(b, &has);
-  EXPECT_NE(
-      s.message().find("chunk_gated_delta_rule_bwd: grad_o must be contiguous with v's shape"),
-      std::string::npos)
-      << s.message();
+  expect_error(s, "chunk_gated_delta_rule_bwd: grad_o must be contiguous with v's shape");
   b = a;
   b.output_final_state = false;
   s = chunk_gated_delta_rule_bwd_check(b, &has);
-  EXPECT_NE(s.message().find("grad_final_state must be None or empty when output_final_state is "
-                             "false"),
-            std::string::npos)
-      << s.message();
+  expect_error(s, "grad_final_state must be None or empty when output_final_state is false");
   b = a;
   b.grad_final_state = bad.view();
   s = chunk_gated_delta_rule_bwd_check(b, &has);
-  EXPECT_NE(s.message().find("grad_final_state must be contiguous [1, 4, 8, 4]"), std::string::npos)
-      << s.message();
+  expect_error(s, "grad_final_state must be contiguous [1, 4, 8, 4]");
   b = a;
   b.want_d_initial_state = false;
   ASSERT_TRUE(chunk_gated_delta_rule_bwd_check(b, &has).ok());

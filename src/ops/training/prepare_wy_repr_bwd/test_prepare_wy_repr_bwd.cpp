@@ -10,15 +10,15 @@
 #include <functional>
 #include <vector>
 
+#include "ops/training/common/gdn_test.h"
 #include "ops/training/prepare_wy_repr_bwd/prepare_wy_repr_bwd.h"
 #include "recops/tensor.h"
 
 namespace recops {
 namespace {
-
-double* f64(Tensor& t) {
-  return static_cast<double*>(t.data());
-}
+using gdn_test::expect_error;
+using gdn_test::f32;
+using gdn_test::f64;
 
 void fill(Tensor& t, int seed, double lo, double hi) {
   uint32_t s = 2654435761u * static_cast<uint32_t>(seed + 1);
@@ -28,7 +28,7 @@ void fill(Tensor& t, int seed, double lo, double hi) {
     if (t.dtype() == DType::fp64)
       f64(t)[i] = lo + (hi - lo) * u;
     else
-      static_cast<float*>(t.data())[i] = static_cast<float>(lo + (hi - lo) * u);
+      f32(t)[i] = static_cast<float>(lo + (hi - lo) * u);
   }
 }
 
@@ -191,28 +191,23 @@ TEST(PrepareWyReprBwd, Refusals) {
   a.dw = dw.view(), a.du = du.view();
   PrepareWyReprBwdShapes s;
   Status st = prepare_wy_repr_bwd_shape(a, &s);
-  ASSERT_FALSE(st.ok());
-  EXPECT_NE(st.message().find("v's HV=3 must be a multiple of k's H=2"), std::string::npos)
-      << st.message();
+  expect_error(st, "v's HV=3 must be a multiple of k's H=2");
   Tensor v4 = Tensor::empty({1, 4, 4, 5}, DType::fp32);
   a.v = v4.view();
   st = prepare_wy_repr_bwd_shape(a, &s);
-  ASSERT_FALSE(st.ok());
-  EXPECT_NE(st.message().find("beta must be [B, T, HV]"), std::string::npos) << st.message();
+  expect_error(st, "beta must be [B, T, HV]");
   Tensor beta4 = Tensor::empty({1, 4, 4}, DType::fp32),
          Ai4 = Tensor::empty({1, 4, 4, 16}, DType::fp32);
   Tensor dw4 = Tensor::empty({1, 4, 4, 8}, DType::fp32),
          du4 = Tensor::empty({1, 4, 4, 6}, DType::fp32);
   a.beta = beta4.view(), a.Ai = Ai4.view(), a.dw = dw4.view(), a.du = du4.view();
   st = prepare_wy_repr_bwd_shape(a, &s);
-  ASSERT_FALSE(st.ok());
-  EXPECT_NE(st.message().find("du must be [B, T, HV, V]"), std::string::npos) << st.message();
+  expect_error(st, "du must be [B, T, HV, V]");
   Tensor du4ok = Tensor::empty({1, 4, 4, 5}, DType::fp32);
   a.du = du4ok.view();
   a.chunk_size = 32;
   st = prepare_wy_repr_bwd_shape(a, &s);
-  ASSERT_FALSE(st.ok());
-  EXPECT_NE(st.message().find("chunk_size=32 must equal Ai's last dim 16"), std::string::npos);
+  expect_error(st, "chunk_size=32 must equal Ai's last dim 16");
   a.chunk_size.reset();
   ASSERT_TRUE(prepare_wy_repr_bwd_shape(a, &s).ok());
   EXPECT_FALSE(s.has_dg);
@@ -221,12 +216,10 @@ TEST(PrepareWyReprBwd, Refusals) {
   Tensor db = Tensor::empty(beta4.shape(), DType::fp32), dg = Tensor::empty({1, 4, 4}, DType::fp32);
   const TensorView dgv = dg.view();
   st = prepare_wy_repr_bwd(a, dk.view(), dv.view(), db.view(), &dgv);
-  ASSERT_FALSE(st.ok());
-  EXPECT_NE(st.message().find("dg is produced only with g"), std::string::npos) << st.message();
+  expect_error(st, "dg is produced only with g");
   Tensor dk16 = Tensor::empty(k.shape(), DType::bf16);
   st = prepare_wy_repr_bwd(a, dk16.view(), dv.view(), db.view(), nullptr);
-  ASSERT_FALSE(st.ok());
-  EXPECT_NE(st.message().find("dk must be contiguous fp32"), std::string::npos) << st.message();
+  expect_error(st, "dk must be contiguous fp32");
 }
 
 }  // namespace
