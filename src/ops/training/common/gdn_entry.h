@@ -57,6 +57,25 @@ struct GdnEntry {
     return Status::Ok();
   }
 
+  // `name` as check_tensor, refused in two steps: the rank and dtype against `layout` (e.g.
+  // "[B, T, HV, V]"), then the sizes as "`layout` = [the sizes wanted] (`rule`)".
+  Status check_sized(const char* name, const char* layout, const TensorView& t, const TensorView& a,
+                     const Shape& want, const char* rule) const {
+    RECOPS_RETURN_IF_ERROR(core::check_same_device(op, anchor, a, name, t));
+    RECOPS_CHECK(t.ndim == static_cast<int>(want.size()) && is_float(t.dtype), op, ": ", name,
+                 " must be ", layout, " of fp64, fp32, fp16 or bf16; got ", describe(t));
+    Shape shown = want;
+    bool ok = true;
+    for (size_t i = 0; i < want.size(); ++i) {
+      if (want[i] < 0) shown[i] = t.sizes[i];
+      ok = ok && t.sizes[i] == shown[i];
+    }
+    RECOPS_CHECK(ok, op, ": ", name, " must be ", layout, " = ", shape_str(shown), " (", rule,
+                 "); got ", describe(t));
+    RECOPS_CHECK(t.is_contiguous(), op, ": ", name, " must be contiguous; got ", describe(t));
+    return Status::Ok();
+  }
+
   // An output: contiguous, of exactly `want` and `dtype`, on the anchor's device; `rule` stands
   // between the sizes and the dtype's name (e.g. "([B, T, HV, V]) of q's dtype").
   Status check_out(const char* name, const TensorView& t, const TensorView& a, const Shape& want,

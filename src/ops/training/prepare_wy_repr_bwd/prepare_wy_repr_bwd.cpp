@@ -14,29 +14,10 @@ namespace recops::ops::prepare_wy_repr_bwd_ns {
 namespace {
 constexpr const char* kOp = "prepare_wy_repr_bwd";
 constexpr training::GdnEntry kEntry{kOp, "k"};
-using training::is_float;
 
 const std::vector<core::Impl<Params>>& impls() {
   static const auto list = core::with_cpu_impls<Params>({}, run_cpu, run_reference);
   return list;
-}
-
-// `name`: floating, contiguous, on k's device, sizes `want` (a negative entry: any).
-Status check_tensor(const char* name, const char* layout, const TensorView& t, const TensorView& k,
-                    const Shape& want, const char* rule) {
-  RECOPS_RETURN_IF_ERROR(core::check_same_device(kOp, "k", k, name, t));
-  RECOPS_CHECK(t.ndim == static_cast<int>(want.size()) && is_float(t.dtype), kOp, ": ", name,
-               " must be ", layout, " of fp64, fp32, fp16 or bf16; got ", describe(t));
-  Shape shown = want;
-  bool ok = true;
-  for (size_t i = 0; i < want.size(); ++i) {
-    if (want[i] < 0) shown[i] = t.sizes[i];
-    ok = ok && t.sizes[i] == shown[i];
-  }
-  RECOPS_CHECK(ok, kOp, ": ", name, " must be ", layout, " = ", shape_str(shown), " (", rule,
-               "); got ", describe(t));
-  RECOPS_CHECK(t.is_contiguous(), kOp, ": ", name, " must be contiguous; got ", describe(t));
-  return Status::Ok();
 }
 
 // Every rule on the arguments; *p gets the sizes, pointers and scalars. ctx: the call's context,
@@ -45,24 +26,26 @@ Status check_args(const PrepareWyReprBwdArgs& a, const Context* ctx, Params* p) 
   const TensorView& k = a.k;
   RECOPS_RETURN_IF_ERROR(kEntry.lead(k, "[B, T, H, K]"));
   const int64_t B = k.sizes[0], T = k.sizes[1], H = k.sizes[2], K = k.sizes[3];
-  RECOPS_RETURN_IF_ERROR(check_tensor("v", "[B, T, HV, V]", a.v, k, {B, T, -1, -1}, "B, T of k"));
+  RECOPS_RETURN_IF_ERROR(
+      kEntry.check_sized("v", "[B, T, HV, V]", a.v, k, {B, T, -1, -1}, "B, T of k"));
   const int64_t HV = a.v.sizes[2], V = a.v.sizes[3];
   RECOPS_RETURN_IF_ERROR(kEntry.gva("v", HV, H));
   RECOPS_RETURN_IF_ERROR(
-      check_tensor("beta", "[B, T, HV]", a.beta, k, {B, T, HV}, "B, T of k; HV of v"));
+      kEntry.check_sized("beta", "[B, T, HV]", a.beta, k, {B, T, HV}, "B, T of k; HV of v"));
   if (a.g)
     RECOPS_RETURN_IF_ERROR(
-        check_tensor("g", "[B, T, HV]", *a.g, k, {B, T, HV}, "B, T of k; HV of v"));
+        kEntry.check_sized("g", "[B, T, HV]", *a.g, k, {B, T, HV}, "B, T of k; HV of v"));
   RECOPS_RETURN_IF_ERROR(
-      check_tensor("Ai", "[B, T, HV, BT]", a.Ai, k, {B, T, HV, -1}, "B, T of k; HV of v"));
+      kEntry.check_sized("Ai", "[B, T, HV, BT]", a.Ai, k, {B, T, HV, -1}, "B, T of k; HV of v"));
   const int64_t bt = a.Ai.sizes[3];
   RECOPS_CHECK(bt == 16 || bt == 32 || bt == 64, kOp,
                ": Ai's last dim (the chunk size BT) must be 16, 32 or 64; got ", bt);
   RECOPS_CHECK(!a.chunk_size || *a.chunk_size == bt, kOp, ": chunk_size=", *a.chunk_size,
                " must equal Ai's last dim ", bt);
   RECOPS_RETURN_IF_ERROR(
-      check_tensor("dw", "[B, T, HV, K]", a.dw, k, {B, T, HV, K}, "B, T, K of k; HV of v"));
-  RECOPS_RETURN_IF_ERROR(check_tensor("du", "[B, T, HV, V]", a.du, k, {B, T, HV, V}, "v's sizes"));
+      kEntry.check_sized("dw", "[B, T, HV, K]", a.dw, k, {B, T, HV, K}, "B, T, K of k; HV of v"));
+  RECOPS_RETURN_IF_ERROR(
+      kEntry.check_sized("du", "[B, T, HV, V]", a.du, k, {B, T, HV, V}, "v's sizes"));
   int64_t N = B;
   RECOPS_RETURN_IF_ERROR(kEntry.seq_offsets(a.seq_offsets, k, B, T, ctx, &N, p));
   p->k = k.data;
