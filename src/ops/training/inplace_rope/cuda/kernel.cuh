@@ -52,6 +52,13 @@ __device__ __forceinline__ T st(Acc v) {
     return core::cuda::from_float<T>(v);
 }
 
+__device__ __forceinline__ unsigned short bits16(__half v) {
+  return __half_as_ushort(v);
+}
+__device__ __forceinline__ unsigned short bits16(__nv_bfloat16 v) {
+  return __bfloat16_as_ushort(v);
+}
+
 // N elements at p in one access when Vec (p aligned to N elements), else one by one.
 template <class T, int N, bool Vec>
 __device__ __forceinline__ void load_n(const T* p, T* out) {
@@ -66,7 +73,25 @@ __device__ __forceinline__ void load_n(const T* p, T* out) {
 }
 template <class T, int N, bool Vec>
 __device__ __forceinline__ void store_n(T* p, const T* in) {
-  if constexpr (Vec) {
+  if constexpr (Vec && sizeof(T) * N == 16) {
+    // 16 bytes as one uint4 (double2) built from the values' bits, stored with __stwb (the
+    // default write-back policy): a plain Pack, memcpy or uint4 assignment was split into 2- or
+    // 4-byte stores (seen in the PTX).
+    if constexpr (std::is_same_v<T, double>) {
+      __stwb(reinterpret_cast<double2*>(p), make_double2(in[0], in[1]));
+    } else {
+      uint32_t w[4];
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        if constexpr (std::is_same_v<T, float>)
+          w[k] = __float_as_uint(in[k]);
+        else
+          w[k] = static_cast<uint32_t>(bits16(in[2 * k])) |
+                 (static_cast<uint32_t>(bits16(in[2 * k + 1])) << 16);
+      }
+      __stwb(reinterpret_cast<uint4*>(p), make_uint4(w[0], w[1], w[2], w[3]));
+    }
+  } else if constexpr (Vec) {
     Pack<T, N> v;
 #pragma unroll
     for (int j = 0; j < N; ++j) v.v[j] = in[j];
