@@ -32,4 +32,29 @@ __device__ __forceinline__ T from_float(float v) {
     return static_cast<T>(v);
 }
 
+// Exact widening to double (float, half and bf16 all embed in it).
+template <class T>
+__device__ __forceinline__ double to_double(T v) {
+  if constexpr (std::is_same_v<T, double>)
+    return v;
+  else
+    return static_cast<double>(to_float(v));
+}
+
+// x rounded once to U (the host's from_double). 16-bit U: x rounded to float by round-to-odd
+// (towards zero, last bit set when inexact), then float -> U to nearest even: float's extra bits
+// make that the correctly rounded result.
+template <class U>
+__device__ __forceinline__ U from_double(double x) {
+  if constexpr (std::is_same_v<U, double>) {
+    return x;
+  } else if constexpr (std::is_same_v<U, float>) {
+    return __double2float_rn(x);
+  } else {
+    float f = __double2float_rz(x);
+    if (static_cast<double>(f) != x) f = __int_as_float(__float_as_int(f) | 1);  // NaN stays NaN
+    return from_float<U>(f);
+  }
+}
+
 }  // namespace recops::core::cuda

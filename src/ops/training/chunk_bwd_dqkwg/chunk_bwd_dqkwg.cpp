@@ -47,8 +47,8 @@ Status check_args(const ChunkBwdDqkwgArgs& a, const Context* ctx, Params* p) {
       "h", a.h, q, {B, nt, HV, K, V}, "[B, NT, HV, K, V] (NT = ceil(T / chunk_size) per row)"));
   RECOPS_RETURN_IF_ERROR(
       kEntry.check_tensor("dh", a.dh, q, a.h.shape(), "[B, NT, HV, K, V] (h's sizes)"));
-  if (a.seq_offsets && ctx && a.seq_offsets->device.is_cpu())
-    RECOPS_RETURN_IF_ERROR(kEntry.chunk_count(*a.seq_offsets, N, bt, a.h.sizes[1], "h's NT"));
+  if (a.seq_offsets && ctx)
+    RECOPS_RETURN_IF_ERROR(kEntry.chunk_count(*a.seq_offsets, N, bt, a.h.sizes[1], "h's NT", *ctx));
   RECOPS_RETURN_IF_ERROR(
       kEntry.check_tensor("do", a.d_o, q, {B, T, HV, V}, "[B, T, HV, V] (v_new's)"));
   RECOPS_CHECK(a.w.has_value() == a.dv2.has_value(), kOp,

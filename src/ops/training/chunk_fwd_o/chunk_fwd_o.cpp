@@ -45,8 +45,8 @@ Status check_args(const ChunkFwdOArgs& a, const Context* ctx, Params* p) {
   const int64_t nt = a.seq_offsets ? -1 : ops::training::chunk_count(T, bt);
   RECOPS_RETURN_IF_ERROR(kEntry.check_tensor(
       "h", a.h, q, {B, nt, HV, K, V}, "[B, NT, HV, K, V] (NT = ceil(T / chunk_size) per row)"));
-  if (a.seq_offsets && ctx && a.seq_offsets->device.is_cpu())
-    RECOPS_RETURN_IF_ERROR(kEntry.chunk_count(*a.seq_offsets, N, bt, a.h.sizes[1], "h's NT"));
+  if (a.seq_offsets && ctx)
+    RECOPS_RETURN_IF_ERROR(kEntry.chunk_count(*a.seq_offsets, N, bt, a.h.sizes[1], "h's NT", *ctx));
   if (a.g) RECOPS_RETURN_IF_ERROR(kEntry.check_tensor("g", *a.g, q, {B, T, HV}, "[B, T, HV]"));
   if (a.scale) RECOPS_CHECK(std::isfinite(*a.scale), kOp, ": scale=", *a.scale, " must be finite");
   p->q = q.data;

@@ -1,7 +1,7 @@
 // training/chunk_gated_delta_rule/chunk_gated_delta_rule.cpp: the entry of chunk_gated_delta_rule.
 // All validation happens here, once (the sub-ops the CPU path calls check their own arguments
 // again); then the ordered implementation list runs the first implementation that accepts
-// (cpu_generic, reference; no CUDA path yet). At the end: the OpInfo and the argument table
+// (cuda_sm80 in CUDA builds, cpu_generic, reference). At the end: the OpInfo and the argument table
 // (the forward with .backward(chunk_gated_delta_rule_bwd), and the backward).
 #include "ops/training/chunk_gated_delta_rule/chunk_gated_delta_rule.h"
 
@@ -23,7 +23,8 @@ constexpr training::GdnEntry kBwdEntry{kBwd, "q"};
 using training::is_float;
 
 const std::vector<core::Impl<Params>>& impls() {
-  static const auto list = core::with_cpu_impls<Params>({}, run_cpu, run_reference);
+  static const auto list =
+      core::standard_impls<Params>(RECOPS_IF_CUDA(run_cuda), run_cpu, run_reference);
   return list;
 }
 
@@ -58,6 +59,7 @@ Status check_args(const ChunkGatedDeltaRuleArgs& a, const Context* ctx, Params* 
   p->B = B, p->T = T, p->H = H, p->HV = HV, p->K = K, p->V = V;
   p->BT = bt;
   p->N = N;
+  p->device_index = q.device.index;
   // The chunk states' NT: ceil(T / BT) per batch row; with offsets the sync-free bound
   // ceil(T / BT) + N (§4.2), which fwd_h takes by default.
   p->NT = training::chunk_count(T, bt) + (a.seq_offsets ? N : 0);

@@ -1,5 +1,5 @@
 // training/chunk_gated_delta_rule/params.h: the problem description shared by the entry, the
-// reference and cpu/.
+// reference, compose.cpp, cpu/ and cuda/.
 #pragma once
 
 #include <cstddef>
@@ -14,8 +14,8 @@ namespace recops::ops::chunk_gated_delta_rule_ns {
 // q, k [B, T, H, K], v [B, T, HV, V], g, beta [B, T, HV], h0 [N, HV, K, V] (nullptr: zeros);
 // outputs o [B, T, HV, V], ht [N, HV, K, V] fp32 (nullptr: not wanted); all contiguous.
 // Sequences: with seq_offsets (B = 1) sequence n is rows [off[n], off[n+1]); else batch row n.
-// The flat fields are what the reference reads; cpu/ composes the sub-ops from `args`, `o`, `ht`
-// and the workspace.
+// The flat fields are what the reference reads; compose.cpp (cpu/ and cuda/) composes the sub-ops
+// from `args`, `o`, `ht` and the workspace.
 struct Params {
   const void* q = nullptr;
   const void* k = nullptr;
@@ -33,11 +33,12 @@ struct Params {
   int64_t N = 0;                      // sequences
   int64_t NT = 0;                     // the chunk states' dim 1 (in the workspace)
   const void* seq_offsets = nullptr;  // [N+1], off_dtype; nullptr: one sequence per batch row
+  int device_index = 0;               // the tensors' CUDA device (cuda_sm80)
   DType off_dtype = DType::int64;
   double scale = 1.0;
   bool l2norm = false;  // use_qk_l2norm_in_kernel
   double l2norm_eps = 1e-6;
-  bool plain = false;  // cpu/ only: compose the sub-ops' plain baselines
+  bool plain = false;  // cpu/ only: compose the sub-ops' plain baselines (host tensors)
   // The backward (chunk_gated_delta_rule_bwd): do [B, T, HV, V] (v's dtype), dht [N, HV, K, V]
   // (nullptr: zeros); outputs dq, dk (q's dtype), dv, dg, dbeta (their inputs' dtypes), dh0 fp32
   // (nullptr: not wanted).

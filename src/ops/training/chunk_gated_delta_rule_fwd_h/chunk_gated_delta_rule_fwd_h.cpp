@@ -54,8 +54,8 @@ Status check_args(const ChunkGatedDeltaRuleFwdHArgs& a, const Context* ctx, Para
     RECOPS_CHECK(*a.num_chunks >= 0, kOp, ": num_chunks=", *a.num_chunks, " must be >= 0");
     nt = *a.num_chunks;
   }
-  if (a.seq_offsets && ctx && a.seq_offsets->device.is_cpu())
-    RECOPS_RETURN_IF_ERROR(kEntry.chunk_count(*a.seq_offsets, N, bt, nt, "num_chunks"));
+  if (a.seq_offsets && ctx)
+    RECOPS_RETURN_IF_ERROR(kEntry.chunk_count(*a.seq_offsets, N, bt, nt, "num_chunks", *ctx));
   p->k = k.data;
   p->w = a.w.data;
   p->u = a.u.data;

@@ -9,9 +9,12 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "core/cuda/runtime.h"
 #include "core/offsets.h"
 #include "ops/training/common/packed_offsets.h"
+#include "recops/context.h"
 #include "recops/status.h"
 #include "recops/tensor_view.h"
 
@@ -19,12 +22,6 @@ namespace recops::ops::training {
 
 inline bool is_float(DType t) {
   return t == DType::fp64 || t == DType::fp32 || t == DType::fp16 || t == DType::bf16;
-}
-
-// Value n of a validated int32/int64 offsets tensor on the host.
-inline int64_t offset_at(const TensorView& o, int64_t n) {
-  return o.dtype == DType::int32 ? static_cast<const int32_t*>(o.data)[n]
-                                 : static_cast<const int64_t*>(o.data)[n];
 }
 
 // The checks of one op's entry; `anchor` names the tensor whose device every other one must share
@@ -116,13 +113,29 @@ struct GdnEntry {
     return Status::Ok();
   }
 
-  // With host offsets (n_seq sequences, validated): `nt` (named `nt_name`, e.g. "h's NT") is at
-  // least Σ ceil(len_n / bt), the chunk count of the sequences.
+  // `nt` (named `nt_name`, e.g. "h's NT") is at least Σ ceil(len_n / bt), the chunk count of the
+  // n_seq validated sequences. Host offsets are read directly; device offsets only when
+  // validate_enabled() and ctx's stream is not capturing (one small copy and a sync, as the
+  // offsets' own validation does); otherwise nothing is checked and the kernels leave the chunks
+  // numbered past nt alone.
   Status chunk_count(const TensorView& offsets, int64_t n_seq, int64_t bt, int64_t nt,
-                     const char* nt_name) const {
+                     const char* nt_name, const Context& ctx) const {
+    std::vector<int64_t> copy;
+    const void* values = offsets.data;
+    if (!offsets.device.is_cpu()) {
+      if (!validate_enabled() || core::cuda::stream_capturing(ctx.stream)) return Status::Ok();
+      copy.resize(static_cast<size_t>(n_seq + 1));
+      RECOPS_RETURN_IF_ERROR(core::cuda::copy_strided_to_host(
+          copy.data(), offsets.data, dtype_size(offsets.dtype), n_seq + 1, offsets.strides[0],
+          offsets.device.index, ctx.stream));
+      values = copy.data();  // packed at the offsets' own element size
+    }
+    auto at = [&](int64_t n) -> int64_t {
+      return offsets.dtype == DType::int32 ? static_cast<const int32_t*>(values)[n]
+                                           : static_cast<const int64_t*>(values)[n];
+    };
     int64_t chunks = 0;
-    for (int64_t n = 0; n < n_seq; ++n)
-      chunks += (offset_at(offsets, n + 1) - offset_at(offsets, n) + bt - 1) / bt;
+    for (int64_t n = 0; n < n_seq; ++n) chunks += (at(n + 1) - at(n) + bt - 1) / bt;
     RECOPS_CHECK(nt >= chunks, op, ": ", nt_name, "=", nt,
                  " is less than the chunk count of the sequences, ", chunks,
                  " (Σ ceil(len_n / chunk_size))");

@@ -34,28 +34,15 @@
 
 namespace recops::ops::chunk_local_cumsum_ns {
 
+// widen / narrow: core/cuda/numeric.cuh's exact widening to double and single rounding from it
+// (16-bit through float by round-to-odd: the CPU path's `narrow`).
 template <class T>
 __device__ __forceinline__ double widen(T v) {
-  if constexpr (std::is_same_v<T, double>)
-    return v;
-  else
-    return static_cast<double>(core::cuda::to_float(v));  // exact for float, half, bf16
+  return core::cuda::to_double(v);
 }
-
-// x rounded once to U. 16-bit U: x rounded to float by round-to-odd (towards zero, last bit set
-// when inexact), then float -> U to nearest even: float's extra bits make that the correctly
-// rounded result (the CPU path's `narrow`).
 template <class U>
 __device__ __forceinline__ U narrow(double x) {
-  if constexpr (std::is_same_v<U, double>) {
-    return x;
-  } else if constexpr (std::is_same_v<U, float>) {
-    return __double2float_rn(x);
-  } else {
-    float f = __double2float_rz(x);
-    if (static_cast<double>(f) != x) f = __int_as_float(__float_as_int(f) | 1);  // NaN stays NaN
-    return core::cuda::from_float<U>(f);
-  }
+  return core::cuda::from_double<U>(x);
 }
 
 __device__ __forceinline__ int64_t offset_at(const Params& p, int64_t n) {
