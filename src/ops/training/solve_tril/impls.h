@@ -1,5 +1,6 @@
 // training/solve_tril/impls.h: the implementations the entry lists, best first, reference last.
-// Definitions live in reference.cpp and cpu/; none includes another. No CUDA path yet.
+// Definitions live in reference.cpp, cpu/ and cuda/ (run_cuda, CUDA builds only); none includes
+// another.
 #pragma once
 
 #include "core/kit/impls.h"
@@ -7,7 +8,6 @@
 
 namespace recops::ops::solve_tril_ns {
 
-::recops::Status run_reference(const Params& p, const ::recops::Context& ctx);
-::recops::Status run_cpu(const Params& p, const ::recops::Context& ctx);
+RECOPS_DECLARE_IMPLS(Params, run_reference, run_cpu, run_cuda);
 
 }  // namespace recops::ops::solve_tril_ns

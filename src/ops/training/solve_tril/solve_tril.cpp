@@ -1,6 +1,6 @@
 // training/solve_tril/solve_tril.cpp: the entry of solve_tril. All validation happens here, once;
-// then the ordered implementation list runs the first implementation that accepts (cpu_generic,
-// reference; no CUDA path yet). At the end: the OpInfo and the argument table.
+// then the ordered implementation list runs the first implementation that accepts (cuda_sm80 in
+// CUDA builds, cpu_generic, reference). At the end: the OpInfo and the argument table.
 #include "ops/training/solve_tril/solve_tril.h"
 
 #include "core/dispatch.h"
@@ -16,7 +16,8 @@ constexpr training::GdnEntry kEntry{kOp, "A"};
 using training::is_float;
 
 const std::vector<core::Impl<Params>>& impls() {
-  static const auto list = core::standard_impls<Params>(nullptr, run_cpu, run_reference);
+  static const auto list =
+      core::standard_impls<Params>(RECOPS_IF_CUDA(run_cuda), run_cpu, run_reference);
   return list;
 }
 
