@@ -47,8 +47,7 @@ __device__ __forceinline__ S load_as(const void* base, DType t, int64_t i) {
     case DType::fp64: return static_cast<S>(static_cast<const double*>(base)[i]);
     case DType::fp32: return static_cast<S>(static_cast<const float*>(base)[i]);
     case DType::fp16: return static_cast<S>(__half2float(static_cast<const __half*>(base)[i]));
-    default:
-      return static_cast<S>(__bfloat162float(static_cast<const __nv_bfloat16*>(base)[i]));
+    default: return static_cast<S>(__bfloat162float(static_cast<const __nv_bfloat16*>(base)[i]));
   }
 }
 
@@ -62,12 +61,12 @@ __device__ __forceinline__ double decay(double d, bool log2) {
 
 // items = slots · H; blockDim.x = kThreads.
 template <class TK>
-__global__ void __launch_bounds__(kThreads) chunk_scaled_dot_kkt_kernel(const Params p,
-                                                                        int64_t items) {
+__global__ void __launch_bounds__(kThreads)
+    chunk_scaled_dot_kkt_kernel(const Params p, int64_t items) {
   using S = std::conditional_t<std::is_same_v<TK, double>, double, float>;
   constexpr int KT = kKTile<S>;
   __shared__ S kt[kMaxBT][KT + 1];  // the chunk's k rows, KT columns of them (padded: no conflicts)
-  __shared__ S gram[kMaxBT][kMaxBT];  // k_t·k_j for j < t < R
+  __shared__ S gram[kMaxBT][kMaxBT];    // k_t·k_j for j < t < R
   __shared__ S sb[kMaxBT], sg[kMaxBT];  // beta and G of one value head
   const TK* k = static_cast<const TK*>(p.k);
   const int64_t H = p.H, HV = p.HV, K = p.K, group = HV / H;
@@ -76,8 +75,7 @@ __global__ void __launch_bounds__(kThreads) chunk_scaled_dot_kkt_kernel(const Pa
   for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
     const int64_t slot = item / H, h = item % H;
     int64_t row0, rows;
-    training_dev::gdn_slot_chunk(slot, p.T, p.BT, p.N, p.seq_offsets, p.off_dtype, &row0,
-                                  &rows);
+    training_dev::gdn_slot_chunk(slot, p.T, p.BT, p.N, p.seq_offsets, p.off_dtype, &row0, &rows);
     if (rows <= 0) continue;  // uniform: the whole block skips the slot
     const int R = static_cast<int>(rows);
     // Each thread's pairs: e = tid, tid + nt, ... of the BT x BT square (the same every step).

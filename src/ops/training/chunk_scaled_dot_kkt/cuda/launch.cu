@@ -17,7 +17,8 @@ namespace {
 template <class TK>
 Status launch(const Params& p, void* stream) {
   // Chunk slots (gdn_chunk_slots.cuh): a bound from the sizes alone, nothing read back.
-  const int64_t slots = training_dev::gdn_chunk_slots(p.B, p.T, p.BT, p.N, p.seq_offsets != nullptr);
+  const int64_t slots =
+      training_dev::gdn_chunk_slots(p.B, p.T, p.BT, p.N, p.seq_offsets != nullptr);
   const int64_t items = slots * p.H;
   if (items == 0) return Status::Ok();
   const int64_t blocks = std::min<int64_t>(items, kMaxBlocks);
@@ -43,7 +44,8 @@ Status run_cuda(const Params& p, const Context& ctx) {
     case DType::fp16: return launch<__half>(p, ctx.stream);
     case DType::bf16: return launch<__nv_bfloat16>(p, ctx.stream);
     default:
-      return Status(StatusCode::internal, "chunk_scaled_dot_kkt: cuda_sm80 reached with a bad dtype");
+      return Status(StatusCode::internal,
+                    "chunk_scaled_dot_kkt: cuda_sm80 reached with a bad dtype");
   }
 }
 

@@ -34,8 +34,8 @@ __device__ __forceinline__ int64_t gdn_offset(const void* offsets, DType t, int6
 // slot). offsets: nullptr, or n_seq + 1 values of dtype off_dtype (n_seq >= 1). The same result
 // in every thread that asks for the same slot.
 __device__ __forceinline__ void gdn_slot_chunk(int64_t slot, int64_t T, int64_t bt, int64_t n_seq,
-                                               const void* offsets, DType off_dtype,
-                                               int64_t* row0, int64_t* rows) {
+                                               const void* offsets, DType off_dtype, int64_t* row0,
+                                               int64_t* rows) {
   if (!offsets) {
     const int64_t per_row = T / bt + (T % bt != 0);
     const int64_t b = slot / per_row, c = slot % per_row;

@@ -43,8 +43,7 @@ __device__ __forceinline__ C load_a(const Params& p, int64_t i) {
     case DType::fp64: return static_cast<C>(static_cast<const double*>(p.a)[i]);
     case DType::fp32: return static_cast<C>(static_cast<const float*>(p.a)[i]);
     case DType::fp16: return static_cast<C>(__half2float(static_cast<const __half*>(p.a)[i]));
-    default:
-      return static_cast<C>(__bfloat162float(static_cast<const __nv_bfloat16*>(p.a)[i]));
+    default: return static_cast<C>(__bfloat162float(static_cast<const __nv_bfloat16*>(p.a)[i]));
   }
 }
 
@@ -70,17 +69,16 @@ __device__ __forceinline__ void store_ai(const Params& p, int64_t i, double v) {
 template <class C>
 __global__ void __launch_bounds__(kThreads) solve_tril_kernel(const Params p, int64_t items) {
   constexpr int kSq = kBlk * kBlk;
-  __shared__ C a[kTri];                             // strictly lower A (diagonal slots 0)
-  __shared__ C x[kTri];                             // the inverse, lower triangle
+  __shared__ C a[kTri];                           // strictly lower A (diagonal slots 0)
+  __shared__ C x[kTri];                           // the inverse, lower triangle
   __shared__ C s[kMaxBT / kBlk - 1][kBlk][kBlk];  // S_j of the current block row
-  const int64_t H = p.H, rs = H * p.BT;  // rs: the stride between rows t and t + 1
+  const int64_t H = p.H, rs = H * p.BT;           // rs: the stride between rows t and t + 1
   const int bt = static_cast<int>(p.BT), nb = bt / kBlk;
   const int tid = static_cast<int>(threadIdx.x), nt = static_cast<int>(blockDim.x);
   for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
     const int64_t slot = item / H, h = item % H;
     int64_t row0, rows;
-    training_dev::gdn_slot_chunk(slot, p.T, p.BT, p.N, p.seq_offsets, p.off_dtype, &row0,
-                                  &rows);
+    training_dev::gdn_slot_chunk(slot, p.T, p.BT, p.N, p.seq_offsets, p.off_dtype, &row0, &rows);
     if (rows <= 0) continue;  // uniform: the whole block skips the slot
     const int L = static_cast<int>(rows);
     const int64_t base = row0 * rs + h * p.BT;  // (chunk row 0, head h, column 0)
