@@ -19,7 +19,8 @@ constexpr training::GdnEntry kEntry{kOp, "q"};
 using training::is_float;
 
 const std::vector<core::Impl<Params>>& impls() {
-  static const auto list = core::standard_impls<Params>(RECOPS_IF_CUDA(run_cuda), run_cpu, run_reference);
+  static const auto list =
+      core::standard_impls<Params>(RECOPS_IF_CUDA(run_cuda), run_cpu, run_reference);
   return list;
 }
 

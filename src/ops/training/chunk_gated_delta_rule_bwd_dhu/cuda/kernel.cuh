@@ -147,7 +147,7 @@ __global__ void __launch_bounds__(kThreads)
     const int64_t base = p.seq_offsets ? chunks_before(p, n, red) : n * p.NT;
     const int64_t len = e - a, nchunks = (len + BT - 1) / BT;
     const int64_t state = (n * HV + hv) * K * V;  // dht's and dh0's [K, V] slice
-    __syncthreads();  // the previous item is done with shared memory
+    __syncthreads();                              // the previous item is done with shared memory
     for (int64_t x = tid; x < K * BV; x += kThreads) {
       const int64_t i = x >> bv_log, v = x & (BV - 1);
       ds[x] = p.dht && v < bv ? load<S>(p.dht, p.dht_dtype, state + i * V + v0 + v) : S(0);
@@ -188,8 +188,8 @@ __global__ void __launch_bounds__(kThreads)
         __syncthreads();
         for (int64_t x = tid; x < BT * kKT; x += kThreads) {
           const int64_t t = x / kKT, ii = x % kKT;
-          kq[x] = t < R && ii < kt ? load<S>(p.k, p.k_dtype, ((row0 + t) * H + h) * K + i0 + ii)
-                                   : S(0);
+          kq[x] =
+              t < R && ii < kt ? load<S>(p.k, p.k_dtype, ((row0 + t) * H + h) * K + i0 + ii) : S(0);
         }
         __syncthreads();
 #pragma unroll

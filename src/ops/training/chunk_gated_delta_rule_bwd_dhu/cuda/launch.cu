@@ -31,16 +31,17 @@ Status launch(const Params& p, void* stream) {
   if (smem > kSmemHard)
     return Status(StatusCode::invalid_argument,
                   std::string(kOp) + ": cuda_sm80 needs K <= " +
-                      std::to_string(kSmemHard / static_cast<int64_t>(sizeof(S)) -
-                                     2 * p.BT * kKT - 3 * p.BT) +
+                      std::to_string(kSmemHard / static_cast<int64_t>(sizeof(S)) - 2 * p.BT * kKT -
+                                     3 * p.BT) +
                       " (the [K, 1] state slice and the staged rows must fit 99 KB of shared "
-                      "memory); got K=" + std::to_string(p.K));
+                      "memory); got K=" +
+                      std::to_string(p.K));
   if (p.seq_offsets && p.B * p.NT * p.HV * p.K * p.V > 0) {
     const int64_t n = p.B * p.NT * p.HV * p.K * p.V;
     const int64_t blocks = std::min<int64_t>((n + kThreads - 1) / kThreads, 4096);
     RECOPS_RETURN_IF_ERROR(RECOPS_LAUNCH_KERNEL(kOp, spare_chunks_kernel,
-                                                dim3(static_cast<unsigned>(blocks)),
-                                                dim3(kThreads), 0, stream, p));
+                                                dim3(static_cast<unsigned>(blocks)), dim3(kThreads),
+                                                0, stream, p));
   }
   const int64_t vtiles = (p.V + (int64_t{1} << bv_log) - 1) >> bv_log;
   const int64_t items = p.N * p.HV * vtiles;
