@@ -67,6 +67,11 @@ SHAPES = {
     # The GDN gate cumsum (fp32 gates, as GDN keeps them): scalar [B, T, H] and KDA's vector
     # [B, T, H, K]; §6 names no shape for it, these are the GDN benchmark's T and H at a batch
     # large enough to measure bandwidth.
+    # GDN (§6): B = 1, T = 8192, H = 16, K = V = 128; GVA HV = 32; varlen 8 x 1024 packed.
+    "chunk_gated_delta_rule": [("D1", {"B": 1, "T": 8192, "H": 16, "HV": 16, "K": 128, "V": 128}),
+                               ("D2", {"B": 1, "T": 8192, "H": 16, "HV": 32, "K": 128, "V": 128}),
+                               ("D3", {"B": 1, "T": 8192, "H": 16, "HV": 16, "K": 128, "V": 128,
+                                       "seqs": 8})],
     "chunk_local_cumsum": [("U1", {"dims": [8, 8192, 32]}),
                            ("U2", {"dims": [1, 8192, 16, 128]})],
     "mhc_sinkhorn": [("H1", {"tokens": 65536, "n": 4})],
@@ -86,6 +91,9 @@ QUICK = {
     "fused_cross_entropy": [("qE", {"N": 64, "V": 500})],
     "chunk_loss": [("qC", {"N": 64, "D": 32, "V": 500})],
     "inplace_rope_": [("qP", {"dims": [2, 16, 4, 48], "R": 16})],
+    "chunk_gated_delta_rule": [("qD", {"B": 2, "T": 100, "H": 2, "HV": 4, "K": 32, "V": 16}),
+                               ("qDv", {"B": 1, "T": 150, "H": 2, "HV": 2, "K": 16, "V": 16,
+                                        "seqs": 3})],
     "chunk_local_cumsum": [("qU", {"dims": [2, 128, 3]}), ("qUk", {"dims": [1, 192, 2, 8]})],
     "mhc_sinkhorn": [("qH", {"tokens": 64, "n": 4})],
     "mhc_pre_bmm": [("qM", {"tokens": 64, "n": 4, "C": 96})],
@@ -133,6 +141,9 @@ class Peers:
                 from fla.modules.rotary import rotary_embedding
                 from fla.ops.utils.cumsum import chunk_local_cumsum
                 self.mods[name] = {"rotary": rotary_embedding, "cumsum": chunk_local_cumsum}
+            elif name == "fla_gdn":
+                from fla.ops.gated_delta_rule import chunk_gated_delta_rule
+                self.mods[name] = {"gdn": chunk_gated_delta_rule}
             elif name == "quack":
                 try:
                     import quack  # noqa: F401
@@ -457,6 +468,8 @@ def bench_op(bench, peers, op, sid, p, dtype_name):
         return recs
     if op == "inplace_rope_":
         return _bench_rope(bench, peers, op, p, dtype, dtype_name, gen)
+    if op == "chunk_gated_delta_rule":
+        return _bench_gdn(bench, peers, op, p, dtype, dtype_name, gen)
     if op == "chunk_local_cumsum":
         dims = p["dims"]
         n = 1
@@ -563,6 +576,48 @@ def _bench_rope(bench, peers, op, p, dtype, dtype_name, gen):
             r["max_err_vs_peer"] = errs[r["peer"]]
         r["shape"]["errors_measured_on_copies"] = True
     return recs
+
+
+def _bench_gdn(bench, peers, op, p, dtype, dtype_name, gen):
+    """The composed Gated DeltaNet (training_ops.md §4.4) against fla-core's
+    chunk_gated_delta_rule on the same inputs, forward and forward+backward through autograd
+    (dq, dk, dv, dg, dbeta). Inputs follow fla's conditioning (§5): q, k l2-normalised, g =
+    logsigmoid(U(0,1)), beta = sigmoid(U(0,1)); varlen (seqs > 1) packs equal sequences into B = 1
+    with seq_offsets / cu_seqlens. No eager or compiled reference is timed (a per-token recurrence
+    in Python is not a peer)."""
+    device = bench.device
+    B, T, H, HV, K, V = p["B"], p["T"], p["H"], p["HV"], p["K"], p["V"]
+    seqs = p.get("seqs", 0)
+    offsets = None
+    if seqs:
+        offsets = torch.linspace(0, T, seqs + 1, device=device).round().to(torch.int64)
+    rot = jp._rotations(B * T * (2 * H * K + HV * V) * _es(dtype), device)
+    args = []
+    for _ in range(rot):
+        q = F.normalize(bench.rand((B, T, H, K), torch.float32, gen), dim=-1).to(dtype)
+        k = F.normalize(bench.rand((B, T, H, K), torch.float32, gen), dim=-1).to(dtype)
+        v = bench.rand((B, T, HV, V), dtype, gen)
+        g = F.logsigmoid(torch.rand((B, T, HV), generator=gen, device=device))
+        beta = torch.sigmoid(torch.rand((B, T, HV), generator=gen, device=device)).to(dtype)
+        args.append((q, k, v, g, beta))
+
+    def ours(q, k, v, g, beta):
+        return recops.chunk_gated_delta_rule(q, k, v, g, beta, seq_offsets=offsets)[0]
+
+    plains, exts = {}, {}
+    peers.add(exts, "fla", "ops.gated_delta_rule.chunk_gated_delta_rule",
+              lambda m: (lambda q, k, v, g, beta: m["gdn"](q, k, v, g, beta,
+                                                         cu_seqlens=offsets)[0]),
+              module="fla_gdn")
+    es = _es(dtype)
+    # Bytes: the inputs read and o written (fwd); do read and the five gradients written (bwd).
+    io = B * T * (2 * H * K + 2 * HV * V) * es + B * T * HV * (4 + es)
+    # FLOPs of the chunked algorithm per (position, value head), BT = 64: kkt and solve 2·64·K,
+    # w and u 2·64·(K + V), the state 4·K·V (v_new and the update), o 2·K·V + 2·64·(K + V).
+    fwd_fl = B * T * HV * (2 * 64 * K + 2 * 64 * (K + V) + 6 * K * V + 2 * 64 * (K + V))
+    return bench.run(op, dict(p), dtype_name, args, ours, plains, exts, (0, 1, 2, 3, 4),
+                     _fb({"fwd": io, "bwd": io + B * T * HV * V * es}),
+                     {"fwd": fwd_fl, "fwd_bwd": 3 * fwd_fl})
 
 
 def _fb(nb):
