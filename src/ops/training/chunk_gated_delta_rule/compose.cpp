@@ -1,6 +1,7 @@
 // training/chunk_gated_delta_rule/compose.cpp: the composition of the GDN sub-ops (cpu_generic
-// and cuda_sm80 alike: each sub-op dispatches on the tensors' device) through their public torch-free entries (training_ops.md §4.4), with every
-// intermediate in the caller's workspace (params.h's Layout):
+// and cuda_sm80 alike: each sub-op dispatches on the tensors' device) through their public
+// torch-free entries (training_ops.md §4.4), with every intermediate in the caller's workspace
+// (params.h's Layout):
 //   [qn, kn = l2norm(q), l2norm(k)]     (use_qk_l2norm_in_kernel; q's dtype)
 //   G  = chunk_local_cumsum(g)          fp32 [B, T, HV], natural-log units
 //   A  = chunk_scaled_dot_kkt(k, β, G)  fp32 [B, T, HV, BT]
@@ -37,9 +38,9 @@ namespace recops::ops::chunk_gated_delta_rule_ns {
 namespace {
 
 // The backward after the recompute: q, k the (normalised) inputs, the rest the intermediates.
-Status backward(const Params& p, const Context& sub, const Adder& add, const TensorView& q, const TensorView& k,
-                const TensorView& G, const TensorView& Ai, const TensorView& w, const TensorView& h,
-                const TensorView& v_new) {
+Status backward(const Params& p, const Context& sub, const Adder& add, const TensorView& q,
+                const TensorView& k, const TensorView& G, const TensorView& Ai, const TensorView& w,
+                const TensorView& h, const TensorView& v_new) {
   const ChunkGatedDeltaRuleArgs& a = p.args;
   const ChunkGatedDeltaRuleBwdOut& out = *p.out;
   const Layout l = workspace_layout(p);

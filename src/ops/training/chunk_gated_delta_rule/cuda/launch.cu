@@ -20,8 +20,7 @@ constexpr int64_t kMaxBlocks = 4096;  // grid-stride beyond
 template <class T>
 __global__ void add_kernel(T* out, const T* a, const T* b, int64_t n) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += stride)
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
     out[i] = core::cuda::from_double<T>(core::cuda::to_double(a[i]) + core::cuda::to_double(b[i]));
 }
 

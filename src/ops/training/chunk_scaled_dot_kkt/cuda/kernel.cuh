@@ -14,7 +14,7 @@
 // the CPU. Arithmetic as the CPU path: S products, S exponential, one rounding to fp32 at the end;
 // the dot is one serial FMA chain (the CPU uses 8 partial sums; both are fp32 dots).
 //
-// Chunk slots: training/common/cuda/gdn_chunk_slots.cuh (sync-free varlen numbering, §4.2's
+// Chunk slots: training/common/cuda/gdn_chunks.cuh (sync-free varlen numbering, §4.2's
 // NT bound; a slot past its sequence's chunks is empty and skipped by the whole block).
 #pragma once
 
@@ -25,7 +25,7 @@
 #include <type_traits>
 
 #include "core/cuda/numeric.cuh"
-#include "ops/training/common/cuda/gdn_chunk_slots.cuh"
+#include "ops/training/common/cuda/gdn_chunks.cuh"
 #include "ops/training/chunk_scaled_dot_kkt/cuda/tiles.h"
 #include "ops/training/chunk_scaled_dot_kkt/params.h"
 
@@ -74,8 +74,9 @@ __global__ void __launch_bounds__(kThreads)
   const int tid = static_cast<int>(threadIdx.x), nt = static_cast<int>(blockDim.x);
   for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
     const int64_t slot = item / H, h = item % H;
-    int64_t row0, rows;
-    training_dev::gdn_slot_chunk(slot, p.T, p.BT, p.N, p.seq_offsets, p.off_dtype, &row0, &rows);
+    const training_dev::GdnChunk ch =
+        training_dev::gdn_slot_chunk(p.seq_offsets, p.off_dtype, p.N, p.T, p.BT, slot);
+    const int64_t row0 = ch.row0, rows = ch.len;
     if (rows <= 0) continue;  // uniform: the whole block skips the slot
     const int R = static_cast<int>(rows);
     // Each thread's pairs: e = tid, tid + nt, ... of the BT x BT square (the same every step).

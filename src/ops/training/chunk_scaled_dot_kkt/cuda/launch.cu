@@ -16,9 +16,9 @@ namespace {
 
 template <class TK>
 Status launch(const Params& p, void* stream) {
-  // Chunk slots (gdn_chunk_slots.cuh): a bound from the sizes alone, nothing read back.
+  // Chunk slots (gdn_chunks.cuh): a bound from the sizes alone, nothing read back.
   const int64_t slots =
-      training_dev::gdn_chunk_slots(p.B, p.T, p.BT, p.N, p.seq_offsets != nullptr);
+      training_dev::gdn_chunk_slots(p.seq_offsets != nullptr, p.B, p.T, p.BT, p.N);
   const int64_t items = slots * p.H;
   if (items == 0) return Status::Ok();
   const int64_t blocks = std::min<int64_t>(items, kMaxBlocks);

@@ -1,8 +1,8 @@
 // training/common/cuda/gdn_chunks.cuh: the sync-free chunk grid of the GDN sub-ops' CUDA kernels
-// (training_ops.md §4.2 "Chunk grid"; recompute_w_u_fwd, chunk_fwd_o) and their scalar helpers
-// (runtime-dtype loads, exp/exp2, FMA, the single rounding to the output dtype). Device code
-// reading only sizes and the offsets in device memory, so a launch needs no host copy of
-// seq_offsets.
+// (training_ops.md §4.2 "Chunk grid"; chunk_scaled_dot_kkt, solve_tril, recompute_w_u_fwd,
+// chunk_fwd_o) and their scalar helpers (runtime-dtype loads, exp/exp2, FMA, the single rounding to
+// the output dtype). Device code reading only sizes and the offsets in device memory, so a launch
+// needs no host copy of seq_offsets.
 //
 // Chunk slots: without offsets slot i is chunk i % ceil(T/BT) of batch row i / ceil(T/BT). With
 // offsets (B = 1) sequence n owns the slots [S(n), S(n+1)), S(n) = floor(off[n]/BT) + n: at least

@@ -15,7 +15,7 @@
 // Ai's rows of the chunk (only the L real ones) are written coalesced along j: X below and on the
 // diagonal, zero above; each value rounded once from C to out's dtype.
 //
-// Chunk slots: training/common/cuda/gdn_chunk_slots.cuh (sync-free varlen numbering, §4.2's
+// Chunk slots: training/common/cuda/gdn_chunks.cuh (sync-free varlen numbering, §4.2's
 // NT bound; a slot past its sequence's chunks is empty and skipped by the whole block).
 #pragma once
 
@@ -25,7 +25,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "ops/training/common/cuda/gdn_chunk_slots.cuh"
+#include "ops/training/common/cuda/gdn_chunks.cuh"
 #include "ops/training/solve_tril/cuda/tiles.h"
 #include "ops/training/solve_tril/params.h"
 
@@ -77,8 +77,9 @@ __global__ void __launch_bounds__(kThreads) solve_tril_kernel(const Params p, in
   const int tid = static_cast<int>(threadIdx.x), nt = static_cast<int>(blockDim.x);
   for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
     const int64_t slot = item / H, h = item % H;
-    int64_t row0, rows;
-    training_dev::gdn_slot_chunk(slot, p.T, p.BT, p.N, p.seq_offsets, p.off_dtype, &row0, &rows);
+    const training_dev::GdnChunk ch =
+        training_dev::gdn_slot_chunk(p.seq_offsets, p.off_dtype, p.N, p.T, p.BT, slot);
+    const int64_t row0 = ch.row0, rows = ch.len;
     if (rows <= 0) continue;  // uniform: the whole block skips the slot
     const int L = static_cast<int>(rows);
     const int64_t base = row0 * rs + h * p.BT;  // (chunk row 0, head h, column 0)
