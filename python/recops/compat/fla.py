@@ -843,3 +843,40 @@ def chunk_gated_delta_rule(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g:
     if not output_final_state:
         return o, None
     return o, (ht.transpose(-1, -2).contiguous() if state_v_first else ht)
+
+
+# ---- chunk_kda_fwd_intra (fla.ops.kda.chunk_intra; fla-core 0.6.0) ------------------------------
+# fla-core 0.6.0, fla/ops/kda/chunk_intra.py, chunk_kda_fwd_intra (lines 801-942): fla's argument
+# names, order and return order (w, u, qg, kg, Aqk, Akk) over recops.chunk_kda_fwd_intra. fla's
+# kernels apply exp2 to gk (log2 units: its chunk_kda cumsums with scale = 1/ln 2), so
+# gate_log2=True here. qg is None unless disable_recompute, as fla returns it. safe_gate,
+# lower_bound (fla's GPU gate-shift heuristics) and use_graph are accepted and ignored: recops'
+# sub-block factorisation needs no gate bound. chunk_indices is accepted and not read. Akk is fp32
+# (fla: k's dtype). One self-contained block (its own import).
+
+from .. import chunk_kda_fwd_intra as _chunk_kda_fwd_intra  # noqa: E402
+
+
+def chunk_kda_fwd_intra(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                        gk: Optional[torch.Tensor] = None, beta: Optional[torch.Tensor] = None,
+                        scale: Optional[float] = None, cu_seqlens: Optional[torch.Tensor] = None,
+                        chunk_size: int = 64, chunk_indices: Optional[torch.Tensor] = None,
+                        safe_gate: bool = False, lower_bound: Optional[float] = None,
+                        disable_recompute: bool = False, use_graph: bool = False):
+    """``fla.ops.kda.chunk_intra.chunk_kda_fwd_intra``: the KDA intra-chunk forward per chunk of
+    ``chunk_size`` (32 or 64) positions (restarting at each ``cu_seqlens`` sequence start, B = 1),
+    with gk the log2-unit chunk-local cumsum of the per-channel gates ``[B, T, HV, K]``:
+    ``Aqk = scale * sum_d q_i k_j exp2(gk_i - gk_j)`` (j <= i), ``Akk = (I + M)^-1`` with
+    ``M = beta_i * sum_d k_i k_j exp2(gk_i - gk_j)`` (j < i), ``w = Akk (beta * k * exp2(gk))``,
+    ``u = Akk (beta * v)``, ``kg = k * exp2(gk_last - gk)``, ``qg = q * exp2(gk)``. Returns
+    ``(w, u, qg, kg, Aqk, Akk)``; qg is None unless ``disable_recompute``. Forward only, as fla's."""
+    del chunk_indices, safe_gate, lower_bound, use_graph  # GPU schedule and gate-shift hints
+    if gk is None or beta is None:
+        raise ValueError("chunk_kda_fwd_intra: gk and beta are required")
+    if chunk_size not in (32, 64):
+        raise ValueError(f"KDA intra chunk kernel only supports chunk_size 32 or 64, got "
+                         f"{chunk_size}.")
+    w, u, qg, kg, Aqk, Akk = _chunk_kda_fwd_intra(
+        q, k, v, gk, beta, None if scale is None else float(scale), cu_seqlens, int(chunk_size),
+        gate_log2=True)
+    return w, u, (qg if disable_recompute else None), kg, Aqk, Akk

@@ -19,12 +19,9 @@ RECOPS_TORCH_HOOKS(chunk_kda_fwd_intra) {
     hk[3] = q.sym_size(3);
     std::vector<c10::SymInt> ha = hk;
     ha[3] = bt;
-    return {at::empty_symint(hk, k.options()),
-            at::empty_symint(v.sym_sizes(), v.options()),
-            at::empty_symint(hk, q.options()),
-            at::empty_symint(hk, k.options()),
-            at::empty_symint(ha, k.options()),
-            at::empty_symint(ha, k.options().dtype(at::kFloat))};
+    return {at::empty_symint(hk, k.options()), at::empty_symint(v.sym_sizes(), v.options()),
+            at::empty_symint(hk, q.options()), at::empty_symint(hk, k.options()),
+            at::empty_symint(ha, k.options()), at::empty_symint(ha, k.options().dtype(at::kFloat))};
   };
   return h;
 }

@@ -28,13 +28,14 @@ Status check_args(const ChunkKdaFwdIntraArgs& a, const Context* ctx, Params* p) 
   const TensorView& q = a.q;
   RECOPS_RETURN_IF_ERROR(kEntry.lead(q, "[B, T, H, K]"));
   const int64_t B = q.sizes[0], T = q.sizes[1], H = q.sizes[2], K = q.sizes[3];
-  RECOPS_RETURN_IF_ERROR(kEntry.check_sized("k", "[B, T, H, K]", a.k, q, {B, T, H, K}, "q's sizes"));
+  RECOPS_RETURN_IF_ERROR(
+      kEntry.check_sized("k", "[B, T, H, K]", a.k, q, {B, T, H, K}, "q's sizes"));
   RECOPS_RETURN_IF_ERROR(
       kEntry.check_sized("v", "[B, T, HV, V]", a.v, q, {B, T, -1, -1}, "B, T of q"));
   const int64_t HV = a.v.sizes[2], V = a.v.sizes[3];
   RECOPS_RETURN_IF_ERROR(kEntry.gva("v", HV, H));
-  RECOPS_RETURN_IF_ERROR(kEntry.check_sized("g", "[B, T, HV, K]", a.g, q, {B, T, HV, K},
-                                            "B, T, K of q; HV of v"));
+  RECOPS_RETURN_IF_ERROR(
+      kEntry.check_sized("g", "[B, T, HV, K]", a.g, q, {B, T, HV, K}, "B, T, K of q; HV of v"));
   RECOPS_RETURN_IF_ERROR(
       kEntry.check_sized("beta", "[B, T, HV]", a.beta, q, {B, T, HV}, "B, T of q; HV of v"));
   const int64_t bt = a.chunk_size;
@@ -61,12 +62,12 @@ Status check_args(const ChunkKdaFwdIntraArgs& a, const Context* ctx, Params* p) 
 
 void out_specs(const ChunkKdaFwdIntraArgs& a, const Params& p, Shape s[6], DType t[6]) {
   const Shape hk{p.B, p.T, p.HV, p.K}, ha{p.B, p.T, p.HV, p.BT};
-  s[0] = hk, t[0] = a.k.dtype;             // w
-  s[1] = a.v.shape(), t[1] = a.v.dtype;    // u
-  s[2] = hk, t[2] = a.q.dtype;             // qg
-  s[3] = hk, t[3] = a.k.dtype;             // kg
-  s[4] = ha, t[4] = a.k.dtype;             // Aqk
-  s[5] = ha, t[5] = DType::fp32;           // Akk
+  s[0] = hk, t[0] = a.k.dtype;           // w
+  s[1] = a.v.shape(), t[1] = a.v.dtype;  // u
+  s[2] = hk, t[2] = a.q.dtype;           // qg
+  s[3] = hk, t[3] = a.k.dtype;           // kg
+  s[4] = ha, t[4] = a.k.dtype;           // Aqk
+  s[5] = ha, t[5] = DType::fp32;         // Akk
 }
 
 Status prepare(const ChunkKdaFwdIntraArgs& a, const ChunkKdaFwdIntraOut& o, const Context& ctx,

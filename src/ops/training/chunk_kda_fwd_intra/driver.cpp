@@ -27,11 +27,10 @@ using training_args::number;
 class ChunkKdaFwdIntraDriver final : public training_args::GdnDriver {
  public:
   ChunkKdaFwdIntraDriver()
-      : GdnDriver("chunk_kda_fwd_intra",
-                  {{"V", ArgKind::integer},
-                   {"l2norm", ArgKind::boolean},
-                   {"qk_scale", ArgKind::number}},
-                  true) {}
+      : GdnDriver(
+            "chunk_kda_fwd_intra",
+            {{"V", ArgKind::integer}, {"l2norm", ArgKind::boolean}, {"qk_scale", ArgKind::number}},
+            true) {}
 
   Status make(const CaseRow& row, Problem* p) const override {
     const CaseSpec& cs = *row.spec;
@@ -72,8 +71,8 @@ class ChunkKdaFwdIntraDriver final : public training_args::GdnDriver {
     }
     p->sizes = {{"B", B}, {"T", T}, {"H", H}, {"HV", HV}, {"K", K}, {"V", V}, {"BT", bt}};
     if (packed) p->sizes.push_back({"N", static_cast<int64_t>(p->offsets.size()) - 1});
-    p->outputs = {{"w", {B, T, HV, K}, p->dtype},   {"u", {B, T, HV, V}, p->dtype},
-                  {"qg", {B, T, HV, K}, p->dtype},  {"kg", {B, T, HV, K}, p->dtype},
+    p->outputs = {{"w", {B, T, HV, K}, p->dtype},    {"u", {B, T, HV, V}, p->dtype},
+                  {"qg", {B, T, HV, K}, p->dtype},   {"kg", {B, T, HV, K}, p->dtype},
                   {"Aqk", {B, T, HV, bt}, p->dtype}, {"Akk", {B, T, HV, bt}, DType::fp32}};
     return Status::Ok();
   }
@@ -89,16 +88,7 @@ class ChunkKdaFwdIntraDriver final : public training_args::GdnDriver {
   }
 
   // Byte floor: every input read once, every output written once.
-  double bytes(const Problem& p) const override {
-    double b = 0;
-    for (const Input& in : p.inputs) b += static_cast<double>(in.view.numel() * in.view.itemsize());
-    for (const Output& o : p.outputs) {
-      int64_t n = 1;
-      for (int64_t s : o.shape) n *= s;
-      b += static_cast<double>(n * dtype_size(o.dtype));
-    }
-    return b;
-  }
+  double bytes(const Problem& p) const override { return io_bytes(p); }
 
   // The dense chunk matmuls a GPU does: Aqk and M (2·BT·K each per row), w and u (2·BT·(K + V)
   // per row), per (row, value head).

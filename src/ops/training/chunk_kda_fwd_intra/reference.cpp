@@ -37,9 +37,15 @@ void golden(const Params& p) {
         auto row = [&](int64_t i) { return b * p.T + c0 + i; };
         auto qk_at = [&](int64_t i, int64_t d) { return (row(i) * p.H + h) * K + d; };
         auto hk_at = [&](int64_t i, int64_t d) { return (row(i) * HV + hv) * K + d; };
-        auto q = [&](int64_t i, int64_t d) { return static_cast<S>(load(p.q, p.q_dtype, qk_at(i, d))); };
-        auto k = [&](int64_t i, int64_t d) { return static_cast<S>(load(p.k, p.k_dtype, qk_at(i, d))); };
-        auto G = [&](int64_t i, int64_t d) { return static_cast<S>(load(p.g, p.g_dtype, hk_at(i, d))); };
+        auto q = [&](int64_t i, int64_t d) {
+          return static_cast<S>(load(p.q, p.q_dtype, qk_at(i, d)));
+        };
+        auto k = [&](int64_t i, int64_t d) {
+          return static_cast<S>(load(p.k, p.k_dtype, qk_at(i, d)));
+        };
+        auto G = [&](int64_t i, int64_t d) {
+          return static_cast<S>(load(p.g, p.g_dtype, hk_at(i, d)));
+        };
         auto beta = [&](int64_t i) {
           return static_cast<S>(load(p.beta, p.beta_dtype, row(i) * HV + hv));
         };
@@ -70,8 +76,7 @@ void golden(const Params& p) {
           const int64_t ra = (row(i) * HV + hv) * BT;
           for (int64_t j = 0; j < BT; ++j) {
             store(p.Aqk, p.k_dtype, ra + j, j < L ? static_cast<double>(Aqk[i * L + j]) : 0.0);
-            static_cast<float*>(p.Akk)[ra + j] =
-                j < L ? static_cast<float>(Akk[i * L + j]) : 0.0f;
+            static_cast<float*>(p.Akk)[ra + j] = j < L ? static_cast<float>(Akk[i * L + j]) : 0.0f;
           }
           for (int64_t d = 0; d < K; ++d) {
             S acc = 0;
@@ -85,9 +90,8 @@ void golden(const Params& p) {
           for (int64_t d = 0; d < V; ++d) {
             S acc = 0;
             for (int64_t j = 0; j < L; ++j)
-              acc += Akk[i * L + j] * (beta(j) *
-                                       static_cast<S>(load(p.v, p.v_dtype,
-                                                           (row(j) * HV + hv) * V + d)));
+              acc += Akk[i * L + j] *
+                     (beta(j) * static_cast<S>(load(p.v, p.v_dtype, (row(j) * HV + hv) * V + d)));
             store(p.u, p.v_dtype, (row(i) * HV + hv) * V + d, static_cast<double>(acc));
           }
         }

@@ -42,7 +42,8 @@ struct Outs {
 // T = 2, H = HV = 1, K = 2, V = 1, chunk 32: every output hand-computed.
 TEST(ChunkKdaFwdIntra, HandComputedChunk) {
   Tensor q = filled({1, 2, 1, 2}, [](int64_t i) { return 0.5 * static_cast<double>(i + 1); });
-  Tensor k = filled({1, 2, 1, 2}, [](int64_t i) { return i == 3 ? -1.0 : static_cast<double>(i + 1); });
+  Tensor k =
+      filled({1, 2, 1, 2}, [](int64_t i) { return i == 3 ? -1.0 : static_cast<double>(i + 1); });
   Tensor v = filled({1, 2, 1, 1}, [](int64_t i) { return i ? -2.0 : 4.0; });
   Tensor g = filled({1, 2, 1, 2}, [](int64_t i) { return -0.25 * static_cast<double>(i + 1); });
   Tensor beta = filled({1, 2, 1}, [](int64_t i) { return i ? 0.25 : 0.5; });
@@ -81,8 +82,8 @@ TEST(ChunkKdaFwdIntra, HandComputedChunk) {
   a.gate_log2 = true;
   ASSERT_TRUE(chunk_kda_fwd_intra(a, o.views()).ok());
   EXPECT_NEAR(f32(o.qg)[2], 1.5 * std::exp2(g1[0]), 1e-6);
-  EXPECT_NEAR(f32(o.Aqk)[32],
-              2 * (1.5 * std::exp2(g1[0] - g0[0]) + 4 * std::exp2(g1[1] - g0[1])), 1e-5);
+  EXPECT_NEAR(f32(o.Aqk)[32], 2 * (1.5 * std::exp2(g1[0] - g0[0]) + 4 * std::exp2(g1[1] - g0[1])),
+              1e-5);
 }
 
 // The CPU path against the fp64 golden (reference forced) on 3 chunks of 64 (4 sub-blocks each),
@@ -90,10 +91,15 @@ TEST(ChunkKdaFwdIntra, HandComputedChunk) {
 TEST(ChunkKdaFwdIntra, CpuMatchesGoldenAcrossSubBlocks) {
   for (bool packed : {false, true}) {
     const int64_t T = 150, H = 2, HV = 4, K = 20, V = 6, BT = 64;
-    Tensor q = filled({1, T, H, K}, [](int64_t i) { return std::sin(0.37 * static_cast<double>(i)); });
-    Tensor k = filled({1, T, H, K}, [](int64_t i) { return 0.4 * std::cos(0.53 * static_cast<double>(i)); });
-    Tensor v = filled({1, T, HV, V}, [](int64_t i) { return std::sin(0.11 * static_cast<double>(i)); });
-    Tensor beta = filled({1, T, HV}, [](int64_t i) { return 0.3 + 0.4 * std::fabs(std::sin(static_cast<double>(i))); });
+    Tensor q =
+        filled({1, T, H, K}, [](int64_t i) { return std::sin(0.37 * static_cast<double>(i)); });
+    Tensor k = filled({1, T, H, K},
+                      [](int64_t i) { return 0.4 * std::cos(0.53 * static_cast<double>(i)); });
+    Tensor v =
+        filled({1, T, HV, V}, [](int64_t i) { return std::sin(0.11 * static_cast<double>(i)); });
+    Tensor beta = filled({1, T, HV}, [](int64_t i) {
+      return 0.3 + 0.4 * std::fabs(std::sin(static_cast<double>(i)));
+    });
     // G: per-channel cumsum of decays in [-0.3, 0], restarting every chunk (and sequence).
     const int64_t starts[] = {0, 5, 70};
     Tensor g = Tensor::empty({1, T, HV, K}, DType::fp32);
@@ -135,7 +141,8 @@ TEST(ChunkKdaFwdIntra, EmptyInputs) {
   Outs o(2, 0, 4, 8, 3, 64);
   EXPECT_TRUE(chunk_kda_fwd_intra(a, o.views()).ok());
   // Zero-length sequences only.
-  Tensor q1 = Tensor::empty({1, 0, 2, 8}, DType::fp32), v1 = Tensor::empty({1, 0, 2, 3}, DType::fp32);
+  Tensor q1 = Tensor::empty({1, 0, 2, 8}, DType::fp32),
+         v1 = Tensor::empty({1, 0, 2, 3}, DType::fp32);
   Tensor g1 = Tensor::empty({1, 0, 2, 8}, DType::fp32), b1 = Tensor::empty({1, 0, 2}, DType::fp32);
   Tensor offi = Tensor::empty({3}, DType::int32);
   std::fill_n(static_cast<int32_t*>(offi.data()), 3, 0);
