@@ -48,20 +48,13 @@ void store_as(void* base, DType t, int64_t i, S x) {
   }
 }
 
-template <class S>
-S dot(const S* __restrict a, const S* __restrict b, int64_t n) {
-  S s = 0;
-  for (int64_t d = 0; d < n; ++d) s += a[d] * b[d];
-  return s;
-}
-
 // The per-thread scratch of one item.
 template <class S>
 struct Scratch {
   std::vector<S> q, k, g, beta, xs_q, xs_k, xt, aqk, m, akk, x, acc;
   Scratch(int64_t BT, int64_t K, int64_t V) {
     const auto n = [](int64_t a) { return static_cast<size_t>(a); };
-    for (auto* b : {&q, &k, &g, &xs_q, &xs_k, &xt}) b->resize(n(BT * K));
+    for (auto* b : {&q, &k, &g, &xs_q, &xs_k, &xt}) b->resize(n(BT * K));  // xt: [K, BT]
     beta.resize(n(BT));
     for (auto* b : {&aqk, &m, &akk}) b->resize(n(BT * BT));
     x.resize(n(BT * std::max(K, V)));
@@ -117,14 +110,28 @@ void item(const Params& p, const training::TimeChunk& ch, int64_t hv, Scratch<S>
         s.xs_q[i * K + d] = s.q[i * K + d] * f;
         s.xs_k[i * K + d] = s.k[i * K + d] * f;
       }
+    // The column factors stored transposed, xt[d, j] (j < r0), so that each score row is
+    // accumulated along j (contiguous lanes) in the order d = 0, 1, ... of a plain dot.
     for (int64_t j = 0; j < r0; ++j)
-      for (int64_t d = 0; d < K; ++d) s.xt[j * K + d] = s.k[j * K + d] * e(gr[d] - s.g[j * K + d]);
-    for (int64_t i = r0; i < r1; ++i)
-      for (int64_t j = 0; j < r0; ++j) {
-        const S* xt = s.xt.data() + j * K;
-        s.aqk[i * BT + j] = scale * dot(s.xs_q.data() + i * K, xt, K);
-        s.m[i * BT + j] = s.beta[i] * dot(s.xs_k.data() + i * K, xt, K);
+      for (int64_t d = 0; d < K; ++d) s.xt[d * BT + j] = s.k[j * K + d] * e(gr[d] - s.g[j * K + d]);
+    for (int64_t i = r0; i < r1; ++i) {
+      S* __restrict aq = s.aqk.data() + i * BT;
+      S* __restrict am = s.m.data() + i * BT;
+      const S* xq = s.xs_q.data() + i * K;
+      const S* xk = s.xs_k.data() + i * K;
+      for (int64_t d = 0; d < K; ++d) {
+        const S a = xq[d], c = xk[d];
+        const S* __restrict xt = s.xt.data() + d * BT;
+        for (int64_t j = 0; j < r0; ++j) {
+          aq[j] += a * xt[j];
+          am[j] += c * xt[j];
+        }
       }
+      for (int64_t j = 0; j < r0; ++j) {
+        aq[j] *= scale;
+        am[j] *= s.beta[i];
+      }
+    }
   }
   // Akk = (I + M)^-1 row by row: X_i = e_i − Σ_{j<i} M_ij X_j (X_j zero past column j).
   std::fill(s.akk.begin(), s.akk.end(), S(0));
