@@ -3,9 +3,9 @@
 Akk, matmuls for w and u, GVA by repeat_interleave, chunks restarting at each cu_seqlens start)
 against the op on every dtype, GVA, varlen with zero-length and sub-chunk sequences and gate_log2;
 the same composition against the fp64 golden itself (`recops record --impl reference`); opcheck;
-the forward-only refusal; bad input; the fla drop-in (``recops.compat.fla.chunk_kda_fwd_intra``,
-its signature read from fla-core 0.6.0's source) and fla-core itself when it is importable with a
-GPU. Collected by `pytest src/ops`."""
+torch.compile against eager; the forward-only refusal; bad input; the fla drop-in
+(``recops.compat.fla.chunk_kda_fwd_intra``, its signature read from fla-core 0.6.0's source) and
+fla-core itself when it is importable with a GPU. Collected by `pytest src/ops`."""
 
 import json
 import math
@@ -178,6 +178,19 @@ def test_opcheck():
     q, k, v, g, beta, _ = make(**CONFIGS["t63_bt32_gva2_v50"], dtype=torch.bfloat16)
     torch.library.opcheck(torch.ops.recops.chunk_kda_fwd_intra.default,
                           (q, k, v, g, beta, 0.5, None, 32, True))
+
+
+def test_compile_matches_eager():
+    def f(q, k, v, g, beta, offsets):
+        w, u, qg, kg, aqk, akk = recops.chunk_kda_fwd_intra(q, k, v, g, beta, None, offsets, 32)
+        return w * 2.0 + 1.0, u.sum(-1), qg - kg, aqk + akk
+
+    compiled = torch.compile(f, fullgraph=True, dynamic=True, backend="aot_eager")
+    for seed, offsets in enumerate([[0, 20, 20, 53], [0, 7, 40, 41, 90]]):
+        q, k, v, g, beta, cu = make(1, 0, 2, 16, V=12, gva=2, offsets=offsets, chunk_size=32,
+                                    seed=seed)
+        for got, want in zip(compiled(q, k, v, g, beta, cu), f(q, k, v, g, beta, cu)):
+            torch.testing.assert_close(got, want, rtol=0, atol=0)
 
 
 def test_forward_only():
