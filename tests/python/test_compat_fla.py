@@ -346,3 +346,47 @@ def test_chunk_gated_delta_rule_refusals():
         fla.chunk_gated_delta_rule(q, k, v, g, beta, chunk_size=128)
     with pytest.raises(TypeError, match="unexpected keyword"):
         fla.chunk_gated_delta_rule(q, k, v, g, beta, bogus=1)
+
+
+# ---- chunk_kda_bwd_wy_dqkg_fused (the KDA sub-op) ------------------------------------------------
+
+
+def test_chunk_kda_bwd_wy_dqkg_fused_signature_and_outputs():
+    """fla's argument names, order and defaults (fla-core 0.6.0's source, read with ast when the
+    peer copy is present) and its return: (dq, dk, dv, db, dg, dA), dq and dk fp32 at HV heads."""
+    import ast
+    import inspect
+    import pathlib
+
+    rel = ".peers/training/fla/ops/kda/chunk_bwd.py"
+    src = pathlib.Path(__file__).resolve().parents[2] / rel
+    if not src.exists():
+        src = pathlib.Path("/work/main") / rel
+    params = list(inspect.signature(fla.chunk_kda_bwd_wy_dqkg_fused).parameters.values())
+    if src.exists():
+        fn = next(n for n in ast.parse(src.read_text()).body
+                  if isinstance(n, ast.FunctionDef) and n.name == "chunk_kda_bwd_wy_dqkg_fused")
+        names = [a.arg for a in fn.args.args]
+        defaults = [ast.literal_eval(d) for d in fn.args.defaults]
+        assert [p.name for p in params] == names
+        assert [p.default for p in params[len(names) - len(defaults):]] == defaults
+    gen = torch.Generator().manual_seed(5)
+    B, T, H, HV, K, V, BT = 1, 20, 1, 2, 8, 4, 16
+
+    def r(*s):
+        return torch.randn(*s, generator=gen)
+
+    q, k = r(B, T, H, K), r(B, T, H, K)
+    v, v_new, do, dv = (r(B, T, HV, V).bfloat16() for _ in range(4))
+    g = -torch.rand(B, T, HV, K, generator=gen).cumsum(1) * 0.1
+    beta = torch.rand(B, T, HV, generator=gen)
+    A = torch.eye(BT).repeat(2, 1)[:T].reshape(1, T, 1, BT).expand(B, T, HV, BT).contiguous()
+    h, dh = r(B, 2, HV, K, V).bfloat16(), r(B, 2, HV, K, V).bfloat16()
+    dq, dk, dv2, db, dg, dA = fla.chunk_kda_bwd_wy_dqkg_fused(q, k, v, v_new, g, beta, A, h, do,
+                                                              dh, dv, scale=0.5, chunk_size=BT)
+    assert dq.shape == dk.shape == (B, T, HV, K) and dq.dtype == dk.dtype == torch.float32
+    assert dv2.dtype == torch.bfloat16 and dv2.shape == v.shape
+    assert db.dtype == dg.dtype == dA.dtype == torch.float32
+    assert db.shape == beta.shape and dg.shape == g.shape and dA.shape == A.shape
+    # Akk = I: dv' = beta * dv exactly (one rounding), dA from the strictly lower products only.
+    torch.testing.assert_close(dv2.float(), (beta[..., None] * dv.float()).bfloat16().float())

@@ -23,6 +23,8 @@ name, forward only as fla's, returning ``(dh, dh0, dv2)``); ``chunk_gated_delta_
 of the same name, forward only as fla's, returning ``(dq, dk, dw, dg)``);
 ``prepare_wy_repr_bwd`` of ``fla.ops.gated_delta_rule.wy_fast`` (the GDN sub-op of the same name,
 the wy_fast backward, forward only as fla's, returning ``(dk, dv, db, dg)``);
+``chunk_kda_bwd_wy_dqkg_fused`` of ``fla.ops.kda.chunk_bwd`` (the KDA sub-op of the same name,
+forward only as fla's, returning ``(dq, dk, dv, db, dg, dA)`` with dq, dk at the HV value heads);
 ``chunk_gated_delta_rule`` of ``fla.ops.gated_delta_rule`` (the composed GDN op
 ``chunk_gated_delta_rule``, natural-log g as fla's public API, returning ``(o, final_state)``;
 forward only for now: inputs that require grad raise NotImplementedError).
@@ -880,3 +882,46 @@ def chunk_kda_fwd_intra(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
         q, k, v, gk, beta, None if scale is None else float(scale), cu_seqlens, int(chunk_size),
         gate_log2=True)
     return w, u, (qg if disable_recompute else None), kg, Aqk, Akk
+
+
+# ---- chunk_kda_bwd_wy_dqkg_fused (fla.ops.kda.chunk_bwd; fla-core 0.6.0) -----------------------
+# fla-core 0.6.0, fla/ops/kda/chunk_bwd.py, chunk_kda_bwd_wy_dqkg_fused (lines 382-458): fla's
+# argument names, order and return (dq, dk, dv, db, dg, dA) over recops.chunk_kda_bwd_wy_dqkg_fused.
+# One self-contained block (its own import). fla's kernel applies exp2 to g (log2 units), so
+# gate_log2=True here; its dg is the gradient with respect to the natural-log G (no ln 2 factor),
+# as recops'. fla returns dq and dk fp32 at the HV value heads (its caller sums each group to H);
+# recops sums inside the op, so with HV > H the op runs on q and k repeated to HV heads
+# (repeat_interleave: value head hv sees its key head), which gives fla's per-value-head values.
+# state_v_first transposes h and dh; chunk_indices, chunk_offsets and use_graph are accepted and
+# not read. Forward only, as fla's.
+
+from .. import chunk_kda_bwd_wy_dqkg_fused as _chunk_kda_bwd_wy_dqkg_fused  # noqa: E402
+
+
+def chunk_kda_bwd_wy_dqkg_fused(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                                v_new: torch.Tensor, g: torch.Tensor, beta: torch.Tensor,
+                                A: torch.Tensor, h: torch.Tensor, do: torch.Tensor,
+                                dh: torch.Tensor, dv: torch.Tensor, scale: Optional[float] = None,
+                                state_v_first: bool = False,
+                                cu_seqlens: Optional[torch.Tensor] = None, chunk_size: int = 64,
+                                chunk_indices: Optional[torch.Tensor] = None,
+                                chunk_offsets: Optional[torch.Tensor] = None,
+                                use_graph: bool = False):
+    """``fla.ops.kda.chunk_bwd.chunk_kda_bwd_wy_dqkg_fused``: per chunk of ``chunk_size``
+    positions (restarting at each ``cu_seqlens`` start, B = 1; L its last position) and value head
+    hv, with the per-channel log2 gate cumsum g ``[B, T, HV, K]``, ``e = exp2(g)``:
+    ``dq = scale * e * (h_c do)``; ``dk = exp2(g_L - g) * (dh_c v_new) + beta * e * (A^T dw)``
+    with ``dw = -h_c dv``; ``dv' = beta * (A^T dv)``; ``db``, ``dg`` and
+    ``dA = -A^T (dv (beta v)^T + dw (beta e k)^T) A^T`` (strictly lower). A: the chunks' rows of
+    ``(I + M)^-1`` ``[B, T, HV, BT]``; h, dh ``[B, NT, HV, K, V]`` (``[.., V, K]`` with
+    state_v_first). Returns ``(dq, dk, dv, db, dg, dA)``: dq, dk fp32 ``[B, T, HV, K]``, dv like
+    v, db fp32 like beta, dg fp32 like g (natural-log units), dA fp32 like A."""
+    del chunk_indices, chunk_offsets, use_graph  # fla's schedules and CUDA-graph buffers
+    if state_v_first:
+        h, dh = h.transpose(-1, -2), dh.transpose(-1, -2)
+    H, HV = q.shape[2], v.shape[2]
+    if HV > H:
+        q, k = q.repeat_interleave(HV // H, dim=2), k.repeat_interleave(HV // H, dim=2)
+    return _chunk_kda_bwd_wy_dqkg_fused(q, k, v, v_new, g, beta, A, h, do, dh, dv,
+                                        None if scale is None else float(scale), cu_seqlens,
+                                        int(chunk_size), True)
