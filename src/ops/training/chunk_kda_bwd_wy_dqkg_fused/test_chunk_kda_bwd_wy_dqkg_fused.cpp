@@ -62,9 +62,14 @@ ChunkKdaBwdWyDqkgFusedArgs args_of(const Case& c) {
 }
 
 // Random-looking fp64 inputs; G is a per-channel decreasing cumsum inside each chunk of bt rows of
-// each sequence (`lens`, or B rows of T); Akk holds random unit lower triangular blocks.
+// each sequence (`lens`, whose total replaces T, or B rows of T); Akk holds random unit lower
+// triangular blocks.
 Case make_case(int64_t B, int64_t T, int64_t H, int64_t HV, int64_t K, int64_t V, int64_t bt,
                const std::vector<int64_t>& lens = {}) {
+  if (!lens.empty()) {  // packed: T is the sequences' total
+    T = 0;
+    for (int64_t n : lens) T += n;
+  }
   Case c{B, T, H, HV, K, V, bt, 0};
   std::vector<int64_t> starts;  // every chunk's first row and its length
   std::vector<int64_t> sizes;
@@ -144,6 +149,24 @@ TEST(ChunkKdaBwdWyDqkgFused, CpuMatchesGoldenGvaTails) {
 
 TEST(ChunkKdaBwdWyDqkgFused, CpuMatchesGoldenVarlenLog2) {
   cpu_matches_golden(make_case(1, 64, 1, 2, 6, 4, 32, {0, 57, 2, 5, 0}), true);
+}
+
+// Each output element is written by one work item: the bits do not depend on the thread count.
+TEST(ChunkKdaBwdWyDqkgFused, ThreadCountDoesNotChangeTheBits) {
+  const Case c = make_case(1, 0, 2, 4, 6, 5, 16, {40, 0, 17, 33});
+  Outs one = outputs(c), many = outputs(c);
+  Context c1, c4;
+  c1.num_threads = 1;
+  c4.num_threads = 4;
+  ASSERT_TRUE(chunk_kda_bwd_wy_dqkg_fused(args_of(c), one.views(), c1).ok());
+  ASSERT_TRUE(chunk_kda_bwd_wy_dqkg_fused(args_of(c), many.views(), c4).ok());
+  for (auto [a, b] : {std::pair{&one.dq, &many.dq},
+                      {&one.dk, &many.dk},
+                      {&one.dbeta, &many.dbeta},
+                      {&one.dg, &many.dg},
+                      {&one.dA, &many.dA}})
+    expect_close(*a, *b, 0.0, "fp32 output");
+  expect_close(one.dv, many.dv, 0.0, "dv");
 }
 
 // One chunk, one head: ℓ = Σ⟨do, o_inter⟩ + ⟨dh, S'⟩ + ⟨dv2, u − w h⟩ with
