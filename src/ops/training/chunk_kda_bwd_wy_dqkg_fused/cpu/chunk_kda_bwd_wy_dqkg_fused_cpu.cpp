@@ -4,7 +4,8 @@
 // item the chunk's q and k rows at head h are loaded once into zero-padded [R, Kp] blocks; then for
 // each value head hv of h's group (in head order) its v, v_new, do, dv2 rows, G rows, β, the R×R
 // block of Akk and h_c, dh_c [K, V] are loaded once, and
-//   dq_t  = scale·e_t ⊙ (h_c do_t);  dk1_t = f_t ⊙ (dh_c v_new_t);  dw_t = −h_c dv2_t   (K·V dots)
+//   dq_t  = scale·e_t ⊙ (h_c do_t);  dk1_t = f_t ⊙ (dh_c v_new_t);  dw_t = −h_c dv2_t
+//     (K·V dots, two rows t at a time: each h_c, dh_c row is read once for both)
 //   ū = Akkᵀ dv2, w̄ = Akkᵀ dw                                                   (row axpys)
 //   dv_t = β_t ū_t;  dβ_t = ū_t·v_t + (e_t⊙k_t)·w̄_t;  dk_t = dk1_t + β_t e_t ⊙ w̄_t
 //   dG_t = q_t⊙dq_t − k_t⊙dk1_t + β_t e_t⊙k_t⊙w̄_t (+ at L: exp(G_L)⊙diag(h_c dh_cᵀ) + Σ k⊙dk1)
@@ -105,29 +106,48 @@ void value_head(const Params& p, const training::TimeChunk& ch, int64_t hv, Work
   }
   const S scale = static_cast<S>(p.scale);
   const S* gL = w.g.data() + (R - 1) * Kp;
-  // The state products: dq, dk1, dw; e and e⊙k.
-  for (int64_t t = 0; t < R; ++t) {
-    const S* gt = w.g.data() + t * Kp;
-    S* e = w.e.data() + t * Kp;
-    S* ek = w.ek.data() + t * Kp;
-    S* dq = w.dq.data() + t * Kp;
-    S* dk1 = w.dk1.data() + t * Kp;
-    S* dw = w.dw.data() + t * Kp;
+  // e and e⊙k.
+  for (int64_t t = 0; t < R; ++t)
     for (int64_t c = 0; c < K; ++c) {
-      e[c] = ex(gt[c]);
-      ek[c] = e[c] * w.k[t * Kp + c];
+      w.e[t * Kp + c] = ex(w.g[t * Kp + c]);
+      w.ek[t * Kp + c] = w.e[t * Kp + c] * w.k[t * Kp + c];
+    }
+  // The state products dq, dk1, dw, two rows t at a time: each h_c, dh_c row is read once for
+  // both rows and for do and dv2 alike (the sums per output as dotp's).
+  for (int64_t t = 0; t < R; t += 2) {
+    const int64_t t1 = std::min(t + 1, R - 1);  // a lone last row is computed twice
+    const S *o0 = w.o.data() + t * Vp, *o1 = w.o.data() + t1 * Vp;
+    const S *d0 = w.d2.data() + t * Vp, *d1 = w.d2.data() + t1 * Vp;
+    const S *n0 = w.vn.data() + t * Vp, *n1 = w.vn.data() + t1 * Vp;
+    for (int64_t c = 0; c < K; ++c) {
       const S* hc = w.hs.data() + c * Vp;
       const S* dhc = w.dhs.data() + c * Vp;
-      dq[c] = scale * e[c] * dotp(hc, w.o.data() + t * Vp, Vp);
-      dk1[c] = ex(gL[c] - gt[c]) * dotp(dhc, w.vn.data() + t * Vp, Vp);
-      dw[c] = -dotp(hc, w.d2.data() + t * Vp, Vp);
+      S q0[kLanes] = {}, q1[kLanes] = {}, w0[kLanes] = {}, w1[kLanes] = {}, k0[kLanes] = {},
+        k1[kLanes] = {};
+      for (int64_t i = 0; i < Vp; i += kLanes)
+        for (int l = 0; l < kLanes; ++l) {
+          const S a = hc[i + l], b = dhc[i + l];
+          q0[l] += a * o0[i + l], q1[l] += a * o1[i + l];
+          w0[l] += a * d0[i + l], w1[l] += a * d1[i + l];
+          k0[l] += b * n0[i + l], k1[l] += b * n1[i + l];
+        }
+      S sq0 = 0, sq1 = 0, sw0 = 0, sw1 = 0, sk0 = 0, sk1 = 0;
+      for (int l = 0; l < kLanes; ++l)
+        sq0 += q0[l], sq1 += q1[l], sw0 += w0[l], sw1 += w1[l], sk0 += k0[l], sk1 += k1[l];
+      const S sums[2][3] = {{sq0, sk0, sw0}, {sq1, sk1, sw1}};
+      for (int r = 0; r < 2; ++r) {
+        const int64_t tr = r ? t1 : t;
+        w.dq[tr * Kp + c] = scale * w.e[tr * Kp + c] * sums[r][0];
+        w.dk1[tr * Kp + c] = ex(gL[c] - w.g[tr * Kp + c]) * sums[r][1];
+        w.dw[tr * Kp + c] = -sums[r][2];
+      }
     }
   }
-  // ū = Akkᵀ dv2, w̄ = Akkᵀ dw: row t of the chunk adds Akk[t, j]·(its row) to row j.
+  // ū = Akkᵀ dv2, w̄ = Akkᵀ dw: row j is the sum over t (ascending) of Akk[t, j]·(row t).
   std::fill(w.ub.begin(), w.ub.begin() + R * Vp, S(0));
   std::fill(w.wb.begin(), w.wb.begin() + R * Kp, S(0));
-  for (int64_t t = 0; t < R; ++t)
-    for (int64_t j = 0; j < R; ++j) {
+  for (int64_t j = 0; j < R; ++j)
+    for (int64_t t = 0; t < R; ++t) {
       const S a = w.a[t * Rp + j];
       axpy(a, w.d2.data() + t * Vp, w.ub.data() + j * Vp, Vp);
       axpy(a, w.dw.data() + t * Kp, w.wb.data() + j * Kp, Kp);
@@ -184,8 +204,8 @@ void value_head(const Params& p, const training::TimeChunk& ch, int64_t hv, Work
     for (int64_t j = 0; j < t; ++j)
       w.x[t * Rp + j] = w.beta[j] * (dotp(w.d2.data() + t * Vp, w.v.data() + j * Vp, Vp) +
                                      dotp(w.dw.data() + t * Kp, w.ek.data() + j * Kp, Kp));
-  for (int64_t a = 0; a < R; ++a)
-    for (int64_t i = 0; i < R; ++i)
+  for (int64_t i = 0; i < R; ++i)
+    for (int64_t a = 0; a < R; ++a)
       axpy(w.a[a * Rp + i], w.x.data() + a * Rp, w.y.data() + i * Rp, Rp);
   for (int64_t i = 0; i < R; ++i) {
     float* dA = p.dA + ((ch.row0 + i) * HV + hv) * BT;
