@@ -188,7 +188,9 @@ fi
 SAN_CASES=${SAN_CASES:-"uniform_b37_d3 mixed_empty tile_edges r37_n199 r65536_n16 flat_n4097 n_2p20
   worked_example zero_lengths d128_jagged_tails packed_tails paged_16 tails both_empty_mixed
   full_selection_causal empty_rows"}
-san_args=(check --backend cuda)
+# DEVICE_SAN_ARGS (e.g. "--op chunk_fwd_o") narrows the selection; DEVICE_SAN_NOVALIDATE=0 skips
+# the jagged no-validation pass.
+san_args=(check --backend cuda ${DEVICE_SAN_ARGS:-})
 for c in $SAN_CASES; do san_args+=(--case "$c"); done
 if wants sanitizer; then
   step memcheck "${DEVICE_SAN_S:-120}" "$OUT/sanitizer.log" \
@@ -198,12 +200,14 @@ if wants sanitizer; then
     "${san_args[@]}"
   # Every expected-error case of the jagged family run with validation off: bad offsets, lengths
   # and indices then reach the kernels, which must clamp (SECURITY.md); memcheck judges the reads.
-  bad_args=(check --backend cuda --no-validate --op jagged)
-  for c in $("$RECOPS" list --cases --op jagged | awk '$NF == "error" {print $2}' | sort -u); do
-    bad_args+=(--case "$c")
-  done
-  step memcheck-novalidate "${DEVICE_SAN_S:-120}" "$OUT/sanitizer.log" \
-    compute-sanitizer --tool memcheck --leak-check no --error-exitcode 99 "$RECOPS" "${bad_args[@]}"
+  if [ "${DEVICE_SAN_NOVALIDATE:-1}" != 0 ]; then
+    bad_args=(check --backend cuda --no-validate --op jagged)
+    for c in $("$RECOPS" list --cases --op jagged | awk '$NF == "error" {print $2}' | sort -u); do
+      bad_args+=(--case "$c")
+    done
+    step memcheck-novalidate "${DEVICE_SAN_S:-120}" "$OUT/sanitizer.log" \
+      compute-sanitizer --tool memcheck --leak-check no --error-exitcode 99 "$RECOPS" "${bad_args[@]}"
+  fi
 fi
 
 # ---- per-area extras (scripts/device.d/*.sh) ------------------------------------------------------
