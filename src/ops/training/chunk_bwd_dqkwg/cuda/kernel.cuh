@@ -6,13 +6,13 @@
 // kTile, staging do, v_new, dv2 rows and h_c, dh_c [kTile, kTile] blocks, and accumulates in
 // registers: ds_ij = do_i·v_j (16 (i, j) pairs a thread), h_c do_i, dh_c v_i and h_c dv2_i (4
 // (row, column) elements a thread; dw in fp64, as the CPU path), and ⟨h_c, dh_c⟩. Then ds (times
-// scale·Γ, lower triangle) goes to shared memory and each (row, column) element gets its intra-chunk
-// terms, its value head's dq and dk are added to the group sums in registers (fp32, fp64 for fp64
-// q), dw is stored, and dg's row sums (16-lane shuffles) and its chunk-last terms (block sums in
-// fp64, fixed order) are written by one thread per element: the first K tile stores dg, later
-// tiles add to it (the same thread, in tile order). So every output is deterministic; no atomics.
-// ds is recomputed per K tile (ceil(K / kTile) times): the price of bounded shared memory for any
-// K and V.
+// scale·Γ, lower triangle) goes to shared memory and each (row, column) element gets its
+// intra-chunk terms, its value head's dq and dk are added to the group sums in registers (fp32,
+// fp64 for fp64 q), dw is stored, and dg's row sums (16-lane shuffles) and its chunk-last terms
+// (block sums in fp64, fixed order) are written by one thread per element: the first K tile stores
+// dg, later tiles add to it (the same thread, in tile order). So every output is deterministic; no
+// atomics. ds is recomputed per K tile (ceil(K / kTile) times): the price of bounded shared memory
+// for any K and V.
 //
 // Chunk slots and their chunk numbers: training/common/cuda/gdn_chunk.cuh (fla's numbering of h
 // and dh, sync-free for varlen); chunk numbers at or past NT are skipped, so unvalidated device
@@ -67,8 +67,9 @@ __global__ void __launch_bounds__(kThreads)
   for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
     const int64_t slot = item / H, h = item % H;
     const SlotChunk ch = training::gdn_cuda::slot_chunk(slot, p.T, BT, p.seq_offsets, p.off_dtype,
-                                                         p.N, red_i, kWarps);
-    if (ch.rows <= 0 || ch.index < 0 || ch.index >= p.NT) continue;  // uniform over the block
+                                                        p.N, red_i, kWarps);
+    // h's chunks: B·NT (B = 1 with offsets); uniform over the block.
+    if (ch.rows <= 0 || ch.index < 0 || ch.index >= p.B * p.NT) continue;
     const int64_t R = ch.rows, row0 = ch.row0;
     for (int64_t kt = 0; kt < k_tiles; ++kt) {
       const int64_t c0 = kt * kTile, col = c0 + cl;
@@ -87,8 +88,8 @@ __global__ void __launch_bounds__(kThreads)
 
       for (int64_t hv = h * group; hv < (h + 1) * group; ++hv) {
         __syncthreads();  // the previous head's readers of g_s, ds_s are done
-        if (tid < BT) g_s[tid] = gated && tid < R ? load<S>(p.g, p.g_dtype, (row0 + tid) * HV + hv)
-                                                  : S(0);
+        if (tid < BT)
+          g_s[tid] = gated && tid < R ? load<S>(p.g, p.g_dtype, (row0 + tid) * HV + hv) : S(0);
         S dsp[kPairsPer], dqi[kRowsPer], dki[kRowsPer];
         double dwp[kRowsPer];
 #pragma unroll
@@ -174,7 +175,8 @@ __global__ void __launch_bounds__(kThreads)
             dgp[m] = q_s[r * kPitch + cl] * dq - k_s[r * kPitch + cl] * dk;
             acc_q[m] += dq;
             acc_k[m] += dk;
-            if (with_dw && col_ok) store(p.dw, p.dw_dtype, ((row0 + r) * HV + hv) * K + col, -dwp[m]);
+            if (with_dw && col_ok)
+              store(p.dw, p.dw_dtype, ((row0 + r) * HV + hv) * K + col, -dwp[m]);
           }
         }
         if (gated) {

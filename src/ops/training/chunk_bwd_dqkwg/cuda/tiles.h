@@ -6,11 +6,11 @@ namespace recops::ops::chunk_bwd_dqkwg_ns {
 
 inline constexpr int kThreads = 256;  // a block: 8 warps
 inline constexpr int kWarps = kThreads / 32;
-inline constexpr int kTile = 16;                        // K and V tile width
-inline constexpr int kPitch = kTile + 1;                // shared row pitch (odd: no bank conflicts)
-inline constexpr int kMaxBT = 64;                       // the largest chunk_size
-inline constexpr int kRowsPer = kMaxBT * kTile / kThreads;   // [BT, kTile] elements a thread: 4
+inline constexpr int kTile = 16;          // K and V tile width
+inline constexpr int kPitch = kTile + 1;  // shared row pitch (odd: no bank conflicts)
+inline constexpr int kMaxBT = 64;         // the largest chunk_size
+inline constexpr int kRowsPer = kMaxBT * kTile / kThreads;    // [BT, kTile] elements a thread: 4
 inline constexpr int kPairsPer = kMaxBT * kMaxBT / kThreads;  // ds elements a thread: 16
-inline constexpr long long kMaxBlocks = 16384;          // grid-stride beyond this
+inline constexpr long long kMaxBlocks = 16384;                // grid-stride beyond this
 
 }  // namespace recops::ops::chunk_bwd_dqkwg_ns

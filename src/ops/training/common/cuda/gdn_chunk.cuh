@@ -16,9 +16,11 @@
 #include <cuda_fp16.h>
 
 #include <cstdint>
+#include <string>
 #include <type_traits>
 
 #include "recops/dtype.h"
+#include "recops/status.h"
 
 namespace recops::ops::training::gdn_cuda {
 
@@ -81,16 +83,16 @@ __device__ __forceinline__ A block_sum(A x, A* scratch, int warps) {
   if ((threadIdx.x & 31) == 0) scratch[threadIdx.x >> 5] = x;
   __syncthreads();
   A s = 0;
-  const int used = static_cast<int>(blockDim.x >> 5) < warps ? static_cast<int>(blockDim.x >> 5)
-                                                              : warps;
+  const int used =
+      static_cast<int>(blockDim.x >> 5) < warps ? static_cast<int>(blockDim.x >> 5) : warps;
   for (int w = 0; w < used; ++w) s += scratch[w];
   return s;
 }
 
 // Offset n, clamped to [0, T].
 __device__ __forceinline__ int64_t offset_at(const void* off, DType t, int64_t n, int64_t T) {
-  const int64_t v = t == DType::int32 ? static_cast<const int32_t*>(off)[n]
-                                      : static_cast<const int64_t*>(off)[n];
+  const int64_t v =
+      t == DType::int32 ? static_cast<const int32_t*>(off)[n] : static_cast<const int64_t*>(off)[n];
   return v < 0 ? 0 : (v > T ? T : v);
 }
 
@@ -103,6 +105,37 @@ struct SlotChunk {
 // The number of chunk slots (>= the chunks).
 inline int64_t slot_count(int64_t B, int64_t T, int64_t bt, int64_t N, bool packed) {
   return packed ? T / bt + N : B * ((T + bt - 1) / bt);
+}
+
+// The grid of a kernel over (chunk slot, key head) items, K walked in tiles of `tile` columns
+// (at least one tile, also for K = 0); blocks clamped to max_blocks (grid-stride beyond).
+struct ChunkGrid {
+  int64_t items = 0, blocks = 0, k_tiles = 1;
+};
+inline ChunkGrid chunk_grid(int64_t B, int64_t T, int64_t bt, int64_t N, bool packed, int64_t H,
+                            int64_t K, int64_t tile, int64_t max_blocks) {
+  ChunkGrid g;
+  g.items = slot_count(B, T, bt, N, packed) * H;
+  g.blocks = g.items < max_blocks ? g.items : max_blocks;
+  g.k_tiles = K > tile ? (K + tile - 1) / tile : 1;
+  return g;
+}
+
+// The host side of a GDN sub-op's run_cuda before its launch: Ok with *empty set when there is
+// nothing to write (B, T or H = 0), an error for a chunk size above max_bt or for offsets without
+// a sequence while T > 0; else *empty = false and the device is made current by `device`.
+inline Status chunk_preamble(const char* op, int64_t B, int64_t T, int64_t H, int64_t bt,
+                             int64_t max_bt, bool packed, int64_t N, bool* empty) {
+  *empty = B == 0 || T == 0 || H == 0;
+  if (*empty) return Status::Ok();
+  if (bt < 1 || bt > max_bt)
+    return Status(
+        StatusCode::internal,
+        std::string(op) + ": cuda_sm80 reached with a chunk size above " + std::to_string(max_bt));
+  if (packed && N < 1)
+    return Status(StatusCode::invalid_argument,
+                  std::string(op) + ": seq_offsets has no sequence but T > 0");
+  return Status::Ok();
 }
 
 // Slot `slot`'s chunk, the same in every thread; every thread of the block calls it (a block sum
