@@ -34,7 +34,9 @@ using training::gdn_cuda::SlotChunk;
 using training::gdn_cuda::store;
 
 // Shared memory (dynamic, S): ds [BT][BT + 1], q, k, do, v_new, dv2 [BT][kPitch], h, dh
-// [kTile][kPitch], G [BT].
+// [kTile][kPitch], G [BT]; with dg_smem also dg's partial sums over the K tiles [HV/H][BT] (then
+// dg is rounded once to fp32; without, when they do not fit, each K tile adds its fp32-rounded
+// part to dg in order).
 constexpr long long smem_elems(long long bt) {
   return bt * (bt + 1) + 5 * bt * kPitch + 2 * kTile * kPitch + bt;
 }
@@ -42,7 +44,7 @@ constexpr long long smem_elems(long long bt) {
 // items = slots · H; k_tiles = max(1, ceil(K / kTile)) (one tile even for K = 0: dg is written).
 template <class S>
 __global__ void __launch_bounds__(kThreads)
-    chunk_bwd_dqkwg_kernel(const Params p, int64_t items, int64_t k_tiles) {
+    chunk_bwd_dqkwg_kernel(const Params p, int64_t items, int64_t k_tiles, bool dg_smem) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   __shared__ double red_d[kWarps];
   __shared__ long long red_i[kWarps];
@@ -57,6 +59,7 @@ __global__ void __launch_bounds__(kThreads)
   S* h_s = d2_s + BT * kPitch;
   S* dh_s = h_s + kTile * kPitch;
   S* g_s = dh_s + kTile * kPitch;
+  S* dgp_s = g_s + BT;  // [group][BT] with dg_smem
   const int tid = threadIdx.x;
   const int cl = tid % kTile;  // the thread's column in a tile
   const int rl = tid / kTile;  // its first row; rows rl + m·(kThreads / kTile)
@@ -190,7 +193,16 @@ __global__ void __launch_bounds__(kThreads)
             if (cl == 0 && r < R) {
               if (r == R - 1) d += gate_exp(gL, p.gate_log2) * hdh_all + kterm;
               float* out = p.dg + (row0 + r) * HV + hv;
-              *out = kt == 0 ? static_cast<float>(d) : *out + static_cast<float>(d);
+              if (dg_smem) {  // only this thread touches the slot, in tile order
+                S* part = dgp_s + (hv - h * group) * BT + r;
+                const S tot = kt == 0 ? d : *part + d;
+                if (kt + 1 < k_tiles)
+                  *part = tot;
+                else
+                  *out = static_cast<float>(tot);
+              } else {
+                *out = kt == 0 ? static_cast<float>(d) : *out + static_cast<float>(d);
+              }
             }
           }
         }

@@ -18,10 +18,16 @@ Status launch(const Params& p, void* stream) {
       p.B, p.T, p.BT, p.N, p.seq_offsets != nullptr, p.H, p.K, kTile, kMaxBlocks);
   if (g.items <= 0) return Status::Ok();
   // fp32: 41 KB at BT = 64; fp64: 82 KB (the launch check raises the dynamic limit, <= 99 KB).
-  const size_t smem = static_cast<size_t>(smem_elems(p.BT)) * sizeof(S);
+  size_t smem = static_cast<size_t>(smem_elems(p.BT)) * sizeof(S);
+  // dg's partial sums over several K tiles in shared memory while they fit in 98 KB (under
+  // sm_86's opt-in limit): HV/H up to 36 in fp64 at BT = 64, 232 in fp32; else each K tile adds
+  // its fp32-rounded part to dg (kernel.cuh).
+  const size_t part = static_cast<size_t>(p.BT * (p.HV / p.H)) * sizeof(S);
+  const bool dg_smem = p.g != nullptr && g.k_tiles > 1 && smem + part <= kSmemOptinLimit;
+  if (dg_smem) smem += part;
   return RECOPS_LAUNCH_KERNEL("chunk_bwd_dqkwg", (chunk_bwd_dqkwg_kernel<S>),
                               dim3(static_cast<unsigned>(g.blocks)), dim3(kThreads), smem, stream,
-                              p, g.items, g.k_tiles);
+                              p, g.items, g.k_tiles, dg_smem);
 }
 }  // namespace
 

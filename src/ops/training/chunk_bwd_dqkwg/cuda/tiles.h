@@ -12,5 +12,6 @@ inline constexpr int kMaxBT = 64;         // the largest chunk_size
 inline constexpr int kRowsPer = kMaxBT * kTile / kThreads;    // [BT, kTile] elements a thread: 4
 inline constexpr int kPairsPer = kMaxBT * kMaxBT / kThreads;  // ds elements a thread: 16
 inline constexpr long long kMaxBlocks = 16384;                // grid-stride beyond this
+inline constexpr unsigned long kSmemOptinLimit = 98 * 1024;   // bytes, under sm_86's 99 KB opt-in
 
 }  // namespace recops::ops::chunk_bwd_dqkwg_ns
