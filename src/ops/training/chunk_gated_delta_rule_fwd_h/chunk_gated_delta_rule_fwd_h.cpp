@@ -1,6 +1,6 @@
 // training/chunk_gated_delta_rule_fwd_h/chunk_gated_delta_rule_fwd_h.cpp: the entry of
 // chunk_gated_delta_rule_fwd_h. All validation happens here, once; then the ordered implementation
-// list runs the first implementation that accepts (cpu_generic, reference; no CUDA path yet). At
+// list runs the first implementation that accepts (cuda_sm80, cpu_generic, reference). At
 // the end: the OpInfo and the argument table (forward only).
 #include "ops/training/chunk_gated_delta_rule_fwd_h/chunk_gated_delta_rule_fwd_h.h"
 
@@ -17,7 +17,8 @@ constexpr training::GdnEntry kEntry{kOp, "k"};
 using training::is_float;
 
 const std::vector<core::Impl<Params>>& impls() {
-  static const auto list = core::with_cpu_impls<Params>({}, run_cpu, run_reference);
+  static const auto list =
+      core::standard_impls<Params>(RECOPS_IF_CUDA(run_cuda), run_cpu, run_reference);
   return list;
 }
 
