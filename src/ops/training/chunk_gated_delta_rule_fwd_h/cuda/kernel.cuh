@@ -31,42 +31,38 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "core/cuda/numeric.cuh"
 #include "ops/training/chunk_gated_delta_rule_fwd_h/cuda/tiles.h"
 #include "ops/training/chunk_gated_delta_rule_fwd_h/params.h"
+#include "ops/training/common/cuda/gdn_chunk_slots.cuh"
 
 namespace recops::ops::chunk_gated_delta_rule_fwd_h_ns {
 
-// Element i of a floating tensor of dtype t, as A: exact, except fp64 -> fp32 (to nearest), as the
-// CPU path reads.
+// x (float or double) rounded once to X: core::cuda's from_float / from_double.
+template <class X, class A>
+__device__ __forceinline__ X round_to(A x) {
+  if constexpr (std::is_same_v<X, A>)
+    return x;
+  else if constexpr (std::is_same_v<A, double>)
+    return core::cuda::from_double<X>(x);
+  else if constexpr (std::is_same_v<X, double>)
+    return static_cast<double>(x);  // exact
+  else
+    return core::cuda::from_float<X>(x);
+}
+
+// Element i of a floating tensor of dtype t, as A (the CPU path's read: exact, except fp64 -> fp32
+// to nearest).
 template <class A>
 __device__ __forceinline__ A load_as(const void* base, DType t, int64_t i) {
   switch (t) {
-    case DType::fp64: {
-      const double v = static_cast<const double*>(base)[i];
-      if constexpr (std::is_same_v<A, double>)
-        return v;
-      else
-        return __double2float_rn(v);
-    }
-    case DType::fp16: return static_cast<A>(__half2float(static_cast<const __half*>(base)[i]));
+    case DType::fp64: return round_to<A>(static_cast<const double*>(base)[i]);
+    case DType::fp16:
+      return static_cast<A>(core::cuda::to_float(static_cast<const __half*>(base)[i]));
     case DType::bf16:
-      return static_cast<A>(__bfloat162float(static_cast<const __nv_bfloat16*>(base)[i]));
+      return static_cast<A>(core::cuda::to_float(static_cast<const __nv_bfloat16*>(base)[i]));
     default: return static_cast<A>(static_cast<const float*>(base)[i]);
   }
-}
-
-// x rounded once (to nearest even) to X; A is float or double.
-template <class X, class A>
-__device__ __forceinline__ X round_to(A x) {
-  constexpr bool kD = std::is_same_v<A, double>;
-  if constexpr (std::is_same_v<X, A> || std::is_same_v<X, double>)
-    return static_cast<X>(x);
-  else if constexpr (std::is_same_v<X, float>)
-    return __double2float_rn(x);  // A = double here
-  else if constexpr (std::is_same_v<X, __half>)
-    return kD ? __double2half(x) : __float2half_rn(static_cast<float>(x));
-  else
-    return kD ? __double2bfloat16(x) : __float2bfloat16_rn(static_cast<float>(x));
 }
 
 // Element i of a floating tensor of dtype t = x rounded once.
@@ -98,9 +94,7 @@ __device__ __forceinline__ A gate_pow(A x, bool log2) {
 }
 
 __device__ __forceinline__ int64_t offset_at(const Params& p, int64_t n) {
-  const int64_t v = p.off_dtype == DType::int32 ? static_cast<const int32_t*>(p.seq_offsets)[n]
-                                                : static_cast<const int64_t*>(p.seq_offsets)[n];
-  return v < 0 ? 0 : (v > p.T ? p.T : v);
+  return training_dev::gdn_offset(p.seq_offsets, p.off_dtype, n, p.T);  // clamped to [0, T]
 }
 
 // Σ_{m < n} ceil(len_m / BT) over the packed sequences (the chunks before sequence n), summed by
