@@ -20,7 +20,8 @@
 // Sequences: without seq_offsets sequence n is batch row n, its chunk c is h[n, c] (NT =
 // ceil(T / BT)). With seq_offsets (B = 1) the block adds ceil(len_m / BT) over m < n itself (a
 // block reduction over the offsets: no host read, graph friendly); a chunk whose number is NT or
-// more (num_chunks below the count, which only CPU offsets let the entry check) is not stored.
+// more (num_chunks below the count: the entry refuses it unless device offsets go unvalidated) is
+// not stored.
 // Offsets are clamped to [0, T] before use, so unvalidated offsets never index outside the
 // inputs. zero_tail_kernel zeroes h's chunks past the sequences' count.
 #pragma once
