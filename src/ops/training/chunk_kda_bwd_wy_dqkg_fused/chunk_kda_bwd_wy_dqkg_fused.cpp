@@ -54,8 +54,8 @@ Status check_args(const ChunkKdaBwdWyDqkgFusedArgs& a, const Context* ctx, Param
                                             "NT = ceil(T / chunk_size) per row"));
   RECOPS_RETURN_IF_ERROR(
       kEntry.check_sized("dh", "[B, NT, HV, K, V]", a.dh, q, a.h.shape(), "h's sizes"));
-  if (a.seq_offsets && ctx && a.seq_offsets->device.is_cpu())
-    RECOPS_RETURN_IF_ERROR(kEntry.chunk_count(*a.seq_offsets, N, bt, a.h.sizes[1], "h's NT"));
+  if (a.seq_offsets && ctx)
+    RECOPS_RETURN_IF_ERROR(kEntry.chunk_count(*a.seq_offsets, N, bt, a.h.sizes[1], "h's NT", *ctx));
   RECOPS_RETURN_IF_ERROR(kEntry.check_sized("do", "[B, T, HV, V]", a.d_o, q, {B, T, HV, V}, "v's"));
   RECOPS_RETURN_IF_ERROR(
       kEntry.check_sized("dv2", "[B, T, HV, V]", a.dv2, q, {B, T, HV, V}, "v's"));

@@ -35,7 +35,7 @@
 #include "core/cuda/numeric.cuh"
 #include "ops/training/chunk_gated_delta_rule_fwd_h/cuda/tiles.h"
 #include "ops/training/chunk_gated_delta_rule_fwd_h/params.h"
-#include "ops/training/common/cuda/gdn_chunk_slots.cuh"
+#include "ops/training/common/cuda/gdn_chunks.cuh"
 
 namespace recops::ops::chunk_gated_delta_rule_fwd_h_ns {
 
