@@ -6,6 +6,7 @@
 #include "ops/training/chunk_gated_delta_rule/chunk_gated_delta_rule.h"
 
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "core/dispatch.h"
@@ -22,9 +23,23 @@ constexpr training::GdnEntry kEntry{kOp, "q"};
 constexpr training::GdnEntry kBwdEntry{kBwd, "q"};
 using training::is_float;
 
+#ifdef RECOPS_WITH_CUDA
+std::string cuda_accepts(const Params& p) {
+  if (p.l2norm && (p.q_dtype == DType::fp64 || p.k_dtype == DType::fp64))
+    return "fp64 q, k with use_qk_l2norm_in_kernel runs on the CPU only (l2norm's CUDA path has "
+           "no fp64)";
+  return core::cuda_capability_at_least<80, Params>(p);
+}
+#endif
+
 const std::vector<core::Impl<Params>>& impls() {
-  static const auto list =
-      core::standard_impls<Params>(RECOPS_IF_CUDA(run_cuda), run_cpu, run_reference);
+  static const auto list = core::with_cpu_impls<Params>(
+      {
+#ifdef RECOPS_WITH_CUDA
+          {"cuda_sm80", DeviceType::cuda, core::cuda::any_device_reason, cuda_accepts, run_cuda},
+#endif
+      },
+      run_cpu, run_reference);
   return list;
 }
 

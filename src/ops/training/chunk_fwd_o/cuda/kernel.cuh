@@ -62,7 +62,9 @@ __global__ void __launch_bounds__(kThreads)
     const int R = static_cast<int>(ch.len);
     const int64_t col = vt * kVT + tx, hk = hv / group;
     const bool col_ok = col < V;
-    if (idx >= p.NT) {  // only with device offsets and too small an h: visible, never read
+    // Without offsets idx = b·NT + c < B·NT always; with offsets (B = 1) a chunk numbered NT or
+    // more means too small an h (device offsets, validation off): visible NaN, never read.
+    if (p.seq_offsets && idx >= p.NT) {
       for (int i = 0; i < RPT; ++i) {
         const int t = ty + RG * i;
         if (t < R && col_ok)
