@@ -1,11 +1,13 @@
 // tests/fuzz/fuzz_gdn_entries.cpp: the Gated DeltaNet sub-ops' public C++ entries on the CPU
 // (chunk_local_cumsum, chunk_scaled_dot_kkt, solve_tril, recompute_w_u_fwd,
 // chunk_gated_delta_rule_fwd_h, chunk_fwd_o, chunk_bwd_dv_local, chunk_gated_delta_rule_bwd_dhu,
-// chunk_bwd_dqkwg, prepare_wy_repr_bwd) and the composed chunk_gated_delta_rule, with B, T, heads
-// (GVA groups, sometimes mismatched), widths, chunk sizes, seq_offsets, chunk counts, optional
-// tensors, dtypes and strides derived from the fuzz input. Each call must return an error Status or
-// run; a crash, a hang or a sanitizer report is a finding. Its own target, so that the seeds of
-// fuzz_training_entries keep their meaning.
+// chunk_bwd_dqkwg, prepare_wy_repr_bwd), the composed chunk_gated_delta_rule, and the two KDA ops
+// with a per-channel gate G [B, T, HV, K] (chunk_kda_fwd_intra, chunk_kda_bwd_wy_dqkg_fused), with
+// B, T, heads (GVA groups, sometimes mismatched), widths, chunk sizes, seq_offsets, chunk counts,
+// optional tensors, dtypes and strides derived from the fuzz input. Each call must return an error
+// Status or run; a crash, a hang or a sanitizer report is a finding. Its own target, so that the
+// seeds of fuzz_training_entries keep their meaning. The op is picked from the input's last byte
+// modulo 13 (11 before the KDA ops joined; see tests/fuzz/corpus/README.md).
 #include <algorithm>
 
 #include "fuzz_util.h"
@@ -15,6 +17,8 @@
 #include "ops/training/chunk_gated_delta_rule/chunk_gated_delta_rule.h"
 #include "ops/training/chunk_gated_delta_rule_bwd_dhu/chunk_gated_delta_rule_bwd_dhu.h"
 #include "ops/training/chunk_gated_delta_rule_fwd_h/chunk_gated_delta_rule_fwd_h.h"
+#include "ops/training/chunk_kda_bwd_wy_dqkg_fused/chunk_kda_bwd_wy_dqkg_fused.h"
+#include "ops/training/chunk_kda_fwd_intra/chunk_kda_fwd_intra.h"
 #include "ops/training/chunk_local_cumsum/chunk_local_cumsum.h"
 #include "ops/training/chunk_scaled_dot_kkt/chunk_scaled_dot_kkt.h"
 #include "ops/training/prepare_wy_repr_bwd/prepare_wy_repr_bwd.h"
@@ -127,6 +131,26 @@ bool maybe_gate(FuzzedDataProvider& fdp, Arena& ar, const Dims& d, std::optional
   TensorView t;
   if (!gate(fdp, ar, d, &t)) return false;
   *g = t;
+  return true;
+}
+
+// The per-channel G [B, T, HV, K] of the KDA ops (fp32 usually): within each row of channels a
+// decay cumsum (values <= 0, falling along t), sometimes raw bytes.
+bool channel_gate(FuzzedDataProvider& fdp, Arena& ar, const Dims& d, TensorView* out) {
+  if (!btx(fdp, ar, d, d.HV, d.K, DType::fp32, out)) return false;
+  if (out->dtype != DType::fp32 || out->ndim != 4 || out->numel() == 0) return true;
+  if (fdp.ConsumeIntegralInRange<int>(0, 5) == 0) return true;
+  float* p = static_cast<float*>(out->data);
+  const int64_t* st = out->strides;
+  for (int64_t b = 0; b < out->sizes[0]; ++b)
+    for (int64_t h = 0; h < out->sizes[2]; ++h)
+      for (int64_t c = 0; c < out->sizes[3]; ++c) {
+        float acc = 0.f;
+        for (int64_t t = 0; t < out->sizes[1]; ++t) {
+          acc -= 0.05f * static_cast<float>(fdp.ConsumeIntegralInRange<int>(0, 40));
+          p[b * st[0] + t * st[1] + h * st[2] + c * st[3]] = acc;
+        }
+      }
   return true;
 }
 
@@ -454,12 +478,77 @@ void fuzz_composed(FuzzedDataProvider& fdp, Arena& ar, const Dims& d) {
   (void)recops::chunk_gated_delta_rule(a, o, with_fs ? &fs : nullptr, ctx);
 }
 
+// chunk_size of a KDA call: BT mostly, sometimes any size (the ops take 32/64 and 16/32/64).
+int64_t kda_chunk(FuzzedDataProvider& fdp, const Dims& d) {
+  return fdp.ConsumeIntegralInRange<int>(0, 7) ? d.BT : size_arg(fdp, 1, 128);
+}
+
+void fuzz_kda_fwd_intra(FuzzedDataProvider& fdp, Arena& ar, const Dims& d) {
+  recops::ChunkKdaFwdIntraArgs a;
+  if (!btx(fdp, ar, d, d.H, d.K, d.t, &a.q) || !btx(fdp, ar, d, d.H, d.K, d.t, &a.k) ||
+      !btx(fdp, ar, d, d.HV, d.V, d.t, &a.v) || !channel_gate(fdp, ar, d, &a.g) ||
+      !btx(fdp, ar, d, d.HV, -1, d.t, &a.beta))
+    return;
+  a.scale = scale_arg(fdp);
+  a.seq_offsets = d.seq_offsets;
+  a.chunk_size = kda_chunk(fdp, d);
+  a.gate_log2 = fdp.ConsumeBool();
+  Shape s[6];
+  DType t[6];
+  if (!recops::chunk_kda_fwd_intra_shape(a, s, t).ok()) return;
+  recops::ChunkKdaFwdIntraOut o;
+  TensorView* outs[6] = {&o.w, &o.u, &o.qg, &o.kg, &o.Aqk, &o.Akk};
+  for (int i = 0; i < 6; ++i)
+    if (!ar.output(s[i], t[i], outs[i])) return;
+  if (plain(fdp)) {
+    (void)recops::chunk_kda_fwd_intra_plain(a, o);
+    return;
+  }
+  (void)recops::chunk_kda_fwd_intra(a, o, ctx_arg(fdp));
+}
+
+void fuzz_kda_bwd(FuzzedDataProvider& fdp, Arena& ar, const Dims& d) {
+  recops::ChunkKdaBwdWyDqkgFusedArgs a;
+  a.chunk_size = kda_chunk(fdp, d);
+  // Akk's last extent: chunk_size, sometimes the other BT (a mismatch) or anything small.
+  const int64_t abt = fdp.ConsumeIntegralInRange<int>(0, 7) ? a.chunk_size : extent(fdp, 70);
+  if (!btx(fdp, ar, d, d.H, d.K, d.t, &a.q) || !btx(fdp, ar, d, d.H, d.K, d.t, &a.k) ||
+      !btx(fdp, ar, d, d.HV, d.V, d.t, &a.v) || !btx(fdp, ar, d, d.HV, d.V, d.t, &a.v_new) ||
+      !channel_gate(fdp, ar, d, &a.g) || !btx(fdp, ar, d, d.HV, -1, d.t, &a.beta) ||
+      !btx(fdp, ar, d, d.HV, abt, DType::fp32, &a.Akk) ||
+      !ar.view({d.B, d.NT, d.HV, d.K, d.V}, dtype_or_any(fdp, d.t, 12), &a.h) ||
+      !btx(fdp, ar, d, d.HV, d.V, d.t, &a.d_o))
+    return;
+  // dh: h's sizes, sometimes one chunk more or fewer.
+  const int64_t nt = fdp.ConsumeIntegralInRange<int>(0, 11)
+                         ? d.NT
+                         : std::max<int64_t>(0, d.NT + fdp.ConsumeIntegralInRange<int64_t>(-1, 1));
+  if (!ar.view({d.B, nt, d.HV, d.K, d.V}, dtype_or_any(fdp, d.t, 12), &a.dh) ||
+      !btx(fdp, ar, d, d.HV, d.V, d.t, &a.dv2))
+    return;
+  a.scale = scale_arg(fdp);
+  a.seq_offsets = d.seq_offsets;
+  a.gate_log2 = fdp.ConsumeBool();
+  recops::ChunkKdaBwdWyDqkgFusedShapes s;
+  if (!recops::chunk_kda_bwd_wy_dqkg_fused_shape(a, &s).ok()) return;
+  recops::ChunkKdaBwdWyDqkgFusedOut o;
+  if (!ar.output(s.dq, DType::fp32, &o.dq) || !ar.output(s.dk, DType::fp32, &o.dk) ||
+      !ar.output(s.dv, s.dv_dtype, &o.dv) || !ar.output(s.dbeta, DType::fp32, &o.dbeta) ||
+      !ar.output(s.dg, DType::fp32, &o.dg) || !ar.output(s.dA, DType::fp32, &o.dA))
+    return;
+  if (plain(fdp)) {
+    (void)recops::chunk_kda_bwd_wy_dqkg_fused_plain(a, o);
+    return;
+  }
+  (void)recops::chunk_kda_bwd_wy_dqkg_fused(a, o, ctx_arg(fdp));
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FuzzedDataProvider fdp(data, size);
   try {
-    const int which = fdp.ConsumeIntegralInRange<int>(0, 10);
+    const int which = fdp.ConsumeIntegralInRange<int>(0, 12);
     Arena ar(fdp);
     Dims d;
     if (!dims(fdp, ar, &d)) return 0;
@@ -474,7 +563,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       case 7: fuzz_dhu(fdp, ar, d); break;
       case 8: fuzz_dqkwg(fdp, ar, d); break;
       case 9: fuzz_wy_bwd(fdp, ar, d); break;
-      default: fuzz_composed(fdp, ar, d); break;
+      case 10: fuzz_composed(fdp, ar, d); break;
+      case 11: fuzz_kda_fwd_intra(fdp, ar, d); break;
+      default: fuzz_kda_bwd(fdp, ar, d); break;
     }
   } catch (const recops::Error&) {
     // Tensor::empty refusing a size is the harness's limit, not a finding.
