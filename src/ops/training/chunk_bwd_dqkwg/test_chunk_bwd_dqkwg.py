@@ -17,27 +17,12 @@ import recops
 from recops.compat import fla as fla_compat
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
-from _gdn_pytest import gate_cumsum, n_chunks  # noqa: E402
+from _gdn_pytest import chunks, gate_cumsum, n_chunks  # noqa: E402
 
 # Errors relative to the largest |output|: fp64 is computed in fp64; fp32 in fp32; fp16/bf16
 # outputs are one rounding of an fp32 result (half an ulp, plus the fp32 error at a boundary).
 TOL = {torch.float64: 1e-12, torch.float32: 1e-5, torch.float16: 2 ** -10,
        torch.bfloat16: 2 ** -7}
-
-
-def chunks(B, T, cu_seqlens, bt):
-    """(batch row, first, end, index in h) of every chunk, in fla's order."""
-    out = []
-    if cu_seqlens is None:
-        for b in range(B):
-            for ci, s in enumerate(range(0, T, bt)):
-                out.append((b, s, min(s + bt, T), ci))
-        return out
-    c = cu_seqlens.tolist()
-    for n in range(len(c) - 1):
-        for s in range(c[n], c[n + 1], bt):
-            out.append((0, s, min(s + bt, c[n + 1]), len(out)))
-    return out
 
 
 def peer(q, k, v, w, g, h, dh, do, dv2, scale=None, cu_seqlens=None, chunk_size=64,

@@ -18,22 +18,7 @@ import recops
 from recops.compat import fla as fla_compat
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
-from _gdn_pytest import n_chunks  # noqa: E402
-
-
-def chunks(B, T, cu_seqlens, bt):
-    """(batch row, first, end, index in h) of every chunk, in fla's order."""
-    out = []
-    if cu_seqlens is None:
-        for b in range(B):
-            for ci, s in enumerate(range(0, T, bt)):
-                out.append((b, s, min(s + bt, T), ci))
-        return out
-    c = cu_seqlens.tolist()
-    for n in range(len(c) - 1):
-        for s in range(c[n], c[n + 1], bt):
-            out.append((0, s, min(s + bt, c[n + 1]), len(out)))
-    return out
+from _gdn_pytest import chunks, n_chunks  # noqa: E402
 
 
 def akk_of(k, beta, g, cu, bt, log2):

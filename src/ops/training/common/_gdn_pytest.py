@@ -1,7 +1,7 @@
 """Helpers of the GDN sub-ops' tests (chunk_scaled_dot_kkt, solve_tril, recompute_w_u_fwd,
 chunk_fwd_o, chunk_bwd_dv_local, chunk_gated_delta_rule_fwd_h, chunk_gated_delta_rule_bwd_dhu,
 chunk_bwd_dqkwg, prepare_wy_repr_bwd) and of the composed chunk_gated_delta_rule: the sequences of
-a case, its chunk count and the gate input G as fla's tests condition it. Not collected itself
+a case, its chunks and chunk count and the gate input G as fla's tests condition it. Not collected itself
 (the leading underscore); each op's test_<op>.py imports it."""
 
 import math
@@ -24,6 +24,21 @@ def n_chunks(B, T, cu_seqlens, bt):
     if cu_seqlens is None:
         return (T + bt - 1) // bt
     return sum((e - s + bt - 1) // bt for _, s, e in sequences(B, T, cu_seqlens))
+
+
+def chunks(B, T, cu_seqlens, bt):
+    """(batch row, first, end, index in h) of every chunk, in fla's order."""
+    out = []
+    if cu_seqlens is None:
+        for b in range(B):
+            for ci, s in enumerate(range(0, T, bt)):
+                out.append((b, s, min(s + bt, T), ci))
+        return out
+    c = cu_seqlens.tolist()
+    for n in range(len(c) - 1):
+        for s in range(c[n], c[n + 1], bt):
+            out.append((0, s, min(s + bt, c[n + 1]), len(out)))
+    return out
 
 
 def gate_cumsum(gen, B, T, HV, chunk_size, cu, log2):
