@@ -39,6 +39,10 @@ Status check_args(const ChunkGatedDeltaRuleFwdHArgs& a, const Context* ctx, Para
   const int64_t bt = a.chunk_size;
   RECOPS_RETURN_IF_ERROR(kEntry.chunk_size(bt));
   if (a.g) RECOPS_RETURN_IF_ERROR(kEntry.check_tensor("g", *a.g, k, {B, T, HV}, "[B, T, HV]"));
+  // gk: KDA's per-channel gate cumsum at the value heads (g may come with it: both decays apply).
+  if (a.gk)
+    RECOPS_RETURN_IF_ERROR(
+        kEntry.check_tensor("gk", *a.gk, k, {B, T, HV, K}, "[B, T, HV, K] (w's HV, k's K)"));
   int64_t N = B;
   RECOPS_RETURN_IF_ERROR(kEntry.seq_offsets(a.seq_offsets, k, B, T, ctx, &N, p));
   if (a.initial_state)
@@ -61,9 +65,11 @@ Status check_args(const ChunkGatedDeltaRuleFwdHArgs& a, const Context* ctx, Para
   p->w = a.w.data;
   p->u = a.u.data;
   p->g = a.g ? a.g->data : nullptr;
+  p->gk = a.gk ? a.gk->data : nullptr;
   p->h0 = a.initial_state ? a.initial_state->data : nullptr;
   p->k_dtype = k.dtype, p->w_dtype = a.w.dtype, p->u_dtype = a.u.dtype;
   p->g_dtype = a.g ? a.g->dtype : DType::fp32;
+  p->gk_dtype = a.gk ? a.gk->dtype : DType::fp32;
   p->h0_dtype = a.initial_state ? a.initial_state->dtype : DType::fp32;
   p->h_dtype = a.fp32_chunk_states ? DType::fp32 : k.dtype;
   p->B = B, p->T = T, p->H = H, p->HV = HV, p->K = K, p->V = V;
@@ -171,8 +177,13 @@ position)::
     S = exp(g[L]) * S + sum_t exp(g[L] - g[t]) * outer(k[t, h], v_new[t, hv])
 
 (``exp2`` with ``gate_log2``; no gate factors without ``g``); final_state is S after the last
-chunk. Chunk numbering of h: without seq_offsets chunk c of batch row b is ``h[b, c]``; with
-seq_offsets the chunks of all sequences in order (zero-length sequences own none), as fla's
+chunk. With ``gk`` (KDA's per-channel gate, fla's ``gk``) the state's K rows also decay by their
+own factor at the chunk's last position, ``S = exp(gk[L])[:, None] * S`` before the update (with
+``g`` too, both decays apply); k gets no per-position factor from gk (KDA passes k already gated,
+``kg = k * exp(gk[L] - gk)``).
+
+Chunk numbering of h: without seq_offsets chunk c of batch row b is ``h[b, c]``; with seq_offsets
+the chunks of all sequences in order (zero-length sequences own none), as fla's
 ``prepare_chunk_indices``, and the chunks past the last one are zero.
 
 Args:
@@ -190,6 +201,9 @@ Args:
         None: the sync-free bound ``ceil(T / chunk_size) + N``. Without seq_offsets NT is
         ``ceil(T / chunk_size)`` (num_chunks must be None or that).
     fp32_chunk_states: store h in fp32 instead of k's dtype.
+    gk: optional ``[B, T, HV, K]``: KDA's per-channel chunk-local gate cumsum (natural-log units;
+        log2 with gate_log2). The last argument so that positional calls keep their meaning. CPU
+        only for now (cuda_sm80 refuses it).
 
 Returns:
     ``(h, v_new, final_state)``: h ``[B, NT, HV, K, V]`` in k's dtype (fp32 with
@@ -221,6 +235,7 @@ RECOPS_REGISTER_OPS(reg) {
               .arg<&A::gate_log2>("gate_log2", {.def = "False"})
               .arg<&A::num_chunks>("num_chunks", {.def = "None"})
               .arg<&A::fp32_chunk_states>("fp32_chunk_states", {.def = "False"})
+              .arg<&A::gk>("gk", {.def = "None", .dense_from = 0})
               .out("h")
               .out("v_new")
               .out("final_state")

@@ -11,6 +11,9 @@
 //   v_new[t, hv] = u[t, hv] − w[t, hv]ᵀ S           (t in the chunk; unscaled)
 //   S ← exp(G_L)·S + Σ_t exp(G_L − G_t)·k[t, h] ⊗ v_new[t, hv]
 // (exp2 with gate_log2; the factors are 1 without G); final_state = S after the last chunk.
+// With gk (KDA's per-channel gate cumsum; fla's USE_GK) the state's rows also decay per channel:
+//   S ← diag(exp(gk_L))·(exp(G_L)·S) + Σ_t exp(G_L − G_t)·k[t, h] ⊗ v_new[t, hv]
+// (k gets no per-t factor from gk: the caller passes k already gated, KDA's kg = k⊙exp(gk_L − gk)).
 // Chunk numbering of h: without seq_offsets chunk c of batch row b is h[b, c] (NT = ceil(T / BT));
 // with seq_offsets (B = 1) the chunks of all sequences in order, sequence by sequence (zero-length
 // sequences own none): chunk c of sequence n is h[0, Σ_{m<n} ceil(len_m / BT) + c]; chunks past the
@@ -31,6 +34,7 @@ struct ChunkGatedDeltaRuleFwdHArgs {
   TensorView w;                             // [B, T, HV, K], HV % H == 0
   TensorView u;                             // [B, T, HV, V]
   std::optional<TensorView> g;              // G: [B, T, HV], the chunk-local gate cumsum
+  std::optional<TensorView> gk;  // [B, T, HV, K]: KDA's per-channel chunk-local gate cumsum
   std::optional<TensorView> initial_state;  // [N, HV, K, V] (fp32 normally; any float)
   bool output_final_state = false;          // also return final_state [N, HV, K, V] fp32
   std::optional<TensorView> seq_offsets;    // [N+1] int32/int64; needs B = 1

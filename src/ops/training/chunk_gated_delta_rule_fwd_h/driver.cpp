@@ -8,13 +8,19 @@
 // (default 1: per-position log decays −|U(−1, 1)|·gate_scale), gate_log2 (G in log2 units),
 // initial_state (default true: h0 ~ U(−1, 1) fp32), final_state (default true:
 // output_final_state), fp32_chunk_states, num_chunks (passed only when given), T (with
-// lengths/offsets: k's T instead of the offsets' total, for a mismatch case).
+// lengths/offsets: k's T instead of the offsets' total, for a mismatch case), gk (default false:
+// also pass KDA's per-channel gate cumsum gk [B, T, HV, K]), gk_width (gk's last dim instead of K,
+// for a refusal case).
 // The inputs follow fla's conditioning and the GDN pipeline, so that the state stays bounded over
 // many chunks: k's rows l2-normalised, v ~ U(−1, 1), beta = sigmoid(U(−1, 1)), all in the case's
 // dtype; G is recops' chunk_local_cumsum of the decays (fp32, chunks restarting at each sequence
 // start; scale 1/ln 2 with gate_log2); then w and u = recompute_w_u_fwd(k, v, beta,
 // solve_tril(chunk_scaled_dot_kkt(k, beta, G)), G), by recops' own ops, in the case's dtype.
 // Where that pipeline refuses the case (refusal cases) w and u keep raw U(−1, 1) data.
+// With gk: gk is recops' chunk_local_cumsum of per-channel decays −|U(−1, 1)|·gate_scale (fp32,
+// ×1/ln 2 with gate_log2), and k is then passed gated as KDA passes kg: k ⊙ exp(gk_L − gk) (L the
+// chunk's last position; gk of value head h·HV/H for key head h), rounded once to the dtype.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -37,7 +43,9 @@ class ChunkGatedDeltaRuleFwdHDriver final : public training_args::GdnDriver {
                                                    {"initial_state", ArgKind::boolean},
                                                    {"final_state", ArgKind::boolean},
                                                    {"fp32_chunk_states", ArgKind::boolean},
-                                                   {"num_chunks", ArgKind::integer}}) {}
+                                                   {"num_chunks", ArgKind::integer},
+                                                   {"gk", ArgKind::boolean},
+                                                   {"gk_width", ArgKind::integer}}) {}
 
   Status make(const CaseRow& row, Problem* p) const override {
     const CaseSpec& cs = *row.spec;
@@ -63,6 +71,8 @@ class ChunkGatedDeltaRuleFwdHDriver final : public training_args::GdnDriver {
       nt = static_cast<int64_t>(sc["num_chunks"]);
     }
     sc["gates"] = gates;
+    const bool per_channel = flag(cs, "gk", false);
+    sc["per_channel_gate"] = per_channel;
     sc["h0"] = h0;
     sc["packed"] = packed;
     p->inputs.clear();
@@ -77,6 +87,16 @@ class ChunkGatedDeltaRuleFwdHDriver final : public training_args::GdnDriver {
                                 training_args::gate_unit(log2));
     wy(p->inputs, cs.seed + 4, gates ? &g.view : nullptr, packed ? &off.view : nullptr, bt, log2);
     if (gates) p->inputs.push_back(std::move(g));
+    if (per_channel) {
+      const int64_t width = static_cast<int64_t>(number(cs, "gk_width", static_cast<double>(K)));
+      Input gk = data_input("gk", DType::fp32, {B, T, HV, width}, cs.seed + 7, 1.0);
+      training_args::gate_decays(&gk.view, gs);
+      const bool cut = training_args::chunk_cumsum(&gk.view, packed ? &off.view : nullptr, bt,
+                                                   training_args::gate_unit(log2));
+      if (cut && width == K && bt > 0)
+        gate_keys(&p->inputs[0].view, gk.view, p->offsets, packed, bt, HV, log2);
+      p->inputs.push_back(std::move(gk));
+    }
     if (h0)
       p->inputs.push_back(data_input("initial_state", DType::fp32,
                                      {std::max<int64_t>(N, 0), HV, K, V}, cs.seed + 6, 1.0));
@@ -127,6 +147,7 @@ class ChunkGatedDeltaRuleFwdHDriver final : public training_args::GdnDriver {
     a.u = in[2];
     size_t i = 3;
     if (sc.at("gates") != 0) a.g = in[i++];
+    if (sc.at("per_channel_gate") != 0) a.gk = in[i++];
     if (sc.at("h0") != 0) a.initial_state = in[i++];
     if (sc.at("packed") != 0) a.seq_offsets = in[i++];
     a.output_final_state = sc.at("output_final_state") != 0;
@@ -136,6 +157,34 @@ class ChunkGatedDeltaRuleFwdHDriver final : public training_args::GdnDriver {
     if (const auto it = sc.find("num_chunks"); it != sc.end())
       a.num_chunks = static_cast<int64_t>(it->second);
     return a;
+  }
+
+  // k [B, T, H, K] in place → k ⊙ exp(gk_L − gk) per channel, KDA's kg (gk fp32 [B, T, HV, K] of
+  // value head h·(HV/H); L the last position of the chunk of bt holding t, chunks cut from each
+  // sequence's start), in fp64 and rounded once.
+  static void gate_keys(TensorView* k, const TensorView& gk, const std::vector<int64_t>& offsets,
+                        bool packed, int64_t bt, int64_t HV, bool log2) {
+    const int64_t B = k->sizes[0], T = k->sizes[1], H = k->sizes[2], K = k->sizes[3];
+    if (H == 0 || K == 0) return;
+    const int64_t group = HV / H;
+    const float* G = static_cast<const float*>(gk.data);
+    visit_floating(k->dtype, [&](auto x) {
+      using X = decltype(x);
+      X* d = static_cast<X*>(k->data);
+      training_args::for_each_sequence(offsets, packed, B, T, [&](int64_t row0, int64_t len) {
+        for (int64_t t = 0; t < len; ++t) {
+          const int64_t row = row0 + t, last = row0 + std::min(len, (t / bt + 1) * bt) - 1;
+          for (int64_t h = 0; h < H; ++h)
+            for (int64_t i = 0; i < K; ++i) {
+              const int64_t hv = h * group;
+              const double e = static_cast<double>(G[(last * HV + hv) * K + i]) -
+                               static_cast<double>(G[(row * HV + hv) * K + i]);
+              X& v = d[(row * H + h) * K + i];
+              v = from_double<X>(to_double(v) * (log2 ? std::exp2(e) : std::exp(e)));
+            }
+        }
+      });
+    });
   }
 
   // w, u (in[1], in[2]) = recompute_w_u_fwd(k, v, beta, solve_tril(chunk_scaled_dot_kkt(k, beta,

@@ -8,7 +8,8 @@
 
 namespace recops::ops::chunk_gated_delta_rule_fwd_h_ns {
 
-// k [B, T, H, K], w [B, T, HV, K], u [B, T, HV, V], g [B, T, HV] (nullptr: no gate), h0
+// k [B, T, H, K], w [B, T, HV, K], u [B, T, HV, V], g [B, T, HV] (nullptr: no gate), gk
+// [B, T, HV, K] (nullptr: no per-channel gate), h0
 // [N, HV, K, V] (nullptr: zeros); outputs h [B, NT, HV, K, V], v_new [B, T, HV, V], ht
 // [N, HV, K, V] fp32 (nullptr: not wanted); all contiguous. Sequences: with seq_offsets (B = 1),
 // sequence n is rows [off[n], off[n+1]) and its chunks follow those of the sequences before it in
@@ -19,12 +20,13 @@ struct Params {
   const void* w = nullptr;
   const void* u = nullptr;
   const void* g = nullptr;
+  const void* gk = nullptr;  // [B, T, HV, K] per-channel gate cumsum (nullptr: none)
   const void* h0 = nullptr;
   void* h = nullptr;
   void* v_new = nullptr;
   void* ht = nullptr;
   DType k_dtype = DType::fp32, w_dtype = DType::fp32, u_dtype = DType::fp32;
-  DType g_dtype = DType::fp32, h0_dtype = DType::fp32, h_dtype = DType::fp32;
+  DType g_dtype = DType::fp32, gk_dtype = DType::fp32, h0_dtype = DType::fp32, h_dtype = DType::fp32;
   int64_t B = 0, T = 0, H = 0, HV = 0, K = 0, V = 0;
   int64_t NT = 0;  // h's dim 1
   int64_t BT = 64;

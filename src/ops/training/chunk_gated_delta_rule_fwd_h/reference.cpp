@@ -3,7 +3,10 @@
 //   h[c][i][j] = S[i][j];  v_new[t][j] = u[t][j] − Σ_i w[t][i]·S[i][j]
 //   S'[i][j] = exp(G_L)·S[i][j] + Σ_{t in c} exp(G_L − G_t)·k[t][i]·v_new[t][j]
 // with G_L the gate at the chunk's last real position and the exponential of the difference formed
-// as written; final_state = S after the sequence's last chunk (initial_state, or 0, for a
+// as written; with gk (KDA's per-channel gate cumsum [B, T, HV, K]) the kept state's row i is also
+// multiplied by exp(gk_L[i]):
+//   S'[i][j] = exp(gk_L[i])·exp(G_L)·S[i][j] + Σ_{t in c} exp(G_L − G_t)·k[t][i]·v_new[t][j]
+// (either factor 1 when its gate is absent); final_state = S after the sequence's last chunk (initial_state, or 0, for a
 // zero-length sequence). h's chunks past the sequences' count are 0. Each output rounded once.
 // With p.plain, the double standard's plain baseline: the same loops with S = fp32 (fp64 for fp64
 // k), h stored in its dtype and read back from there for w·S, and v_new stored in its dtype and
@@ -64,7 +67,13 @@ void golden(const Params& p) {
         S g_last = 0;
         if (p.g) g_last = static_cast<S>(load(p.g, p.g_dtype, (b * p.T + c1 - 1) * p.HV + hv));
         const S decay = !p.g ? S(1) : p.gate_log2 ? std::exp2(g_last) : std::exp(g_last);
-        for (int64_t i = 0; i < p.K; ++i)
+        const int64_t last_row = b * p.T + c1 - 1;
+        for (int64_t i = 0; i < p.K; ++i) {
+          S row_decay = 1;  // exp(gk_L[i])
+          if (p.gk) {
+            const S x = static_cast<S>(load(p.gk, p.gk_dtype, (last_row * p.HV + hv) * p.K + i));
+            row_decay = p.gate_log2 ? std::exp2(x) : std::exp(x);
+          }
           for (int64_t j = 0; j < p.V; ++j) {
             S add = 0;
             for (int64_t t = c0; t < c1; ++t) {
@@ -77,8 +86,9 @@ void golden(const Params& p) {
               add += f * static_cast<S>(load(p.k, p.k_dtype, (row * p.H + kh) * p.K + i)) *
                      vn[(t - c0) * p.V + j];
             }
-            state[i * p.V + j] = decay * state[i * p.V + j] + add;
+            state[i * p.V + j] = row_decay * decay * state[i * p.V + j] + add;
           }
+        }
       }
       if (p.ht)
         for (int64_t e = 0; e < KV; ++e)

@@ -4,6 +4,8 @@
 //   h_c = S (stored in h's dtype);  v_new_t = u_t − Σ_i w_t[i]·S[i, :]  (row axpys over V)
 //   S ← exp(G_L)·S + Σ_t k_t[i]·(exp(G_L − G_t)·v_new_t)[:]             (row axpys over V)
 // v_new is stored unscaled in u's dtype; the scaled rows stay in A (no intermediate rounding).
+// With gk (KDA's per-channel gate cumsum) row i of S is also scaled by exp(gk_L[i]) before the
+// update (k is used as given: KDA passes it gated).
 // Only exponentials of G_L and of the non-positive differences G_L − G_t are formed. Items are
 // split statically over threads, each output element from one item, so results do not depend on
 // the thread count.
@@ -58,7 +60,7 @@ void fwd_h(const Params& p, const std::vector<training::TimeChunk>& chunks,
   core::parallel_for(p.N * HV, 1, threads, [&](int64_t begin, int64_t end) {
     std::vector<A> S(static_cast<size_t>(KV)), vn(static_cast<size_t>(BT * V));
     std::vector<A> wr(static_cast<size_t>(K)), kr(static_cast<size_t>(K));
-    std::vector<A> gt(static_cast<size_t>(BT));
+    std::vector<A> gt(static_cast<size_t>(BT)), gkr(static_cast<size_t>(K));
     for (int64_t item = begin; item < end; ++item) {
       const int64_t n = item / HV, hv = item % HV, kh = hv / group;
       if (p.h0)
@@ -92,6 +94,14 @@ void fwd_h(const Params& p, const std::vector<training::TimeChunk>& chunks,
           }
           const A decay = gate_pow(g_last, p.gate_log2);
           for (int64_t e = 0; e < KV; ++e) S[e] *= decay;
+        }
+        if (p.gk) {
+          read_as(p.gk, p.gk_dtype, ((ch.row0 + R - 1) * HV + hv) * K, K, gkr.data());
+          for (int64_t i = 0; i < K; ++i) {
+            const A f = gate_pow(gkr[i], p.gate_log2);
+            A* si = S.data() + i * V;
+            for (int64_t j = 0; j < V; ++j) si[j] *= f;
+          }
         }
         for (int64_t t = 0; t < R; ++t) {
           read_as(p.k, p.k_dtype, ((ch.row0 + t) * H + kh) * K, K, kr.data());
