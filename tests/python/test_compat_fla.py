@@ -390,3 +390,44 @@ def test_chunk_kda_bwd_wy_dqkg_fused_signature_and_outputs():
     assert db.shape == beta.shape and dg.shape == g.shape and dA.shape == A.shape
     # Akk = I: dv' = beta * dv exactly (one rounding), dA from the strictly lower products only.
     torch.testing.assert_close(dv2.float(), (beta[..., None] * dv.float()).bfloat16().float())
+
+
+# ---- chunk_gated_delta_rule_fwd_h with gk (KDA's per-channel gate) -------------------------------
+
+
+def test_chunk_gated_delta_rule_fwd_h_gk():
+    """fla's gk (log2-unit per-channel cumsum [B, T, HV, K]) is served: per chunk with last position
+    L, v_new = u - w S and S = diag(exp2(gk_L)) S + sum_t k_t (x) v_new_t (k used as given), checked
+    against that recurrence in fp64 torch, with GVA and cu_seqlens (a zero-length and a sub-chunk
+    sequence)."""
+    gen = torch.Generator().manual_seed(3)
+    T, H, HV, K, V, BT = 45, 1, 2, 8, 4, 16
+    cu = torch.tensor([0, 20, 20, 23, 45])
+    k = F.normalize(torch.randn(1, T, H, K, generator=gen), dim=-1)
+    w = 0.1 * torch.randn(1, T, HV, K, generator=gen)
+    u = torch.randn(1, T, HV, V, generator=gen)
+    h0 = torch.randn(4, HV, K, V, generator=gen)
+    gk = torch.zeros(1, T, HV, K)
+    c = cu.tolist()
+    for n in range(4):
+        for s in range(c[n], c[n + 1], BT):
+            e = min(s + BT, c[n + 1])
+            gk[0, s:e] = (-0.5 * torch.rand(e - s, HV, K, generator=gen)).cumsum(0)
+    h, v_new, ht = fla.chunk_gated_delta_rule_fwd_h(k, w, u, gk=gk, initial_state=h0,
+                                                    output_final_state=True, chunk_size=BT,
+                                                    cu_seqlens=cu)
+    kv = k.double().repeat_interleave(HV // H, dim=2)
+    idx = 0
+    for n in range(4):
+        S = h0[n].double()
+        for s in range(c[n], c[n + 1], BT):
+            e = min(s + BT, c[n + 1])
+            torch.testing.assert_close(h[0, idx].double(), S, rtol=0, atol=1e-5)
+            idx += 1
+            vn = u[0, s:e].double().transpose(0, 1) - w[0, s:e].double().transpose(0, 1) @ S
+            torch.testing.assert_close(v_new[0, s:e].double(), vn.transpose(0, 1), rtol=0,
+                                       atol=1e-5)
+            S = torch.exp2(gk[0, e - 1].double())[:, :, None] * S
+            S = S + kv[0, s:e].transpose(0, 1).transpose(1, 2) @ vn
+        torch.testing.assert_close(ht[n].double(), S, rtol=0, atol=1e-5)
+    assert h.shape[1] == idx == 5

@@ -628,8 +628,10 @@ def chunk_gated_delta_rule_bwd_dhu(q: torch.Tensor, k: torch.Tensor, w: torch.Te
 # else from cu_seqlens_cpu, else read from cu_seqlens on the host, as fla's prepare_chunk_indices
 # does). state_v_first (states stored [.., V, K]) transposes initial_state in and h / final_state
 # out. save_new_value=False returns None for v_new (it is computed anyway); final_state is None
-# without output_final_state, as fla's. gk (KDA's per-channel gate) is not served. chunk_offsets is
-# accepted and not read. Forward only, as fla's.
+# without output_final_state, as fla's. gk (KDA's per-channel gate cumsum [B, T, HV, K], log2
+# units as g; fla's USE_GK) is passed to recops' gk: the state's K rows decay by exp2(gk_L) per
+# chunk (CPU only for now: recops' cuda_sm80 refuses gk). chunk_offsets is accepted and not read.
+# Forward only, as fla's.
 
 from .. import chunk_gated_delta_rule_fwd_h as _chunk_gated_delta_rule_fwd_h  # noqa: E402
 
@@ -650,14 +652,14 @@ def chunk_gated_delta_rule_fwd_h(k: torch.Tensor, w: torch.Tensor, u: torch.Tens
     ``h[c] = S``; ``v_new[t] = u[t] - w[t]^T S``; ``S = exp2(g[L]) S + sum_t exp2(g[L] - g[t])
     k[t, hv // (HV // H)] (x) v_new[t]`` (L the chunk's last position; no factors without g, the
     log2-unit chunk-local cumsum ``[B, T, HV]``). k ``[B, T, H, K]``, w ``[B, T, HV, K]``, u
-    ``[B, T, HV, V]``, initial_state ``[N, HV, K, V]``. Returns ``(h, v_new, final_state)``: h
+    ``[B, T, HV, V]``, initial_state ``[N, HV, K, V]``. With ``gk`` (KDA's log2-unit per-channel
+    chunk-local gate cumsum ``[B, T, HV, K]``) row i of the state also decays by
+    ``exp2(gk[L, i])`` before the update (k is used as given: KDA passes it gated; CPU tensors only
+    for now). Returns ``(h, v_new, final_state)``: h
     ``[B, NT, HV, K, V]`` in k's dtype (the chunks of all sequences in order with cu_seqlens),
     v_new like u (None with ``save_new_value=False``), final_state ``[N, HV, K, V]`` fp32 or None;
     the state tensors are ``[.., V, K]`` with ``state_v_first``. Forward only, as fla's."""
     del chunk_offsets  # fla's per-sequence chunk starts; recops derives its own
-    if gk is not None:
-        raise NotImplementedError(
-            "chunk_gated_delta_rule_fwd_h: gk (the per-channel KDA gate) is not served by recops")
     bt = int(chunk_size)
     num_chunks = None
     if cu_seqlens is not None:
@@ -670,7 +672,7 @@ def chunk_gated_delta_rule_fwd_h(k: torch.Tensor, w: torch.Tensor, u: torch.Tens
         initial_state = initial_state.transpose(-1, -2)
     h, v_new, ht = _chunk_gated_delta_rule_fwd_h(k, w, u, g, initial_state,
                                                  bool(output_final_state), cu_seqlens, bt, True,
-                                                 num_chunks)
+                                                 num_chunks, gk=gk)
     if state_v_first:
         h = h.transpose(-1, -2).contiguous()
         ht = ht.transpose(-1, -2).contiguous() if output_final_state else ht

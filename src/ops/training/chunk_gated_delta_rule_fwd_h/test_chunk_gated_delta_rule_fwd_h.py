@@ -2,7 +2,9 @@
 (per chunk h_c = S, v_new = u - W S, S = exp(G_L) S + K^T (exp(G_L - G) * v_new), GVA by
 repeat_interleave, chunks restarting at each cu_seqlens start and numbered over all sequences for
 h); the GDN forward composed of recops' sub-ops (cumsum -> kkt -> solve_tril -> w/u -> fwd_h ->
-fwd_o) against the token-by-token delta-rule recurrence (training_ops.md §4.2) in fp64; opcheck;
+fwd_o) against the token-by-token delta-rule recurrence (training_ops.md §4.2) in fp64; gk (KDA's
+per-channel gate) against the peer and, composed with chunk_kda_fwd_intra, against the
+token-by-token KDA recurrence (§4.5); opcheck;
 torch.compile against eager; the forward-only refusal; the fla drop-in
 (``recops.compat.fla.chunk_gated_delta_rule_fwd_h``), and fla-core itself when it is importable
 with a GPU (its kernel is Triton: no CPU path); bad input. Collected by `pytest src/ops`."""
@@ -19,7 +21,7 @@ import recops
 from recops.compat import fla as fla_compat
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
-from _gdn_pytest import gate_cumsum, n_chunks, sequences  # noqa: E402
+from _gdn_pytest import chunks, gate_cumsum, n_chunks, sequences  # noqa: E402
 
 # Errors relative to the largest |output|: fp64 is computed in fp64; fp32 in fp32; fp16/bf16
 # outputs (h, v_new) are one rounding of an fp32 result; final_state is fp32 always.
@@ -27,9 +29,11 @@ TOL = {torch.float64: 1e-12, torch.float32: 2e-5, torch.float16: 2 ** -10,
        torch.bfloat16: 2 ** -7}
 
 
-def peer(k, w, u, g=None, h0=None, cu_seqlens=None, chunk_size=64, gate_log2=False, nt=None):
+def peer(k, w, u, g=None, h0=None, cu_seqlens=None, chunk_size=64, gate_log2=False, nt=None,
+         gk=None):
     """The chunk recurrence in plain torch, fp64: returns (h, v_new, final_state) with h's NT =
-    ``nt`` (default: the chunk count) and zero chunks past the sequences'."""
+    ``nt`` (default: the chunk count) and zero chunks past the sequences'. With gk (KDA's
+    per-channel gate cumsum [B, T, HV, K]) row i of S is also scaled by exp(gk_L[i])."""
     B, T, H, K = k.shape
     HV, V = u.shape[2], u.shape[3]
     ex = torch.exp2 if gate_log2 else torch.exp
@@ -55,6 +59,8 @@ def peer(k, w, u, g=None, h0=None, cu_seqlens=None, chunk_size=64, gate_log2=Fal
                 gc = g[bi, s:e].double().transpose(0, 1)                 # [HV, L]
                 S = ex(gc[:, -1])[:, None, None] * S
                 Vn = Vn * ex(gc[:, -1:] - gc)[:, :, None]
+            if gk is not None:
+                S = ex(gk[bi, e - 1].double())[:, :, None] * S              # [HV, K, 1]
             S = S + Kc.transpose(1, 2) @ Vn
         ht[n] = S
     return h, v_new, ht
@@ -124,6 +130,115 @@ def test_matches_peer(name, dtype):
     check(h, want_h, dtype)
     check(v_new, want_v, dtype)
     check(ht, want_ht, torch.float32)  # fp32 whatever the input dtype
+
+
+def gk_cumsum(seed, B, T, HV, K, chunk_size, cu, log2, dtype=torch.float32):
+    """gk [B, T, HV, K]: recops' chunk-local cumsum of per-channel logsigmoid(U(0, 1)) (log2 units
+    with log2), and the raw decays (fp64, natural log)."""
+    gen = torch.Generator().manual_seed(seed)
+    raw = F.logsigmoid(torch.rand(B, T, HV, K, generator=gen, dtype=torch.float64))
+    scale = 1 / math.log(2.0) if log2 else 1.0
+    return recops.chunk_local_cumsum(raw.to(dtype), chunk_size, scale=scale, seq_offsets=cu,
+                                     out_dtype=dtype), raw
+
+
+GK_CONFIGS = {
+    "t65_bt64_with_g": dict(B=2, T=65, H=2, K=32),
+    "t63_bt32_gva2": dict(B=1, T=63, H=2, K=37, V=19, gva=2, chunk_size=32, gates=False),
+    "t100_bt16_log2_with_g": dict(B=1, T=100, H=1, K=16, chunk_size=16, log2=True),
+    "varlen_empty_sub_chunk_bt16": dict(B=1, T=0, H=2, K=16, gva=2, gates=False,
+                                        offsets=[0, 0, 57, 59, 59, 64, 64], chunk_size=16),
+    "varlen_bt64_log2_no_h0": dict(B=1, T=0, H=1, K=32, offsets=[0, 122, 229, 400], log2=True,
+                                   gates=False, h0=False),
+    "t0": dict(B=2, T=0, H=2, K=8),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("name", sorted(GK_CONFIGS))
+def test_gk_matches_peer(name, dtype):
+    cfg = dict(GK_CONFIGS[name])
+    bt, log2 = cfg.get("chunk_size", 64), cfg.get("log2", False)
+    k, w, u, g, h0, cu = make(dtype=dtype, **cfg)
+    B, T, HV, K = k.shape[0], k.shape[1], w.shape[2], k.shape[3]
+    gk, _ = gk_cumsum(3, B, T, HV, K, bt, cu, log2)
+    nt = n_chunks(B, T, cu, bt)
+    h, v_new, ht = recops.chunk_gated_delta_rule_fwd_h(k, w, u, g, h0, True, cu, bt, log2,
+                                                        nt if cu is not None else None, gk=gk)
+    want_h, want_v, want_ht = peer(k, w, u, g, h0, cu, bt, log2, gk=gk)
+    assert h.shape == want_h.shape and ht.shape == want_ht.shape
+    check(h, want_h, dtype)
+    check(v_new, want_v, dtype)
+    check(ht, want_ht, torch.float32)
+    if T > 0:  # gk is applied: without it the final state differs
+        _, _, ht_plain = recops.chunk_gated_delta_rule_fwd_h(k, w, u, g, h0, True, cu, bt, log2)
+        assert (ht_plain - ht).abs().max() > 1e-3
+
+
+def kda_rule(q, k, v, graw, beta, h0, cu):
+    """training_ops.md §4.5's KDA recurrence, token by token, fp64: S_t = diag(exp(g_t)) S_{t-1};
+    S_t += beta_t k_t (x) (v_t - S_t^T k_t). Returns the state before every position and the
+    final states."""
+    B, T, H, K = k.shape
+    HV = v.shape[2]
+    kv = k.double().repeat_interleave(HV // H, dim=2)
+    seqs = sequences(B, T, cu)
+    before = torch.zeros(B, T, HV, K, v.shape[3], dtype=torch.float64)
+    ht = torch.zeros(len(seqs), HV, K, v.shape[3], dtype=torch.float64)
+    for n, (bi, bos, eos) in enumerate(seqs):
+        S = h0[n].double().clone()
+        for t in range(bos, eos):
+            before[bi, t] = S
+            S = torch.exp(graw[bi, t].double())[:, :, None] * S           # [HV, K, 1]
+            kt = kv[bi, t]
+            err = v[bi, t].double() - torch.einsum("hkv,hk->hv", S, kt)
+            S = S + beta[bi, t].double()[:, None, None] * kt[:, :, None] * err[:, None, :]
+        ht[n] = S
+    return before, ht
+
+
+@pytest.mark.parametrize("log2", [False, True])
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize("offsets", [None, [0, 0, 70, 75, 75, 140]])
+def test_kda_composition_matches_token_recurrence(offsets, dtype, log2):
+    """KDA's forward state path as fla's chunk_kda_fwd: G = chunk_local_cumsum(g) ->
+    chunk_kda_fwd_intra -> (w, u, kg) -> fwd_h(k=kg, w, u, gk=G), all recops on the CPU, gives the
+    token-by-token KDA recurrence's state before each chunk (h) and final state."""
+    gen = torch.Generator().manual_seed(11)
+    B, T, H, K, V, HV, bt = (1, 140, 1, 16, 8, 2, 32) if offsets else (2, 100, 2, 16, 8, 2, 64)
+    cu = torch.tensor(offsets) if offsets else None
+    N = len(offsets) - 1 if offsets else B
+    q = F.normalize(torch.randn(B, T, H, K, generator=gen, dtype=torch.float64), dim=-1)
+    k = F.normalize(torch.randn(B, T, H, K, generator=gen, dtype=torch.float64), dim=-1)
+    v = torch.randn(B, T, HV, V, generator=gen, dtype=torch.float64)
+    beta = torch.sigmoid(torch.randn(B, T, HV, generator=gen, dtype=torch.float64))
+    graw = F.logsigmoid(torch.rand(B, T, HV, K, generator=gen, dtype=torch.float64)) / 4
+    h0 = torch.randn(N, HV, K, V, generator=gen, dtype=torch.float64).float()
+    before, want_ht = kda_rule(q, k, v, graw, beta, h0, cu)
+    q, k, v, beta = (x.to(dtype) for x in (q, k, v, beta))
+    G = recops.chunk_local_cumsum(graw.to(dtype), bt, scale=1 / math.log(2) if log2 else 1.0,
+                                  seq_offsets=cu, out_dtype=dtype)
+    w, u, _, kg, _, _ = recops.chunk_kda_fwd_intra(q, k, v, G, beta, None, cu, bt, log2)
+    h, _, ht = recops.chunk_gated_delta_rule_fwd_h(kg, w, u, None, h0, True, cu, bt, log2,
+                                                   gk=G)
+    # Akk is fp32 whatever the input (§4.5), so w and u carry fp32 rounding; ht is fp32.
+    atol = 1e-5 if dtype == torch.float64 else 2e-4
+    top = want_ht.abs().max().item()
+    torch.testing.assert_close(ht.double(), want_ht, rtol=0, atol=atol * top)
+    for b, s, _, c in chunks(B, T, cu, bt):
+        torch.testing.assert_close(h[b, c].double(), before[b, s], rtol=0, atol=atol * top)
+
+
+def test_gk_opcheck_and_cuda_refusal():
+    k, w, u, g, h0, cu = make(**GK_CONFIGS["varlen_empty_sub_chunk_bt16"])
+    gk, _ = gk_cumsum(5, 1, k.shape[1], w.shape[2], k.shape[3], 16, cu, False)
+    torch.library.opcheck(torch.ops.recops.chunk_gated_delta_rule_fwd_h.default,
+                          (k, w, u, g, h0, True, cu, 16, False, None, False, gk))
+    if not torch.cuda.is_available():
+        return
+    with pytest.raises(RuntimeError, match="cuda_sm80 does not serve gk"):
+        recops.chunk_gated_delta_rule_fwd_h(k.cuda(), w.cuda(), u.cuda(), None, h0.cuda(), True,
+                                            cu.cuda(), 16, gk=gk.cuda())
 
 
 def test_sync_free_bound_and_fp32_chunk_states():
@@ -249,6 +364,10 @@ def test_bad_input_names_the_argument():
         recops.chunk_gated_delta_rule_fwd_h(torch.randn(2, 10, 2, 8), torch.randn(2, 10, 2, 8),
                                             torch.randn(2, 10, 2, 4), None, None, False,
                                             torch.tensor([0, 10]))
+    for bad in (torch.zeros(1, 10, 2, 9), torch.zeros(1, 10, 1, 8), torch.zeros(1, 10, 2),
+                torch.zeros(1, 10, 2, 8, dtype=torch.int32)):
+        with pytest.raises(RuntimeError, match=r"gk must be \[B, T, HV, K\] \(w's HV, k's K\)"):
+            recops.chunk_gated_delta_rule_fwd_h(k, w, u, g, gk=bad)
     with pytest.raises(RuntimeError, match="num_chunks=1 is less than the chunk count"):
         recops.chunk_gated_delta_rule_fwd_h(k, w, u, g, None, False, torch.tensor([0, 3, 10]),
                                             16, num_chunks=1)
@@ -288,8 +407,26 @@ def test_fla_dropin_matches_peer():
     assert h3.shape == (2, 3, 4, 16, 32) and ht3 is None
     check(h3, want_h, torch.float32)
     check(v3, want_v, torch.float32)
-    with pytest.raises(NotImplementedError, match="gk"):
-        fla_compat.chunk_gated_delta_rule_fwd_h(k, w, u, gk=torch.zeros(2, 70, 4, 16))
+
+
+def test_fla_dropin_gk_matches_peer():
+    # fla's gk is KDA's log2-unit per-channel cumsum, passed with k already gated (kg); here with
+    # and without g, GVA, cu_seqlens and state_v_first.
+    k, w, u, g, h0, cu = make(**GK_CONFIGS["varlen_empty_sub_chunk_bt16"])
+    gk, _ = gk_cumsum(9, 1, k.shape[1], w.shape[2], k.shape[3], 16, cu, True)
+    for gate in (None, gate_cumsum(torch.Generator().manual_seed(2), 1, k.shape[1], w.shape[2],
+                                   16, cu, True)):
+        h, v_new, ht = fla_compat.chunk_gated_delta_rule_fwd_h(
+            k, w, u, g=gate, gk=gk, initial_state=h0, output_final_state=True, chunk_size=16,
+            cu_seqlens=cu)
+        want_h, want_v, want_ht = peer(k, w, u, gate, h0, cu, 16, True, gk=gk)
+        check(h, want_h, torch.float32)
+        check(v_new, want_v, torch.float32)
+        check(ht, want_ht, torch.float32)
+        h2, _, ht2 = fla_compat.chunk_gated_delta_rule_fwd_h(
+            k, w, u, gate, gk, h0.transpose(-1, -2).contiguous(), True, 16, True, True, cu)
+        torch.testing.assert_close(h2, h.transpose(-1, -2), rtol=0, atol=0)
+        torch.testing.assert_close(ht2, ht.transpose(-1, -2), rtol=0, atol=0)
 
 
 def test_fla_dropin_feeds_chunk_fwd_o():
