@@ -30,10 +30,10 @@
 namespace recops {
 
 struct ChunkGatedDeltaRuleFwdHArgs {
-  TensorView k;                             // [B, T, H, K], fp64/fp32/fp16/bf16
-  TensorView w;                             // [B, T, HV, K], HV % H == 0
-  TensorView u;                             // [B, T, HV, V]
-  std::optional<TensorView> g;              // G: [B, T, HV], the chunk-local gate cumsum
+  TensorView k;                  // [B, T, H, K], fp64/fp32/fp16/bf16
+  TensorView w;                  // [B, T, HV, K], HV % H == 0
+  TensorView u;                  // [B, T, HV, V]
+  std::optional<TensorView> g;   // G: [B, T, HV], the chunk-local gate cumsum
   std::optional<TensorView> gk;  // [B, T, HV, K]: KDA's per-channel chunk-local gate cumsum
   std::optional<TensorView> initial_state;  // [N, HV, K, V] (fp32 normally; any float)
   bool output_final_state = false;          // also return final_state [N, HV, K, V] fp32

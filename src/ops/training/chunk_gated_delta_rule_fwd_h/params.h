@@ -26,7 +26,8 @@ struct Params {
   void* v_new = nullptr;
   void* ht = nullptr;
   DType k_dtype = DType::fp32, w_dtype = DType::fp32, u_dtype = DType::fp32;
-  DType g_dtype = DType::fp32, gk_dtype = DType::fp32, h0_dtype = DType::fp32, h_dtype = DType::fp32;
+  DType g_dtype = DType::fp32, gk_dtype = DType::fp32, h0_dtype = DType::fp32,
+        h_dtype = DType::fp32;
   int64_t B = 0, T = 0, H = 0, HV = 0, K = 0, V = 0;
   int64_t NT = 0;  // h's dim 1
   int64_t BT = 64;

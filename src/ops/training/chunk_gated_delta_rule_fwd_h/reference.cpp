@@ -6,14 +6,14 @@
 // as written; with gk (KDA's per-channel gate cumsum [B, T, HV, K]) the kept state's row i is also
 // multiplied by exp(gk_L[i]):
 //   S'[i][j] = exp(gk_L[i])·exp(G_L)·S[i][j] + Σ_{t in c} exp(G_L − G_t)·k[t][i]·v_new[t][j]
-// (either factor 1 when its gate is absent); final_state = S after the sequence's last chunk (initial_state, or 0, for a
-// zero-length sequence). h's chunks past the sequences' count are 0. Each output rounded once.
-// With p.plain, the double standard's plain baseline: the same loops with S = fp32 (fp64 for fp64
-// k), h stored in its dtype and read back from there for w·S, and v_new stored in its dtype and
-// read back from there for the state update, as a framework composition (and fla's kernel, which
-// casts h to w's dtype and v_new to k's) rounds them. Includes params.h and core only; shares no
-// code with cpu/.
-// Its element access is the goldens' own common/gdn_golden.h, which no cpu/ code includes.
+// (either factor 1 when its gate is absent); final_state = S after the sequence's last chunk
+// (initial_state, or 0, for a zero-length sequence). h's chunks past the sequences' count are 0.
+// Each output rounded once. With p.plain, the double standard's plain baseline: the same loops with
+// S = fp32 (fp64 for fp64 k), h stored in its dtype and read back from there for w·S, and v_new
+// stored in its dtype and read back from there for the state update, as a framework composition
+// (and fla's kernel, which casts h to w's dtype and v_new to k's) rounds them. Includes params.h
+// and core only; shares no code with cpu/. Its element access is the goldens' own
+// common/gdn_golden.h, which no cpu/ code includes.
 #include <cmath>
 #include <vector>
 

@@ -25,6 +25,15 @@ void kwu(int64_t T, int64_t HV, int64_t K, int64_t V, Tensor* k, Tensor* w, Tens
   *u = filled({1, T, HV, V}, [](int64_t i) { return static_cast<float>((i * 3) % 7) / 4 - 0.8f; });
 }
 
+// Positions [t0, t1) of an fp32 tensor [1, T, ...] (a view).
+TensorView slice(Tensor& t, int64_t t0, int64_t t1) {
+  TensorView v = t.view();
+  const int64_t row = v.numel() / v.sizes[1];
+  Shape s = v.shape();
+  s[1] = t1 - t0;
+  return TensorView(static_cast<float*>(t.data()) + t0 * row, DType::fp32, v.device, s);
+}
+
 // T = 2, H = HV = 1, K = V = 1, chunk 16: one chunk, every output hand-computed.
 TEST(ChunkGatedDeltaRuleFwdH, HandComputedChunk) {
   Tensor k = Tensor::empty({1, 2, 1, 1}, DType::fp32), w = Tensor::empty({1, 2, 1, 1}, DType::fp32);
@@ -65,7 +74,8 @@ TEST(ChunkGatedDeltaRuleFwdH, HandComputedChunk) {
 TEST(ChunkGatedDeltaRuleFwdH, HandComputedGk) {
   Tensor k = Tensor::empty({1, 2, 1, 2}, DType::fp32), w = Tensor::empty({1, 2, 1, 2}, DType::fp32);
   Tensor u = Tensor::empty({1, 2, 1, 1}, DType::fp32), g = Tensor::empty({1, 2, 1}, DType::fp32);
-  Tensor gk = Tensor::empty({1, 2, 1, 2}, DType::fp32), h0 = Tensor::empty({1, 1, 2, 1}, DType::fp32);
+  Tensor gk = Tensor::empty({1, 2, 1, 2}, DType::fp32),
+         h0 = Tensor::empty({1, 1, 2, 1}, DType::fp32);
   Tensor h = Tensor::empty({1, 1, 1, 2, 1}, DType::fp32),
          vn = Tensor::empty({1, 2, 1, 1}, DType::fp32);
   Tensor ht = Tensor::empty({1, 1, 2, 1}, DType::fp32);
@@ -110,13 +120,6 @@ TEST(ChunkGatedDeltaRuleFwdH, GkPrefixThenSuffixEqualsFullRun) {
     return -0.01f * static_cast<float>(((i / 6) % 16 + 1) * (i % 3 + 1));
   });
   Tensor h0 = filled({1, HV, K, V}, [](int64_t i) { return static_cast<float>(i % 5) / 5 - 0.4f; });
-  auto slice = [](Tensor& t, int64_t t0, int64_t t1) {
-    TensorView v = t.view();
-    const int64_t row = v.numel() / v.sizes[1];
-    Shape s = v.shape();
-    s[1] = t1 - t0;
-    return TensorView(static_cast<float*>(t.data()) + t0 * row, DType::fp32, v.device, s);
-  };
   auto run = [&](int64_t t0, int64_t t1, const TensorView& init, Tensor* h, Tensor* ht) {
     ChunkGatedDeltaRuleFwdHArgs a;
     a.k = slice(k, t0, t1), a.w = slice(w, t0, t1), a.u = slice(u, t0, t1), a.g = slice(g, t0, t1);
@@ -157,13 +160,6 @@ TEST(ChunkGatedDeltaRuleFwdH, PrefixThenSuffixEqualsFullRun) {
   kwu(T, HV, K, V, &k, &w, &u);
   Tensor g = filled({1, T, HV}, [](int64_t i) { return -0.03f * static_cast<float>(i % 16 + 1); });
   Tensor h0 = filled({1, HV, K, V}, [](int64_t i) { return static_cast<float>(i % 5) / 5 - 0.4f; });
-  auto slice = [](Tensor& t, int64_t t0, int64_t t1) {
-    TensorView v = t.view();
-    const int64_t row = v.numel() / v.sizes[1];
-    Shape s = v.shape();
-    s[1] = t1 - t0;
-    return TensorView(static_cast<float*>(t.data()) + t0 * row, DType::fp32, v.device, s);
-  };
   auto run = [&](int64_t t0, int64_t t1, const TensorView& init, Tensor* h, Tensor* vn,
                  Tensor* ht) {
     ChunkGatedDeltaRuleFwdHArgs a;
@@ -269,14 +265,16 @@ TEST(ChunkGatedDeltaRuleFwdH, Refusals) {
   EXPECT_NE(st.message().find("h must be contiguous [1, 1, 4, 4, 5]"), std::string::npos)
       << st.message();
   // gk must be [B, T, HV, K] at the value heads (here HV = 4, K = 4), of a float dtype.
-  Tensor gk_h = Tensor::empty({1, 10, 2, 4}, DType::fp32), gk_k = Tensor::empty({1, 10, 4, 5}, DType::fp32);
+  Tensor gk_h = Tensor::empty({1, 10, 2, 4}, DType::fp32),
+         gk_k = Tensor::empty({1, 10, 4, 5}, DType::fp32);
   Tensor gk_i = Tensor::empty({1, 10, 4, 4}, DType::int32);
   for (const Tensor* bad : {&gk_h, &gk_k, &gk_i}) {
     a.gk = bad->view();
     st = chunk_gated_delta_rule_fwd_h_shape(a, &s);
     ASSERT_FALSE(st.ok());
-    EXPECT_NE(st.message().find("chunk_gated_delta_rule_fwd_h: gk must be [B, T, HV, K] (w's HV, k's K)"),
-              std::string::npos)
+    EXPECT_NE(
+        st.message().find("chunk_gated_delta_rule_fwd_h: gk must be [B, T, HV, K] (w's HV, k's K)"),
+        std::string::npos)
         << st.message();
   }
   Tensor gk_ok = Tensor::empty({1, 10, 4, 4}, DType::bf16);

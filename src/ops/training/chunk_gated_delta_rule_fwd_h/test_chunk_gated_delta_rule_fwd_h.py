@@ -175,28 +175,6 @@ def test_gk_matches_peer(name, dtype):
         assert (ht_plain - ht).abs().max() > 1e-3
 
 
-def kda_rule(q, k, v, graw, beta, h0, cu):
-    """training_ops.md §4.5's KDA recurrence, token by token, fp64: S_t = diag(exp(g_t)) S_{t-1};
-    S_t += beta_t k_t (x) (v_t - S_t^T k_t). Returns the state before every position and the
-    final states."""
-    B, T, H, K = k.shape
-    HV = v.shape[2]
-    kv = k.double().repeat_interleave(HV // H, dim=2)
-    seqs = sequences(B, T, cu)
-    before = torch.zeros(B, T, HV, K, v.shape[3], dtype=torch.float64)
-    ht = torch.zeros(len(seqs), HV, K, v.shape[3], dtype=torch.float64)
-    for n, (bi, bos, eos) in enumerate(seqs):
-        S = h0[n].double().clone()
-        for t in range(bos, eos):
-            before[bi, t] = S
-            S = torch.exp(graw[bi, t].double())[:, :, None] * S           # [HV, K, 1]
-            kt = kv[bi, t]
-            err = v[bi, t].double() - torch.einsum("hkv,hk->hv", S, kt)
-            S = S + beta[bi, t].double()[:, None, None] * kt[:, :, None] * err[:, None, :]
-        ht[n] = S
-    return before, ht
-
-
 @pytest.mark.parametrize("log2", [False, True])
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 @pytest.mark.parametrize("offsets", [None, [0, 0, 70, 75, 75, 140]])
@@ -204,17 +182,11 @@ def test_kda_composition_matches_token_recurrence(offsets, dtype, log2):
     """KDA's forward state path as fla's chunk_kda_fwd: G = chunk_local_cumsum(g) ->
     chunk_kda_fwd_intra -> (w, u, kg) -> fwd_h(k=kg, w, u, gk=G), all recops on the CPU, gives the
     token-by-token KDA recurrence's state before each chunk (h) and final state."""
-    gen = torch.Generator().manual_seed(11)
     B, T, H, K, V, HV, bt = (1, 140, 1, 16, 8, 2, 32) if offsets else (2, 100, 2, 16, 8, 2, 64)
     cu = torch.tensor(offsets) if offsets else None
     N = len(offsets) - 1 if offsets else B
-    q = F.normalize(torch.randn(B, T, H, K, generator=gen, dtype=torch.float64), dim=-1)
-    k = F.normalize(torch.randn(B, T, H, K, generator=gen, dtype=torch.float64), dim=-1)
-    v = torch.randn(B, T, HV, V, generator=gen, dtype=torch.float64)
-    beta = torch.sigmoid(torch.randn(B, T, HV, generator=gen, dtype=torch.float64))
-    graw = F.logsigmoid(torch.rand(B, T, HV, K, generator=gen, dtype=torch.float64)) / 4
-    h0 = torch.randn(N, HV, K, V, generator=gen, dtype=torch.float64).float()
-    before, want_ht = kda_rule(q, k, v, graw, beta, h0, cu)
+    q, k, v, beta, graw, h0 = token_inputs(11, B, T, H, K, V, HV, N, per_channel=True)
+    _, want_ht, before = delta_rule(None, k, v, graw, beta, None, h0, cu)
     q, k, v, beta = (x.to(dtype) for x in (q, k, v, beta))
     G = recops.chunk_local_cumsum(graw.to(dtype), bt, scale=1 / math.log(2) if log2 else 1.0,
                                   seq_offsets=cu, out_dtype=dtype)
@@ -255,24 +227,45 @@ def test_sync_free_bound_and_fp32_chunk_states():
 
 def delta_rule(q, k, v, g, beta, scale, h0, cu):
     """training_ops.md §4.2's recurrence, token by token, fp64: S_t = exp(g_t) S_{t-1};
-    S_t += beta_t k_t (x) (v_t - S_t^T k_t); o_t = scale S_t^T q_t."""
-    B, T, H, K = q.shape
+    S_t += beta_t k_t (x) (v_t - S_t^T k_t); o_t = scale S_t^T q_t. With a per-channel g
+    [B, T, HV, K] it is §4.5's KDA recurrence, S_t = diag(exp(g_t)) S_{t-1}. Returns o (None
+    without q), the final states and the state before every position."""
+    B, T, H, K = k.shape
     HV = v.shape[2]
-    qv = q.double().repeat_interleave(HV // H, dim=2)
     kv = k.double().repeat_interleave(HV // H, dim=2)
-    o = torch.zeros(v.shape, dtype=torch.float64)
+    o = torch.zeros(v.shape, dtype=torch.float64) if q is not None else None
     seqs = sequences(B, T, cu)
     ht = torch.zeros(len(seqs), HV, K, v.shape[3], dtype=torch.float64)
+    before = torch.zeros(B, T, HV, K, v.shape[3], dtype=torch.float64)
     for n, (bi, bos, eos) in enumerate(seqs):
         S = h0[n].double().clone()
         for t in range(bos, eos):
-            S = torch.exp(g[bi, t].double())[:, None, None] * S
+            before[bi, t] = S
+            S = torch.exp(g[bi, t].double()).reshape(HV, -1, 1) * S     # [HV, 1 or K, 1]
             kt = kv[bi, t]                                                # [HV, K]
             err = v[bi, t].double() - torch.einsum("hkv,hk->hv", S, kt)
             S = S + beta[bi, t].double()[:, None, None] * kt[:, :, None] * err[:, None, :]
-            o[bi, t] = scale * torch.einsum("hkv,hk->hv", S, qv[bi, t])
+            if q is not None:
+                qt = q[bi, t].double().repeat_interleave(HV // H, dim=0)
+                o[bi, t] = scale * torch.einsum("hkv,hk->hv", S, qt)
         ht[n] = S
-    return o, ht
+    return o, ht, before
+
+
+def token_inputs(seed, B, T, H, K, V, HV, N, per_channel=False):
+    """q, k (l2-normalised), v, beta, the raw log decays g ([B, T, HV], or [B, T, HV, K] with
+    per_channel) in fp64 and h0 fp32, as fla's tests condition them."""
+    gen = torch.Generator().manual_seed(seed)
+    q = F.normalize(torch.randn(B, T, H, K, generator=gen, dtype=torch.float64), dim=-1)
+    k = F.normalize(torch.randn(B, T, H, K, generator=gen, dtype=torch.float64), dim=-1)
+    v = torch.randn(B, T, HV, V, generator=gen, dtype=torch.float64)
+    beta = torch.sigmoid(torch.randn(B, T, HV, generator=gen, dtype=torch.float64))
+    gs = (B, T, HV, K) if per_channel else (B, T, HV)
+    graw = F.logsigmoid(torch.rand(*gs, generator=gen, dtype=torch.float64))
+    if per_channel:
+        graw = graw / 4
+    h0 = torch.randn(N, HV, K, V, generator=gen, dtype=torch.float64).float()
+    return q, k, v, beta, graw, h0
 
 
 @pytest.mark.parametrize("log2", [False, True])
@@ -281,18 +274,12 @@ def delta_rule(q, k, v, g, beta, scale, h0, cu):
 def test_composed_gdn_forward_matches_token_recurrence(offsets, dtype, log2):
     """cumsum -> chunk_scaled_dot_kkt -> solve_tril -> recompute_w_u_fwd -> fwd_h -> chunk_fwd_o,
     all recops on the CPU, equals the token-by-token recurrence (o and the final state)."""
-    gen = torch.Generator().manual_seed(7)
     B, T, H, K, V, HV, bt = (1, 200, 2, 16, 8, 4, 32) if offsets else (2, 150, 2, 16, 8, 4, 64)
     cu = torch.tensor(offsets) if offsets else None
     N = len(offsets) - 1 if offsets else B
-    q = F.normalize(torch.randn(B, T, H, K, generator=gen, dtype=torch.float64), dim=-1)
-    k = F.normalize(torch.randn(B, T, H, K, generator=gen, dtype=torch.float64), dim=-1)
-    v = torch.randn(B, T, HV, V, generator=gen, dtype=torch.float64)
-    beta = torch.sigmoid(torch.randn(B, T, HV, generator=gen, dtype=torch.float64))
-    graw = F.logsigmoid(torch.rand(B, T, HV, generator=gen, dtype=torch.float64))
-    h0 = torch.randn(N, HV, K, V, generator=gen, dtype=torch.float64).float()
+    q, k, v, beta, graw, h0 = token_inputs(7, B, T, H, K, V, HV, N)
     scale = K ** -0.5
-    want_o, want_ht = delta_rule(q, k, v, graw, beta, scale, h0, cu)
+    want_o, want_ht, _ = delta_rule(q, k, v, graw, beta, scale, h0, cu)
     q, k, v, beta = (x.to(dtype) for x in (q, k, v, beta))
     G = recops.chunk_local_cumsum(graw.to(dtype), bt, scale=1 / math.log(2) if log2 else 1.0,
                                   seq_offsets=cu, out_dtype=dtype)
