@@ -49,15 +49,25 @@ Status check_args(const ChunkFwdOArgs& a, const Context* ctx, Params* p) {
   if (a.seq_offsets && ctx)
     RECOPS_RETURN_IF_ERROR(kEntry.chunk_count(*a.seq_offsets, N, bt, a.h.sizes[1], "h's NT", *ctx));
   if (a.g) RECOPS_RETURN_IF_ERROR(kEntry.check_tensor("g", *a.g, q, {B, T, HV}, "[B, T, HV]"));
+  // gk: KDA's per-channel G (training_ops.md §4.5). fla has no kernel taking both a scalar and a
+  // per-channel gate for this product (chunk_fwd_o takes g, chunk_gla_fwd_o_gk only gk): refused.
+  RECOPS_CHECK(!(a.g && a.gk), kOp,
+               ": g and gk are mutually exclusive (g: the GDN scalar gate cumsum [B, T, HV]; gk: "
+               "KDA's per-channel gate cumsum [B, T, HV, K]); pass one of them");
+  if (a.gk)
+    RECOPS_RETURN_IF_ERROR(kEntry.check_sized("gk", "[B, T, HV, K]", *a.gk, q, {B, T, HV, K},
+                                              "B, T, K of q; HV of v_new"));
   if (a.scale) RECOPS_CHECK(std::isfinite(*a.scale), kOp, ": scale=", *a.scale, " must be finite");
   p->q = q.data;
   p->k = a.k.data;
   p->v = a.v_new.data;
   p->h = a.h.data;
   p->g = a.g ? a.g->data : nullptr;
+  p->gk = a.gk ? a.gk->data : nullptr;
   p->q_dtype = q.dtype, p->k_dtype = a.k.dtype, p->v_dtype = a.v_new.dtype;
   p->h_dtype = a.h.dtype;
   p->g_dtype = a.g ? a.g->dtype : DType::fp32;
+  p->gk_dtype = a.gk ? a.gk->dtype : DType::fp32;
   p->o_dtype = q.dtype;
   p->B = B, p->T = T, p->H = H, p->HV = HV, p->K = K, p->V = V;
   p->NT = a.h.sizes[1];
@@ -133,7 +143,14 @@ be shorter). For position t of chunk c (first position c0) and value head hv (ke
     o[t, hv] = scale * exp(g[t, hv]) * h[c, hv]^T q[t, h]
              + scale * sum_{c0 <= j <= t} exp(g[t, hv] - g[j, hv]) * dot(q[t, h], k[j, h]) * v_new[j, hv]
 
-(``exp2`` with ``gate_log2``; no gate factors without ``g``). Chunk numbering of h: without
+(``exp2`` with ``gate_log2``; no gate factors without ``g``). With ``gk`` (KDA's per-channel
+gate, instead of ``g``) the factors move inside the sums over the key channel d::
+
+    o[t, hv] = scale * sum_d q[t, h, d] * exp(gk[t, hv, d]) * h[c, hv, d, :]
+             + sum_{c0 <= j <= t} (scale * sum_d q[t, h, d] * k[j, h, d]
+                                   * exp(gk[t, hv, d] - gk[j, hv, d])) * v_new[j, hv]
+
+Chunk numbering of h: without
 seq_offsets chunk c of batch row b is ``h[b, c]``; with seq_offsets the chunks of all sequences
 in order (zero-length sequences own none), as fla's ``prepare_chunk_indices``.
 
@@ -147,7 +164,9 @@ Args:
     scale: default ``K ** -0.5``.
     seq_offsets: ``[N+1]`` int32/int64 (fla's cu_seqlens) of packed sequences; needs B = 1.
     chunk_size: 16, 32 or 64.
-    gate_log2: g is in log2 units.
+    gate_log2: g (or gk) is in log2 units.
+    gk: optional ``[B, T, HV, K]``: KDA's per-channel G (chunk-local cumsum of the per-channel
+        log gates); not together with g. CPU only for now (cuda_sm80 refuses it).
 
 Returns:
     o: ``[B, T, HV, V]`` in q's dtype (computed in fp32, fp64 for fp64 q).
@@ -173,6 +192,7 @@ RECOPS_REGISTER_OPS(reg) {
               .arg<&A::seq_offsets>("seq_offsets", {.def = "None", .dense_from = 0})
               .arg<&A::chunk_size>("chunk_size", {.def = "64"})
               .arg<&A::gate_log2>("gate_log2", {.def = "False"})
+              .arg<&A::gk>("gk", {.def = "None", .dense_from = 0})
               .out("o")
               .shapes(shapes)
               .run_one<&chunk_fwd_o>()

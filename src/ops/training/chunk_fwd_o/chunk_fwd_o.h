@@ -13,6 +13,10 @@
 // none): chunk c of sequence n is h[0, Σ_{m<n} ceil(len_m / BT) + c].
 // q, k: [B, T, H, K]; v_new: [B, T, HV, V]; h: [B, NT, HV, K, V]; G: [B, T, HV]; o: [B, T, HV, V]
 // in q's dtype. scale defaults to K^-1/2.
+// With gk (KDA's per-channel gate cumsum G [B, T, HV, K], training_ops.md §4.5; exclusive with g):
+//   o[t, hv] = scale · (q[t, h] ⊙ exp(G_t))ᵀ h[c, hv]
+//            + Σ_{c0 ≤ j ≤ t} [scale · Σ_d q[t, h, d] · k[j, h, d] · exp(G_td − G_jd)]
+//                             · v_new[j, hv]
 #pragma once
 
 #include <cstdint>
@@ -25,12 +29,13 @@
 namespace recops {
 
 struct ChunkFwdOArgs {
-  TensorView q;                           // [B, T, H, K], fp64/fp32/fp16/bf16
-  TensorView k;                           // [B, T, H, K]
-  TensorView v_new;                       // [B, T, HV, V], HV % H == 0
-  TensorView h;                           // [B, NT, HV, K, V]: the state before each chunk
-  std::optional<TensorView> g;            // G: [B, T, HV], the chunk-local gate cumsum
-  std::optional<double> scale;            // default K^-1/2 (1 for K = 0)
+  TensorView q;                  // [B, T, H, K], fp64/fp32/fp16/bf16
+  TensorView k;                  // [B, T, H, K]
+  TensorView v_new;              // [B, T, HV, V], HV % H == 0
+  TensorView h;                  // [B, NT, HV, K, V]: the state before each chunk
+  std::optional<TensorView> g;   // G: [B, T, HV], the chunk-local gate cumsum
+  std::optional<TensorView> gk;  // [B, T, HV, K]: KDA's per-channel chunk-local gate cumsum
+  std::optional<double> scale;   // default K^-1/2 (1 for K = 0)
   std::optional<TensorView> seq_offsets;  // [N+1] int32/int64; needs B = 1
   int64_t chunk_size = 64;                // BT: 16, 32 or 64
   bool gate_log2 = false;                 // G in log2 units: exp2 instead of exp

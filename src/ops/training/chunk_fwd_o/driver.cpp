@@ -8,10 +8,12 @@
 // gate_scale (default 1: per-position log decays −|U(−1, 1)|·gate_scale), gate_log2 (G in log2
 // units), scale (the op's scale; absent: the op's default K^-1/2), extra_chunks (h's NT this much
 // over the chunk count: the sync-free bound with offsets, a refusal without), T (with
-// lengths/offsets: q's T instead of the offsets' total, for a mismatch case).
+// lengths/offsets: q's T instead of the offsets' total, for a mismatch case), gk (default false:
+// pass KDA's per-channel gate gk [B, T, HV, K] instead of g; g too only when the case also says
+// `gates: true`, a refusal), gk_K (gk's last dim, default K: another value is a refusal case).
 // q, k, v_new, h ~ U(−1, 1) in the case's dtype; G is the chunk-local cumsum of the decays
 // computed by recops' own chunk_local_cumsum op (fp32, chunks restarting at each sequence start;
-// scale 1/ln 2 with gate_log2).
+// scale 1/ln 2 with gate_log2); gk the same of per-channel decays [B, T, HV, K] (fp32).
 #include <cmath>
 
 #include "ops/training/chunk_fwd_o/chunk_fwd_o.h"
@@ -28,7 +30,9 @@ class ChunkFwdODriver final : public training_args::GdnDriver {
   ChunkFwdODriver()
       : GdnDriver("chunk_fwd_o", {{"V", ArgKind::integer},
                                   {"scale", ArgKind::number},
-                                  {"extra_chunks", ArgKind::integer}}) {}
+                                  {"extra_chunks", ArgKind::integer},
+                                  {"gk", ArgKind::boolean},
+                                  {"gk_K", ArgKind::integer}}) {}
 
   Status make(const CaseRow& row, Problem* p) const override {
     const CaseSpec& cs = *row.spec;
@@ -45,20 +49,30 @@ class ChunkFwdODriver final : public training_args::GdnDriver {
     // Stated under the argument's name only when the case gives it (recops record writes the
     // scalars named like an argument into its manifest; absent means the schema's None).
     if (cs.args.count("scale")) sc["scale"] = number(cs, "scale", 1.0);
-    sc["gates"] = gates;
+    // Not under the argument's name "gk": a flag, not the tensor (recops record replays scalars).
+    const bool per_channel = flag(cs, "gk", false);
+    const bool g_on = gates && (!per_channel || cs.args.count("gates"));
+    sc["gates"] = g_on;
+    sc["per_channel"] = per_channel;
     sc["packed"] = packed;
     p->inputs.clear();
     p->inputs.push_back(data_input("q", p->dtype, shape, cs.seed, 1.0));
     p->inputs.push_back(data_input("k", p->dtype, shape, cs.seed + 1, 1.0));
     p->inputs.push_back(data_input("v_new", p->dtype, {B, T, HV, V}, cs.seed + 2, 1.0));
     p->inputs.push_back(data_input("h", p->dtype, {B, nt, HV, K, V}, cs.seed + 3, 1.0));
-    if (gates) {
-      p->inputs.push_back(data_input("g", DType::fp32, {B, T, HV}, cs.seed + 4, 1.0));
+    // G: the chunk-local cumsum of the decays, per position [B, T, HV] (g) or per channel
+    // [B, T, HV, K'] (gk).
+    auto gate = [&](const char* name, Shape s, uint64_t seed) {
+      p->inputs.push_back(data_input(name, DType::fp32, std::move(s), seed, 1.0));
       TensorView& g = p->inputs.back().view;
       training_args::gate_decays(&g, number(cs, "gate_scale", 1.0));
       training_args::chunk_cumsum(&g, packed ? &off.view : nullptr, bt,
                                   training_args::gate_unit(log2));
-    }
+    };
+    if (g_on) gate("g", {B, T, HV}, cs.seed + 4);
+    if (per_channel)
+      gate("gk", {B, T, HV, static_cast<int64_t>(number(cs, "gk_K", static_cast<double>(K)))},
+           cs.seed + 5);
     if (packed) {
       off.name = "seq_offsets";
       p->inputs.push_back(std::move(off));
@@ -80,7 +94,7 @@ class ChunkFwdODriver final : public training_args::GdnDriver {
     return chunk_fwd_o_plain(args(p, views(p.inputs)), o[0]);
   }
 
-  // Byte floor: q, k, v_new, h, G (and seq_offsets) read once, o written once.
+  // Byte floor: q, k, v_new, h, G or gk (and seq_offsets) read once, o written once.
   double bytes(const Problem& p) const override { return io_bytes(p); }
 
   // The dense chunk matmuls a GPU does, per position and value head: 2·K·V (q·h), 2·BT·K (q·kᵀ)
@@ -103,6 +117,7 @@ class ChunkFwdODriver final : public training_args::GdnDriver {
     a.h = in[3];
     size_t i = 4;
     if (sc.at("gates") != 0) a.g = in[i++];
+    if (sc.at("per_channel") != 0) a.gk = in[i++];
     if (sc.at("packed") != 0) a.seq_offsets = in[i++];
     if (const auto it = sc.find("scale"); it != sc.end()) a.scale = it->second;
     a.chunk_size = static_cast<int64_t>(sc.at("chunk_size"));

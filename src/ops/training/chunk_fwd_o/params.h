@@ -9,6 +9,7 @@
 namespace recops::ops::chunk_fwd_o_ns {
 
 // q, k [B, T, H, K], v_new [B, T, HV, V], h [B, NT, HV, K, V], g [B, T, HV] (nullptr: no gate),
+// gk [B, T, HV, K] (nullptr: none; never together with g),
 // o [B, T, HV, V], all contiguous. Sequences: with seq_offsets (B = 1), sequence n is rows
 // [off[n], off[n+1]) and its chunks follow those of the sequences before it in h; else sequence
 // n is batch n, rows [0, T), and its chunk c is h[n, c].
@@ -18,9 +19,11 @@ struct Params {
   const void* v = nullptr;
   const void* h = nullptr;
   const void* g = nullptr;
+  const void* gk = nullptr;  // [B, T, HV, K] per-channel G (KDA); nullptr: none. Never with g
   void* o = nullptr;
   DType q_dtype = DType::fp32, k_dtype = DType::fp32, v_dtype = DType::fp32;
   DType h_dtype = DType::fp32, g_dtype = DType::fp32, o_dtype = DType::fp32;
+  DType gk_dtype = DType::fp32;
   int64_t B = 0, T = 0, H = 0, HV = 0, K = 0, V = 0;
   int64_t NT = 0;  // h's dim 1
   int64_t BT = 64;

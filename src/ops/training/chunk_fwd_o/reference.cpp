@@ -10,6 +10,12 @@
 // Γ_tj·(q_t·k_j) stored in v_new's dtype before it multiplies v_new, as a framework composition
 // (and fla's kernel, which casts it to v's dtype for the second matmul) rounds it. Includes
 // params.h and core only; shares no code with cpu/.
+// With gk (KDA, per-channel G [B, T, HV, K]): the factors move inside the channel sums,
+//   o[t, hv, v] = scale · Σ_c q[t, h, c] · exp(G_tc) · h[chunk(t), hv, c, v]
+//               + scale · Σ_{c0 ≤ j ≤ t} (Σ_c q[t, h, c] · k[j, h, c] · exp(G_tc − G_jc)) ·
+//               v_new[j, hv, v]
+// each exponential formed of G_tc or of the difference G_tc − G_jc as written; the plain run also
+// rounds q_tc·exp(G_tc) to q's dtype, as fla's chunk_gla_fwd_kernel_o does (b_qg.to(b_q.dtype)).
 // Its element access is the goldens' own common/gdn_golden.h, which no cpu/ code includes.
 #include <cmath>
 #include <vector>
@@ -46,9 +52,16 @@ void golden(const Params& p) {
         for (int64_t s = c0; s <= t; ++s) {
           const int64_t rs = b * p.T + s;
           S dot = 0;
-          for (int64_t c = 0; c < p.K; ++c)
-            dot += static_cast<S>(load(p.q, p.q_dtype, (rt * p.H + h) * p.K + c)) *
-                   static_cast<S>(load(p.k, p.k_dtype, (rs * p.H + h) * p.K + c));
+          for (int64_t c = 0; c < p.K; ++c) {
+            S term = static_cast<S>(load(p.q, p.q_dtype, (rt * p.H + h) * p.K + c)) *
+                     static_cast<S>(load(p.k, p.k_dtype, (rs * p.H + h) * p.K + c));
+            if (p.gk) {  // KDA: exp(G_tc − G_sc), the difference as written
+              const S d = static_cast<S>(load(p.gk, p.gk_dtype, (rt * p.HV + hv) * p.K + c)) -
+                          static_cast<S>(load(p.gk, p.gk_dtype, (rs * p.HV + hv) * p.K + c));
+              term *= p.gate_log2 ? std::exp2(d) : std::exp(d);
+            }
+            dot += term;
+          }
           S gamma = 1;
           if (p.g) {
             const S d = gt - static_cast<S>(load(p.g, p.g_dtype, rs * p.HV + hv));
@@ -62,9 +75,15 @@ void golden(const Params& p) {
         const int64_t h_base = ((b * p.NT + hc) * p.HV + hv) * p.K * p.V;
         for (int64_t v = 0; v < p.V; ++v) {
           S inter = 0;
-          for (int64_t c = 0; c < p.K; ++c)
-            inter += static_cast<S>(load(p.h, p.h_dtype, h_base + c * p.V + v)) *
-                     static_cast<S>(load(p.q, p.q_dtype, (rt * p.H + h) * p.K + c));
+          for (int64_t c = 0; c < p.K; ++c) {
+            S qc = static_cast<S>(load(p.q, p.q_dtype, (rt * p.H + h) * p.K + c));
+            if (p.gk) {  // KDA: q_tc · exp(G_tc) (in q's dtype for the plain run, as fla's qg)
+              const S gc = static_cast<S>(load(p.gk, p.gk_dtype, (rt * p.HV + hv) * p.K + c));
+              qc *= p.gate_log2 ? std::exp2(gc) : std::exp(gc);
+              if (p.plain) qc = static_cast<S>(round_to(p.q_dtype, static_cast<double>(qc)));
+            }
+            inter += static_cast<S>(load(p.h, p.h_dtype, h_base + c * p.V + v)) * qc;
+          }
           S intra = 0;
           for (int64_t s = c0; s <= t; ++s)
             intra += dots[static_cast<size_t>(s - c0)] *

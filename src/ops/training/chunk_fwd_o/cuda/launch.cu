@@ -30,6 +30,12 @@ Status launch(const Params& p, void* stream) {
 }  // namespace
 
 Status run_cuda(const Params& p, const Context& ctx) {
+  // KDA's per-channel gate is CPU-only for now: refused before anything is launched, so the
+  // dispatcher reports it.
+  if (p.gk)
+    return Status(StatusCode::not_implemented,
+                  "chunk_fwd_o: cuda_sm80 does not serve gk (KDA's per-channel gate) yet; use the "
+                  "CPU");
   if (p.B == 0 || p.T == 0 || p.HV == 0 || p.V == 0) return Status::Ok();  // nothing to write
   if (p.seq_offsets && p.N < 1)
     return Status(StatusCode::invalid_argument,
