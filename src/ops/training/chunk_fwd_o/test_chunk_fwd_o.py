@@ -3,8 +3,12 @@ scale * (exp(G) * (Q h_c) + (tril(Q K^T) * Gamma) V), GVA by repeat_interleave, 
 at each cu_seqlens start and numbered over all sequences for h); opcheck; torch.compile against
 eager; the forward-only refusal; the fla drop-in (``recops.compat.fla.chunk_fwd_o``), and fla-core
 itself when it is importable with a GPU (its kernel is Triton: no CPU path); bad input.
+With gk (KDA's per-channel gate): an independent fp64 torch composition (the token-by-token KDA
+state recurrence S_t = diag(exp(g_t)) S_{t-1} + k_t v_t^T, o_t = scale * S_t^T q_t, whose states at
+the chunk starts are h) and the formula peer; opcheck, compile, refusals.
 Collected by `pytest src/ops`."""
 
+import math
 import sys
 from pathlib import Path
 
@@ -15,7 +19,7 @@ import recops
 from recops.compat import fla as fla_compat
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
-from _gdn_pytest import gate_cumsum, n_chunks, sequences  # noqa: E402
+from _gdn_pytest import chunks, gate_cumsum, n_chunks, sequences  # noqa: E402
 
 # Errors relative to the largest |o|: fp64 is computed in fp64; fp32 in fp32; fp16/bf16 outputs
 # are one rounding of an fp32 result (half an ulp, plus the fp32 error at a rounding boundary).
@@ -208,3 +212,175 @@ def test_against_fla_core():
                        cu_seqlens=cu.cuda()).cpu()
     got = recops.chunk_fwd_o(q, k, v, h, g, None, cu, 64, True)
     torch.testing.assert_close(got, want, rtol=2e-2, atol=2e-2)  # fla rounds A to bf16
+
+
+# ---- gk: KDA's per-channel gate cumsum [B, T, HV, K] (training_ops §4.5) --------------------------
+
+
+def kda_recurrence(q, k, v, gl, scale, cu, bt, log2, h0):
+    """The token-by-token KDA state recurrence in fp64, independent of any chunked formula: per
+    sequence and value head hv (key head hv // (HV // H)), S starts at h0[n]; at each position t,
+    S = diag(exp(gl_t)) S + k_t v_t^T and o_t = scale * S^T q_t (exp2 with log2). gl: the raw
+    per-channel log gates [B, T, HV, K]. Returns o [B, T, HV, V] and h [B, NT, HV, K, V], the
+    states before each chunk of bt positions from the sequence start (fla's numbering)."""
+    B, T, H, K = q.shape
+    HV, V = v.shape[2], v.shape[3]
+    ex = torch.exp2 if log2 else torch.exp
+    qv = q.double().repeat_interleave(HV // H, dim=2)
+    kv = k.double().repeat_interleave(HV // H, dim=2)
+    o = torch.zeros(B, T, HV, V, dtype=torch.float64)
+    hs = []
+    for n, (bi, bos, eos) in enumerate(sequences(B, T, cu)):
+        S = h0[n].clone()                                                   # [HV, K, V]
+        for t in range(bos, eos):
+            if (t - bos) % bt == 0:
+                hs.append((bi, S.clone()))
+            S = ex(gl[bi, t].double())[:, :, None] * S + kv[bi, t][:, :, None] * v[bi, t].double()[:, None, :]
+            o[bi, t] = scale * torch.einsum("hk,hkv->hv", qv[bi, t], S)
+    NT = n_chunks(B, T, cu, bt)
+    h = torch.zeros(B, NT, HV, K, V, dtype=torch.float64)
+    per_row = [0] * B
+    for i, (bi, S) in enumerate(hs):
+        c = i if cu is not None else per_row[bi]
+        per_row[bi] += 1
+        h[bi, c] = S
+    return o, h
+
+
+def chunk_cumsum_fp64(gl, cu, bt):
+    """G: the chunk-local inclusive cumsum of gl [B, T, HV, K] in fp64 (chunks of bt restarting at
+    each sequence start)."""
+    G = torch.zeros_like(gl, dtype=torch.float64)
+    B, T = gl.shape[:2]
+    for bi, bos, eos in sequences(B, T, cu):
+        for s in range(bos, eos, bt):
+            e = min(s + bt, eos)
+            G[bi, s:e] = gl[bi, s:e].double().cumsum(0)
+    return G
+
+
+def make_kda(B, T, H, K, V=16, gva=1, dtype=torch.float32, offsets=None, chunk_size=64, seed=0,
+             log2=False, gate_div=1.0):
+    """q, k (l2-normalised rows), v in dtype; per-channel log gates logsigmoid(U(0,1)) / gate_div
+    (log2 units with log2); initial states h0 [N, HV, K, V]."""
+    gen = torch.Generator().manual_seed(seed)
+    if offsets is not None:
+        T = offsets[-1]
+    HV = H * gva
+    cu = torch.tensor(offsets) if offsets is not None else None
+    N = len(offsets) - 1 if offsets is not None else B
+
+    def rnd(*s):
+        return torch.randn(*s, generator=gen, dtype=torch.float64)
+
+    q = torch.nn.functional.normalize(rnd(B, T, H, K), dim=-1).to(dtype)
+    k = torch.nn.functional.normalize(rnd(B, T, H, K), dim=-1).to(dtype)
+    v = rnd(B, T, HV, V).to(dtype)
+    gl = torch.nn.functional.logsigmoid(
+        torch.rand(B, T, HV, K, generator=gen, dtype=torch.float64)) / gate_div
+    if log2:
+        gl = gl / math.log(2.0)
+    h0 = 0.3 * rnd(N, HV, K, V)
+    return q, k, v, gl, h0, cu
+
+
+GK_CONFIGS = {
+    "t65_bt64": dict(B=2, T=65, H=2, K=16),
+    "t70_bt32_gva2_log2": dict(B=1, T=70, H=1, K=12, V=7, gva=2, chunk_size=32, log2=True),
+    "t40_bt16_strong": dict(B=2, T=40, H=2, K=8, chunk_size=16, gate_div=0.1),
+    "varlen_sub_chunk": dict(B=1, T=0, H=2, K=16, gva=2, offsets=[0, 57, 59, 64], chunk_size=32),
+    "varlen_empty": dict(B=1, T=0, H=1, K=8, offsets=[0, 0, 20, 20, 90, 91, 91], chunk_size=16,
+                         log2=True),
+    "t0": dict(B=2, T=0, H=2, K=8),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("name", sorted(GK_CONFIGS))
+def test_gk_matches_kda_recurrence(name, dtype):
+    """o with gk against the token-by-token KDA recurrence in fp64 (q, k, v rounded to dtype
+    first; h and gk passed in fp64, so only the op's own arithmetic and o's rounding count)."""
+    cfg = dict(GK_CONFIGS[name])
+    bt = cfg.get("chunk_size", 64)
+    log2 = cfg.get("log2", False)
+    q, k, v, gl, h0, cu = make_kda(dtype=dtype, **cfg)
+    G = chunk_cumsum_fp64(gl, cu, bt)
+    for scale in (None, 0.7):
+        s = q.shape[-1] ** -0.5 if scale is None else scale
+        want, h = kda_recurrence(q, k, v, gl, s, cu, bt, log2, h0)
+        got = recops.chunk_fwd_o(q, k, v, h, None, scale, cu, bt, log2, gk=G)
+        assert got.dtype == dtype and got.shape == want.shape
+        top = max(1.0, want.abs().max().item()) if want.numel() else 1.0
+        torch.testing.assert_close(got.double(), want, rtol=0, atol=TOL[dtype] * top)
+
+
+def gk_peer(q, k, v, h, gk, scale=None, cu_seqlens=None, chunk_size=64, gate_log2=False):
+    """The gk formula per chunk in fp64: o = scale * ((Q * exp(G)) @ h_c + A @ V) with
+    A_tj = sum_d Q_td K_jd exp(G_td - G_jd) for j <= t (the mask applied before the exponent)."""
+    B, T, H, K = q.shape
+    HV = v.shape[2]
+    scale = K ** -0.5 if scale is None else scale
+    ex = torch.exp2 if gate_log2 else torch.exp
+    qv = q.double().repeat_interleave(HV // H, dim=2)
+    kv = k.double().repeat_interleave(HV // H, dim=2)
+    o = torch.zeros(v.shape, dtype=torch.float64)
+    for bi, s, e, c in chunks(B, T, cu_seqlens, chunk_size):
+        Q = qv[bi, s:e].transpose(0, 1)                                  # [HV, L, K]
+        Kc = kv[bi, s:e].transpose(0, 1)
+        Gc = gk[bi, s:e].double().transpose(0, 1)                        # [HV, L, K]
+        d = Gc[:, :, None, :] - Gc[:, None, :, :]                        # [HV, L, L, K]
+        mask = torch.ones(e - s, e - s, dtype=torch.bool).tril()
+        d = torch.where(mask[None, :, :, None], d, 0)
+        A = torch.einsum("htd,hjd,htjd->htj", Q, Kc, ex(d)) * mask
+        inter = (Q * ex(Gc)) @ h[bi, c].double()
+        o[bi, s:e] = (scale * (inter + A @ v[bi, s:e].double().transpose(0, 1))).transpose(0, 1)
+    return o
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_gk_matches_formula_peer(dtype):
+    """gk in fp32 (as recops' chunk_local_cumsum gives it) and h in dtype, against the formula."""
+    q, k, v, gl, _, cu = make_kda(1, 0, 2, 24, V=10, gva=2, dtype=dtype, offsets=[0, 0, 50, 53, 130],
+                                  chunk_size=32, seed=3)
+    G = recops.chunk_local_cumsum(gl.float(), 32, seq_offsets=cu)
+    h = (0.3 * torch.randn(1, n_chunks(1, q.shape[1], cu, 32), 4, 24, 10)).to(dtype)
+    got = recops.chunk_fwd_o(q, k, v, h, seq_offsets=cu, chunk_size=32, gk=G)
+    want = gk_peer(q, k, v, h, G, None, cu, 32)
+    torch.testing.assert_close(got.double(), want, rtol=0, atol=TOL[dtype] * want.abs().max().item())
+
+
+def test_gk_opcheck_and_compile():
+    q, k, v, gl, _, cu = make_kda(**GK_CONFIGS["varlen_sub_chunk"])
+    G = chunk_cumsum_fp64(gl, cu, 32).float()
+    h = torch.randn(1, n_chunks(1, q.shape[1], cu, 32), 4, 16, 16)
+    torch.library.opcheck(torch.ops.recops.chunk_fwd_o.default,
+                          (q, k, v, h, None, None, cu, 32, False, G))
+
+    def f(q, k, v, h, G, offsets):
+        return recops.chunk_fwd_o(q, k, v, h, seq_offsets=offsets, chunk_size=32, gk=G) * 2.0
+
+    compiled = torch.compile(f, fullgraph=True, dynamic=True, backend="aot_eager")
+    torch.testing.assert_close(compiled(q, k, v, h, G, cu), f(q, k, v, h, G, cu), rtol=0, atol=0)
+
+
+def test_gk_bad_input_names_the_argument():
+    q, k, v, gl, _, _ = make_kda(1, 10, 2, 8, V=4)
+    h = torch.randn(1, 1, 2, 8, 4)
+    G = chunk_cumsum_fp64(gl, None, 64).float()
+    with pytest.raises(RuntimeError, match="g and gk are mutually exclusive"):
+        recops.chunk_fwd_o(q, k, v, h, torch.zeros(1, 10, 2), gk=G)
+    with pytest.raises(RuntimeError, match=r"gk must be \[B, T, HV, K\] = \[1, 10, 2, 8\]"):
+        recops.chunk_fwd_o(q, k, v, h, gk=G[..., :7])
+    with pytest.raises(RuntimeError, match="q"):  # forward only, with gk too
+        recops.chunk_fwd_o(q.requires_grad_(True), k, v, h, gk=G)
+
+
+def test_gk_cuda_refuses():
+    """cuda_sm80 does not serve gk yet: the dispatcher reports its refusal (no kernel launched)."""
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    q, k, v, gl, _, _ = make_kda(1, 10, 2, 8, V=4)
+    G = chunk_cumsum_fp64(gl, None, 64).float()
+    h = torch.randn(1, 1, 2, 8, 4)
+    with pytest.raises(RuntimeError, match="cuda_sm80 does not serve gk"):
+        recops.chunk_fwd_o(q.cuda(), k.cuda(), v.cuda(), h.cuda(), gk=G.cuda())
