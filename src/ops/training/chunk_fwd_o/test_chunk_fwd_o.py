@@ -27,17 +27,23 @@ TOL = {torch.float64: 1e-12, torch.float32: 2e-6, torch.float16: 2 ** -10,
        torch.bfloat16: 2 ** -7}
 
 
-def peer(q, k, v, h, g=None, scale=None, cu_seqlens=None, chunk_size=64, gate_log2=False):
-    """The formula in plain torch, fp64: per chunk, o = scale * (exp(G)[:, None] * (Q @ h_c) +
-    (tril(Q K^T) * exp(G[:, None] - G[None, :])) @ V), h_c the chunk's state (h[b, c] per batch
-    row; with cu_seqlens h[0, running chunk count])."""
-    B, T, H, K = q.shape
-    HV = v.shape[2]
+def peer_setup(q, k, v, scale, gate_log2):
+    """The peers' common start: the scale (default K^-1/2), the exponential, q and k in fp64
+    repeated to the HV value heads (GVA), and a zero fp64 o."""
+    H, K, HV = q.shape[2], q.shape[3], v.shape[2]
     scale = K ** -0.5 if scale is None else scale
     ex = torch.exp2 if gate_log2 else torch.exp
     qv = q.double().repeat_interleave(HV // H, dim=2)
     kv = k.double().repeat_interleave(HV // H, dim=2)
-    o = torch.zeros(v.shape, dtype=torch.float64)
+    return scale, ex, qv, kv, torch.zeros(v.shape, dtype=torch.float64)
+
+
+def peer(q, k, v, h, g=None, scale=None, cu_seqlens=None, chunk_size=64, gate_log2=False):
+    """The formula in plain torch, fp64: per chunk, o = scale * (exp(G)[:, None] * (Q @ h_c) +
+    (tril(Q K^T) * exp(G[:, None] - G[None, :])) @ V), h_c the chunk's state (h[b, c] per batch
+    row; with cu_seqlens h[0, running chunk count])."""
+    B, T = q.shape[:2]
+    scale, ex, qv, kv, o = peer_setup(q, k, v, scale, gate_log2)
     c = 0
     for bi, bos, eos in sequences(B, T, cu_seqlens):
         for ci, s in enumerate(range(bos, eos, chunk_size)):
@@ -317,13 +323,8 @@ def test_gk_matches_kda_recurrence(name, dtype):
 def gk_peer(q, k, v, h, gk, scale=None, cu_seqlens=None, chunk_size=64, gate_log2=False):
     """The gk formula per chunk in fp64: o = scale * ((Q * exp(G)) @ h_c + A @ V) with
     A_tj = sum_d Q_td K_jd exp(G_td - G_jd) for j <= t (the mask applied before the exponent)."""
-    B, T, H, K = q.shape
-    HV = v.shape[2]
-    scale = K ** -0.5 if scale is None else scale
-    ex = torch.exp2 if gate_log2 else torch.exp
-    qv = q.double().repeat_interleave(HV // H, dim=2)
-    kv = k.double().repeat_interleave(HV // H, dim=2)
-    o = torch.zeros(v.shape, dtype=torch.float64)
+    B, T = q.shape[:2]
+    scale, ex, qv, kv, o = peer_setup(q, k, v, scale, gate_log2)
     for bi, s, e, c in chunks(B, T, cu_seqlens, chunk_size):
         Q = qv[bi, s:e].transpose(0, 1)                                  # [HV, L, K]
         Kc = kv[bi, s:e].transpose(0, 1)

@@ -56,6 +56,31 @@ S gate_exp(S x, bool log2) {
   return log2 ? std::exp2(x) : std::exp(x);
 }
 
+// Σ_d a[d]·b[d] over n elements with kLanes independent partial sums (vectorisable), the tail
+// into lane 0; the lanes combined in order.
+template <class S>
+S dot_lanes(const S* a, const S* b, int64_t n) {
+  S part[kLanes] = {};
+  int64_t d = 0;
+  for (; d + kLanes <= n; d += kLanes)
+    for (int l = 0; l < kLanes; ++l) part[l] += a[d + l] * b[d + l];
+  for (; d < n; ++d) part[0] += a[d] * b[d];
+  S dot = 0;
+  for (int l = 0; l < kLanes; ++l) dot += part[l];
+  return dot;
+}
+
+// acc[0, V) = Σ_c x[c]·hs[c, :] (x: K values, hs: the state [K, V]) as row axpys over V.
+template <class S>
+void state_row(const S* x, const S* hs, int64_t K, int64_t V, S* acc) {
+  std::fill(acc, acc + V, S(0));
+  for (int64_t c = 0; c < K; ++c) {
+    const S xc = x[c];
+    const S* hr = hs + c * V;
+    for (int64_t v = 0; v < V; ++v) acc[v] += xc * hr[v];
+  }
+}
+
 // dst[0, n) = a[0, n) rounded once to o's type TO.
 template <class S, class TO>
 void store_row(const S* a, int64_t n, TO* dst) {
@@ -93,15 +118,7 @@ void fwd_o(const Params& p, const std::vector<training::TimeChunk>& chunks, int 
       // q_t·k_j for j ≤ t.
       for (int64_t t = 0; t < R; ++t) {
         const S* qt = qb.data() + t * Kp;
-        for (int64_t j = 0; j <= t; ++j) {
-          const S* kj = kb.data() + j * Kp;
-          S part[kLanes] = {};
-          for (int64_t c = 0; c < Kp; c += kLanes)
-            for (int l = 0; l < kLanes; ++l) part[l] += qt[c + l] * kj[c + l];
-          S dot = 0;
-          for (int l = 0; l < kLanes; ++l) dot += part[l];
-          qk[t * BT + j] = dot;
-        }
+        for (int64_t j = 0; j <= t; ++j) qk[t * BT + j] = dot_lanes(qt, kb.data() + j * Kp, Kp);
       }
       for (int64_t hv = h * group; hv < (h + 1) * group; ++hv) {
         widen(p.h, p.h_dtype, (ch.index * HV + hv) * K * V, K * V, hs.data());
@@ -111,13 +128,7 @@ void fwd_o(const Params& p, const std::vector<training::TimeChunk>& chunks, int 
         }
         for (int64_t t = 0; t < R; ++t) {
           S* a = acc.data();
-          std::fill(acc.begin(), acc.end(), S(0));
-          const S* qt = qb.data() + t * Kp;
-          for (int64_t c = 0; c < K; ++c) {
-            const S x = qt[c];
-            const S* hr = hs.data() + c * V;
-            for (int64_t v = 0; v < V; ++v) a[v] += x * hr[v];
-          }
+          state_row(qb.data() + t * Kp, hs.data(), K, V, a);
           const S f = p.g ? scale * gate_exp(gt[t], p.gate_log2) : scale;
           for (int64_t v = 0; v < V; ++v) a[v] *= f;
           for (int64_t j = 0; j <= t; ++j) {
@@ -192,17 +203,8 @@ void fwd_o_gk(const Params& p, const std::vector<training::TimeChunk>& chunks, i
             xk[j * K + d] = kb[j * K + d] * gate_exp(gr[d] - gb[j * K + d], log2);
         for (int64_t t = r0; t < r1; ++t) {
           const S* xt = xq.data() + t * K;
-          for (int64_t j = 0; j < r0; ++j) {
-            const S* xj = xk.data() + j * K;
-            S part[kLanes] = {};
-            int64_t d = 0;
-            for (; d + kLanes <= K; d += kLanes)
-              for (int l = 0; l < kLanes; ++l) part[l] += xt[d + l] * xj[d + l];
-            for (; d < K; ++d) part[0] += xt[d] * xj[d];
-            S dot = 0;
-            for (int l = 0; l < kLanes; ++l) dot += part[l];
-            a[t * BT + j] = scale * dot;
-          }
+          for (int64_t j = 0; j < r0; ++j)
+            a[t * BT + j] = scale * dot_lanes(xt, xk.data() + j * K, K);
         }
       }
       // q_t ⊙ exp(G_t) in place (the scores are formed).
@@ -212,13 +214,7 @@ void fwd_o_gk(const Params& p, const std::vector<training::TimeChunk>& chunks, i
         widen(p.v, p.v_dtype, ((ch.row0 + t) * HV + hv) * V, V, vs.data() + t * V);
       for (int64_t t = 0; t < R; ++t) {
         S* ac = acc.data();
-        std::fill(acc.begin(), acc.end(), S(0));
-        const S* qt = qb.data() + t * K;
-        for (int64_t c = 0; c < K; ++c) {
-          const S x = qt[c];
-          const S* hr = hs.data() + c * V;
-          for (int64_t v = 0; v < V; ++v) ac[v] += x * hr[v];
-        }
+        state_row(qb.data() + t * K, hs.data(), K, V, ac);
         for (int64_t v = 0; v < V; ++v) ac[v] *= scale;
         for (int64_t j = 0; j <= t; ++j) {
           const S w = a[t * BT + j];
