@@ -62,12 +62,13 @@ class ChunkFwdODriver final : public training_args::GdnDriver {
     p->inputs.push_back(data_input("h", p->dtype, {B, nt, HV, K, V}, cs.seed + 3, 1.0));
     // G: the chunk-local cumsum of the decays, per position [B, T, HV] (g) or per channel
     // [B, T, HV, K'] (gk).
-    auto gate = [&](const char* name, Shape s, uint64_t seed) {
+    // (Structured bindings are passed by init-capture: clang 14 cannot capture them.)
+    auto gate = [&, offsets = packed ? &off.view : nullptr, chunk = bt,
+                 unit = training_args::gate_unit(log2)](const char* name, Shape s, uint64_t seed) {
       p->inputs.push_back(data_input(name, DType::fp32, std::move(s), seed, 1.0));
       TensorView& g = p->inputs.back().view;
       training_args::gate_decays(&g, number(cs, "gate_scale", 1.0));
-      training_args::chunk_cumsum(&g, packed ? &off.view : nullptr, bt,
-                                  training_args::gate_unit(log2));
+      training_args::chunk_cumsum(&g, offsets, chunk, unit);
     };
     if (g_on) gate("g", {B, T, HV}, cs.seed + 4);
     if (per_channel)
