@@ -44,6 +44,9 @@ Status check_args(const ChunkGatedDeltaRuleBwdDhuArgs& a, const Context* ctx, Pa
   int64_t N = B;
   RECOPS_RETURN_IF_ERROR(kEntry.seq_offsets(a.seq_offsets, q, B, T, ctx, &N, p));
   if (a.g) RECOPS_RETURN_IF_ERROR(kEntry.check_tensor("g", *a.g, q, {B, T, HV}, "[B, T, HV]"));
+  if (a.gk)
+    RECOPS_RETURN_IF_ERROR(kEntry.check_sized("gk", "[B, T, HV, K]", *a.gk, q, {B, T, HV, K},
+                                              "q's B, T, K and do's HV"));
   if (a.h0)
     RECOPS_RETURN_IF_ERROR(
         kEntry.check_tensor("h0", *a.h0, q, {N, HV, K, V}, "[N, HV, K, V] (N sequences)"));
@@ -57,10 +60,12 @@ Status check_args(const ChunkGatedDeltaRuleBwdDhuArgs& a, const Context* ctx, Pa
   p->do_ = a.do_.data;
   p->dv = a.dv_local.data;
   p->g = a.g ? a.g->data : nullptr;
+  p->gk = a.gk ? a.gk->data : nullptr;
   p->dht = a.dht ? a.dht->data : nullptr;
   p->q_dtype = q.dtype, p->k_dtype = a.k.dtype, p->w_dtype = a.w.dtype;
   p->do_dtype = a.do_.dtype, p->dv_dtype = a.dv_local.dtype;
   p->g_dtype = a.g ? a.g->dtype : DType::fp32;
+  p->gk_dtype = a.gk ? a.gk->dtype : DType::fp32;
   p->dht_dtype = a.dht ? a.dht->dtype : DType::fp32;
   p->dh_dtype = a.fp32_chunk_states ? DType::fp32 : q.dtype;
   p->dv2_dtype = a.dv_local.dtype;
@@ -164,9 +169,12 @@ chunks c from last to first (L the chunk's last position)::
 
     dh[c]  = dS                       # the gradient of the state after chunk c (= h[c + 1])
     dv2[t] = dv_local[t] + exp(g[L] - g[t]) * dS^T k[t]                        (t in chunk c)
-    dS     = exp(g[L]) * dS + scale * sum_t exp(g[t]) q[t] (x) do[t] - sum_t w[t] (x) dv2[t]
+    dS     = exp(g[L]) * exp(gk[L])[:, None] * dS
+             + scale * sum_t exp(g[t]) q[t] (x) do[t] - sum_t w[t] (x) dv2[t]
 
-and ``dh0`` = the final dS (``exp2`` with ``gate_log2``; no gate factors without ``g``). Chunk
+and ``dh0`` = the final dS (``exp2`` with ``gate_log2``; no gate factors without ``g``; no
+``exp(gk[L])`` row decay without ``gk``). With gk (KDA) q and k are the gated qg and kg, so gk
+adds no per-position factor; g and gk may be given together. Chunk
 numbering of dh: as h's (chunk_fwd_o): ``dh[b, c]``; with seq_offsets the chunks of all
 sequences in order (zero-length sequences own none), as fla's ``prepare_chunk_indices``.
 
@@ -177,6 +185,9 @@ Args:
     dv_local: ``[B, T, HV, V]``: the intra-chunk value gradient (chunk_bwd_dv_local).
     g: optional ``[B, T, HV]``: G, the chunk-local cumsum of the log gates, natural-log units
         (log2 with gate_log2).
+    gk: optional ``[B, T, HV, K]``: KDA's per-channel chunk-local gate cumsum (same units as g);
+        only each chunk's last row is read. The table's last argument (pass it by keyword).
+        CPU only: cuda_sm80 refuses it.
     h0: optional ``[N, HV, K, V]``: the initial state; only its presence is used (dh0 is
         returned when it is given).
     dht: optional ``[N, HV, K, V]``: the gradient of the final state (0 when absent).
@@ -216,6 +227,7 @@ RECOPS_REGISTER_OPS(reg) {
               .arg<&A::chunk_size>("chunk_size", {.def = "64"})
               .arg<&A::gate_log2>("gate_log2", {.def = "False"})
               .arg<&A::fp32_chunk_states>("fp32_chunk_states", {.def = "False"})
+              .arg<&A::gk>("gk", {.def = "None", .dense_from = 0})
               .out("dh")
               .out("dh0")
               .out_like("dv2", "dv_local")

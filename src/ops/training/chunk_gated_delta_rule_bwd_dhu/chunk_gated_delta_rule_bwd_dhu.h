@@ -7,9 +7,11 @@
 // chunks c from the last to the first (L the chunk's last valid position):
 //   dh[c] = dS                        (the gradient of the state *after* chunk c = h[c + 1])
 //   dv2_t = dv_local_t + exp(G_L − G_t) · dSᵀ k_t                      (t in chunk c)
-//   dS    ← exp(G_L) · dS + scale · Σ_t exp(G_t) · q_t ⊗ do_t − Σ_t w_t ⊗ dv2_t
+//   dS    ← exp(G_L) · diag(exp(Gk_L)) · dS + scale · Σ_t exp(G_t) · q_t ⊗ do_t − Σ_t w_t ⊗ dv2_t
 // and dh0 = the final dS (the gradient of the initial state; only when h0 is given). exp2 with
-// gate_log2; no gate factors without G. Chunk numbering of dh: as h's (chunk_fwd_o's README):
+// gate_log2; no gate factors without G; no diag(exp(Gk_L)) without gk (KDA's per-channel gate:
+// row i of dS decays by exp(Gk_L[i]); q and k come in already gated, qg and kg, so gk adds no
+// per-position factor; g and gk may be given together, as in fla). Chunk numbering of dh: as h's (chunk_fwd_o's README):
 // without seq_offsets dh[b, c]; with seq_offsets the chunks of all sequences in order.
 #pragma once
 
@@ -29,6 +31,7 @@ struct ChunkGatedDeltaRuleBwdDhuArgs {
   TensorView do_;                         // do: [B, T, HV, V]
   TensorView dv_local;                    // [B, T, HV, V]
   std::optional<TensorView> g;            // G: [B, T, HV], the chunk-local gate cumsum
+  std::optional<TensorView> gk;  // [B, T, HV, K]: KDA's per-channel chunk-local gate cumsum
   std::optional<TensorView> h0;           // [N, HV, K, V]: present → dh0 is returned (not read)
   std::optional<TensorView> dht;          // [N, HV, K, V]: the final state's gradient
   std::optional<double> scale;            // default K^-1/2 (1 for K = 0)

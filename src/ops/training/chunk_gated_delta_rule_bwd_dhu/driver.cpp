@@ -8,12 +8,15 @@
 // (default 1: per-position log decays −|U(−1, 1)|·gate_scale), gate_log2 (G in log2 units), scale
 // (the op's scale; absent: the op's default K^-1/2), h0 (default true: pass h0, dh0 returned),
 // dht (default true: pass dht), w_scale (default 1), fp32_chunk_states, T (with lengths/offsets:
-// q's T instead of the offsets' total, for a mismatch case).
+// q's T instead of the offsets' total, for a mismatch case), gk (default false: pass KDA's
+// per-channel gate gk [B, T, HV, K]), gk_scale (default 1: its per-channel log decays
+// −|U(−1, 1)|·gk_scale), gk_width (gk's last dim instead of K, for a refusal case).
 // q, k, do, dv_local ~ U(−1, 1) in the case's dtype; w ~ U(−1, 1)·w_scale/(K·√BT) in the case's
 // dtype, which keeps the backward recurrence's per-chunk map I − Σ_t k_t w_tᵀ near the identity
 // (fla's real w = Ai·(β·exp(G)·k) keeps it a contraction; U(−1, 1) w would grow dS by a large
 // factor per chunk); h0, dht ~ U(−1, 1) fp32. G is the chunk-local inclusive cumsum of the decays,
-// fp32, restarting at each chunk and sequence start (times 1/ln 2 with gate_log2).
+// fp32, restarting at each chunk and sequence start (times 1/ln 2 with gate_log2); gk likewise per
+// channel, by recops' chunk_local_cumsum (the KDA drivers' way).
 #include <cmath>
 
 #include "ops/training/chunk_gated_delta_rule_bwd_dhu/chunk_gated_delta_rule_bwd_dhu.h"
@@ -33,7 +36,10 @@ class ChunkGatedDeltaRuleBwdDhuDriver final : public training_args::GdnDriver {
                                                      {"h0", ArgKind::boolean},
                                                      {"dht", ArgKind::boolean},
                                                      {"w_scale", ArgKind::number},
-                                                     {"fp32_chunk_states", ArgKind::boolean}}) {}
+                                                     {"fp32_chunk_states", ArgKind::boolean},
+                                                     {"gk", ArgKind::boolean},
+                                                     {"gk_scale", ArgKind::number},
+                                                     {"gk_width", ArgKind::integer}}) {}
 
   Status make(const CaseRow& row, Problem* p) const override {
     const CaseSpec& cs = *row.spec;
@@ -44,6 +50,7 @@ class ChunkGatedDeltaRuleBwdDhuDriver final : public training_args::GdnDriver {
     const int64_t N = packed ? static_cast<int64_t>(p->offsets.size()) - 1 : B;
     const bool h0 = flag(cs, "h0", true), dht = flag(cs, "dht", true);
     const bool f32 = flag(cs, "fp32_chunk_states", false);
+    const bool gk = flag(cs, "gk", false);
     // dh's NT: ceil(T / BT), plus N with offsets (the sync-free bound).
     const int64_t nt = (bt > 0 ? (T + bt - 1) / bt : 0) + (packed ? N : 0);
     auto& sc = p->scalars;
@@ -57,6 +64,7 @@ class ChunkGatedDeltaRuleBwdDhuDriver final : public training_args::GdnDriver {
     sc["with_h0"] = h0;
     sc["with_dht"] = dht;
     sc["packed"] = packed;
+    sc["with_gk"] = gk;  // not under "gk", the op's argument name (record replays the scalars)
     const double w_amp =
         number(cs, "w_scale", 1.0) / (static_cast<double>(std::max<int64_t>(K, 1)) *
                                       std::sqrt(static_cast<double>(std::max<int64_t>(bt, 1))));
@@ -71,6 +79,14 @@ class ChunkGatedDeltaRuleBwdDhuDriver final : public training_args::GdnDriver {
       training_args::gate_cumsum_fp64(&p->inputs.back().view, p->offsets, packed, bt,
                                       number(cs, "gate_scale", 1.0),
                                       training_args::gate_unit(log2));
+    }
+    if (gk) {
+      const int64_t width = static_cast<int64_t>(number(cs, "gk_width", static_cast<double>(K)));
+      p->inputs.push_back(data_input("gk", DType::fp32, {B, T, HV, width}, cs.seed + 8, 1.0));
+      TensorView& gkv = p->inputs.back().view;
+      training_args::gate_decays(&gkv, number(cs, "gk_scale", 1.0));
+      training_args::chunk_cumsum(&gkv, packed ? &off.view : nullptr, bt,
+                                  training_args::gate_unit(log2));
     }
     if (h0) p->inputs.push_back(data_input("h0", DType::fp32, {N, HV, K, V}, cs.seed + 6, 1.0));
     if (dht) p->inputs.push_back(data_input("dht", DType::fp32, {N, HV, K, V}, cs.seed + 7, 1.0));
@@ -123,6 +139,7 @@ class ChunkGatedDeltaRuleBwdDhuDriver final : public training_args::GdnDriver {
     a.dv_local = in[4];
     size_t i = 5;
     if (sc.at("gates") != 0) a.g = in[i++];
+    if (const auto it = sc.find("with_gk"); it != sc.end() && it->second != 0) a.gk = in[i++];
     if (sc.at("with_h0") != 0) a.h0 = in[i++];
     if (sc.at("with_dht") != 0) a.dht = in[i++];
     if (sc.at("packed") != 0) a.seq_offsets = in[i++];

@@ -4,8 +4,9 @@
 // the last to the first:
 //   dh[c] = dS (rounded to dh's dtype);
 //   dv2_t = dv_local_t + exp(G_L − G_t) · Σ_i k_t[i] · dS[i, :]      (row axpys over V)
-//   dS    = exp(G_L) · dS + Σ_t (scale · exp(G_t) · q_t) ⊗ do_t − Σ_t w_t ⊗ dv2_t   (rank-1 rows)
-// and dh0 = dS after the first chunk. The dv2 rows that update dS are the unrounded S values.
+//   dS    = exp(G_L) · diag(exp(Gk_L)) · dS + Σ_t (scale · exp(G_t) · q_t) ⊗ do_t − Σ_t w_t ⊗ dv2_t
+// (rank-1 rows; the diag factor only with gk, KDA's per-channel gate read at the chunk's last
+// row: dS row i scales by exp(G_L) · exp(Gk_L[i])) and dh0 = dS after the first chunk. The dv2 rows that update dS are the unrounded S values.
 // Only exponentials of G_L, G_t and the non-positive G_L − G_t are formed (§4.2 Numerics). Items
 // are split statically over threads, each output element written by one item, so results do not
 // depend on the thread count.
@@ -69,7 +70,7 @@ void bwd_dhu(const Params& p, const std::vector<training::TimeChunk>& chunks,
     std::vector<S> ds(static_cast<size_t>(K * V)), kb(static_cast<size_t>(BT * K));
     std::vector<S> qb(static_cast<size_t>(BT * K)), wb(static_cast<size_t>(BT * K));
     std::vector<S> dob(static_cast<size_t>(BT * V)), dv2(static_cast<size_t>(BT * V));
-    std::vector<S> gt(static_cast<size_t>(BT));
+    std::vector<S> gt(static_cast<size_t>(BT)), rdecay(static_cast<size_t>(K));
     for (int64_t item = begin; item < end; ++item) {
       const int64_t n = item / HV, hv = item % HV, h = hv / group;
       if (p.dht)
@@ -125,10 +126,19 @@ void bwd_dhu(const Params& p, const std::vector<training::TimeChunk>& chunks,
           for (int64_t i = 0; i < K; ++i) qb[static_cast<size_t>(t * K + i)] *= e;
         }
         const S decay = p.g ? gate_exp(gL, p.gate_log2) : S(1);
+        const bool decays = p.g || p.gk;
+        if (p.gk) {
+          // Row i's decay exp(G_L) · exp(Gk_L[i]), Gk_L the chunk's last row of gk.
+          widen(p.gk, p.gk_dtype, ((ch.row0 + R - 1) * HV + hv) * K, K, rdecay.data());
+          for (int64_t i = 0; i < K; ++i)
+            rdecay[static_cast<size_t>(i)] =
+                decay * gate_exp(rdecay[static_cast<size_t>(i)], p.gate_log2);
+        }
         for (int64_t i = 0; i < K; ++i) {
           S* row = ds.data() + i * V;
-          if (p.g)
-            for (int64_t v = 0; v < V; ++v) row[v] *= decay;
+          const S rd = p.gk ? rdecay[static_cast<size_t>(i)] : decay;
+          if (decays)
+            for (int64_t v = 0; v < V; ++v) row[v] *= rd;
           for (int64_t t = 0; t < R; ++t) {
             const S a = qb[static_cast<size_t>(t * K + i)], c = wb[static_cast<size_t>(t * K + i)];
             const S* dot = dob.data() + t * V;
