@@ -1,5 +1,6 @@
 """chunk_gated_delta_rule_bwd_dhu through PyTorch: torch autograd of an fp64 chunked GDN forward
-(dh, dh0 and dv2 are gradients of that forward's states, initial state and v_new); an
+(dh, dh0 and dv2 are gradients of that forward's states, initial state and v_new), with and
+without gk (KDA's per-channel gate: the forward's state decays by diag(exp(gk_L)) per chunk); an
 independent fp64 torch loop of the op's recurrence for every dtype; opcheck; torch.compile
 against eager; the forward-only refusal; the fla drop-in
 (``recops.compat.fla.chunk_gated_delta_rule_bwd_dhu``), and fla-core itself when it is
@@ -34,9 +35,9 @@ def nt_of(B, T, cu_seqlens, bt):
 
 
 def loop_peer(q, k, w, do, dv, g=None, h0=None, dht=None, scale=None, cu_seqlens=None,
-              chunk_size=64, gate_log2=False):
+              chunk_size=64, gate_log2=False, gk=None):
     """The op's recurrence as written, plain torch in fp64, all value heads at once
-    (GVA by repeat_interleave)."""
+    (GVA by repeat_interleave); gk: dS's rows also decay by exp(gk[L]) per chunk."""
     B, T, H, K = q.shape
     HV, V = do.shape[2], do.shape[3]
     scale = K ** -0.5 if scale is None else scale
@@ -64,7 +65,10 @@ def loop_peer(q, k, w, do, dv, g=None, h0=None, dht=None, scale=None, cu_seqlens
                 "thk,hkv->thv", kc, S)
             dv2[bi, s:e] = d2
             qg = ex(gc)[:, :, None] * qc
-            S = (ex(gl)[:, None, None] * S
+            decay = ex(gl)[:, None, None]                                   # [HV, 1, 1]
+            if gk is not None:
+                decay = decay * ex(gk[bi, e - 1].double())[:, :, None]       # [HV, K, 1]
+            S = (decay * S
                  + scale * torch.einsum("thk,thv->hkv", qg, do[bi, s:e].double())
                  - torch.einsum("thk,thv->hkv", w[bi, s:e].double(), d2))
         dh0[n] = S
@@ -72,10 +76,12 @@ def loop_peer(q, k, w, do, dv, g=None, h0=None, dht=None, scale=None, cu_seqlens
     return dh, dh0, dv2
 
 
-def autograd_peer(q, k, w, u, g, h0, dht, do, scale, cu_seqlens, bt, gate_log2):
+def autograd_peer(q, k, w, u, g, h0, dht, do, scale, cu_seqlens, bt, gate_log2, gk=None):
     """The chunked GDN forward in fp64 with torch autograd (training_ops §4.3's fwd_h and fwd_o):
     per chunk c with state S_c, v_new = u − w·S_c, o = scale·exp(G)·(q·S_c) +
-    scale·(tril(q·kᵀ)·Γ)·v_new, S_{c+1} = exp(G_L)·S_c + Σ_t exp(G_L − G_t)·k_t ⊗ v_new_t;
+    scale·(tril(q·kᵀ)·Γ)·v_new, S_{c+1} = exp(G_L)·S_c + Σ_t exp(G_L − G_t)·k_t ⊗ v_new_t; with gk
+    (KDA, fla's fwd_h USE_GK: q, k stand for the gated qg, kg) S_{c+1} = exp(G_L)·
+    diag(exp(gk_L))·S_c + Σ_t exp(G_L − G_t)·k_t ⊗ v_new_t;
     loss = Σ o·do + Σ S_final·dht. Returns dv_local (the gradient of v_new through the chunk's
     own o only), and the gradients of loss w.r.t. each S_{c+1} (dh, in dh's numbering), of h0
     (dh0) and of v_new (dv2)."""
@@ -109,7 +115,10 @@ def autograd_peer(q, k, w, u, g, h0, dht, do, scale, cu_seqlens, bt, gate_log2):
             loss = loss + (o * dO).sum()
             dv_local[bi, s:e] = (scale * A.transpose(1, 2) @ dO).transpose(0, 1)
             gl = gc[-1]
-            S = ex(gl)[:, None, None] * S + (Kc * ex(gl[None, :] - gc).T[:, :, None]).transpose(
+            decay = ex(gl)[:, None, None]
+            if gk is not None:
+                decay = decay * ex(gk[bi, e - 1].double())[:, :, None]
+            S = decay * S + (Kc * ex(gl[None, :] - gc).T[:, :, None]).transpose(
                 1, 2) @ vn
             S.retain_grad()
             after.append((S, bi, base + ci if cu_seqlens is not None else ci))
@@ -127,7 +136,7 @@ def autograd_peer(q, k, w, u, g, h0, dht, do, scale, cu_seqlens, bt, gate_log2):
 
 
 def make(B, T, H, K, V=16, gva=1, dtype=torch.float32, gates=True, offsets=None, chunk_size=64,
-         seed=0, log2=False):
+         seed=0, log2=False, gk=False):
     gen = torch.Generator().manual_seed(seed)
     if offsets is not None:
         T = offsets[-1]
@@ -149,7 +158,10 @@ def make(B, T, H, K, V=16, gva=1, dtype=torch.float32, gates=True, offsets=None,
     g = None
     if gates:
         g = gate_cumsum(gen, B, T, HV, chunk_size, cu, log2)
-    return dict(q=q, k=k, w=w, u=u, do=do, dv=dv, h0=h0, dht=dht, g=g, cu=cu)
+    gkc = None
+    if gk:  # per-channel: the [B, T, HV·K] cumsum seen as [B, T, HV, K]
+        gkc = gate_cumsum(gen, B, T, HV * K, chunk_size, cu, log2).reshape(B, T, HV, K)
+    return dict(q=q, k=k, w=w, u=u, do=do, dv=dv, h0=h0, dht=dht, g=g, cu=cu, gk=gkc)
 
 
 CONFIGS = {
@@ -162,6 +174,16 @@ CONFIGS = {
     "varlen_spec": dict(B=1, T=0, H=1, K=16, V=8, offsets=[0, 122, 229, 400, 1000], log2=True),
     "t1": dict(B=3, T=1, H=2, K=8),
     "t0": dict(B=2, T=0, H=2, K=8),
+    # gk (KDA's per-channel gate), with and without g:
+    "gk_t65": dict(B=2, T=65, H=2, K=32, gk=True),
+    "gk_only_t63_bt32_gva2": dict(B=1, T=63, H=2, K=37, V=19, gva=2, chunk_size=32, gates=False,
+                                  gk=True),
+    "gk_t100_bt16_log2": dict(B=1, T=100, H=1, K=16, chunk_size=16, log2=True, gk=True),
+    "gk_varlen_empty": dict(B=1, T=0, H=2, K=16, gva=2, offsets=[0, 0, 5, 5, 40, 41, 41],
+                            chunk_size=16, gates=False, gk=True),
+    "gk_varlen_sub_chunk_log2": dict(B=1, T=0, H=1, K=8, V=8, offsets=[0, 3, 4, 19, 19, 28],
+                                     log2=True, gk=True),
+    "gk_t0": dict(B=2, T=0, H=2, K=8, gk=True),
 }
 
 
@@ -177,9 +199,9 @@ def test_matches_autograd_of_the_forward(name):
         sc = x["q"].shape[3] ** -0.5 if scale is None else scale
         dv_local, dh_w, dh0_w, dv2_w = autograd_peer(x["q"], x["k"], x["w"], x["u"], x["g"],
                                                      x["h0"], x["dht"], x["do"], sc, x["cu"],
-                                                     bt, log2)
+                                                     bt, log2, gk=x["gk"])
         dh, dh0, dv2 = OP(x["q"], x["k"], x["w"], x["do"], dv_local, x["g"], x["h0"], x["dht"],
-                          scale, x["cu"], bt, log2)
+                          scale, x["cu"], bt, log2, gk=x["gk"])
         assert dh.dtype == torch.float64 and dh0.dtype == torch.float32
         torch.testing.assert_close(dh, dh_w, rtol=0, atol=1e-10)
         torch.testing.assert_close(dv2, dv2_w, rtol=0, atol=1e-10)
@@ -198,9 +220,9 @@ def test_matches_loop_peer(name, dtype):
         h0 = x["h0"] if with_h0 else None
         dht = x["dht"] if with_dht else None
         dh, dh0, dv2 = OP(x["q"], x["k"], x["w"], x["do"], x["dv"], x["g"], h0, dht, scale,
-                          x["cu"], bt, log2)
+                          x["cu"], bt, log2, gk=x["gk"])
         w_dh, w_dh0, w_dv2 = loop_peer(x["q"], x["k"], x["w"], x["do"], x["dv"], x["g"], h0, dht,
-                                       scale, x["cu"], bt, log2)
+                                       scale, x["cu"], bt, log2, gk=x["gk"])
         assert dh.dtype == dtype and dv2.dtype == dtype and dh.shape == w_dh.shape
         for got, want, tol in ((dh, w_dh, TOL[dtype]), (dv2, w_dv2, TOL[dtype]),
                                (dh0, w_dh0, max(TOL[dtype], 1e-5))):
@@ -209,6 +231,122 @@ def test_matches_loop_peer(name, dtype):
                 continue
             top = max(1.0, want.abs().max().item()) if want.numel() else 1.0
             torch.testing.assert_close(got.double(), want, rtol=0, atol=tol * top)
+
+
+def kda_token_peer(q, k, v, beta, a, h0, dht, do, scale, bt):
+    """KDA token by token in fp64 with torch autograd (one sequence per batch row): with per-channel
+    log decays a_t [HV, K], S_t = diag(exp(a_t))·S_{t−1}, then the delta rule
+    S_t += beta_t·k_t ⊗ (v_t − S_tᵀ k_t), o_t = scale·S_tᵀ q_t; loss = Σ o·do + Σ S_T·dht. Returns
+    the gradients of loss w.r.t. the state after each chunk (dh, dh's numbering) and h0 (dh0)."""
+    B, T, H, K = q.shape
+    HV = v.shape[2]
+    qv = q.double().repeat_interleave(HV // H, dim=2)
+    kv = k.double().repeat_interleave(HV // H, dim=2)
+    h0l = h0.double().clone().requires_grad_(True)
+    loss = torch.zeros((), dtype=torch.float64)
+    ends = []
+    for b in range(B):
+        S = h0l[b]                                                          # [HV, K, V]
+        for t in range(T):
+            S = torch.exp(a[b, t].double())[:, :, None] * S
+            kt = kv[b, t]                                                   # [HV, K]
+            err = v[b, t].double() - torch.einsum("hk,hkv->hv", kt, S)
+            S = S + beta[b, t].double()[:, None, None] * kt[:, :, None] * err[:, None, :]
+            o = scale * torch.einsum("hk,hkv->hv", qv[b, t], S)
+            loss = loss + (o * do[b, t].double()).sum()
+            if (t + 1) % bt == 0 or t + 1 == T:
+                # The chunk's end state as its own node: its gradient is what reaches it from the
+                # later positions (and dht), not o_t's own read of S_t (the chunk form's o reads
+                # S_c and the intra-chunk term instead).
+                S = S.clone()
+                S.retain_grad()
+                ends.append((S, b, t // bt))
+        loss = loss + (S * dht[b].double()).sum()
+    loss.backward()
+    dh = torch.zeros(B, (T + bt - 1) // bt, HV, K, v.shape[3], dtype=torch.float64)
+    for S, b, c in ends:
+        dh[b, c] = S.grad
+    return dh, h0l.grad
+
+
+def kda_chunk_inputs(q, k, v, beta, a, do, scale, bt):
+    """The chunk form's inputs of the op (fla's chunk_kda: qg, kg, w and dv_local), built from the
+    token quantities in fp64: G the chunk-local inclusive cumsum of a, qg = q·exp(G),
+    kg = k·exp(G_L − G), w = (I + M)^-1 (beta·k·exp(G)) with M_ij = beta_i Σ_d k_i k_j
+    exp(G_i − G_j) (j < i), dv_local = scale·Aqkᵀ·do with Aqk_ij = Σ_d q_i k_j exp(G_i − G_j)
+    (j <= i). Also returns G (gk)."""
+    B, T, H, K = q.shape
+    HV = v.shape[2]
+    qv = q.double().repeat_interleave(HV // H, dim=2)
+    kv = k.double().repeat_interleave(HV // H, dim=2)
+    G = torch.zeros(B, T, HV, K, dtype=torch.float64)
+    qg = torch.zeros_like(G)
+    kg = torch.zeros_like(G)
+    w = torch.zeros_like(G)
+    dv = torch.zeros(B, T, HV, v.shape[3], dtype=torch.float64)
+    for b in range(B):
+        for s in range(0, T, bt):
+            e = min(s + bt, T)
+            L = e - s
+            Gc = a[b, s:e].double().cumsum(0).transpose(0, 1)               # [HV, L, K]
+            Q, Kc = qv[b, s:e].transpose(0, 1), kv[b, s:e].transpose(0, 1)
+            bc = beta[b, s:e].double().T                                    # [HV, L]
+            D = Gc[:, :, None, :] - Gc[:, None, :, :]                       # [HV, L, L, K]
+            strict = torch.ones(L, L, dtype=torch.bool).tril(-1)
+            incl = torch.ones(L, L, dtype=torch.bool).tril()
+            KK = torch.einsum("hik,hjk,hijk->hij", Kc, Kc, torch.exp(torch.where(
+                strict[None, :, :, None], D, 0)))
+            M = torch.where(strict, bc[:, :, None] * KK, 0)
+            Ainv = torch.linalg.inv(torch.eye(L, dtype=torch.float64) + M)
+            w[b, s:e] = (Ainv @ (bc[:, :, None] * Kc * torch.exp(Gc))).transpose(0, 1)
+            QK = torch.einsum("hik,hjk,hijk->hij", Q, Kc, torch.exp(torch.where(
+                incl[None, :, :, None], D, 0)))
+            Aqk = torch.where(incl, QK, 0)
+            dv[b, s:e] = (scale * Aqk.transpose(1, 2) @ do[b, s:e].double().transpose(0, 1)
+                          ).transpose(0, 1)
+            qg[b, s:e] = (Q * torch.exp(Gc)).transpose(0, 1)
+            kg[b, s:e] = (Kc * torch.exp(Gc[:, -1:, :] - Gc)).transpose(0, 1)
+            G[b, s:e] = Gc.transpose(0, 1)
+    return qg, kg, w, dv, G
+
+
+@pytest.mark.parametrize("B,T,H,K,V,bt", [(2, 37, 1, 8, 4, 16), (1, 70, 2, 8, 6, 32),
+                                          (1, 20, 1, 4, 3, 64)])
+def test_gk_matches_a_token_by_token_kda(B, T, H, K, V, bt):
+    """The op with q = qg, k = kg, w, dv_local and gk = G from KDA's chunk form against torch
+    autograd of KDA's token recurrence: dh after every chunk and dh0 (no g). HV = H: qg and kg
+    carry the value head's gate, so the op's [B, T, H, K] q and k cannot hold them under GVA."""
+    gen = torch.Generator().manual_seed(B * 100 + T)
+    HV = H
+
+    def rnd(*s):
+        return torch.randn(*s, generator=gen, dtype=torch.float64)
+
+    q = torch.nn.functional.normalize(rnd(B, T, H, K), dim=-1)
+    k = torch.nn.functional.normalize(rnd(B, T, H, K), dim=-1)
+    v = rnd(B, T, HV, V)
+    beta = torch.sigmoid(rnd(B, T, HV))
+    a = torch.nn.functional.logsigmoid(rnd(B, T, HV, K) + 2.0)
+    h0, dht, do = rnd(B, HV, K, V), rnd(B, HV, K, V), rnd(B, T, HV, V)
+    scale = K ** -0.5
+    want_dh, want_dh0 = kda_token_peer(q, k, v, beta, a, h0, dht, do, scale, bt)
+    qg, kg, w, dv, G = kda_chunk_inputs(q, k, v, beta, a, do, scale, bt)
+    dh, dh0, _ = OP(qg, kg, w, do, dv, None, h0, dht, scale, None, bt, gk=G)
+    torch.testing.assert_close(dh, want_dh, rtol=0, atol=1e-10)
+    torch.testing.assert_close(dh0.double(), want_dh0, rtol=2 ** -22, atol=1e-6)
+
+
+def test_gk_zero_is_no_gk_and_gk_matters():
+    x = make(**CONFIGS["gk_t65"])
+    base = OP(x["q"], x["k"], x["w"], x["do"], x["dv"], x["g"], x["h0"], x["dht"])
+    zero = OP(x["q"], x["k"], x["w"], x["do"], x["dv"], x["g"], x["h0"], x["dht"],
+              gk=torch.zeros_like(x["gk"]))
+    with_gk = OP(x["q"], x["k"], x["w"], x["do"], x["dv"], x["g"], x["h0"], x["dht"], gk=x["gk"])
+    for a, b in zip(base, zero):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+    # dh's last chunk (dht) and dv2's last chunk rows do not see gk; dh's earlier chunks do.
+    torch.testing.assert_close(with_gk[0][:, -1], base[0][:, -1], rtol=0, atol=0)
+    assert (with_gk[0][:, 0] - base[0][:, 0]).abs().max() > 1e-2
 
 
 def test_suffix_then_prefix_equals_the_full_run():
