@@ -565,8 +565,9 @@ def chunk_bwd_dv_local(q: torch.Tensor, k: torch.Tensor, do: torch.Tensor,
 # ceil(T / BT) + N and the spare chunks are cut off here, which reads cu_seqlens on the host as
 # fla's prepare_chunk_indices does); dh0 fp32 like h0, or None without h0; dv2 like dv.
 # state_v_first ([.., V, K] states) transposes h0, dht in and dh, dh0 out. gk (KDA's per-channel
-# gate) raises NotImplementedError; chunk_indices gives only the count, chunk_offsets and
-# use_graph (a CUDA-graph buffer cache) are accepted and not read. Forward only, as fla's.
+# gate, log2 units like g: fla's USE_GK branch, lines 350-690) is passed on (recops' CPU path; its
+# cuda_sm80 path refuses gk); chunk_indices gives only the count, chunk_offsets and use_graph (a
+# CUDA-graph buffer cache) are accepted and not read. Forward only, as fla's.
 
 from .. import chunk_gated_delta_rule_bwd_dhu as _chunk_gated_delta_rule_bwd_dhu  # noqa: E402
 
@@ -588,22 +589,20 @@ def chunk_gated_delta_rule_bwd_dhu(q: torch.Tensor, k: torch.Tensor, w: torch.Te
     (restarting at each ``cu_seqlens`` start, B = 1): ``dh[c] = dS`` (the gradient of the state
     after chunk c), ``dv2[t] = dv[t] + exp2(g[L] - g[t]) * dS^T k[t]``,
     ``dS = exp2(g[L]) * dS + scale * sum_t exp2(g[t]) q[t] (x) do[t] - sum_t w[t] (x) dv2[t]``;
-    dh0 = the final dS. q, k ``[B, T, H, K]``, w ``[B, T, HV, K]``, do, dv ``[B, T, HV, V]``,
+    dh0 = the final dS. With gk ``[B, T, HV, K]`` (KDA's per-channel log2-unit chunk-local
+    cumsum; q, k are then the gated qg, kg) dS's row i also decays by ``exp2(gk[L, i])``. q, k ``[B, T, H, K]``, w ``[B, T, HV, K]``, do, dv ``[B, T, HV, V]``,
     g (log2-unit chunk-local cumsum, optional) ``[B, T, HV]``, h0, dht ``[N, HV, K, V]``
     (``[.., V, K]`` with state_v_first), scale default ``K ** -0.5``.
     Returns ``(dh, dh0, dv2)``: dh ``[B, NT, HV, K, V]`` in q's dtype, dh0 fp32 or None, dv2
     like dv."""
     del chunk_offsets, use_graph  # fla's precomputed offsets and graph buffers
-    if gk is not None:
-        raise NotImplementedError("chunk_gated_delta_rule_bwd_dhu: gk (the per-channel KDA gate) "
-                                  "is not served by recops")
     bt = int(chunk_size)
     if state_v_first:
         h0 = None if h0 is None else h0.transpose(-1, -2)
         dht = None if dht is None else dht.transpose(-1, -2)
     dh, dh0, dv2 = _chunk_gated_delta_rule_bwd_dhu(q, k, w, do, dv, g, h0, dht,
                                                    None if scale is None else float(scale),
-                                                   cu_seqlens, bt, True)
+                                                   cu_seqlens, bt, True, gk=gk)
     if cu_seqlens is not None:
         if chunk_indices is not None:
             count = int(chunk_indices.shape[0])

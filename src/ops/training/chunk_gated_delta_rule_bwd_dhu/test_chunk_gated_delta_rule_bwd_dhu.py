@@ -385,6 +385,10 @@ def test_opcheck():
     torch.library.opcheck(torch.ops.recops.chunk_gated_delta_rule_bwd_dhu.default,
                           (x["q"], x["k"], x["w"], x["do"], x["dv"].float(), None, None, None,
                            0.5, None, 64, True, True))
+    x = make(**CONFIGS["gk_varlen_empty"])
+    torch.library.opcheck(torch.ops.recops.chunk_gated_delta_rule_bwd_dhu.default,
+                          (x["q"], x["k"], x["w"], x["do"], x["dv"], x["g"], x["h0"], x["dht"],
+                           None, x["cu"], 16, False, False, x["gk"]))
 
 
 def test_compile_matches_eager():
@@ -437,6 +441,13 @@ def test_bad_input_names_the_argument():
         OP(*args, None, torch.randn(1, 2, 8, 4), None, None, torch.tensor([0, 3, 10]), 16)
     with pytest.raises(RuntimeError, match="packed input \\(seq_offsets\\) requires B=1"):
         OP(*(torch.cat([a, a]) for a in args), seq_offsets=torch.tensor([0, 10]))
+    # gk: [B, T, HV, K] of a floating dtype (HV = do's, here 2; K = q's, 8).
+    with pytest.raises(RuntimeError, match=r"gk must be \[B, T, HV, K\] = \[1, 10, 2, 8\]"):
+        OP(*args, gk=torch.zeros(1, 10, 2, 7))
+    with pytest.raises(RuntimeError, match=r"gk must be \[B, T, HV, K\] of fp64"):
+        OP(*args, gk=torch.zeros(1, 10, 2))
+    with pytest.raises(RuntimeError, match=r"gk must be \[B, T, HV, K\] of fp64"):
+        OP(*args, gk=torch.zeros(1, 10, 2, 8, dtype=torch.int32))
 
 
 # ---- recops.compat.fla.chunk_gated_delta_rule_bwd_dhu and fla-core ------------------------------
@@ -472,9 +483,34 @@ def test_fla_dropin_matches_peer():
     dh, dh0, dv2 = fla_compat.chunk_gated_delta_rule_bwd_dhu(x["q"], x["k"], x["w"], x["do"],
                                                              x["dv"], chunk_size=32)
     assert dh0 is None and dh.shape == (2, 2, 4, 16, 16)
-    with pytest.raises(NotImplementedError, match="gk"):
-        fla_compat.chunk_gated_delta_rule_bwd_dhu(x["q"], x["k"], x["w"], x["do"], x["dv"],
-                                                  gk=torch.zeros(2, 50, 4, 16))
+
+
+def test_fla_dropin_with_gk():
+    """gk (fla's USE_GK, log2 units as fla's KDA passes it), with and without g, with
+    cu_seqlens and state_v_first."""
+    for cfg, g_on in ((CONFIGS["gk_varlen_sub_chunk_log2"], False),
+                      (dict(B=2, T=50, H=2, K=16, gva=2, chunk_size=32, log2=True, gk=True),
+                       True)):
+        x = make(**cfg, dtype=torch.bfloat16)
+        bt = cfg.get("chunk_size", 64)
+        g = x["g"] if g_on else None
+        dh, dh0, dv2 = fla_compat.chunk_gated_delta_rule_bwd_dhu(
+            x["q"], x["k"], x["w"], x["do"], x["dv"], g=g, gk=x["gk"], h0=x["h0"], dht=x["dht"],
+            cu_seqlens=x["cu"], chunk_size=bt)
+        w_dh, w_dh0, w_dv2 = loop_peer(x["q"], x["k"], x["w"], x["do"], x["dv"], g, x["h0"],
+                                       x["dht"], None, x["cu"], bt, True, gk=x["gk"])
+        count = sum((e - s + bt - 1) // bt for _, s, e in sequences(*x["q"].shape[:2], x["cu"]))
+        assert dh.shape[1] == (count if x["cu"] is not None else w_dh.shape[1])
+        for got, want in ((dh, w_dh[:, :dh.shape[1]]), (dh0, w_dh0), (dv2, w_dv2)):
+            top = max(1.0, want.abs().max().item())
+            torch.testing.assert_close(got.double(), want, rtol=0, atol=2 ** -7 * top)
+        dh_t, dh0_t, dv2_t = fla_compat.chunk_gated_delta_rule_bwd_dhu(
+            x["q"], x["k"], x["w"], x["do"], x["dv"], g, x["gk"],
+            x["h0"].transpose(-1, -2).contiguous(), x["dht"].transpose(-1, -2).contiguous(), None,
+            True, x["cu"], bt)
+        torch.testing.assert_close(dh_t.transpose(-1, -2), dh, rtol=0, atol=0)
+        torch.testing.assert_close(dh0_t.transpose(-1, -2), dh0, rtol=0, atol=0)
+        torch.testing.assert_close(dv2_t, dv2, rtol=0, atol=0)
 
 
 def test_against_fla_core():
