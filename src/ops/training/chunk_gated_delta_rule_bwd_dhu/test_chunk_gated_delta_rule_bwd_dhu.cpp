@@ -1,7 +1,8 @@
 // training/chunk_gated_delta_rule_bwd_dhu/test_chunk_gated_delta_rule_bwd_dhu.cpp: the C++ tests
 // of the op beyond `recops check`'s cases: a hand-computed two-chunk recurrence (K = V = 1), the
 // varlen chunk numbering of dh with its spare chunks zeroed, dh0 = dht for a zero-length sequence,
-// the refusals and their messages (torch-free; built into tests/cpp's recops_tests).
+// the refusals and their messages, a hand-computed recurrence with gk (KDA's per-channel gate;
+// K = 2) and gk's refusals (torch-free; built into tests/cpp's recops_tests).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -148,6 +149,65 @@ TEST(ChunkGatedDeltaRuleBwdDhu, Refusals) {
   a.scale = NAN;
   EXPECT_TRUE(
       has(chunk_gated_delta_rule_bwd_dhu(a, dh.view(), nullptr, dv2.view()), "must be finite"));
+}
+
+// gk (no g): T = 20, chunk 16 (chunks [0, 16) and [16, 20)), H = HV = 1, K = 2, V = 1, q = k = do
+// = 1, w = c, dv_local = 0.25, dht = (d0, d1), scale 1. gk is 5 except on the chunks' last rows,
+// gk[15] = (−0.2, −0.6) and gk[19] = (−0.3, −1.0): only those rows may be read (exp(5) elsewhere
+// would show). Per chunk of R rows: dv2_t = 0.25 + S_0 + S_1 (no per-t gk factor), then
+// S_i ← exp(gk_L[i])·S_i + R − c·Σ_t dv2_t.
+TEST(ChunkGatedDeltaRuleBwdDhu, HandComputedGk) {
+  const float c = 0.03f, d0 = 0.7f, d1 = -0.4f;
+  Tensor q = full({1, 20, 1, 2}, 1), k = full({1, 20, 1, 2}, 1), w = full({1, 20, 1, 2}, c);
+  Tensor dout = full({1, 20, 1, 1}, 1), dv = full({1, 20, 1, 1}, 0.25f);
+  Tensor gk = full({1, 20, 1, 2}, 5.0f), dht = Tensor::empty({1, 1, 2, 1}, DType::fp32);
+  f32(gk)[15 * 2] = -0.2f, f32(gk)[15 * 2 + 1] = -0.6f;
+  f32(gk)[19 * 2] = -0.3f, f32(gk)[19 * 2 + 1] = -1.0f;
+  f32(dht)[0] = d0, f32(dht)[1] = d1;
+  Tensor h0 = full({1, 1, 2, 1}, 5), dh = full({1, 2, 1, 2, 1}, NAN);
+  Tensor dh0 = full({1, 1, 2, 1}, NAN), dv2 = full({1, 20, 1, 1}, NAN);
+  ChunkGatedDeltaRuleBwdDhuArgs a;
+  a.q = q.view(), a.k = k.view(), a.w = w.view(), a.do_ = dout.view(), a.dv_local = dv.view();
+  a.gk = gk.view(), a.h0 = h0.view(), a.dht = dht.view();
+  a.scale = 1.0;
+  a.chunk_size = 16;
+  const TensorView dh0v = dh0.view();
+  ASSERT_TRUE(chunk_gated_delta_rule_bwd_dhu(a, dh.view(), &dh0v, dv2.view()).ok());
+  double S[2] = {d0, d1};
+  const double gl[2][2] = {{-0.2, -0.6}, {-0.3, -1.0}};
+  for (int ci = 1; ci >= 0; --ci) {
+    const int r0 = ci * 16, rows = ci == 1 ? 4 : 16;
+    for (int i = 0; i < 2; ++i) EXPECT_NEAR(f32(dh)[ci * 2 + i], S[i], 1e-5) << ci << " " << i;
+    const double d2 = 0.25 + S[0] + S[1];
+    for (int t = r0; t < r0 + rows; ++t) EXPECT_NEAR(f32(dv2)[t], d2, 1e-5) << t;
+    for (int i = 0; i < 2; ++i) S[i] = std::exp(gl[ci][i]) * S[i] + rows - c * rows * d2;
+  }
+  EXPECT_NEAR(f32(dh0)[0], S[0], 1e-5);
+  EXPECT_NEAR(f32(dh0)[1], S[1], 1e-5);
+  // gate_log2: exp2 of the same rows.
+  a.gate_log2 = true;
+  ASSERT_TRUE(chunk_gated_delta_rule_bwd_dhu(a, dh.view(), &dh0v, dv2.view()).ok());
+  const double s1_0 = std::exp2(-0.3) * d0 + 4 - c * 4 * (0.25 + d0 + d1);
+  EXPECT_NEAR(f32(dh)[0], s1_0, 1e-5);
+}
+
+TEST(ChunkGatedDeltaRuleBwdDhu, GkRefusals) {
+  Tensor q = full({1, 6, 2, 8}, 0), w = full({1, 6, 4, 8}, 0), dout = full({1, 6, 4, 3}, 0);
+  Tensor dh = full({1, 1, 4, 8, 3}, 0), dv2 = full({1, 6, 4, 3}, 0);
+  ChunkGatedDeltaRuleBwdDhuArgs a;
+  a.q = q.view(), a.k = q.view(), a.w = w.view(), a.do_ = dout.view(), a.dv_local = dout.view();
+  Tensor bad = full({1, 6, 2, 8}, 0);  // key heads instead of value heads
+  a.gk = bad.view();
+  Status st = chunk_gated_delta_rule_bwd_dhu(a, dh.view(), nullptr, dv2.view());
+  EXPECT_TRUE(has(st, "gk must be [B, T, HV, K] = [1, 6, 4, 8] (q's B, T, K and do's HV)"))
+      << st.message();
+  Tensor flat = full({1, 6, 4}, 0);
+  a.gk = flat.view();
+  st = chunk_gated_delta_rule_bwd_dhu(a, dh.view(), nullptr, dv2.view());
+  EXPECT_TRUE(has(st, "gk must be [B, T, HV, K] of fp64, fp32, fp16 or bf16")) << st.message();
+  Tensor good = full({1, 6, 4, 8}, 0);
+  a.gk = good.view();
+  EXPECT_TRUE(chunk_gated_delta_rule_bwd_dhu(a, dh.view(), nullptr, dv2.view()).ok());
 }
 
 }  // namespace
