@@ -11,8 +11,9 @@
 // and dh0 = the final dS (the gradient of the initial state; only when h0 is given). exp2 with
 // gate_log2; no gate factors without G; no diag(exp(Gk_L)) without gk (KDA's per-channel gate:
 // row i of dS decays by exp(Gk_L[i]); q and k come in already gated, qg and kg, so gk adds no
-// per-position factor; g and gk may be given together, as in fla). Chunk numbering of dh: as h's (chunk_fwd_o's README):
-// without seq_offsets dh[b, c]; with seq_offsets the chunks of all sequences in order.
+// per-position factor; g and gk may be given together, as in fla). Chunk numbering of dh: as h's
+// (chunk_fwd_o's README): without seq_offsets dh[b, c]; with seq_offsets the chunks of all
+// sequences in order.
 #pragma once
 
 #include <cstdint>
@@ -25,16 +26,16 @@
 namespace recops {
 
 struct ChunkGatedDeltaRuleBwdDhuArgs {
-  TensorView q;                           // [B, T, H, K], fp64/fp32/fp16/bf16
-  TensorView k;                           // [B, T, H, K]
-  TensorView w;                           // [B, T, HV, K], HV % H == 0
-  TensorView do_;                         // do: [B, T, HV, V]
-  TensorView dv_local;                    // [B, T, HV, V]
-  std::optional<TensorView> g;            // G: [B, T, HV], the chunk-local gate cumsum
-  std::optional<TensorView> gk;  // [B, T, HV, K]: KDA's per-channel chunk-local gate cumsum
-  std::optional<TensorView> h0;           // [N, HV, K, V]: present → dh0 is returned (not read)
-  std::optional<TensorView> dht;          // [N, HV, K, V]: the final state's gradient
-  std::optional<double> scale;            // default K^-1/2 (1 for K = 0)
+  TensorView q;                   // [B, T, H, K], fp64/fp32/fp16/bf16
+  TensorView k;                   // [B, T, H, K]
+  TensorView w;                   // [B, T, HV, K], HV % H == 0
+  TensorView do_;                 // do: [B, T, HV, V]
+  TensorView dv_local;            // [B, T, HV, V]
+  std::optional<TensorView> g;    // G: [B, T, HV], the chunk-local gate cumsum
+  std::optional<TensorView> gk;   // [B, T, HV, K]: KDA's per-channel chunk-local gate cumsum
+  std::optional<TensorView> h0;   // [N, HV, K, V]: present → dh0 is returned (not read)
+  std::optional<TensorView> dht;  // [N, HV, K, V]: the final state's gradient
+  std::optional<double> scale;    // default K^-1/2 (1 for K = 0)
   std::optional<TensorView> seq_offsets;  // [N+1] int32/int64; needs B = 1
   int64_t chunk_size = 64;                // BT: 16, 32 or 64
   bool gate_log2 = false;                 // G in log2 units: exp2 instead of exp

@@ -9,9 +9,10 @@
 namespace recops::ops::chunk_gated_delta_rule_bwd_dhu_ns {
 
 // q, k [B, T, H, K], w [B, T, HV, K], do, dv_local, dv2 [B, T, HV, V], g [B, T, HV] (nullptr: no
-// gate), gk [B, T, HV, K] (nullptr: no per-channel gate; only its chunks' last rows are read), dht, dh0 [N, HV, K, V] (nullptr: absent), dh [B, NT, HV, K, V]; all contiguous.
-// Sequences: with seq_offsets (B = 1) sequence n is rows [off[n], off[n+1]) and its chunks follow
-// those of the sequences before it in dh; else sequence n is batch n and its chunk c is dh[n, c].
+// gate), gk [B, T, HV, K] (nullptr: no per-channel gate; only its chunks' last rows are read), dht,
+// dh0 [N, HV, K, V] (nullptr: absent), dh [B, NT, HV, K, V]; all contiguous. Sequences: with
+// seq_offsets (B = 1) sequence n is rows [off[n], off[n+1]) and its chunks follow those of the
+// sequences before it in dh; else sequence n is batch n and its chunk c is dh[n, c].
 struct Params {
   const void* q = nullptr;
   const void* k = nullptr;

@@ -4,8 +4,9 @@
 // v) at a time with a K-vector s = dS[:, v], from the last chunk to the first:
 //   dh[c, hv, :, v] = s
 //   dv2[t, hv, v]   = dv_local[t, hv, v] + exp(G_L − G_t) · Σ_i k[t, h, i] · s[i]
-//   s[i]            ← exp(G_L) · exp(Gk_L[i]) · s[i] + scale · Σ_t exp(G_t) · q[t, h, i] · do[t, hv, v]
-//                                     − Σ_t w[t, hv, i] · dv2[t, hv, v]
+//   s[i]            ← exp(G_L) · exp(Gk_L[i]) · s[i]
+//                     + scale · Σ_t exp(G_t) · q[t, h, i] · do[t, hv, v]
+//                     − Σ_t w[t, hv, i] · dv2[t, hv, v]
 // (Gk_L[i] = gk[L, hv, i], KDA's per-channel gate at the chunk's last row; the factor is 1 without
 // gk, and gk enters nowhere else: q and k are then the gated qg and kg).
 // then dh0[n, hv, :, v] = s. The exponentials are formed of G_L, G_t and the difference G_L − G_t
@@ -86,7 +87,8 @@ void golden(const Params& p) {
             }
             S& si = s[static_cast<size_t>(i)];
             S row_decay = decay;
-            if (p.gk) row_decay *= ex(static_cast<S>(load(p.gk, p.gk_dtype, (rL * HV + hv) * K + i)));
+            if (p.gk)
+              row_decay *= ex(static_cast<S>(load(p.gk, p.gk_dtype, (rL * HV + hv) * K + i)));
             si = row_decay * si + static_cast<S>(p.scale) * qd - wd;
           }
         }

@@ -6,10 +6,10 @@
 //   dv2_t = dv_local_t + exp(G_L − G_t) · Σ_i k_t[i] · dS[i, :]      (row axpys over V)
 //   dS    = exp(G_L) · diag(exp(Gk_L)) · dS + Σ_t (scale · exp(G_t) · q_t) ⊗ do_t − Σ_t w_t ⊗ dv2_t
 // (rank-1 rows; the diag factor only with gk, KDA's per-channel gate read at the chunk's last
-// row: dS row i scales by exp(G_L) · exp(Gk_L[i])) and dh0 = dS after the first chunk. The dv2 rows that update dS are the unrounded S values.
-// Only exponentials of G_L, G_t and the non-positive G_L − G_t are formed (§4.2 Numerics). Items
-// are split statically over threads, each output element written by one item, so results do not
-// depend on the thread count.
+// row: dS row i scales by exp(G_L) · exp(Gk_L[i])) and dh0 = dS after the first chunk. The dv2 rows
+// that update dS are the unrounded S values. Only exponentials of G_L, G_t and the non-positive G_L
+// − G_t are formed (§4.2 Numerics). Items are split statically over threads, each output element
+// written by one item, so results do not depend on the thread count.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
