@@ -271,6 +271,59 @@ def _gdn_recurrence(q, k, v, g, beta, scale, h0, cu_seqlens, l2norm):
     return o, ht
 
 
+def test_chunk_gated_delta_rule_bwd_dhu_gk():
+    """fla's gk (KDA's per-channel gate, log2 units, USE_GK) reaches the op: dS's row i decays by
+    exp2(gk[L, i]) per chunk, q and k enter ungated (they are qg, kg); against a plain fp64 loop,
+    with g and without, with cu_seqlens (two sequences, tail chunks of 4 and 9 rows)."""
+    gen = torch.Generator().manual_seed(11)
+    B, T, H, K, V, bt = 1, 45, 1, 8, 4, 16
+
+    def rnd(*s):
+        return torch.randn(*s, generator=gen, dtype=torch.float64)
+
+    q, k, w = rnd(B, T, H, K), rnd(B, T, H, K), rnd(B, T, H, K) * 0.05
+    do, dv = rnd(B, T, H, V), rnd(B, T, H, V)
+    dht = rnd(2, H, K, V).float().double()  # fp32 values, as the op's dht is given
+    cu = torch.tensor([0, 20, 45])
+    steps = -torch.rand(B, T, H, K, generator=gen, dtype=torch.float64)
+    gk = torch.zeros_like(steps)
+    g = torch.zeros(B, T, H, dtype=torch.float64)
+    for s in (0, 16, 20, 36):  # the chunk starts of both sequences
+        e = {0: 16, 16: 20, 20: 36, 36: 45}[s]
+        gk[:, s:e] = steps[:, s:e].cumsum(1)
+        g[:, s:e] = steps[:, s:e, :, 0].cumsum(1) * 0.5
+    for use_g in (False, True):
+        dh, dh0, dv2 = fla.chunk_gated_delta_rule_bwd_dhu(
+            q, k, w, do, dv, g=g if use_g else None, gk=gk, h0=torch.zeros(2, H, K, V),
+            dht=dht.float(), scale=0.5, cu_seqlens=cu, chunk_size=bt)
+        want_dh, want_dv2, c = [], torch.zeros_like(dv), 0
+        want_dh0 = []
+        for n, (s0, s1) in enumerate(((0, 20), (20, 45))):
+            S = dht[n, 0].clone()
+            starts = list(range(s0, s1, bt))
+            seq_dh = []
+            for s in reversed(starts):
+                e = min(s + bt, s1)
+                seq_dh.insert(0, S.clone())
+                gl = g[0, e - 1, 0] if use_g else torch.zeros((), dtype=torch.float64)
+                for t in range(s, e):
+                    gt = g[0, t, 0] if use_g else 0.0
+                    want_dv2[0, t, 0] = dv[0, t, 0] + 2 ** (gl - gt) * (k[0, t, 0] @ S)
+                S = (2 ** gl) * (2 ** gk[0, e - 1, 0])[:, None] * S
+                for t in range(s, e):
+                    gt = g[0, t, 0] if use_g else torch.zeros((), dtype=torch.float64)
+                    S = S + 0.5 * (2 ** gt) * torch.outer(q[0, t, 0], do[0, t, 0]) - torch.outer(
+                        w[0, t, 0], want_dv2[0, t, 0])
+            want_dh += seq_dh
+            want_dh0.append(S)
+            c += len(starts)
+        assert dh.shape == (1, c, H, K, V)
+        torch.testing.assert_close(dh[0, :, 0], torch.stack(want_dh), rtol=0, atol=1e-10)
+        torch.testing.assert_close(dv2, want_dv2, rtol=0, atol=1e-10)
+        torch.testing.assert_close(dh0[:, 0].double(), torch.stack(want_dh0), rtol=1e-6,
+                                   atol=1e-6)
+
+
 def test_chunk_gated_delta_rule_signature():
     """fla's argument names, order and defaults (fla-core 0.6.0's source, read with ast when the
     peer copy is present)."""
@@ -484,3 +537,5 @@ def test_chunk_gated_delta_rule_bwd_dhu_gk():
         torch.testing.assert_close(dv2, want_dv2, rtol=0, atol=1e-10)
         torch.testing.assert_close(dh0[:, 0].double(), torch.stack(want_dh0), rtol=1e-6,
                                    atol=1e-6)
+
+
