@@ -539,3 +539,5 @@ def test_chunk_gated_delta_rule_bwd_dhu_gk():
                                    atol=1e-6)
 
 
+
+
