@@ -484,3 +484,47 @@ def test_chunk_gated_delta_rule_fwd_h_gk():
             S = S + kv[0, s:e].transpose(0, 1).transpose(1, 2) @ vn
         torch.testing.assert_close(ht[n].double(), S, rtol=0, atol=1e-5)
     assert h.shape[1] == idx == 5
+
+
+# ---- chunk_kda_bwd_dAv (the KDA sub-op chunk_kda_bwd_dav) ----------------------------------------
+
+
+def _fla_signature_matches(fn_name, rel, ours):
+    """fla's argument names, order and defaults of `fn_name` (fla-core 0.6.0's source `rel`, read
+    with ast when the peer copy is present) against `ours`."""
+    import ast
+    import inspect
+    import pathlib
+
+    src = pathlib.Path(__file__).resolve().parents[2] / rel
+    if not src.exists():
+        src = pathlib.Path("/work/main") / rel
+    if not src.exists():
+        return
+    params = list(inspect.signature(ours).parameters.values())
+    fn = next(n for n in ast.parse(src.read_text()).body
+              if isinstance(n, ast.FunctionDef) and n.name == fn_name)
+    names = [a.arg for a in fn.args.args]
+    defaults = [ast.literal_eval(d) for d in fn.args.defaults]
+    assert [p.name for p in params] == names
+    assert [p.default for p in params[len(names) - len(defaults):]] == defaults
+
+
+def test_chunk_kda_bwd_dAv_signature_and_outputs():
+    _fla_signature_matches("chunk_kda_bwd_dAv", ".peers/training/fla/ops/kda/chunk_bwd.py",
+                           fla.chunk_kda_bwd_dAv)
+    gen = torch.Generator().manual_seed(6)
+    B, T, HV, K, V, BT = 1, 20, 2, 8, 4, 16
+    k = torch.randn(B, T, 1, K, generator=gen)
+    v, do = (torch.randn(B, T, HV, V, generator=gen).bfloat16() for _ in range(2))
+    A = torch.eye(BT).repeat(2, 1)[:T].reshape(1, T, 1, BT).expand(B, T, HV, BT).contiguous()
+    dA, dv = fla.chunk_kda_bwd_dAv(k, k, v, do, A, scale=0.5, chunk_size=BT)
+    assert dA.dtype == torch.float32 and dA.shape == A.shape
+    assert dv.dtype == torch.bfloat16 and dv.shape == do.shape
+    torch.testing.assert_close(dv, do, rtol=0, atol=0)  # A = I: dv = do
+    # dA_ij = scale * do_i . v_j for j <= i in the chunk (rows 0..15 and 16..19), else 0
+    want = torch.zeros(B, T, HV, BT)
+    for s, e in ((0, 16), (16, 20)):
+        d = 0.5 * torch.einsum("ihv,jhv->hij", do[0, s:e].float(), v[0, s:e].float()).tril()
+        want[0, s:e, :, :e - s] = d.permute(1, 0, 2)
+    torch.testing.assert_close(dA, want, rtol=1e-6, atol=1e-6)

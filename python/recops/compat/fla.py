@@ -25,6 +25,8 @@ of the same name, forward only as fla's, returning ``(dq, dk, dw, dg)``);
 the wy_fast backward, forward only as fla's, returning ``(dk, dv, db, dg)``);
 ``chunk_kda_bwd_wy_dqkg_fused`` of ``fla.ops.kda.chunk_bwd`` (the KDA sub-op of the same name,
 forward only as fla's, returning ``(dq, dk, dv, db, dg, dA)`` with dq, dk at the HV value heads);
+``chunk_kda_bwd_dAv`` of ``fla.ops.kda.chunk_bwd`` (the KDA sub-op ``chunk_kda_bwd_dav``, forward
+only as fla's, returning ``(dA, dv)``);
 ``chunk_gated_delta_rule`` of ``fla.ops.gated_delta_rule`` (the composed GDN op
 ``chunk_gated_delta_rule``, natural-log g as fla's public API, returning ``(o, final_state)``;
 forward only for now: inputs that require grad raise NotImplementedError).
@@ -926,3 +928,31 @@ def chunk_kda_bwd_wy_dqkg_fused(q: torch.Tensor, k: torch.Tensor, v: torch.Tenso
     return _chunk_kda_bwd_wy_dqkg_fused(q, k, v, v_new, g, beta, A, h, do, dh, dv,
                                         None if scale is None else float(scale), cu_seqlens,
                                         int(chunk_size), True)
+
+
+# ---- chunk_kda_bwd_dAv (fla.ops.kda.chunk_bwd; fla-core 0.6.0) ----------------------------------
+# fla-core 0.6.0, fla/ops/kda/chunk_bwd.py, chunk_kda_bwd_dAv (lines 324-380): fla's argument
+# names, order and return (dA, dv) over recops.chunk_kda_bwd_dav. q and k are not read (fla's
+# kernel takes them and never loads them); k's last dim only gives the default scale K^-1/2
+# (fla's caller always passes scale; fla itself fails on None). v is v_new. dA is fp32, the
+# gradient with respect to the unscaled Aqk / scale (fla multiplies do v^T by scale). A is
+# required. chunk_indices and use_graph are accepted and not read. One self-contained block.
+
+from .. import chunk_kda_bwd_dav as _chunk_kda_bwd_dav  # noqa: E402
+
+
+def chunk_kda_bwd_dAv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, do: torch.Tensor,
+                      A: Optional[torch.Tensor] = None, scale: Optional[float] = None,
+                      cu_seqlens: Optional[torch.Tensor] = None, chunk_size: int = 64,
+                      chunk_indices: Optional[torch.Tensor] = None, use_graph: bool = False):
+    """``fla.ops.kda.chunk_bwd.chunk_kda_bwd_dAv``: per chunk of ``chunk_size`` positions
+    (restarting at each ``cu_seqlens`` start, B = 1) and value head: ``dv_j = sum_{i >= j} A_ij
+    do_i`` (A = chunk_kda_fwd_intra's Aqk, its lower part) and ``dA_ij = scale * do_i . v_j`` for
+    j <= i, else 0 (v = v_new). Returns ``(dA, dv)``: dA fp32 ``[B, T, HV, BT]``, dv like do.
+    q is unused; k gives the default scale ``K ** -0.5``. Forward only, as fla's."""
+    del q, chunk_indices, use_graph  # unused by fla's kernel; fla's schedules and graph buffers
+    if A is None:
+        raise ValueError("chunk_kda_bwd_dAv: A (the forward's Aqk) is required")
+    if scale is None:
+        scale = k.shape[-1] ** -0.5
+    return _chunk_kda_bwd_dav(v, do, A, float(scale), cu_seqlens, int(chunk_size))
