@@ -528,3 +528,25 @@ def test_chunk_kda_bwd_dAv_signature_and_outputs():
         d = 0.5 * torch.einsum("ihv,jhv->hij", do[0, s:e].float(), v[0, s:e].float()).tril()
         want[0, s:e, :, :e - s] = d.permute(1, 0, 2)
     torch.testing.assert_close(dA, want, rtol=1e-6, atol=1e-6)
+
+
+# ---- chunk_kda_bwd_intra (the KDA sub-op) --------------------------------------------------------
+
+
+def test_chunk_kda_bwd_intra_signature_and_outputs():
+    """fla's names, order and defaults; dq, dk fp32 at the HV value heads in and out; with zero
+    dAqk and dAkk the incoming gradients come back unchanged."""
+    _fla_signature_matches("chunk_kda_bwd_intra", ".peers/training/fla/ops/kda/chunk_intra.py",
+                           fla.chunk_kda_bwd_intra)
+    gen = torch.Generator().manual_seed(7)
+    B, T, H, HV, K, BT = 1, 20, 1, 2, 8, 16
+    q, k = torch.randn(B, T, H, K, generator=gen), torch.randn(B, T, H, K, generator=gen)
+    g = -torch.rand(B, T, HV, K, generator=gen).cumsum(1) * 0.1
+    beta = torch.rand(B, T, HV, generator=gen)
+    dA = torch.zeros(B, T, HV, BT)
+    dq, dk = torch.randn(B, T, HV, K, generator=gen), torch.randn(B, T, HV, K, generator=gen)
+    db, dg = torch.randn(B, T, HV, generator=gen), torch.randn(B, T, HV, K, generator=gen)
+    out = fla.chunk_kda_bwd_intra(q, k, g, beta, dA, dA, dq, dk, db, dg, chunk_size=BT)
+    for a, b in zip(out, (dq, dk, db, dg)):
+        assert a.dtype == torch.float32 and a.shape == b.shape
+        torch.testing.assert_close(a, b, rtol=0, atol=0)

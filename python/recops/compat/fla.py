@@ -26,7 +26,9 @@ the wy_fast backward, forward only as fla's, returning ``(dk, dv, db, dg)``);
 ``chunk_kda_bwd_wy_dqkg_fused`` of ``fla.ops.kda.chunk_bwd`` (the KDA sub-op of the same name,
 forward only as fla's, returning ``(dq, dk, dv, db, dg, dA)`` with dq, dk at the HV value heads);
 ``chunk_kda_bwd_dAv`` of ``fla.ops.kda.chunk_bwd`` (the KDA sub-op ``chunk_kda_bwd_dav``, forward
-only as fla's, returning ``(dA, dv)``);
+only as fla's, returning ``(dA, dv)``); ``chunk_kda_bwd_intra`` of ``fla.ops.kda.chunk_intra``
+(the KDA sub-op of the same name, forward only as fla's, returning ``(dq, dk, db, dg)`` with dq,
+dk at the HV value heads);
 ``chunk_gated_delta_rule`` of ``fla.ops.gated_delta_rule`` (the composed GDN op
 ``chunk_gated_delta_rule``, natural-log g as fla's public API, returning ``(o, final_state)``;
 forward only for now: inputs that require grad raise NotImplementedError).
@@ -956,3 +958,40 @@ def chunk_kda_bwd_dAv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, do: tor
     if scale is None:
         scale = k.shape[-1] ** -0.5
     return _chunk_kda_bwd_dav(v, do, A, float(scale), cu_seqlens, int(chunk_size))
+
+
+# ---- chunk_kda_bwd_intra (fla.ops.kda.chunk_intra; fla-core 0.6.0) ------------------------------
+# fla-core 0.6.0, fla/ops/kda/chunk_intra.py, chunk_kda_bwd_intra (lines 945-1025): fla's argument
+# names, order and return (dq, dk, db, dg) over recops.chunk_kda_bwd_intra. fla's kernel applies
+# exp2 to g (log2 units), so gate_log2=True here; dg is in natural-log units (no ln 2 factor), as
+# fla's. fla passes and returns dq and dk fp32 at the HV value heads (its caller sums each group
+# afterwards); recops' dq and dk are at the H key heads, so with HV > H the op runs on q and k
+# repeated to HV heads (repeat_interleave) with fla's per-value-head dq and dk, which gives fla's
+# per-value-head results. fla reads dAkk's diagonal; recops reads only its strictly lower part
+# (M is strictly lower; chunk_kda_bwd_wy_dqkg_fused's dA has a zero diagonal). safe_gate and
+# lower_bound (fla's gate-shift heuristics), chunk_indices and use_graph are accepted and not read.
+# One self-contained block (its own import).
+
+from .. import chunk_kda_bwd_intra as _chunk_kda_bwd_intra  # noqa: E402
+
+
+def chunk_kda_bwd_intra(q: torch.Tensor, k: torch.Tensor, g: torch.Tensor, beta: torch.Tensor,
+                        dAqk: torch.Tensor, dAkk: torch.Tensor, dq: torch.Tensor,
+                        dk: torch.Tensor, db: torch.Tensor, dg: torch.Tensor,
+                        cu_seqlens: Optional[torch.Tensor] = None,
+                        chunk_indices: Optional[torch.Tensor] = None, chunk_size: int = 64,
+                        safe_gate: bool = False, lower_bound: Optional[float] = None,
+                        use_graph: bool = False):
+    """``fla.ops.kda.chunk_intra.chunk_kda_bwd_intra``: per chunk of ``chunk_size`` positions
+    (restarting at each ``cu_seqlens`` start, B = 1) and value head, with the log2 gate cumsum g
+    ``[B, T, HV, K]`` and ``E_ij = exp2(g_i - g_j)``: adds to dq, dk, db, dg the gradients of
+    ``<dAqk, Ahat> + <dAkk, M>``, ``Ahat_ij = sum q_i k_j E_ij`` (j <= i),
+    ``M_ij = beta_i sum k_i k_j E_ij`` (j < i). dq, dk fp32 ``[B, T, HV, K]`` in and out (fla's
+    caller sums them to H); db, dg fp32 (dg in natural-log units). Returns ``(dq, dk, db, dg)``.
+    Forward only, as fla's."""
+    del chunk_indices, safe_gate, lower_bound, use_graph  # GPU schedule and gate-shift hints
+    H, HV = q.shape[2], g.shape[2]
+    if HV > H:
+        q, k = q.repeat_interleave(HV // H, dim=2), k.repeat_interleave(HV // H, dim=2)
+    return _chunk_kda_bwd_intra(q, k, g, beta, dAqk, dAkk, dq, dk, db, dg, cu_seqlens,
+                                int(chunk_size), True)

@@ -1,0 +1,13 @@
+// training/chunk_kda_bwd_intra/impls.h: the implementations the entry lists, best first, reference
+// last. Definitions live in reference.cpp and cpu/ (no CUDA path yet: run_cuda is declared by the
+// macro and never defined or named); none includes another.
+#pragma once
+
+#include "core/kit/impls.h"
+#include "ops/training/chunk_kda_bwd_intra/params.h"
+
+namespace recops::ops::chunk_kda_bwd_intra_ns {
+
+RECOPS_DECLARE_IMPLS(Params, run_reference, run_cpu, run_cuda);
+
+}  // namespace recops::ops::chunk_kda_bwd_intra_ns
