@@ -11,34 +11,13 @@
 
 #include "core/parallel.h"
 #include "ops/training/chunk_kda_bwd_dav/impls.h"
+#include "ops/training/common/gdn_cpu.h"
 #include "ops/training/common/packed_offsets.h"
 
 namespace recops::ops::chunk_kda_bwd_dav_ns {
 namespace {
-
-// Element i of a floating tensor of dtype t as S.
-template <class S>
-S load_as(const void* base, DType t, int64_t i) {
-  switch (t) {
-    case DType::fp64: return static_cast<S>(static_cast<const double*>(base)[i]);
-    case DType::fp32: return static_cast<S>(static_cast<const float*>(base)[i]);
-    case DType::fp16: return static_cast<S>(to_float(static_cast<const Half*>(base)[i]));
-    default: return static_cast<S>(to_float(static_cast<const BFloat16*>(base)[i]));
-  }
-}
-
-// x rounded once into element i of a floating tensor of dtype t.
-template <class S>
-void store_as(void* base, DType t, int64_t i, S x) {
-  switch (t) {
-    case DType::fp64: static_cast<double*>(base)[i] = static_cast<double>(x); break;
-    case DType::fp32: static_cast<float*>(base)[i] = static_cast<float>(x); break;
-    case DType::fp16:
-      static_cast<Half*>(base)[i] = from_double<Half>(static_cast<double>(x));
-      break;
-    default: static_cast<BFloat16*>(base)[i] = from_double<BFloat16>(static_cast<double>(x));
-  }
-}
+using training::gdn_cpu::load_as;
+using training::gdn_cpu::store_as;
 
 // Σ_d a[d]·b[d] with 8 independent partial sums (combined pairwise at the end).
 template <class S>

@@ -19,23 +19,14 @@
 
 #include "core/parallel.h"
 #include "ops/training/chunk_kda_bwd_intra/impls.h"
+#include "ops/training/common/gdn_cpu.h"
 #include "ops/training/common/packed_offsets.h"
 
 namespace recops::ops::chunk_kda_bwd_intra_ns {
 namespace {
+using training::gdn_cpu::load_as;
 
 constexpr int64_t kSub = 16;  // sub-block rows (fla's BC)
-
-// Element i of a floating tensor of dtype t as S.
-template <class S>
-S load_as(const void* base, DType t, int64_t i) {
-  switch (t) {
-    case DType::fp64: return static_cast<S>(static_cast<const double*>(base)[i]);
-    case DType::fp32: return static_cast<S>(static_cast<const float*>(base)[i]);
-    case DType::fp16: return static_cast<S>(to_float(static_cast<const Half*>(base)[i]));
-    default: return static_cast<S>(to_float(static_cast<const BFloat16*>(base)[i]));
-  }
-}
 
 // The per-thread scratch of one item.
 template <class S>
