@@ -66,11 +66,7 @@ class ChunkKdaBwdDavDriver final : public training_args::GdnDriver {
   // The two dense chunk matmuls a GPU does per position and value head, do·v_newᵀ and Aqkᵀ·do
   // (2·BT·V each): 4·B·T·HV·BT·V.
   double flops(const Problem& p) const override {
-    auto get = [&](const char* n) {
-      for (const auto& [name, v] : p.sizes)
-        if (name == n) return static_cast<double>(v);
-      return 0.0;
-    };
+    auto get = [&](const char* n) { return training_args::size_named(p, n); };
     return 4.0 * get("B") * get("T") * get("HV") * get("BT") * get("V");
   }
 

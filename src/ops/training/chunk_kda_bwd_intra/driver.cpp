@@ -48,7 +48,7 @@ class ChunkKdaBwdIntraDriver final : public training_args::GdnDriver {
     training_args::chunk_cumsum(&g, packed ? &off.view : nullptr, bt,
                                 training_args::gate_unit(log2));
     p->inputs.push_back(data_input("beta", p->dtype, {B, T, HV}, cs.seed + 3, 1.0));
-    if (fl) sigmoid(&p->inputs.back().view);
+    if (fl) training_args::sigmoid(&p->inputs.back().view);
     p->inputs.push_back(data_input("dAqk", f32, {B, T, HV, bt}, cs.seed + 4, 1.0));
     p->inputs.push_back(data_input("dAkk", f32, {B, T, HV, bt}, cs.seed + 5, 1.0));
     p->inputs.push_back(data_input("dq", f32, shape, cs.seed + 6, 1.0));
@@ -85,11 +85,7 @@ class ChunkKdaBwdIntraDriver final : public training_args::GdnDriver {
   // The dense chunk matmuls a GPU does per position and value head: dAqk·(k⊙γ), dAkk·(k⊙γ),
   // dAqkᵀ·(q⊙γ), dAkkᵀ·(βk⊙γ) (2·BT·K each): 8·B·T·HV·BT·K.
   double flops(const Problem& p) const override {
-    auto get = [&](const char* n) {
-      for (const auto& [name, v] : p.sizes)
-        if (name == n) return static_cast<double>(v);
-      return 0.0;
-    };
+    auto get = [&](const char* n) { return training_args::size_named(p, n); };
     return 8.0 * get("B") * get("T") * get("HV") * get("BT") * get("K");
   }
 
@@ -111,16 +107,6 @@ class ChunkKdaBwdIntraDriver final : public training_args::GdnDriver {
     a.chunk_size = static_cast<int64_t>(sc.at("chunk_size"));
     a.gate_log2 = sc.at("gate_log2") != 0;
     return a;
-  }
-
-  // x ← sigmoid(x), rounded to x's dtype.
-  static void sigmoid(TensorView* x) {
-    visit_floating(x->dtype, [&](auto tag) {
-      using X = decltype(tag);
-      X* d = static_cast<X*>(x->data);
-      for (int64_t i = 0; i < x->numel(); ++i)
-        d[i] = from_double<X>(1.0 / (1.0 + std::exp(-to_double(d[i]))));
-    });
   }
 };
 

@@ -1,7 +1,8 @@
 // training/common/gdn_driver.h: what the GDN sub-ops' CLI drivers share beyond case_args.h: their
 // base class (the spec and the start of make()), the state's chunk count NT of a case, the gate
 // input (the log decays −|x|·gate_scale and their chunk-local cumsum G, by recops' own
-// chunk_local_cumsum or summed here in fp64) and the L2-normalized key rows.
+// chunk_local_cumsum or summed here in fp64), the L2-normalized key rows, β's sigmoid and a named
+// size of a problem.
 #pragma once
 
 #include <algorithm>
@@ -92,6 +93,23 @@ inline void normalize_rows(TensorView* v) {
       for (int64_t c = 0; c < K; ++c) d[r * K + c] = from_double<X>(to_double(d[r * K + c]) * inv);
     }
   });
+}
+
+// x ← sigmoid(x) elementwise (in fp64, rounded to x's dtype): fla's β conditioning.
+inline void sigmoid(TensorView* x) {
+  visit_floating(x->dtype, [&](auto tag) {
+    using X = decltype(tag);
+    X* d = static_cast<X*>(x->data);
+    for (int64_t i = 0; i < x->numel(); ++i)
+      d[i] = from_double<X>(1.0 / (1.0 + std::exp(-to_double(d[i]))));
+  });
+}
+
+// The size called `name` in p.sizes (0 when absent), for the FLOP counts.
+inline double size_named(const Problem& p, const char* name) {
+  for (const auto& [n, v] : p.sizes)
+    if (n == name) return static_cast<double>(v);
+  return 0.0;
 }
 
 // The base of a GDN sub-op's driver: fields shape, lengths | offsets, offsets_dtype (and `scale`
