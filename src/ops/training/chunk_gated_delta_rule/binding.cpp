@@ -1,24 +1,12 @@
-// training/chunk_gated_delta_rule/binding.cpp: the torch hook the generic binding (src/torch/kit.h)
-// cannot derive: the Meta kernel for symbolic sizes (o like v, final_state [N, HV, K, V] fp32 or
-// [0]). With concrete sizes the generic Meta kernel runs the shape function (every rule checked).
-#include <ATen/ops/empty.h>
-
-#include "torch/kit.h"
+// training/chunk_gated_delta_rule/binding.cpp: the torch hooks the generic binding
+// (src/torch/kit.h) cannot derive: the Meta kernels of chunk_gated_delta_rule and
+// chunk_gated_delta_rule_bwd for symbolic sizes (training/common/gdn_binding.h).
+#include "ops/training/common/gdn_binding.h"
 
 RECOPS_TORCH_HOOKS(chunk_gated_delta_rule) {
-  recops::binding::TorchHooks h;
-  h.meta = [](const recops::binding::Args& a) -> std::vector<at::Tensor> {
-    using recops::binding::arg;
-    constexpr const char* op = "chunk_gated_delta_rule";
-    const at::Tensor& q = arg(a, op, "q").toTensor();
-    const at::Tensor& v = arg(a, op, "v").toTensor();
-    const c10::IValue& off = arg(a, op, "seq_offsets");
-    const c10::SymInt N = off.isTensor() ? off.toTensor().sym_size(0) - 1 : q.sym_size(0);
-    const auto f32 = q.options().dtype(at::kFloat);
-    at::Tensor ht = at::empty({0}, f32);
-    if (arg(a, op, "output_final_state").toBool())
-      ht = at::empty_symint({N, v.sym_size(2), q.sym_size(3), v.sym_size(3)}, f32);
-    return {at::empty_symint(v.sym_sizes(), v.options()), ht};
-  };
-  return h;
+  return recops::training_binding::gdn_fwd_hooks("chunk_gated_delta_rule");
+}
+
+RECOPS_TORCH_HOOKS(chunk_gated_delta_rule_bwd) {
+  return recops::training_binding::gdn_bwd_hooks("chunk_gated_delta_rule_bwd");
 }

@@ -231,3 +231,23 @@ def test_bad_input_names_the_argument():
         recops.chunk_gated_delta_rule(torch.randn(2, 10, 2, 8), torch.randn(2, 10, 2, 8),
                                       torch.randn(2, 10, 2, 4), torch.randn(2, 10, 2),
                                       torch.rand(2, 10, 2), seq_offsets=torch.tensor([0, 10]))
+
+
+def test_compile_backward_matches_eager():
+    """The backward under torch.compile(dynamic=True): chunk_gated_delta_rule_bwd's Meta kernel for
+    symbolic sizes (training/common/gdn_binding.h), gradients equal to eager."""
+    def f(q, k, v, g, beta, h0, offsets):
+        o, ht = recops.chunk_gated_delta_rule(q, k, v, g, beta, initial_state=h0,
+                                              output_final_state=True, seq_offsets=offsets,
+                                              chunk_size=16)
+        return (o * o).sum() + ht.sum()
+
+    compiled = torch.compile(f, fullgraph=True, dynamic=True, backend="aot_eager")
+    for seed, offsets in enumerate([[0, 20, 20, 53], [0, 7, 40, 41, 90]]):
+        q, k, v, g, beta, h0, cu = make(1, 0, 2, 16, V=8, gva=2, offsets=offsets, seed=seed)
+        ins = [x.detach().requires_grad_(True) for x in (q, k, v, g, beta, h0)]
+        got = torch.autograd.grad(compiled(*ins, cu), ins)
+        ref = [x.detach().requires_grad_(True) for x in ins]
+        want = torch.autograd.grad(f(*ref, cu), ref)
+        for a, b in zip(got, want):
+            torch.testing.assert_close(a, b, rtol=0, atol=0)
