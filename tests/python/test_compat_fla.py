@@ -119,8 +119,7 @@ def test_fused_linear_cross_entropy(reduction):
         fla.FusedLinearCrossEntropyLoss(logit_scale=2.0)
 
 
-@pytest.mark.parametrize("name,op", [("group_norm", "group_norm"),
-                                     ("chunk_kda", "chunk_kda")])
+@pytest.mark.parametrize("name,op", [("group_norm", "group_norm")])
 def test_not_served(name, op):
     with pytest.raises(NotImplementedError, match=op):
         getattr(fla, name)()
@@ -550,3 +549,64 @@ def test_chunk_kda_bwd_intra_signature_and_outputs():
     for a, b in zip(out, (dq, dk, db, dg)):
         assert a.dtype == torch.float32 and a.shape == b.shape
         torch.testing.assert_close(a, b, rtol=0, atol=0)
+
+
+# ---- chunk_kda (the composed KDA op) ------------------------------------------------------------
+def _kda_recurrence(q, k, v, g, beta, scale, h0, cu):
+    """fp64 token-by-token KDA: S = diag(exp(g_t)) S; S += beta_t k_t (v_t - S^T k_t);
+    o_t = scale S^T q_t (GVA by repeat_interleave)."""
+    B, T, H, K = q.shape
+    HV = v.shape[2]
+    q, k = q.repeat_interleave(HV // H, dim=2), k.repeat_interleave(HV // H, dim=2)
+    bounds = ([(0, int(cu[i]), int(cu[i + 1])) for i in range(len(cu) - 1)] if cu is not None
+              else [(b, 0, T) for b in range(B)])
+    o = torch.zeros(B, T, HV, v.shape[3], dtype=torch.float64)
+    hts = []
+    for n, (b, s, e) in enumerate(bounds):
+        S = h0[n].double().clone()
+        for t in range(s, e):
+            S = S * torch.exp(g[b, t].double())[:, :, None]
+            r = v[b, t].double() - torch.einsum("hkv,hk->hv", S, k[b, t].double())
+            S = S + beta[b, t].double()[:, None, None] * k[b, t].double()[:, :, None] * r[:, None]
+            o[b, t] = scale * torch.einsum("hkv,hk->hv", S, q[b, t].double())
+        hts.append(S)
+    return o, torch.stack(hts)
+
+
+def test_chunk_kda_dropin_matches_recurrence_and_gates():
+    gen = torch.Generator().manual_seed(11)
+    H, HV, K, V = 1, 2, 8, 4
+    cu = torch.tensor([0, 19, 19, 50])
+    T = int(cu[-1])
+
+    def r(*s):
+        return torch.randn(*s, generator=gen, dtype=torch.float64)
+
+    q, k = F.normalize(r(1, T, H, K), dim=-1), F.normalize(r(1, T, H, K), dim=-1)
+    v, h0 = r(1, T, HV, V), r(3, HV, K, V)
+    graw = r(1, T, HV, K)
+    A_log, dt_bias = r(HV) * 0.3, r(HV * K) * 0.3
+    braw = r(1, T, HV)
+    ins = [x.clone().requires_grad_(True) for x in (q, k, v, graw, braw, h0)]
+    o, ht = fla.chunk_kda(*ins[:5], initial_state=ins[5], output_final_state=True,
+                          use_gate_in_kernel=True, A_log=A_log, dt_bias=dt_bias,
+                          use_beta_sigmoid_in_kernel=True, cu_seqlens=cu)
+    ref = [x.detach().clone().requires_grad_(True) for x in ins]
+    g = -A_log.exp().view(HV, 1) * F.softplus(ref[3] + dt_bias.view(HV, K))
+    wo, wht = _kda_recurrence(ref[0], ref[1], ref[2], g, ref[4].sigmoid(), K ** -0.5, ref[5], cu)
+    torch.testing.assert_close(o, wo, rtol=0, atol=2e-5)
+    torch.testing.assert_close(ht.double(), wht, rtol=0, atol=2e-5)
+    got = torch.autograd.grad(o.sum() + ht.sum(), ins)
+    want = torch.autograd.grad(wo.sum() + wht.sum(), ref)
+    for a, b in zip(got, want):
+        torch.testing.assert_close(a.double(), b, rtol=0, atol=1e-4)
+    o2, none = fla.chunk_kda(q, k, v, g.detach(), braw.sigmoid(), initial_state=h0,
+                             cu_seqlens=cu, chunk_size=32)
+    assert none is None
+    torch.testing.assert_close(o2, wo.detach(), rtol=0, atol=2e-5)
+    with pytest.raises(ValueError, match="32 or 64"):
+        fla.chunk_kda(q, k, v, g.detach(), braw, chunk_size=16)
+    with pytest.raises(NotImplementedError, match="return_intermediate_states"):
+        fla.chunk_kda(q, k, v, g.detach(), braw, return_intermediate_states=True)
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        fla.chunk_kda(q, k, v, g.detach(), braw, bogus=1)

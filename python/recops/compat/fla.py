@@ -31,7 +31,9 @@ only as fla's, returning ``(dA, dv)``); ``chunk_kda_bwd_intra`` of ``fla.ops.kda
 dk at the HV value heads);
 ``chunk_gated_delta_rule`` of ``fla.ops.gated_delta_rule`` (the composed GDN op
 ``chunk_gated_delta_rule``, natural-log g as fla's public API, returning ``(o, final_state)``;
-forward only for now: inputs that require grad raise NotImplementedError).
+differentiable through ``chunk_gated_delta_rule_bwd``); ``chunk_kda`` of ``fla.ops.kda`` (the
+composed KDA op ``chunk_kda``, natural-log per-channel g, returning ``(o, final_state)``;
+differentiable through ``chunk_kda_bwd``; CPU only for now).
 
 Differences from fla:
 - ``residual`` / ``prenorm`` / ``residual_in_fp32`` are composed here: the sum ``x + residual`` (in
@@ -55,7 +57,7 @@ Differences from fla:
   fla does.
 
 Not served (NotImplementedError naming the missing recops op): group_norm and the gated
-LayerNorm, the norm+linear fusions, rotary (``inplace_rope_``) and chunk_kda. fla's FusedCrossEntropyLoss is not wrapped (use ``recops.fused_cross_entropy`` or
+LayerNorm, the norm+linear fusions and rotary (``inplace_rope_``). fla's FusedCrossEntropyLoss is not wrapped (use ``recops.fused_cross_entropy`` or
 ``recops.compat.liger.LigerCrossEntropyLoss``).
 """
 
@@ -368,7 +370,6 @@ layer_norm_gated = _missing("layer_norm_gated", "layer_norm_gated")
 FusedLayerNormGated = _missing("FusedLayerNormGated", "layer_norm_gated")
 rms_norm_linear = _missing("rms_norm_linear", "rms_norm_linear")
 RotaryEmbedding = _missing("RotaryEmbedding", "inplace_rope_")
-chunk_kda = _missing("chunk_kda", "chunk_kda")
 
 
 class FusedLinearCrossEntropyLoss(nn.Module):
@@ -995,3 +996,94 @@ def chunk_kda_bwd_intra(q: torch.Tensor, k: torch.Tensor, g: torch.Tensor, beta:
         q, k = q.repeat_interleave(HV // H, dim=2), k.repeat_interleave(HV // H, dim=2)
     return _chunk_kda_bwd_intra(q, k, g, beta, dAqk, dAkk, dq, dk, db, dg, cu_seqlens,
                                 int(chunk_size), True)
+
+
+# ---- chunk_kda (fla.ops.kda.chunk; fla-core 0.6.0) ---------------------------------------------
+# fla-core 0.6.0, fla/ops/kda/chunk.py, chunk_kda (lines 216-420): fla's argument names, order and
+# checks over recops.chunk_kda (natural-log per-channel g, chunk 64 as fla's default). The gate and
+# beta activations fla fuses (use_gate_in_kernel: -exp(A_log)·softplus(g + dt_bias), or with
+# lower_bound lower_bound·sigmoid(exp(A_log)·(g + dt_bias)); use_beta_sigmoid_in_kernel,
+# allow_neg_eigval) are applied here in torch, differentiable through autograd. safe_gate,
+# disable_recompute and use_graph are speed options of fla's kernels: accepted, no effect.
+# return_intermediate_states and cp_context raise NotImplementedError. One self-contained block.
+
+from .. import chunk_kda as _chunk_kda  # noqa: E402
+
+_KDA_KWARGS = {"chunk_size", "A_log", "dt_bias", "transpose_state_layout", "head_first",
+               "chunk_indices"}
+
+
+def chunk_kda(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor,
+              beta: torch.Tensor, scale: Optional[float] = None,
+              initial_state: Optional[torch.Tensor] = None, output_final_state: bool = False,
+              use_qk_l2norm_in_kernel: bool = False, use_gate_in_kernel: bool = False,
+              use_beta_sigmoid_in_kernel: bool = False, allow_neg_eigval: bool = False,
+              safe_gate: bool = False, lower_bound: Optional[float] = None,
+              disable_recompute: bool = False, return_intermediate_states: bool = False,
+              state_v_first: bool = False, cu_seqlens: Optional[torch.Tensor] = None,
+              cu_seqlens_cpu: Optional[torch.Tensor] = None, cp_context=None,
+              use_graph: bool = False, max_num_seqs: Optional[int] = None, **kwargs):
+    """``fla.ops.kda.chunk_kda``: per sequence (batch row, or ``cu_seqlens`` segment with B = 1)
+    and value head hv (key head ``hv // (HV // H)``), with the state S ``[K, V]`` from
+    ``initial_state`` (or 0), token by token: ``S = diag(exp(g[t])) S`` (a per-channel decay of
+    S's K rows); ``S = S + beta[t] k[t] (x) (v[t] - S^T k[t])``; ``o[t] = scale S^T q[t]`` (g the
+    natural-log gate ``[B, T, HV, K]``, scale default ``K ** -0.5``; q and k l2-normalised first
+    with ``use_qk_l2norm_in_kernel``). q, k ``[B, T, H, K]``; v ``[B, T, HV, V]``; beta
+    ``[B, T, HV]``; initial_state ``[N, HV, K, V]`` (``[.., V, K]`` with state_v_first); keyword
+    ``chunk_size`` 32 or 64 (default 64). Returns ``(o, final_state)``: o ``[B, T, HV, V]`` in
+    v's dtype, final_state ``[N, HV, K, V]`` fp32 or None without output_final_state.
+    Differentiable in q, k, v, g, beta and initial_state (recops' chunk_kda_bwd; the gate and beta
+    activations through torch autograd)."""
+    del cu_seqlens_cpu, safe_gate, disable_recompute, use_graph, max_num_seqs
+    if "transpose_state_layout" in kwargs:
+        if state_v_first:
+            raise ValueError("Cannot pass both `state_v_first` and the deprecated "
+                             "`transpose_state_layout`.")
+        import warnings
+        warnings.warn("`transpose_state_layout` is deprecated and renamed to `state_v_first`.",
+                      DeprecationWarning, stacklevel=2)
+        state_v_first = bool(kwargs.pop("transpose_state_layout"))
+    if "head_first" in kwargs:
+        raise DeprecationWarning(
+            "head_first has been removed. Inputs must be in `[B, T, H, ...]` format.")
+    unknown = set(kwargs) - _KDA_KWARGS
+    if unknown:
+        raise TypeError(f"chunk_kda: unexpected keyword arguments {sorted(unknown)}")
+    if cp_context is not None:
+        raise NotImplementedError("chunk_kda: cp_context (context parallelism) is not served")
+    if return_intermediate_states:
+        raise NotImplementedError("chunk_kda: return_intermediate_states is not served (recops "
+                                  "keeps h in its workspace)")
+    if q.shape[2] != k.shape[2]:
+        raise ValueError(f"q and k must have the same number of heads, but got "
+                         f"q.shape[2]={q.shape[2]} and k.shape[2]={k.shape[2]}")
+    chunk_size = int(kwargs.get("chunk_size", 64))
+    if chunk_size not in (32, 64):
+        raise ValueError(f"`chunk_size` must be 32 or 64 for KDA, got {chunk_size}.")
+    if allow_neg_eigval and not use_beta_sigmoid_in_kernel:
+        raise ValueError("`allow_neg_eigval=True` requires `use_beta_sigmoid_in_kernel=True`.")
+    if cu_seqlens is not None and q.shape[0] != 1:
+        raise ValueError(f"The batch size is expected to be 1 rather than {q.shape[0]} when using "
+                         f"`cu_seqlens`.")
+    if use_gate_in_kernel:
+        A_log, dt_bias = kwargs.get("A_log"), kwargs.get("dt_bias")
+        HV, K = g.shape[2], g.shape[3]
+        x = g.float() if dt_bias is None else g.float() + dt_bias.float().view(HV, K)
+        if lower_bound is not None:
+            a = 1.0 if A_log is None else A_log.float().exp().view(HV, 1)
+            g = lower_bound * torch.sigmoid(a * x)
+        else:
+            if A_log is None:
+                raise ValueError("A_log must be provided when use_gate_in_kernel=True and "
+                                 "lower_bound is None.")
+            g = -A_log.float().exp().view(HV, 1) * torch.nn.functional.softplus(x)
+    if use_beta_sigmoid_in_kernel:
+        beta = beta.float().sigmoid() * (2.0 if allow_neg_eigval else 1.0)
+    if state_v_first and initial_state is not None:
+        initial_state = initial_state.transpose(-1, -2).contiguous()
+    o, ht = _chunk_kda(q, k, v, g, beta, None if scale is None else float(scale), initial_state,
+                       bool(output_final_state), cu_seqlens, bool(use_qk_l2norm_in_kernel),
+                       chunk_size)
+    if not output_final_state:
+        return o, None
+    return o, (ht.transpose(-1, -2).contiguous() if state_v_first else ht)

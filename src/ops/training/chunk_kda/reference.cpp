@@ -1,0 +1,255 @@
+// training/chunk_kda/reference.cpp: the golden (accuracy.md): training_ops.md §4.5's token-by-token
+// KDA recurrence in fp64, unchunked, per sequence and value head hv (key head h = hv / (HV / H)),
+// with S [K, V] = initial_state (or 0) and the per-channel decay D_t = diag(exp(g_t)) on S's rows:
+//   S ← D_t·S;  S ← S + β_t·k_t ⊗ (v_t − Sᵀk_t);  o_t = scale·Sᵀq_t;  final_state = S_last
+// With l2norm, q_t and k_t are first scaled by 1/sqrt(Σ x² + eps) (§3.5), in fp64 and unrounded.
+// Each output is rounded to its dtype once.
+// The backward (p.bwd) is reverse mode through the same recurrence, by hand: with the decayed state
+// Sa_t = D_t·S_{t−1}, r_t = v_t − Sa_tᵀk_t, S_t = Sa_t + β_t·k_t ⊗ r_t and dS = dht (or 0), for t
+// from the last token to the first:
+//   dq_t = scale·S_t do_t;  dS += scale·q_t ⊗ do_t;  dβ_t = k_tᵀ dS r_t;  dr = β_t·dSᵀk_t
+//   dk_t = β_t·dS r_t − Sa_t dr;  dv_t = dr;  dSa = dS − k_t ⊗ dr
+//   dg_t[i] = Σ_j dSa[i, j]·Sa_t[i, j];  dS = D_t·dSa
+// dh0 = the final dS. dq, dk are summed over each key head's value heads; with l2norm they go
+// through y = x/sqrt(Σx² + eps)'s backward dx = (dy − y (dy·y))/sqrt(Σx² + eps). Includes params.h
+// and core only; shares no code with cpu/ (which composes the chunked sub-ops), with the sub-ops'
+// goldens or with chunk_gated_delta_rule's golden.
+#include <cmath>
+#include <vector>
+
+#include "ops/training/chunk_kda/impls.h"
+
+namespace recops::ops::chunk_kda_ns {
+namespace {
+
+// The n floating elements from element `at` of a tensor of dtype t, widened exactly to fp64.
+void read(const void* base, DType t, int64_t at, int64_t n, double* dst) {
+  visit_floating(t, [&](auto x) {
+    using X = decltype(x);
+    const X* s = static_cast<const X*>(base) + at;
+    for (int64_t i = 0; i < n; ++i) dst[i] = to_double(s[i]);
+  });
+}
+
+void write(void* base, DType t, int64_t at, int64_t n, const double* src) {
+  visit_floating(t, [&](auto x) {
+    using X = decltype(x);
+    X* d = static_cast<X*>(base) + at;
+    for (int64_t i = 0; i < n; ++i) d[i] = from_double<X>(src[i]);
+  });
+}
+
+int64_t offset(const Params& p, int64_t n) {
+  return p.off_dtype == DType::int32 ? static_cast<const int32_t*>(p.seq_offsets)[n]
+                                     : static_cast<const int64_t*>(p.seq_offsets)[n];
+}
+
+void normalize(std::vector<double>& x, double eps) {
+  double ss = 0;
+  for (double e : x) ss += e * e;
+  const double r = 1.0 / std::sqrt(ss + eps);
+  for (double& e : x) e *= r;
+}
+
+// 1 / sqrt(Σ x² + eps) of a raw row x (K).
+double norm_factor(const std::vector<double>& x, double eps) {
+  double ss = 0;
+  for (double e : x) ss += e * e;
+  return 1.0 / std::sqrt(ss + eps);
+}
+
+Status reference_bwd(const Params& p) {
+  const int64_t H = p.H, HV = p.HV, K = p.K, V = p.V, T = p.T;
+  const int64_t group = H > 0 ? HV / H : 1;
+  const size_t KV = static_cast<size_t>(K * V);
+  const int64_t rows = p.B * T;
+  // fp64 accumulators of dq, dk per key head (before l2norm's backward), and dv, dg, dbeta.
+  std::vector<double> dq(static_cast<size_t>(rows * H * K)), dk(dq.size()),
+      dv(static_cast<size_t>(rows * HV * V)), dg(static_cast<size_t>(rows * HV * K)),
+      db(static_cast<size_t>(rows * HV));
+  std::vector<double> q(static_cast<size_t>(K)), k(static_cast<size_t>(K)),
+      v(static_cast<size_t>(V)), d_o(static_cast<size_t>(V)), dS(KV), dSa(KV),
+      r(static_cast<size_t>(V)), dr(static_cast<size_t>(V)), dSr(static_cast<size_t>(K)),
+      gk(static_cast<size_t>(K));
+  for (int64_t n = 0; n < p.N; ++n) {
+    const int64_t first = p.seq_offsets ? offset(p, n) : n * T;
+    const int64_t last = p.seq_offsets ? offset(p, n + 1) : (n + 1) * T;
+    const int64_t L = last - first;
+    for (int64_t hv = 0; hv < HV; ++hv) {
+      const int64_t h = hv / group;
+      const int64_t state_at = (n * HV + hv) * K * V;
+      // Forward, keeping Sa_t, S_t (states[2t], states[2t + 1]) and r_t per token.
+      std::vector<double> states(static_cast<size_t>(2 * L + 1) * KV),
+          rs(static_cast<size_t>(L * V));
+      double* S0 = states.data() + 2 * L * KV;  // the initial state, kept last
+      if (p.h0)
+        read(p.h0, p.h0_dtype, state_at, K * V, S0);
+      else
+        std::fill(S0, S0 + KV, 0.0);
+      auto load_qk = [&](int64_t row) {
+        read(p.q, p.q_dtype, (row * H + h) * K, K, q.data());
+        read(p.k, p.k_dtype, (row * H + h) * K, K, k.data());
+        if (p.l2norm) {
+          normalize(q, p.l2norm_eps);
+          normalize(k, p.l2norm_eps);
+        }
+      };
+      const double* prev = S0;
+      for (int64_t t = 0; t < L; ++t) {
+        const int64_t row = first + t;
+        load_qk(row);
+        read(p.v, p.v_dtype, (row * HV + hv) * V, V, v.data());
+        double beta = 0;
+        read(p.g, p.g_dtype, (row * HV + hv) * K, K, gk.data());
+        read(p.beta, p.beta_dtype, row * HV + hv, 1, &beta);
+        double* Sa = states.data() + 2 * t * KV;
+        double* St = Sa + KV;
+        for (int64_t i = 0; i < K; ++i) {
+          const double decay = std::exp(gk[i]);
+          for (int64_t j = 0; j < V; ++j) Sa[i * V + j] = decay * prev[i * V + j];
+        }
+        double* rt = rs.data() + t * V;
+        for (int64_t j = 0; j < V; ++j) {
+          double kv = 0;
+          for (int64_t i = 0; i < K; ++i) kv += Sa[i * V + j] * k[i];
+          rt[j] = v[j] - kv;
+        }
+        for (int64_t i = 0; i < K; ++i)
+          for (int64_t j = 0; j < V; ++j) St[i * V + j] = Sa[i * V + j] + beta * k[i] * rt[j];
+        prev = St;
+      }
+      // Reverse.
+      if (p.dht)
+        read(p.dht, p.dht_dtype, state_at, K * V, dS.data());
+      else
+        std::fill(dS.begin(), dS.end(), 0.0);
+      for (int64_t t = L - 1; t >= 0; --t) {
+        const int64_t row = first + t;
+        load_qk(row);
+        read(p.d_o, p.v_dtype, (row * HV + hv) * V, V, d_o.data());
+        double beta = 0;
+        read(p.g, p.g_dtype, (row * HV + hv) * K, K, gk.data());
+        read(p.beta, p.beta_dtype, row * HV + hv, 1, &beta);
+        const double* Sa = states.data() + 2 * t * KV;
+        const double* St = Sa + KV;
+        const double* rt = rs.data() + t * V;
+        double* dqr = dq.data() + (row * H + h) * K;
+        double* dkr = dk.data() + (row * H + h) * K;
+        for (int64_t i = 0; i < K; ++i) {
+          double acc = 0;
+          for (int64_t j = 0; j < V; ++j) acc += St[i * V + j] * d_o[j];
+          dqr[i] += p.scale * acc;
+        }
+        for (int64_t i = 0; i < K; ++i)
+          for (int64_t j = 0; j < V; ++j) dS[i * V + j] += p.scale * q[i] * d_o[j];
+        // dSr = dS r_t; dβ = k·dSr; dr = β dSᵀk.
+        double dbeta = 0;
+        for (int64_t i = 0; i < K; ++i) {
+          double acc = 0;
+          for (int64_t j = 0; j < V; ++j) acc += dS[i * V + j] * rt[j];
+          dSr[i] = acc;
+          dbeta += k[i] * acc;
+        }
+        for (int64_t j = 0; j < V; ++j) {
+          double acc = 0;
+          for (int64_t i = 0; i < K; ++i) acc += dS[i * V + j] * k[i];
+          dr[j] = beta * acc;
+        }
+        for (int64_t i = 0; i < K; ++i) {
+          double acc = 0;
+          for (int64_t j = 0; j < V; ++j) acc += Sa[i * V + j] * dr[j];
+          dkr[i] += beta * dSr[i] - acc;
+        }
+        for (int64_t i = 0; i < K; ++i) {
+          double dgt = 0;
+          for (int64_t j = 0; j < V; ++j) {
+            const double d = dS[i * V + j] - k[i] * dr[j];
+            dSa[i * V + j] = d;
+            dgt += d * Sa[i * V + j];
+          }
+          dg[(row * HV + hv) * K + i] = dgt;
+          const double decay = std::exp(gk[i]);
+          for (int64_t j = 0; j < V; ++j) dS[i * V + j] = decay * dSa[i * V + j];
+        }
+        for (int64_t j = 0; j < V; ++j) dv[(row * HV + hv) * V + j] = dr[j];
+        db[row * HV + hv] = dbeta;
+      }
+      if (p.dh0) write(p.dh0, DType::fp32, state_at, K * V, dS.data());
+    }
+  }
+  // l2norm's backward per row of q and k: dx = r (dy − y (dy·y)), y = x r.
+  if (p.l2norm) {
+    for (int64_t e = 0; e < rows * H; ++e) {
+      for (int which = 0; which < 2; ++which) {
+        std::vector<double>& x = which == 0 ? q : k;
+        read(which == 0 ? p.q : p.k, which == 0 ? p.q_dtype : p.k_dtype, e * K, K, x.data());
+        const double rf = norm_factor(x, p.l2norm_eps);
+        double* dy = (which == 0 ? dq : dk).data() + e * K;
+        double dot = 0;
+        for (int64_t i = 0; i < K; ++i) dot += dy[i] * x[i] * rf;
+        for (int64_t i = 0; i < K; ++i) dy[i] = rf * (dy[i] - x[i] * rf * dot);
+      }
+    }
+  }
+  write(p.dq, p.q_dtype, 0, rows * H * K, dq.data());
+  write(p.dk, p.k_dtype, 0, rows * H * K, dk.data());
+  write(p.dv, p.v_dtype, 0, rows * HV * V, dv.data());
+  write(p.dg, p.g_dtype, 0, rows * HV * K, dg.data());
+  write(p.dbeta, p.beta_dtype, 0, rows * HV, db.data());
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status run_reference(const Params& p, const Context&) {
+  if (p.bwd) return reference_bwd(p);
+  const int64_t H = p.H, HV = p.HV, K = p.K, V = p.V, T = p.T;
+  const int64_t group = H > 0 ? HV / H : 1;
+  std::vector<double> S(static_cast<size_t>(K * V)), q(static_cast<size_t>(K)),
+      k(static_cast<size_t>(K)), v(static_cast<size_t>(V)), kv(static_cast<size_t>(V)),
+      o(static_cast<size_t>(V)), gk(static_cast<size_t>(K));
+  for (int64_t n = 0; n < p.N; ++n) {
+    // Flattened rows [first, last) of sequence n.
+    const int64_t first = p.seq_offsets ? offset(p, n) : n * T;
+    const int64_t last = p.seq_offsets ? offset(p, n + 1) : (n + 1) * T;
+    for (int64_t hv = 0; hv < HV; ++hv) {
+      const int64_t h = hv / group;
+      const int64_t state_at = (n * HV + hv) * K * V;
+      if (p.h0)
+        read(p.h0, p.h0_dtype, state_at, K * V, S.data());
+      else
+        std::fill(S.begin(), S.end(), 0.0);
+      for (int64_t r = first; r < last; ++r) {
+        read(p.q, p.q_dtype, (r * H + h) * K, K, q.data());
+        read(p.k, p.k_dtype, (r * H + h) * K, K, k.data());
+        read(p.v, p.v_dtype, (r * HV + hv) * V, V, v.data());
+        double beta = 0;
+        read(p.g, p.g_dtype, (r * HV + hv) * K, K, gk.data());
+        read(p.beta, p.beta_dtype, r * HV + hv, 1, &beta);
+        if (p.l2norm) {
+          normalize(q, p.l2norm_eps);
+          normalize(k, p.l2norm_eps);
+        }
+        for (int64_t i = 0; i < K; ++i) {
+          const double decay = std::exp(gk[i]);
+          for (int64_t j = 0; j < V; ++j) S[i * V + j] *= decay;
+        }
+        // kv = Sᵀk (the decayed state's prediction of v_t).
+        std::fill(kv.begin(), kv.end(), 0.0);
+        for (int64_t i = 0; i < K; ++i)
+          for (int64_t j = 0; j < V; ++j) kv[j] += S[i * V + j] * k[i];
+        for (int64_t i = 0; i < K; ++i)
+          for (int64_t j = 0; j < V; ++j) S[i * V + j] += beta * k[i] * (v[j] - kv[j]);
+        std::fill(o.begin(), o.end(), 0.0);
+        for (int64_t i = 0; i < K; ++i)
+          for (int64_t j = 0; j < V; ++j) o[j] += S[i * V + j] * q[i];
+        for (double& e : o) e *= p.scale;
+        write(p.o, p.o_dtype, (r * HV + hv) * V, V, o.data());
+      }
+      if (p.ht) write(p.ht, DType::fp32, state_at, K * V, S.data());
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace recops::ops::chunk_kda_ns
