@@ -12,6 +12,7 @@
 #include "core/kit/op_def.h"
 #include "ops/training/chunk_loss/impls.h"
 #include "ops/training/common/ce_entry.h"
+#include "ops/training/common/packed_offsets.h"
 #include "ops/training/common/row_norm_entry.h"
 
 namespace recops::ops::chunk_loss_ns {
@@ -115,7 +116,7 @@ Params params_of(const ChunkLossArgs& a, bool bwd) {
 
 bool shapes_ok(const ChunkLossArgs& a) {
   return a.hidden.ndim == 2 && a.weight.ndim == 2 && a.weight.sizes[0] >= 1 &&
-         a.hidden.sizes[1] >= 1;
+         a.hidden.sizes[1] >= 1 && a.weight.sizes[1] == a.hidden.sizes[1];
 }
 }  // namespace
 }  // namespace recops::ops::chunk_loss_ns
@@ -138,8 +139,13 @@ Status chunk_loss_plan(const ChunkLossArgs& a, ChunkLossPlan* plan) {
     plan->Nc = std::min(a.token_chunk, N);
     return Status::Ok();
   }
-  const int64_t budget = std::max<int64_t>(N * D * s, static_cast<int64_t>(kMinBudget));
-  const int64_t per_row = plan->Vc * (acc + s) + 2 * D * acc;
+  // The plan answers any sizes (it reads no data): the products saturate at INT64_MAX.
+  const int64_t budget =
+      std::max<int64_t>(ops::training::extent_product({N, D, s}), static_cast<int64_t>(kMinBudget));
+  int64_t per_row = 0;
+  if (__builtin_add_overflow(ops::training::extent_product({plan->Vc, acc + s}),
+                             ops::training::extent_product({2, D, acc}), &per_row))
+    per_row = INT64_MAX;
   int64_t nc = budget / per_row;
   if (nc >= 64) nc = nc / 64 * 64;
   plan->Nc = std::min(N, std::max<int64_t>(1, nc));

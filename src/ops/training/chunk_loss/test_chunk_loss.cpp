@@ -104,5 +104,29 @@ TEST(ChunkLoss, PlanKeepsTheBudget) {
   EXPECT_LE(tiles, int64_t{16384} * 4096 * 2);
 }
 
+// The plan reads no data, so it answers any sizes: N·D·s and the per-row bytes of a huge V and D
+// saturate instead of overflowing int64 (UBSan found this through the workspace function:
+// tests/fuzz/corpus/fuzz_training2_entries/found_chunk_loss_plan_overflow).
+TEST(ChunkLoss, PlanSaturatesHugeSizes) {
+  ChunkLossArgs a;
+  a.hidden.dtype = a.weight.dtype = DType::fp32;
+  a.hidden.ndim = a.weight.ndim = 2;
+  a.hidden.sizes[0] = int64_t{1} << 40;
+  a.hidden.sizes[1] = a.weight.sizes[1] = int64_t{1} << 40;
+  a.weight.sizes[0] = int64_t{1} << 62;
+  ChunkLossPlan plan;
+  ASSERT_TRUE(chunk_loss_plan(a, &plan).ok());
+  EXPECT_EQ(plan.Vc, int64_t{1} << 62);
+  EXPECT_EQ(plan.Nc, 1);
+  // A weight whose D is not hidden's (an empty [2^62, 0]): no plan, no workspace, and the entry
+  // names the rule.
+  Inputs in(4, 3, 5);
+  ChunkLossArgs b = in.args();
+  b.weight = TensorView(in.w.data(), DType::fp32, Device::cpu(), {int64_t{1} << 62, 0});
+  EXPECT_FALSE(chunk_loss_plan(b, &plan).ok());
+  EXPECT_EQ(chunk_loss_workspace_bytes(b), 0u);
+  expect_error(run(b, in), "chunk_loss: weight must be contiguous [V, D] with V >= 1 and D = 3");
+}
+
 }  // namespace
 }  // namespace recops
