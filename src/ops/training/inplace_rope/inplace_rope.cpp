@@ -3,6 +3,9 @@
 // registration (the OpInfos for `recops list` and the argument tables for the bindings).
 #include "ops/training/inplace_rope/inplace_rope.h"
 
+#include <cstdint>
+#include <string>
+
 #include "core/dispatch.h"
 #include "core/kit/op_def.h"
 #include "ops/training/inplace_rope/impls.h"
@@ -54,8 +57,11 @@ Status check(const char* op, const char* xn, const TensorView& x, const TensorVi
   if (cos.ndim == 3)
     RECOPS_CHECK(cos.sizes[0] == p->B, op, ": cos.shape[0] = ", cos.sizes[0], " must equal ", xn,
                  "'s B = ", p->B, " (or give cos as [L, R/2], shared over the batch)");
-  RECOPS_CHECK(2 * p->half <= p->Dh, op, ": the rope width R = 2 * cos.shape[-1] = ", 2 * p->half,
-               " must be <= ", xn, "'s head dim Dh = ", p->Dh);
+  // R = 2·half <= Dh, tested without forming 2·half (an empty cos may have a huge last dim).
+  RECOPS_CHECK(
+      p->half <= p->Dh / 2, op, ": the rope width R = 2 * cos.shape[-1] = ",
+      p->half <= INT64_MAX / 2 ? std::to_string(2 * p->half) : "2 * " + std::to_string(p->half),
+      " must be <= ", xn, "'s head dim Dh = ", p->Dh);
   RECOPS_CHECK(p->Dh <= 1 || x.stride(-1) == 1, op, ": ", xn,
                "'s last dim must have unit stride (any other dim may be strided), got ",
                describe(x), " with stride ", x.stride(-1));

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "core/kit/op_def.h"
@@ -82,6 +83,24 @@ TEST(InplaceRope, RefusesWithTheArgumentAndTheRule) {
   const TensorView every_other(w.x.data(), DType::fp32, Device::cpu(), {2, 3, 2, 8},
                                {96, 32, 16, 2});
   expect_refused(call(every_other, w), "x's last dim must have unit stride");
+}
+
+// An empty cos may carry a huge last dim: R = 2·half is tested without overflowing int64 (UBSan
+// in fuzz_training2_entries: tests/fuzz/corpus/fuzz_training2_entries/found_rope_width_overflow).
+TEST(InplaceRope, RefusesHugeRopeWidthOfEmptyCos) {
+  float buf[4] = {};
+  const TensorView x(buf, DType::fp32, Device::cpu(), {2, 0, 2, 8});
+  for (const int64_t half : {int64_t{1} << 62, INT64_MAX - 6}) {
+    const TensorView c(buf, DType::fp32, Device::cpu(), {0, half});
+    expect_refused(inplace_rope_({x, c, c, false}),
+                   "inplace_rope_: the rope width R = 2 * cos.shape[-1] = 2 * " +
+                       std::to_string(half) + " must be <= x's head dim Dh = 8");
+    const Tensor dx = Tensor::empty({2, 0, 2, 8}, DType::fp32);
+    expect_refused(inplace_rope_bwd({x, c, c, false}, dx.view()), "must be <= dy's head dim Dh");
+  }
+  const TensorView c(buf, DType::fp32, Device::cpu(), {0, int64_t{1} << 61});
+  expect_refused(inplace_rope_({x, c, c, false}),
+                 "R = 2 * cos.shape[-1] = 4611686018427387904 must be <= x's head dim Dh = 8");
 }
 
 TEST(InplaceRope, EmptyIsValid) {
