@@ -31,17 +31,6 @@ using namespace recops_fuzz;
 using recops::DType;
 using recops::Shape;
 
-DType float_dtype(FuzzedDataProvider& fdp) {
-  return dtype_or_any(fdp, pick(fdp, {DType::fp32, DType::fp16, DType::bf16, DType::fp64}));
-}
-
-// A small extent, sometimes an extreme one (a tensor with it is then refused by the arena unless
-// another extent is 0).
-int64_t extent(FuzzedDataProvider& fdp, int64_t hi) {
-  return fdp.ConsumeIntegralInRange<int>(0, 11) ? fdp.ConsumeIntegralInRange<int64_t>(0, hi)
-                                                : size_arg(fdp, 0, hi);
-}
-
 // The dimensions of one GDN call. N is the sequence count (B, or len(seq_offsets) - 1).
 struct Dims {
   int64_t B = 0, T = 0, H = 0, HV = 0, K = 0, V = 0, BT = 64, N = 0, NT = 0;
@@ -50,7 +39,7 @@ struct Dims {
 };
 
 bool dims(FuzzedDataProvider& fdp, Arena& ar, Dims* d) {
-  d->t = float_dtype(fdp);
+  d->t = train_dtype(fdp);
   const bool packed = fdp.ConsumeIntegralInRange<int>(0, 2) == 0;
   d->B = packed && fdp.ConsumeIntegralInRange<int>(0, 7) ? 1 : extent(fdp, 3);
   d->H = extent(fdp, 3);
@@ -187,7 +176,7 @@ void fuzz_cumsum(FuzzedDataProvider& fdp, Arena& ar, const Dims& d) {
   a.reverse = fdp.ConsumeBool();
   a.scale = real_arg(fdp, 1.0);
   a.seq_offsets = d.seq_offsets;
-  if (fdp.ConsumeIntegralInRange<int>(0, 3) == 0) a.out_dtype = float_dtype(fdp);
+  if (fdp.ConsumeIntegralInRange<int>(0, 3) == 0) a.out_dtype = train_dtype(fdp);
   Shape s;
   DType t;
   if (!recops::chunk_local_cumsum_shape(a, &s, &t).ok()) return;
@@ -220,7 +209,7 @@ void fuzz_solve_tril(FuzzedDataProvider& fdp, Arena& ar, const Dims& d) {
   recops::SolveTrilArgs a;
   if (!btx(fdp, ar, d, d.HV, d.BT, DType::fp32, &a.A)) return;
   a.seq_offsets = d.seq_offsets;
-  if (fdp.ConsumeIntegralInRange<int>(0, 3) == 0) a.out_dtype = float_dtype(fdp);
+  if (fdp.ConsumeIntegralInRange<int>(0, 3) == 0) a.out_dtype = train_dtype(fdp);
   if (fdp.ConsumeIntegralInRange<int>(0, 3) == 0) a.chunk_size = size_arg(fdp, 1, 64);
   Shape s;
   DType t;

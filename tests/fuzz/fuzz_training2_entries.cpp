@@ -22,17 +22,6 @@ using namespace recops_fuzz;
 using recops::DType;
 using recops::Shape;
 
-DType float_dtype(FuzzedDataProvider& fdp) {
-  return dtype_or_any(fdp, pick(fdp, {DType::fp32, DType::fp16, DType::bf16, DType::fp64}));
-}
-
-// A small extent, sometimes an extreme one (a tensor with it is then refused by the arena unless
-// another extent is 0).
-int64_t extent(FuzzedDataProvider& fdp, int64_t hi) {
-  return fdp.ConsumeIntegralInRange<int>(0, 11) ? fdp.ConsumeIntegralInRange<int64_t>(0, hi)
-                                                : size_arg(fdp, 0, hi);
-}
-
 // A context naming the implementation (or the default), with a workspace of about `need` bytes
 // (sometimes one too few, sometimes none); its buffer in *ws.
 recops::Context ctx_arg(FuzzedDataProvider& fdp, size_t need, std::vector<uint8_t>* ws) {
@@ -91,7 +80,7 @@ Shape like_or_off(FuzzedDataProvider& fdp, Shape s) {
 
 void fuzz_chunk_loss(FuzzedDataProvider& fdp) {
   Arena ar(fdp);
-  const DType t = float_dtype(fdp);
+  const DType t = train_dtype(fdp);
   const int64_t N = extent(fdp, 40), D = extent(fdp, 24), V = extent(fdp, 40);
   recops::ChunkLossBwdArgs a;
   const DType lt = dtype_or_any(fdp, fdp.ConsumeBool() ? DType::int32 : DType::int64, 16);
@@ -164,7 +153,7 @@ bool rope_x(FuzzedDataProvider& fdp, Arena& ar, const Shape& s, DType t, TensorV
 
 void fuzz_rope(FuzzedDataProvider& fdp) {
   Arena ar(fdp);
-  const DType t = float_dtype(fdp);
+  const DType t = train_dtype(fdp);
   const bool packed = fdp.ConsumeIntegralInRange<int>(0, 2) == 0;
   const int64_t B = extent(fdp, 3), L = extent(fdp, 12), H = extent(fdp, 4);
   const int64_t half = extent(fdp, 8);
@@ -227,7 +216,7 @@ Shape with(Shape s, std::initializer_list<int64_t> tail) {
 
 void fuzz_pre_bmm(FuzzedDataProvider& fdp) {
   Arena ar(fdp);
-  const DType t = float_dtype(fdp);
+  const DType t = train_dtype(fdp);
   Shape lead;
   int64_t n = 0, C = 0;
   TensorView X, h;
@@ -235,7 +224,7 @@ void fuzz_pre_bmm(FuzzedDataProvider& fdp) {
       !ar.view(like_or_off(fdp, with(lead, {n})), coef_dtype(fdp, t), &h))
     return;
   std::optional<DType> od;
-  if (fdp.ConsumeBool()) od = dtype_or_any(fdp, float_dtype(fdp), 12);
+  if (fdp.ConsumeBool()) od = dtype_or_any(fdp, train_dtype(fdp), 12);
   std::vector<uint8_t> ws;
   recops::MhcPreBmmArgs f{h, X, od};
   Shape ys;
@@ -258,7 +247,7 @@ void fuzz_pre_bmm(FuzzedDataProvider& fdp) {
 
 void fuzz_post(FuzzedDataProvider& fdp) {
   Arena ar(fdp);
-  const DType t = float_dtype(fdp);
+  const DType t = train_dtype(fdp);
   Shape lead;
   int64_t n = 0, C = 0;
   recops::MhcPostBwdArgs a;

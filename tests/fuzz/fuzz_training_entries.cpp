@@ -20,10 +20,6 @@ namespace {
 using namespace recops_fuzz;
 using recops::DType;
 
-DType float_dtype(FuzzedDataProvider& fdp) {
-  return dtype_or_any(fdp, pick(fdp, {DType::fp32, DType::fp16, DType::bf16, DType::fp64}));
-}
-
 // [..., D] with 0..3 leading dims; D sometimes extreme (with a zero row count).
 recops::Shape rows_shape(FuzzedDataProvider& fdp, int64_t D) {
   recops::Shape s;
@@ -64,7 +60,7 @@ std::optional<TensorView> maybe(FuzzedDataProvider& fdp, Arena& ar, const recops
 
 void fuzz_norms(FuzzedDataProvider& fdp) {
   Arena ar(fdp);
-  const DType t = float_dtype(fdp);
+  const DType t = train_dtype(fdp);
   const int64_t D = width(fdp);
   const recops::Shape xs = rows_shape(fdp, D);
   TensorView x, g, z, y, dx, dz, dw, db;
@@ -218,7 +214,7 @@ void fuzz_norms(FuzzedDataProvider& fdp) {
 
 void fuzz_swiglu(FuzzedDataProvider& fdp) {
   Arena ar(fdp);
-  const DType t = float_dtype(fdp);
+  const DType t = train_dtype(fdp);
   const int64_t I = width(fdp);
   recops::ClippedSwigluBwdArgs a;
   const recops::Shape xs =
@@ -244,7 +240,7 @@ void fuzz_swiglu(FuzzedDataProvider& fdp) {
 
 void fuzz_cross_entropy(FuzzedDataProvider& fdp) {
   Arena ar(fdp);
-  const DType t = float_dtype(fdp);
+  const DType t = train_dtype(fdp);
   const int64_t N = fdp.ConsumeIntegralInRange<int>(0, 9)
                         ? fdp.ConsumeIntegralInRange<int64_t>(0, 40)
                         : size_arg(fdp, 0, 40);
@@ -298,7 +294,7 @@ void fuzz_cross_entropy(FuzzedDataProvider& fdp) {
 
 void fuzz_conv(FuzzedDataProvider& fdp) {
   Arena ar(fdp);
-  const DType t = float_dtype(fdp);
+  const DType t = train_dtype(fdp);
   const int64_t B = fdp.ConsumeIntegralInRange<int64_t>(0, 3);
   const int64_t D = width(fdp);
   const int64_t T = fdp.ConsumeIntegralInRange<int>(0, 9)
@@ -399,7 +395,7 @@ void fuzz_sort_chunks(FuzzedDataProvider& fdp) {
   for (int i = fdp.ConsumeIntegralInRange<int>(0, 2); i > 0; --i)
     s.push_back(fdp.ConsumeIntegralInRange<int64_t>(0, 6));
   const DType t = any_dtype(fdp);
-  if (!ar.view(s, t, &in) || !ar.output(s, t, &out) || !ar.view({T}, float_dtype(fdp), &probs) ||
+  if (!ar.view(s, t, &in) || !ar.output(s, t, &out) || !ar.view({T}, train_dtype(fdp), &probs) ||
       !ar.output({T}, probs.dtype, &pout))
     return;
   std::vector<uint8_t> ws;

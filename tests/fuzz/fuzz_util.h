@@ -68,6 +68,18 @@ inline int64_t size_arg(FuzzedDataProvider& fdp, int64_t lo, int64_t hi) {
   }
 }
 
+// A training op's floating dtype: fp32, fp16, bf16 or fp64, one time in eight any dtype.
+inline DType train_dtype(FuzzedDataProvider& fdp) {
+  return dtype_or_any(fdp, pick(fdp, {DType::fp32, DType::fp16, DType::bf16, DType::fp64}));
+}
+
+// A small extent in [0, hi], one time in twelve a size_arg (maybe extreme: a tensor with it is
+// then refused by the arena unless another extent is 0).
+inline int64_t extent(FuzzedDataProvider& fdp, int64_t hi) {
+  return fdp.ConsumeIntegralInRange<int>(0, 11) ? fdp.ConsumeIntegralInRange<int64_t>(0, hi)
+                                                : size_arg(fdp, 0, hi);
+}
+
 // A double: mostly `usual`, sometimes any value (NaN, ±inf, denormals, huge).
 inline double real_arg(FuzzedDataProvider& fdp, double usual) {
   switch (fdp.ConsumeIntegralInRange<int>(0, 7)) {
