@@ -168,3 +168,31 @@ def test_compile_dynamic_no_recompiles(two_d):
         want = model(permute, lengths, values, weights, rows)
         assert all(torch.equal(g, w) for g, w in zip(got, want))
     assert torch._dynamo.utils.counters["stats"]["unique_graphs"] == 1
+
+
+def test_compile_without_rows(two_d):
+    """Issue 21: permuted_lengths_sum omitted under torch.compile(fullgraph=True, dynamic=True):
+    the fake kernel (the op folder's fake.py) gives the rows an unbacked size; two input sets
+    with different sums, equal to eager. opcheck without the argument too."""
+    import torch._dynamo
+
+    fn, op = ops(two_d)
+
+    def model(permute, lengths, values, weights):
+        pl, v, w = fn(permute, lengths, values, weights)
+        return pl + 1, v * 2, w + 1
+
+    torch._dynamo.reset()
+    compiled = torch.compile(model, fullgraph=True, dynamic=True, backend="aot_eager")
+    sums = set()
+    for i, (T, P) in enumerate([(7, 5), (13, 20)]):
+        lengths, values, weights = make(two_d, T, 4, E=(3,), seed=10 + i)
+        permute = torch.randint(0, T, (P,), generator=torch.Generator().manual_seed(i))
+        got = compiled(permute, lengths, values, weights)
+        want = model(permute, lengths, values, weights)
+        assert all(torch.equal(g, w) for g, w in zip(got, want))
+        torch.testing.assert_close(got[1].cpu() / 2, torch_permute(permute, lengths, values)[1])
+        sums.add(got[1].shape[0])
+        torch.library.opcheck(op.default, (permute, lengths, values, weights))
+        torch.library.opcheck(op.default, (permute, lengths, values))
+    assert len(sums) == 2  # the data-dependent size differed between the two sets

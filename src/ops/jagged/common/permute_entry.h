@@ -39,9 +39,12 @@ Status permute_entry(const PermuteOp& op, const PermuteSparseDataArgs& a,
 
 // The argument table of op kOp (FBGEMM's schema): (permute, lengths, values, weights=None,
 // permuted_lengths_sum=None) -> (permuted_lengths, permuted_values, permuted_weights); the last
-// is an empty [0] tensor without weights. Forward only.
+// is an empty [0] tensor without weights. Forward only. Its fake kernel is the op folder's
+// fake.py (with permuted_lengths_sum omitted the size is an unbacked SymInt, which only Python can
+// create); with meta_helper, the table of the helper op _<op>_meta that fake.py calls:
+// permuted_lengths_sum required, the Meta kernel from the folder's binding.cpp.
 template <const PermuteOp& kOp>
-kit::OpDef permute_def(const char* intro) {
+kit::OpDef permute_def(const char* intro, bool meta_helper = false) {
   using Args = PermuteSparseDataArgs;
   const auto shapes = +[](const Args& a, std::vector<kit::OutSpec>* outs, const Context& ctx) {
     Shape ls, vs;
@@ -62,21 +65,23 @@ kit::OpDef permute_def(const char* intro) {
   };
   const auto workspace =
       +[](const Args& a, const kit::Outputs&) { return permute_workspace(kOp, a); };
-  return kit::Def<Args>(kOp.name, "jagged")
-      .arg<&Args::permute>("permute")
-      .arg<&Args::lengths>("lengths", {.dense_from = kOp.two_d ? 0 : -1})
-      .arg<&Args::values>("values", {.dense_from = 1})
-      .arg<&Args::weights>("weights", {.def = "None", .dense_from = 1})
-      .arg<&Args::permuted_lengths_sum>("permuted_lengths_sum", {.def = "None", .sym = true})
-      .out("permuted_lengths", false)
-      .out("permuted_values", false)
-      .out("permuted_weights", false)
-      .device_arg(2)
-      .shapes(shapes)
-      .run(run)
-      .workspace(workspace)
-      .forward_only()
-      .doc("", permute_doc(kOp, intro));
+  const char* none = meta_helper ? nullptr : "None";
+  auto def = kit::Def<Args>(meta_helper ? "_" + std::string(kOp.name) + "_meta" : kOp.name, "jagged")
+                 .arg<&Args::permute>("permute")
+                 .arg<&Args::lengths>("lengths", {.dense_from = kOp.two_d ? 0 : -1})
+                 .arg<&Args::values>("values", {.dense_from = 1})
+                 .arg<&Args::weights>("weights", {.def = none, .dense_from = 1})
+                 .arg<&Args::permuted_lengths_sum>("permuted_lengths_sum", {.def = none, .sym = true})
+                 .out("permuted_lengths", false)
+                 .out("permuted_values", false)
+                 .out("permuted_weights", false)
+                 .device_arg(2)
+                 .shapes(shapes)
+                 .run(run)
+                 .workspace(workspace)
+                 .forward_only();
+  if (meta_helper) return def.doc("-", "");
+  return def.fake_in_python().doc("", permute_doc(kOp, intro));
 }
 
 }  // namespace recops::ops

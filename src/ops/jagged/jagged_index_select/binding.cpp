@@ -1,14 +1,16 @@
 // jagged/jagged_index_select/binding.cpp: the torch hook the generic binding cannot derive: the
-// Meta kernel for symbolic sizes (dynamic torch.compile). out is [num_dense_output_rows, *E]
-// (the argument is required there unless K = 0: without data the size is unknown), out_lengths
-// is [K].
+// Meta kernel of the helper op _jagged_index_select_meta, for symbolic sizes (dynamic
+// torch.compile). out is [num_dense_output_rows, *E] (the argument is required there unless
+// K = 0: without data the size is unknown), out_lengths is [K]. jagged_index_select itself has no
+// C++ Meta kernel: with num_dense_output_rows omitted its size is data dependent, an unbacked
+// SymInt that only Python can create (fake.py, which then calls the helper).
 #include <ATen/ops/empty.h>
 
 #include <optional>
 
 #include "torch/kit.h"
 
-RECOPS_TORCH_HOOKS(jagged_index_select) {
+RECOPS_TORCH_HOOKS(_jagged_index_select_meta) {
   recops::binding::TorchHooks h;
   h.meta = [](const recops::binding::Args& a) -> std::vector<at::Tensor> {
     const at::Tensor& values = a[0].toTensor();

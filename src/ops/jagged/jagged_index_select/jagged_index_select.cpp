@@ -259,7 +259,21 @@ RECOPS_REGISTER_OPS(reg) {
           .run(fwd_run)
           .workspace(fwd_workspace)
           .backward(kBwd)
+          .fake_in_python()
           .doc("", kDoc));
+  // The helper op of the fake kernel (fake.py): the forward with num_dense_output_rows given (an
+  // int or the unbacked size the fake kernel made); its Meta kernel is binding.cpp's.
+  reg.add(kit::Def<Args>("_jagged_index_select_meta", "jagged")
+              .arg<&Args::values>("values", {.dense_from = 1})
+              .arg<&Args::seq_lengths>("seq_lengths")
+              .arg<&Args::indices>("indices")
+              .arg<&Args::num_dense_output_rows>("num_dense_output_rows", {.sym = true})
+              .out("out")
+              .out("out_lengths", false)
+              .shapes(fwd_shapes)
+              .run(fwd_run)
+              .workspace(fwd_workspace)
+              .doc("-", ""));
   reg.add(kit::Def<BwdArgs>(kBwd, "jagged")
               .arg<&BwdArgs::grad>("grad", {.dense_from = 1})
               .arg<&BwdArgs::values>("values", {.dense_from = 1})

@@ -186,3 +186,38 @@ def test_b0_with_indices_names_the_index():
     values, lengths = make([], (2,))
     with pytest.raises(RuntimeError, match=r"indices\[0\]=0 is out of range"):
         recops.jagged_index_select(values, lengths, torch.tensor([0]))
+
+
+def test_compile_without_rows():
+    """Issue 21: num_dense_output_rows omitted under torch.compile(fullgraph=True, dynamic=True):
+    the fake kernel (fake.py) gives the rows an unbacked size; two input sets with different
+    sums, forward and backward equal to eager. opcheck without the argument too."""
+    import torch._dynamo
+
+    def model(v, lengths, indices):
+        out, out_len = recops.jagged_index_select(v, lengths, indices)
+        return out * 3.0, out_len + 1
+
+    torch._dynamo.reset()
+    compiled = torch.compile(model, fullgraph=True, dynamic=True, backend="aot_eager")
+    rows = set()
+    for i, (lengths, idx) in enumerate([([2, 3, 0, 4, 1], [3, 1, 1]),
+                                        ([5, 0, 2, 7, 1, 3, 2], [0, 6, 3, 3, 2])]):
+        torch.manual_seed(30 + i)
+        values, lengths = make(lengths, (3,), torch.float64)
+        indices = torch.tensor(idx)
+        v1 = values.clone().requires_grad_(True)
+        v2 = values.clone().requires_grad_(True)
+        got = compiled(v1, lengths, indices)
+        want = model(v2, lengths, indices)
+        for g, w in zip(got, want):
+            assert torch.equal(g, w)
+        torch.testing.assert_close(got[0] / 3.0, torch_select(values, lengths, indices)[0])
+        rows.add(got[0].shape[0])
+        g = torch.randn_like(want[0])
+        got[0].backward(g)
+        want[0].backward(g)
+        assert torch.equal(v1.grad, v2.grad)
+        torch.library.opcheck(torch.ops.recops.jagged_index_select.default,
+                              (values.requires_grad_(True), lengths, indices))
+    assert len(rows) == 2  # the data-dependent size differed between the two sets

@@ -1,12 +1,15 @@
 // jagged/keyed_jagged_index_select_dim1/binding.cpp: the torch hook the generic binding cannot
-// derive: the Meta kernel for symbolic sizes (dynamic torch.compile). out and out_weights are
-// [selected_lengths_sum] (required there), out_lengths [num_keys * K]; out_weights is [0]
-// without weights (the kit's absent output).
+// derive: the Meta kernel of the helper op _keyed_jagged_index_select_dim1_meta, for symbolic
+// sizes (dynamic torch.compile). out and out_weights are [selected_lengths_sum] (required there),
+// out_lengths [num_keys * K]; out_weights is [0] without weights (the kit's absent output).
+// keyed_jagged_index_select_dim1 itself has no C++ Meta kernel: with selected_lengths_sum omitted
+// its size is data dependent, an unbacked SymInt that only Python can create (fake.py, which then
+// calls the helper).
 #include <ATen/ops/empty.h>
 
 #include "torch/kit.h"
 
-RECOPS_TORCH_HOOKS(keyed_jagged_index_select_dim1) {
+RECOPS_TORCH_HOOKS(_keyed_jagged_index_select_dim1_meta) {
   recops::binding::TorchHooks h;
   h.meta = [](const recops::binding::Args& a) -> std::vector<at::Tensor> {
     constexpr const char* kOp = "keyed_jagged_index_select_dim1";

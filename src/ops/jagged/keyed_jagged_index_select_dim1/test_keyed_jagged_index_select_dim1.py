@@ -142,3 +142,49 @@ def test_compile_dynamic_no_recompiles():
         want.backward(g)
         torch.testing.assert_close(v1.grad, v2.grad)
     assert torch._dynamo.utils.counters["stats"]["unique_graphs"] == 1
+
+
+def test_compile_without_selected_lengths_sum():
+    """Issue 21: selected_lengths_sum omitted under torch.compile(fullgraph=True, dynamic=True):
+    the fake kernel (fake.py) gives R an unbacked size; two input sets with different R, forward
+    (with weights) and backward equal to eager. opcheck without the argument too."""
+    import torch._dynamo
+
+    def model(v, lengths, offsets, indices, weights):
+        out, out_len, out_w = recops.keyed_jagged_index_select_dim1(v, lengths, offsets, indices,
+                                                                    4, weights)
+        return out * 3.0, out_len + 1, out_w * 2.0
+
+    torch._dynamo.reset()
+    compiled = torch.compile(model, fullgraph=True, dynamic=True, backend="aot_eager")
+    rows = set()
+    for i, (lengths, idx) in enumerate([(LENGTHS, [3, 1, 1]), (LENGTHS + [1, 2, 0, 5], [0, 2])]):
+        torch.manual_seed(20 + i)
+        values, lengths, offsets = make(lengths, torch.float64)
+        indices = torch.tensor(idx)
+        weights = torch.randn(values.numel())
+        v1 = values.clone().requires_grad_(True)
+        v2 = values.clone().requires_grad_(True)
+        got = compiled(v1, lengths, offsets, indices, weights)
+        want = model(v2, lengths, offsets, indices, weights)
+        for g, w in zip(got, want):
+            assert torch.equal(g, w)
+        torch.testing.assert_close(got[0] / 3.0, torch_select(values, lengths, indices, 4)[0])
+        rows.add(got[0].shape[0])
+        g = torch.randn_like(want[0])
+        got[0].backward(g)
+        want[0].backward(g)
+        assert torch.equal(v1.grad, v2.grad)
+        torch.library.opcheck(torch.ops.recops.keyed_jagged_index_select_dim1.default,
+                              (values.requires_grad_(True), lengths, offsets, indices, 4, weights))
+        torch.library.opcheck(torch.ops.recops.keyed_jagged_index_select_dim1.default,
+                              (values.detach(), lengths, offsets, indices, 4))
+    assert len(rows) == 2  # the data-dependent size differed between the two sets
+
+
+def test_meta_without_selected_lengths_sum_names_it():
+    values, lengths, offsets = make(LENGTHS)
+    with pytest.raises(RuntimeError, match="selected_lengths_sum must be given"):
+        torch.ops.recops.keyed_jagged_index_select_dim1(
+            values.to("meta"), lengths.to("meta"), offsets.to("meta"),
+            torch.tensor([1], device="meta"), 4)

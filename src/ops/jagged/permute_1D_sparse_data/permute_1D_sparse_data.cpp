@@ -30,4 +30,5 @@ RECOPS_REGISTER_OPS(reg) {
   using namespace recops;
   reg.add(OpInfo{ops::kPermute1D.name, "jagged", core::describe_impls(ops::permute_1D_impls())});
   reg.add(ops::permute_def<ops::kPermute1D>(kIntro));
+  reg.add(ops::permute_def<ops::kPermute1D>(kIntro, /*meta_helper=*/true));
 }

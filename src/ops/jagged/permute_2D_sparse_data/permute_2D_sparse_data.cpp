@@ -31,4 +31,5 @@ RECOPS_REGISTER_OPS(reg) {
   using namespace recops;
   reg.add(OpInfo{ops::kPermute2D.name, "jagged", core::describe_impls(ops::permute_2D_impls())});
   reg.add(ops::permute_def<ops::kPermute2D>(kIntro));
+  reg.add(ops::permute_def<ops::kPermute2D>(kIntro, /*meta_helper=*/true));
 }
