@@ -1,8 +1,8 @@
-// ops/jagged/common/permute_binding.h: the Meta hook the two permute ops' helper ops share (included by their
-// binding.cpp; torch code, built into librecops_torch only): output sizes in SymInts for dynamic
-// torch.compile. permuted_lengths [P] / [P, B]; permuted_values [R, *E] and permuted_weights
-// [R, *E'] with R = permuted_lengths_sum (required there: no data to read); permuted_weights is [0]
-// without weights (the kit's absent output).
+// ops/jagged/common/permute_binding.h: the Meta hook the two permute ops' helper ops share
+// (included by their binding.cpp; torch code, built into librecops_torch only): output sizes in
+// SymInts for dynamic torch.compile. permuted_lengths [P] / [P, B]; permuted_values [R, *E] and
+// permuted_weights [R, *E'] with R = permuted_lengths_sum (required there: no data to read);
+// permuted_weights is [0] without weights (the kit's absent output).
 #pragma once
 
 #include <ATen/ops/empty.h>

@@ -66,20 +66,21 @@ kit::OpDef permute_def(const char* intro, bool meta_helper = false) {
   const auto workspace =
       +[](const Args& a, const kit::Outputs&) { return permute_workspace(kOp, a); };
   const char* none = meta_helper ? nullptr : "None";
-  auto def = kit::Def<Args>(meta_helper ? "_" + std::string(kOp.name) + "_meta" : kOp.name, "jagged")
-                 .arg<&Args::permute>("permute")
-                 .arg<&Args::lengths>("lengths", {.dense_from = kOp.two_d ? 0 : -1})
-                 .arg<&Args::values>("values", {.dense_from = 1})
-                 .arg<&Args::weights>("weights", {.def = none, .dense_from = 1})
-                 .arg<&Args::permuted_lengths_sum>("permuted_lengths_sum", {.def = none, .sym = true})
-                 .out("permuted_lengths", false)
-                 .out("permuted_values", false)
-                 .out("permuted_weights", false)
-                 .device_arg(2)
-                 .shapes(shapes)
-                 .run(run)
-                 .workspace(workspace)
-                 .forward_only();
+  auto def =
+      kit::Def<Args>(meta_helper ? "_" + std::string(kOp.name) + "_meta" : kOp.name, "jagged")
+          .arg<&Args::permute>("permute")
+          .arg<&Args::lengths>("lengths", {.dense_from = kOp.two_d ? 0 : -1})
+          .arg<&Args::values>("values", {.dense_from = 1})
+          .arg<&Args::weights>("weights", {.def = none, .dense_from = 1})
+          .arg<&Args::permuted_lengths_sum>("permuted_lengths_sum", {.def = none, .sym = true})
+          .out("permuted_lengths", false)
+          .out("permuted_values", false)
+          .out("permuted_weights", false)
+          .device_arg(2)
+          .shapes(shapes)
+          .run(run)
+          .workspace(workspace)
+          .forward_only();
   if (meta_helper) return def.doc("-", "");
   return def.fake_in_python().doc("", permute_doc(kOp, intro));
 }

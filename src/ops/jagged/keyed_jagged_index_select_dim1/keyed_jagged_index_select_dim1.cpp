@@ -297,22 +297,21 @@ RECOPS_REGISTER_OPS(reg) {
           .doc("", kDoc));
   // The helper op of the fake kernel (fake.py): the forward with selected_lengths_sum given (an
   // int or the unbacked size the fake kernel made); its Meta kernel is binding.cpp's.
-  reg.add(
-      kit::Def<Args>("_keyed_jagged_index_select_dim1_meta", "jagged")
-          .arg<&Args::values>("values")
-          .arg<&Args::lengths>("lengths")
-          .arg<&Args::offsets>("offsets")
-          .arg<&Args::indices>("indices")
-          .arg<&Args::batch_size>("batch_size", {.sym = true})
-          .arg<&Args::weights>("weights")
-          .arg<&Args::selected_lengths_sum>("selected_lengths_sum", {.sym = true})
-          .out("out")
-          .out("out_lengths", false)
-          .out("out_weights", false)
-          .shapes(fwd_shapes)
-          .run(fwd_run)
-          .workspace(fwd_workspace)
-          .doc("-", ""));
+  reg.add(kit::Def<Args>("_keyed_jagged_index_select_dim1_meta", "jagged")
+              .arg<&Args::values>("values")
+              .arg<&Args::lengths>("lengths")
+              .arg<&Args::offsets>("offsets")
+              .arg<&Args::indices>("indices")
+              .arg<&Args::batch_size>("batch_size", {.sym = true})
+              .arg<&Args::weights>("weights")
+              .arg<&Args::selected_lengths_sum>("selected_lengths_sum", {.sym = true})
+              .out("out")
+              .out("out_lengths", false)
+              .out("out_weights", false)
+              .shapes(fwd_shapes)
+              .run(fwd_run)
+              .workspace(fwd_workspace)
+              .doc("-", ""));
   reg.add(
       kit::Def<BwdArgs>(kBwd, "jagged")
           .arg<&BwdArgs::grad>("grad")
