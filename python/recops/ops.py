@@ -3,7 +3,7 @@
 The ops with an argument table get their wrappers (argument names, defaults, docstrings) from
 ``recops._kit``, and their op folders' own Python (e.g. the FakeTensor kernel of
 ``dense_to_jagged``, ``src/ops/jagged/dense_to_jagged/fake.py``) is imported from there. No math
-and no shape logic lives here.
+and no shape logic lives here; ``unbacked_size`` is the one step the op folders' fake kernels share.
 """
 
 import torch
@@ -19,3 +19,17 @@ def set_validate(on: bool) -> None:
     Default: off in release builds, on in debug builds; ``RECOPS_VALIDATE=0|1`` at load.
     """
     _ops.set_validate(bool(on))
+
+
+def unbacked_size(op: str, arg: str) -> "torch.SymInt":
+    """The size that the fake kernel of ``op``, called without its size argument ``arg``, gives a
+    data-dependent output dimension: a new unbacked SymInt (FakeTensors: torch.compile, opcheck).
+    Meta tensors have no data and cannot carry one: a RuntimeError naming ``arg`` says to pass it.
+    Used by the jagged ops' ``fake.py`` (e.g. ``src/ops/jagged/jagged_index_select/fake.py``).
+    """
+    try:
+        ctx = torch.library.get_ctx()
+    except RuntimeError as e:  # torch refuses the context on meta tensors
+        raise RuntimeError(f"{op}: {arg} must be given for tensors without data (Meta); under "
+                           f"torch.compile it may be omitted") from e
+    return ctx.new_dynamic_size()

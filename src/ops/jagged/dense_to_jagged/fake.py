@@ -8,11 +8,13 @@ function, via the Meta kernel of the helper op ``_dense_to_jagged_meta``; the ar
 
 import torch
 
+from recops.ops import unbacked_size
+
 __all__ = []
 
 
 @torch.library.register_fake("recops::dense_to_jagged")
 def _dense_to_jagged_fake(dense, seq_offsets, total_L=None):
     if total_L is None:
-        total_L = torch.library.get_ctx().new_dynamic_size()
+        total_L = unbacked_size("dense_to_jagged", "total_L")
     return torch.ops.recops._dense_to_jagged_meta(dense, seq_offsets, total_L)

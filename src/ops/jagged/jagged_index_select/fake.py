@@ -10,6 +10,8 @@ The shapes themselves come from C++: the Meta kernel of the helper op
 
 import torch
 
+from recops.ops import unbacked_size
+
 __all__ = []
 
 
@@ -20,13 +22,7 @@ def _jagged_index_select_fake(values, seq_lengths, indices, num_dense_output_row
         if isinstance(K, int) and K == 0:
             num_dense_output_rows = 0  # nothing selected: the size is known without data
         else:
-            try:
-                ctx = torch.library.get_ctx()
-            except RuntimeError as e:  # meta tensors (not FakeTensors): no unbacked size
-                raise RuntimeError(
-                    "jagged_index_select: num_dense_output_rows (the sum of "
-                    "seq_lengths[indices]) must be given for tensors without data (Meta); under "
-                    "torch.compile it may be omitted") from e
-            num_dense_output_rows = ctx.new_dynamic_size()
+            num_dense_output_rows = unbacked_size(
+                "jagged_index_select", "num_dense_output_rows (the sum of seq_lengths[indices])")
     return torch.ops.recops._jagged_index_select_meta(values, seq_lengths, indices,
                                                       num_dense_output_rows)

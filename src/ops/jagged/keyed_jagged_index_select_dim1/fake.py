@@ -11,6 +11,8 @@ themselves come from C++: the Meta kernel of the helper op
 
 import torch
 
+from recops.ops import unbacked_size
+
 __all__ = []
 
 
@@ -18,12 +20,7 @@ __all__ = []
 def _keyed_jagged_index_select_dim1_fake(values, lengths, offsets, indices, batch_size,
                                          weights=None, selected_lengths_sum=None):
     if selected_lengths_sum is None:
-        try:
-            ctx = torch.library.get_ctx()
-        except RuntimeError as e:  # meta tensors (not FakeTensors): no data, no unbacked size
-            raise RuntimeError(
-                "keyed_jagged_index_select_dim1: selected_lengths_sum must be given for tensors "
-                "without data (Meta); under torch.compile it may be omitted") from e
-        selected_lengths_sum = ctx.new_dynamic_size()
+        selected_lengths_sum = unbacked_size("keyed_jagged_index_select_dim1",
+                                             "selected_lengths_sum")
     return torch.ops.recops._keyed_jagged_index_select_dim1_meta(
         values, lengths, offsets, indices, batch_size, weights, selected_lengths_sum)

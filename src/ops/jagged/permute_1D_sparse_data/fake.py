@@ -11,6 +11,8 @@ here). The shapes themselves come from C++: the Meta kernel of the helper op
 
 import torch
 
+from recops.ops import unbacked_size
+
 __all__ = []
 
 
@@ -18,12 +20,6 @@ __all__ = []
 def _permute_1D_sparse_data_fake(permute, lengths, values, weights=None,
                                    permuted_lengths_sum=None):
     if permuted_lengths_sum is None:
-        try:
-            ctx = torch.library.get_ctx()
-        except RuntimeError as e:  # meta tensors (not FakeTensors): no data, no unbacked size
-            raise RuntimeError(
-                "permute_1D_sparse_data: permuted_lengths_sum must be given for tensors without "
-                "data (Meta); under torch.compile it may be omitted") from e
-        permuted_lengths_sum = ctx.new_dynamic_size()
+        permuted_lengths_sum = unbacked_size("permute_1D_sparse_data", "permuted_lengths_sum")
     return torch.ops.recops._permute_1D_sparse_data_meta(permute, lengths, values, weights,
                                                           permuted_lengths_sum)
