@@ -1,27 +1,24 @@
 // training/chunk_gated_delta_rule/chunk_gated_delta_rule.cpp: the entry of chunk_gated_delta_rule.
-// All validation happens here, once (the sub-ops the CPU path calls check their own arguments
-// again); then the ordered implementation list runs the first implementation that accepts
-// (cuda_sm80 in CUDA builds, cpu_generic, reference). At the end: the OpInfo and the argument table
-// (the forward with .backward(chunk_gated_delta_rule_bwd), and the backward).
+// All validation happens here, once, in training::GdnComposed (common/gdn_composed.h, shared with
+// chunk_kda; g [B, T, HV], chunk_size 16, 32 or 64; the sub-ops the CPU path calls check their own
+// arguments again); then the ordered implementation list runs the first implementation that
+// accepts (cuda_sm80 in CUDA builds, cpu_generic, reference). Here: the list, the workspace's
+// layout, the C++ API and the registration (the forward with .backward(chunk_gated_delta_rule_bwd),
+// and the backward).
 #include "ops/training/chunk_gated_delta_rule/chunk_gated_delta_rule.h"
 
-#include <cmath>
 #include <string>
 #include <vector>
 
 #include "core/dispatch.h"
 #include "core/kit/op_def.h"
 #include "ops/training/chunk_gated_delta_rule/impls.h"
-#include "ops/training/common/gdn_entry.h"
-#include "ops/training/common/packed_offsets.h"
+#include "ops/training/common/gdn_composed.h"
 
 namespace recops::ops::chunk_gated_delta_rule_ns {
 namespace {
 constexpr const char* kOp = "chunk_gated_delta_rule";
 constexpr const char* kBwd = "chunk_gated_delta_rule_bwd";
-constexpr training::GdnEntry kEntry{kOp, "q"};
-constexpr training::GdnEntry kBwdEntry{kBwd, "q"};
-using training::is_float;
 
 #ifdef RECOPS_WITH_CUDA
 std::string cuda_accepts(const Params& p) {
@@ -43,318 +40,108 @@ const std::vector<core::Impl<Params>>& impls() {
   return list;
 }
 
-// Every rule on the arguments; *p gets the sizes, pointers and scalars. ctx: the call's context,
-// or nullptr in the shape function (no data read: the offsets' values are checked by the run).
-Status check_args(const ChunkGatedDeltaRuleArgs& a, const Context* ctx, Params* p) {
-  const TensorView& q = a.q;
-  RECOPS_RETURN_IF_ERROR(kEntry.lead(q, "[B, T, H, K]"));
-  const int64_t B = q.sizes[0], T = q.sizes[1], H = q.sizes[2], K = q.sizes[3];
-  RECOPS_RETURN_IF_ERROR(
-      kEntry.check_tensor("k", a.k, q, q.shape(), "[B, T, H, K] (q's)", q.dtype));
-  RECOPS_RETURN_IF_ERROR(
-      kEntry.check_tensor("v", a.v, q, {B, T, -1, -1}, "[B, T, HV, V] (q's B, T)", q.dtype));
-  const int64_t HV = a.v.sizes[2], V = a.v.sizes[3];
-  RECOPS_RETURN_IF_ERROR(kEntry.gva("v", HV, H));
-  RECOPS_RETURN_IF_ERROR(kEntry.check_tensor("g", a.g, q, {B, T, HV}, "[B, T, HV] (v's HV)"));
-  RECOPS_RETURN_IF_ERROR(kEntry.check_tensor("beta", a.beta, q, {B, T, HV}, "[B, T, HV] (v's HV)"));
-  const int64_t bt = a.chunk_size;
-  RECOPS_RETURN_IF_ERROR(kEntry.chunk_size(bt));
-  if (a.scale) RECOPS_CHECK(std::isfinite(*a.scale), kOp, ": scale=", *a.scale, " must be finite");
-  int64_t N = B;
-  RECOPS_RETURN_IF_ERROR(kEntry.seq_offsets(a.seq_offsets, q, B, T, ctx, &N, p));
-  if (a.initial_state)
-    RECOPS_RETURN_IF_ERROR(kEntry.check_tensor("initial_state", *a.initial_state, q, {N, HV, K, V},
-                                               "[N, HV, K, V] (N sequences)"));
-  p->q = q.data, p->k = a.k.data, p->v = a.v.data, p->g = a.g.data, p->beta = a.beta.data;
-  p->h0 = a.initial_state ? a.initial_state->data : nullptr;
-  p->q_dtype = q.dtype, p->k_dtype = a.k.dtype, p->v_dtype = a.v.dtype;
-  p->g_dtype = a.g.dtype, p->beta_dtype = a.beta.dtype;
-  p->h0_dtype = a.initial_state ? a.initial_state->dtype : DType::fp32;
-  p->o_dtype = a.v.dtype;
-  p->B = B, p->T = T, p->H = H, p->HV = HV, p->K = K, p->V = V;
-  p->BT = bt;
-  p->N = N;
-  p->device_index = q.device.index;
-  // The chunk states' NT: ceil(T / BT) per batch row; with offsets the sync-free bound
-  // ceil(T / BT) + N (§4.2), which fwd_h takes by default.
-  p->NT = training::chunk_count(T, bt) + (a.seq_offsets ? N : 0);
-  p->scale = a.scale ? *a.scale : (K > 0 ? 1.0 / std::sqrt(static_cast<double>(K)) : 1.0);
-  p->l2norm = a.use_qk_l2norm_in_kernel;
-  p->args = a;
-  p->args.scale = p->scale;
-  return Status::Ok();
-}
-
-Status prepare(const ChunkGatedDeltaRuleArgs& a, const TensorView& o, const TensorView* ht,
-               const Context& ctx, Params* p) {
-  RECOPS_RETURN_IF_ERROR(check_args(a, &ctx, p));
-  RECOPS_RETURN_IF_ERROR(core::check_same_device(kOp, "q", a.q, "o", o));
-  RECOPS_CHECK(o.shape() == a.v.shape() && o.dtype == a.v.dtype && o.is_contiguous(), kOp,
-               ": o must be contiguous with v's shape ", shape_str(a.v.shape()), " and dtype ",
-               dtype_name(a.v.dtype), "; got ", describe(o));
-  RECOPS_CHECK(a.output_final_state == (ht != nullptr), kOp,
-               ": final_state must be given exactly when output_final_state is true");
-  if (ht) {
-    const Shape want = {p->N, p->HV, p->K, p->V};
-    RECOPS_RETURN_IF_ERROR(core::check_same_device(kOp, "q", a.q, "final_state", *ht));
-    RECOPS_CHECK(ht->shape() == want && ht->dtype == DType::fp32 && ht->is_contiguous(), kOp,
-                 ": final_state must be contiguous ", shape_str(want),
-                 " ([N, HV, K, V]) of fp32; got ", describe(*ht));
-  }
-  p->o = o.data;
-  p->ht = ht ? ht->data : nullptr;
-  p->o_view = o;
-  if (ht) p->ht_view = *ht;
-  return Status::Ok();
-}
-
-size_t align(size_t n) {
-  return (n + 255) / 256 * 256;
-}
-
-// The backward's rules beyond the forward's (check_args): grad_o like o, grad_final_state
-// [N, HV, K, V] floating with output_final_state (else None or empty), the outputs' views.
-Status check_bwd(const ChunkGatedDeltaRuleBwdArgs& a, const Context* ctx, Params* p) {
-  RECOPS_RETURN_IF_ERROR(check_args(a.forward(), ctx, p));
-  p->bwd = true;
-  const TensorView& q = a.q;
-  RECOPS_RETURN_IF_ERROR(core::check_same_device(kBwd, "q", q, "grad_o", a.grad_o));
-  RECOPS_CHECK(
-      a.grad_o.shape() == a.v.shape() && a.grad_o.dtype == a.v.dtype && a.grad_o.is_contiguous(),
-      kBwd, ": grad_o must be contiguous with v's shape ", shape_str(a.v.shape()), " and dtype ",
-      dtype_name(a.v.dtype), "; got ", describe(a.grad_o));
-  if (a.grad_final_state && a.output_final_state) {
-    const TensorView& d = *a.grad_final_state;
-    const Shape want = {p->N, p->HV, p->K, p->V};
-    RECOPS_RETURN_IF_ERROR(core::check_same_device(kBwd, "q", q, "grad_final_state", d));
-    RECOPS_CHECK(d.shape() == want && is_float(d.dtype) && d.is_contiguous(), kBwd,
-                 ": grad_final_state must be contiguous ", shape_str(want),
-                 " ([N, HV, K, V]) of fp64, fp32, fp16 or bf16; got ", describe(d));
-    p->dht = d.data;
-    p->dht_dtype = d.dtype;
-    p->dht_view = d;
-  } else if (a.grad_final_state) {
-    RECOPS_CHECK(a.grad_final_state->numel() == 0, kBwd,
-                 ": grad_final_state must be None or empty when output_final_state is false; got ",
-                 describe(*a.grad_final_state));
-  }
-  p->d_o = a.grad_o.data;
-  return Status::Ok();
-}
-
-Status prepare_bwd(const ChunkGatedDeltaRuleBwdArgs& a, const ChunkGatedDeltaRuleBwdOut& o,
-                   const Context& ctx, Params* p) {
-  RECOPS_RETURN_IF_ERROR(check_bwd(a, &ctx, p));
-  RECOPS_RETURN_IF_ERROR(kBwdEntry.check_out("dq", o.dq, a.q, a.q.shape(), a.q.dtype, "of"));
-  RECOPS_RETURN_IF_ERROR(kBwdEntry.check_out("dk", o.dk, a.q, a.k.shape(), a.k.dtype, "of"));
-  RECOPS_RETURN_IF_ERROR(kBwdEntry.check_out("dv", o.dv, a.q, a.v.shape(), a.v.dtype, "of"));
-  RECOPS_RETURN_IF_ERROR(kBwdEntry.check_out("dg", o.dg, a.q, a.g.shape(), a.g.dtype, "of"));
-  RECOPS_RETURN_IF_ERROR(
-      kBwdEntry.check_out("dbeta", o.dbeta, a.q, a.beta.shape(), a.beta.dtype, "of"));
-  const bool want = a.initial_state.has_value() && a.want_d_initial_state;
-  RECOPS_CHECK(want == (o.dh0 != nullptr), kBwd,
-               ": dh0 must be given exactly when initial_state is given and wanted");
-  if (o.dh0)
-    RECOPS_RETURN_IF_ERROR(
-        kBwdEntry.check_out("dh0", *o.dh0, a.q, {p->N, p->HV, p->K, p->V}, DType::fp32, "of"));
-  p->dq = o.dq.data, p->dk = o.dk.data, p->dv = o.dv.data, p->dg = o.dg.data;
-  p->dbeta = o.dbeta.data;
-  p->dh0 = o.dh0 ? o.dh0->data : nullptr;
-  p->out = o;
-  return Status::Ok();
-}
-
-// Nothing to write in the backward: every gradient has no element (the extents may then be
-// huge, e.g. K = V = 0 with HV = 0, so nothing may walk them).
-bool bwd_empty(const ChunkGatedDeltaRuleBwdOut& o) {
-  return o.dq.numel() == 0 && o.dk.numel() == 0 && o.dv.numel() == 0 && o.dg.numel() == 0 &&
-         o.dbeta.numel() == 0 && (!o.dh0 || o.dh0->numel() == 0);
-}
-
-// Nothing to write: o and final_state have no elements.
-bool empty(const Params& p) {
-  return training::any_zero({p.B, p.T, p.HV, p.V}) &&
-         (!p.ht || training::any_zero({p.N, p.HV, p.K, p.V}));
-}
 }  // namespace
 
 Layout workspace_layout(const Params& p) {
   Layout l;
-  size_t at = 0;
-  // Extents may be huge next to a 0 one: products through training::extent_product (0, or
-  // saturated, which the workspace check then refuses).
-  auto part = [&](std::initializer_list<int64_t> extents, DType t) {
-    const size_t off = at;
-    const int64_t elems = training::extent_product(extents);
-    at += elems > (int64_t{1} << 56) ? (size_t{1} << 62)
-                                     : align(static_cast<size_t>(elems) * dtype_size(t));
-    return off;
-  };
+  training::WorkspaceParts w;
   if (p.l2norm) {
-    l.qn = part({p.B, p.T, p.H, p.K}, p.q_dtype);
-    l.kn = part({p.B, p.T, p.H, p.K}, p.k_dtype);
+    l.qn = w.part({p.B, p.T, p.H, p.K}, p.q_dtype);
+    l.kn = w.part({p.B, p.T, p.H, p.K}, p.k_dtype);
   }
-  l.G = part({p.B, p.T, p.HV}, DType::fp32);
-  l.A = part({p.B, p.T, p.HV, p.BT}, DType::fp32);
-  l.Ai = part({p.B, p.T, p.HV, p.BT}, DType::fp32);
-  l.w = part({p.B, p.T, p.HV, p.K}, p.k_dtype);
-  l.u = part({p.B, p.T, p.HV, p.V}, p.v_dtype);
-  l.h = part({p.B, p.NT, p.HV, p.K, p.V}, p.k_dtype);
-  l.v_new = part({p.B, p.T, p.HV, p.V}, p.v_dtype);
+  l.G = w.part({p.B, p.T, p.HV}, DType::fp32);
+  l.A = w.part({p.B, p.T, p.HV, p.BT}, DType::fp32);
+  l.Ai = w.part({p.B, p.T, p.HV, p.BT}, DType::fp32);
+  l.w = w.part({p.B, p.T, p.HV, p.K}, p.k_dtype);
+  l.u = w.part({p.B, p.T, p.HV, p.V}, p.v_dtype);
+  l.h = w.part({p.B, p.NT, p.HV, p.K, p.V}, p.k_dtype);
+  l.v_new = w.part({p.B, p.T, p.HV, p.V}, p.v_dtype);
   if (p.bwd) {
-    l.dv_local = part({p.B, p.T, p.HV, p.V}, p.v_dtype);
-    l.dh = part({p.B, p.NT, p.HV, p.K, p.V}, p.q_dtype);
-    l.dv2 = part({p.B, p.T, p.HV, p.V}, p.v_dtype);
-    l.dw = part({p.B, p.T, p.HV, p.K}, p.k_dtype);
-    l.dG = part({p.B, p.T, p.HV}, DType::fp32);
-    l.dG2 = part({p.B, p.T, p.HV}, DType::fp32);
-    l.dk2 = part({p.B, p.T, p.H, p.K}, p.k_dtype);
+    l.dv_local = w.part({p.B, p.T, p.HV, p.V}, p.v_dtype);
+    l.dh = w.part({p.B, p.NT, p.HV, p.K, p.V}, p.q_dtype);
+    l.dv2 = w.part({p.B, p.T, p.HV, p.V}, p.v_dtype);
+    l.dw = w.part({p.B, p.T, p.HV, p.K}, p.k_dtype);
+    l.dG = w.part({p.B, p.T, p.HV}, DType::fp32);
+    l.dG2 = w.part({p.B, p.T, p.HV}, DType::fp32);
+    l.dk2 = w.part({p.B, p.T, p.H, p.K}, p.k_dtype);
     if (p.l2norm) {
-      l.dqn = part({p.B, p.T, p.H, p.K}, p.q_dtype);
-      l.dkn = part({p.B, p.T, p.H, p.K}, p.k_dtype);
+      l.dqn = w.part({p.B, p.T, p.H, p.K}, p.q_dtype);
+      l.dkn = w.part({p.B, p.T, p.H, p.K}, p.k_dtype);
     }
   }
-  l.total = at;
+  l.total = w.at;
   return l;
 }
 
+namespace {
+// The traits of training::GdnComposed (the shared entry, common/gdn_composed.h).
+struct GdnOp {
+  using Args = ChunkGatedDeltaRuleArgs;
+  using BwdArgs = ChunkGatedDeltaRuleBwdArgs;
+  using BwdOut = ChunkGatedDeltaRuleBwdOut;
+  using Params = chunk_gated_delta_rule_ns::Params;
+  static constexpr const char* kOp = chunk_gated_delta_rule_ns::kOp;
+  static constexpr const char* kBwd = chunk_gated_delta_rule_ns::kBwd;
+  static constexpr bool kGatePerChannel = false;
+  static constexpr int kMinChunk = 16;
+  static constexpr const char* kChunkNote = "";
+  static const std::vector<core::Impl<Params>>& impls() {
+    return chunk_gated_delta_rule_ns::impls();
+  }
+  static Status run_cpu(const Params& p, const Context& ctx) {
+    return chunk_gated_delta_rule_ns::run_cpu(p, ctx);
+  }
+  static size_t workspace_total(const Params& p) { return workspace_layout(p).total; }
+};
+using ComposedEntry = training::GdnComposed<GdnOp>;
+}  // namespace
 }  // namespace recops::ops::chunk_gated_delta_rule_ns
 
 namespace recops {
+using ops::chunk_gated_delta_rule_ns::ComposedEntry;
 
 Status chunk_gated_delta_rule_shape(const ChunkGatedDeltaRuleArgs& a, Shape* o_shape,
                                     DType* o_dtype, Shape* final_state_shape) {
-  using namespace ops::chunk_gated_delta_rule_ns;
-  Params p;
-  RECOPS_RETURN_IF_ERROR(check_args(a, nullptr, &p));
-  *o_shape = a.v.shape();
-  *o_dtype = a.v.dtype;
-  *final_state_shape = a.output_final_state ? Shape{p.N, p.HV, p.K, p.V} : Shape{0};
-  return Status::Ok();
+  return ComposedEntry::shape(a, o_shape, o_dtype, final_state_shape);
 }
 
 size_t chunk_gated_delta_rule_workspace_bytes(const ChunkGatedDeltaRuleArgs& a) {
-  using namespace ops::chunk_gated_delta_rule_ns;
-  Params p;
-  if (!check_args(a, nullptr, &p).ok()) return 0;
-  return workspace_layout(p).total;
+  return ComposedEntry::workspace_bytes(a);
 }
 
 Status chunk_gated_delta_rule(const ChunkGatedDeltaRuleArgs& a, const TensorView& o,
                               const TensorView* final_state, const Context& ctx) {
-  using namespace ops::chunk_gated_delta_rule_ns;
-  Params p;
-  RECOPS_RETURN_IF_ERROR(prepare(a, o, final_state, ctx, &p));
-  const size_t need = workspace_layout(p).total;
-  RECOPS_CHECK(ctx.workspace_bytes >= need && (need == 0 || ctx.workspace != nullptr), kOp,
-               ": the workspace must hold ", need,
-               " bytes (chunk_gated_delta_rule_workspace_bytes); got ", ctx.workspace_bytes);
-  p.workspace = ctx.workspace;
-  p.workspace_bytes = ctx.workspace_bytes;
-  if (empty(p)) return Status::Ok();
-  return core::dispatch(kOp, impls(), a.q.device.type, p, ctx);
+  return ComposedEntry::forward(a, o, final_state, ctx);
 }
 
 Status chunk_gated_delta_rule_plain(const ChunkGatedDeltaRuleArgs& a, const TensorView& o,
                                     const TensorView* final_state) {
-  using namespace ops::chunk_gated_delta_rule_ns;
-  RECOPS_CHECK(a.q.device.is_cpu(), "chunk_gated_delta_rule_plain: CPU tensors only");
-  const Context ctx;
-  Params p;
-  RECOPS_RETURN_IF_ERROR(prepare(a, o, final_state, ctx, &p));
-  std::vector<unsigned char> scratch(std::max<size_t>(1, workspace_layout(p).total));
-  p.workspace = scratch.data();
-  p.workspace_bytes = scratch.size();
-  p.plain = true;
-  if (empty(p)) return Status::Ok();
-  return run_cpu(p, ctx);
+  return ComposedEntry::plain(a, o, final_state);
 }
 
 Status chunk_gated_delta_rule_bwd_check(const ChunkGatedDeltaRuleBwdArgs& a, bool* has_dh0) {
-  using namespace ops::chunk_gated_delta_rule_ns;
-  Params p;
-  RECOPS_RETURN_IF_ERROR(check_bwd(a, nullptr, &p));
-  *has_dh0 = a.initial_state.has_value() && a.want_d_initial_state;
-  return Status::Ok();
+  return ComposedEntry::bwd_check(a, has_dh0);
 }
 
 size_t chunk_gated_delta_rule_bwd_workspace_bytes(const ChunkGatedDeltaRuleBwdArgs& a) {
-  using namespace ops::chunk_gated_delta_rule_ns;
-  Params p;
-  if (!check_bwd(a, nullptr, &p).ok()) return 0;
-  return workspace_layout(p).total;
+  return ComposedEntry::bwd_workspace_bytes(a);
 }
 
 Status chunk_gated_delta_rule_bwd(const ChunkGatedDeltaRuleBwdArgs& a,
                                   const ChunkGatedDeltaRuleBwdOut& out, const Context& ctx) {
-  using namespace ops::chunk_gated_delta_rule_ns;
-  Params p;
-  RECOPS_RETURN_IF_ERROR(prepare_bwd(a, out, ctx, &p));
-  const size_t need = workspace_layout(p).total;
-  RECOPS_CHECK(ctx.workspace_bytes >= need && (need == 0 || ctx.workspace != nullptr), kBwd,
-               ": the workspace must hold ", need,
-               " bytes (chunk_gated_delta_rule_bwd_workspace_bytes); got ", ctx.workspace_bytes);
-  p.workspace = ctx.workspace;
-  p.workspace_bytes = ctx.workspace_bytes;
-  if (bwd_empty(out)) return Status::Ok();
-  return core::dispatch(kBwd, impls(), a.q.device.type, p, ctx);
+  return ComposedEntry::backward(a, out, ctx);
 }
 
 Status chunk_gated_delta_rule_bwd_plain(const ChunkGatedDeltaRuleBwdArgs& a,
                                         const ChunkGatedDeltaRuleBwdOut& out) {
-  using namespace ops::chunk_gated_delta_rule_ns;
-  RECOPS_CHECK(a.q.device.is_cpu(), "chunk_gated_delta_rule_bwd_plain: CPU tensors only");
-  const Context ctx;
-  Params p;
-  RECOPS_RETURN_IF_ERROR(prepare_bwd(a, out, ctx, &p));
-  std::vector<unsigned char> scratch(std::max<size_t>(1, workspace_layout(p).total));
-  p.workspace = scratch.data();
-  p.workspace_bytes = scratch.size();
-  p.plain = true;
-  if (bwd_empty(out)) return Status::Ok();
-  return run_cpu(p, ctx);
+  return ComposedEntry::bwd_plain(a, out);
 }
 
 }  // namespace recops
 
-// ---- registration: the OpInfo and the argument table (core/kit/op_def.h) ----
+// ---- registration: the OpInfo and the argument table (training::GdnComposed::register_ops) ----
 namespace recops::ops::chunk_gated_delta_rule_ns {
 namespace {
-Status shapes(const ChunkGatedDeltaRuleArgs& a, std::vector<kit::OutSpec>* outs) {
-  Shape o, ht;
-  DType dt = DType::fp32;
-  RECOPS_RETURN_IF_ERROR(chunk_gated_delta_rule_shape(a, &o, &dt, &ht));
-  outs->push_back({o, dt});
-  outs->push_back({ht, DType::fp32, a.output_final_state});
-  return Status::Ok();
-}
-Status run(const ChunkGatedDeltaRuleArgs& a, const kit::Outputs& o, const Context& ctx) {
-  return chunk_gated_delta_rule(a, o.views[0], o.get(1), ctx);
-}
-size_t workspace(const ChunkGatedDeltaRuleArgs& a, const kit::Outputs&) {
-  return chunk_gated_delta_rule_workspace_bytes(a);
-}
-
-Status bwd_shapes(const ChunkGatedDeltaRuleBwdArgs& a, std::vector<kit::OutSpec>* outs) {
-  bool has_dh0 = false;
-  RECOPS_RETURN_IF_ERROR(chunk_gated_delta_rule_bwd_check(a, &has_dh0));
-  outs->push_back({a.q.shape(), a.q.dtype});
-  outs->push_back({a.k.shape(), a.k.dtype});
-  outs->push_back({a.v.shape(), a.v.dtype});
-  outs->push_back({a.g.shape(), a.g.dtype});
-  outs->push_back({a.beta.shape(), a.beta.dtype});
-  outs->push_back({has_dh0 ? a.initial_state->shape() : Shape{0}, DType::fp32, has_dh0});
-  return Status::Ok();
-}
-Status bwd_run(const ChunkGatedDeltaRuleBwdArgs& a, const kit::Outputs& o, const Context& ctx) {
-  ChunkGatedDeltaRuleBwdOut out{o.views[0], o.views[1], o.views[2],
-                                o.views[3], o.views[4], o.get(5)};
-  return chunk_gated_delta_rule_bwd(a, out, ctx);
-}
-size_t bwd_workspace(const ChunkGatedDeltaRuleBwdArgs& a, const kit::Outputs&) {
-  return chunk_gated_delta_rule_bwd_workspace_bytes(a);
-}
-
 constexpr const char* kDoc =
     R"(The chunked Gated DeltaNet (fla-core's
 ``fla.ops.gated_delta_rule.chunk.chunk_gated_delta_rule``), forward.
@@ -398,55 +185,6 @@ raises.
 }  // namespace recops::ops::chunk_gated_delta_rule_ns
 
 RECOPS_REGISTER_OPS(reg) {
-  using namespace recops;
-  using namespace recops::ops::chunk_gated_delta_rule_ns;
-  using A = ChunkGatedDeltaRuleArgs;
-  using D = ChunkGatedDeltaRuleBwdArgs;
-  reg.add(OpInfo{kOp, "training", core::describe_impls(impls())});
-  reg.add(OpInfo{kBwd, "training", core::describe_impls(impls())});
-  reg.add(
-      kit::Def<A>(kOp, "training")
-          .arg<&A::q>("q", {.grad = true, .dense_from = 0})
-          .arg<&A::k>("k", {.grad = true, .dense_from = 0})
-          .arg<&A::v>("v", {.grad = true, .dense_from = 0})
-          .arg<&A::g>("g", {.grad = true, .dense_from = 0})
-          .arg<&A::beta>("beta", {.grad = true, .dense_from = 0})
-          .arg<&A::scale>("scale", {.def = "None"})
-          .arg<&A::initial_state>("initial_state", {.def = "None", .grad = true, .dense_from = 0})
-          .arg<&A::output_final_state>("output_final_state", {.def = "False"})
-          .arg<&A::seq_offsets>("seq_offsets", {.def = "None", .dense_from = 0})
-          .arg<&A::use_qk_l2norm_in_kernel>("use_qk_l2norm_in_kernel", {.def = "False"})
-          .arg<&A::chunk_size>("chunk_size", {.def = "64"})
-          .out("o")
-          .out("final_state")
-          .shapes(shapes)
-          .run(run)
-          .workspace(workspace)
-          .backward(kBwd)
-          .doc("", kDoc));
-  reg.add(kit::Def<D>(kBwd, "training")
-              .arg<&D::grad_o>("grad_o", {.dense_from = 0})
-              .arg<&D::grad_final_state>("grad_final_state", {.dense_from = 0})
-              .arg<&D::q>("q", {.dense_from = 0})
-              .arg<&D::k>("k", {.dense_from = 0})
-              .arg<&D::v>("v", {.dense_from = 0})
-              .arg<&D::g>("g", {.dense_from = 0})
-              .arg<&D::beta>("beta", {.dense_from = 0})
-              .arg<&D::scale>("scale", {.def = "None"})
-              .arg<&D::initial_state>("initial_state", {.def = "None", .dense_from = 0})
-              .arg<&D::output_final_state>("output_final_state", {.def = "False"})
-              .arg<&D::seq_offsets>("seq_offsets", {.def = "None", .dense_from = 0})
-              .arg<&D::use_qk_l2norm_in_kernel>("use_qk_l2norm_in_kernel", {.def = "False"})
-              .arg<&D::chunk_size>("chunk_size", {.def = "64"})
-              .arg<&D::want_d_initial_state>("want_d_initial_state", {.def = "True"})
-              .out("dq")
-              .out("dk")
-              .out("dv")
-              .out("dg")
-              .out("dbeta")
-              .out("dh0")
-              .shapes(bwd_shapes)
-              .run(bwd_run)
-              .workspace(bwd_workspace)
-              .doc("-", ""));
+  recops::ops::chunk_gated_delta_rule_ns::ComposedEntry::register_ops(
+      reg, recops::ops::chunk_gated_delta_rule_ns::kDoc);
 }

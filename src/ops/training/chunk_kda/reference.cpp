@@ -11,52 +11,20 @@
 //   dk_t = β_t·dS r_t − Sa_t dr;  dv_t = dr;  dSa = dS − k_t ⊗ dr
 //   dg_t[i] = Σ_j dSa[i, j]·Sa_t[i, j];  dS = D_t·dSa
 // dh0 = the final dS. dq, dk are summed over each key head's value heads; with l2norm they go
-// through y = x/sqrt(Σx² + eps)'s backward dx = (dy − y (dy·y))/sqrt(Σx² + eps). Includes params.h
-// and core only; shares no code with cpu/ (which composes the chunked sub-ops), with the sub-ops'
-// goldens or with chunk_gated_delta_rule's golden.
+// through y = x/sqrt(Σx² + eps)'s backward dx = (dy − y (dy·y))/sqrt(Σx² + eps). Includes params.h,
+// core and the goldens' element access and l2 normalisation (common/gdn_golden.h, which no cpu/ or
+// cuda/ path includes) only; shares no code with cpu/ (which composes the chunked sub-ops), and
+// no recurrence with the other goldens.
 #include <cmath>
 #include <vector>
 
 #include "ops/training/chunk_kda/impls.h"
+#include "ops/training/common/gdn_golden.h"
 
 namespace recops::ops::chunk_kda_ns {
 namespace {
 
-// The n floating elements from element `at` of a tensor of dtype t, widened exactly to fp64.
-void read(const void* base, DType t, int64_t at, int64_t n, double* dst) {
-  visit_floating(t, [&](auto x) {
-    using X = decltype(x);
-    const X* s = static_cast<const X*>(base) + at;
-    for (int64_t i = 0; i < n; ++i) dst[i] = to_double(s[i]);
-  });
-}
-
-void write(void* base, DType t, int64_t at, int64_t n, const double* src) {
-  visit_floating(t, [&](auto x) {
-    using X = decltype(x);
-    X* d = static_cast<X*>(base) + at;
-    for (int64_t i = 0; i < n; ++i) d[i] = from_double<X>(src[i]);
-  });
-}
-
-int64_t offset(const Params& p, int64_t n) {
-  return p.off_dtype == DType::int32 ? static_cast<const int32_t*>(p.seq_offsets)[n]
-                                     : static_cast<const int64_t*>(p.seq_offsets)[n];
-}
-
-void normalize(std::vector<double>& x, double eps) {
-  double ss = 0;
-  for (double e : x) ss += e * e;
-  const double r = 1.0 / std::sqrt(ss + eps);
-  for (double& e : x) e *= r;
-}
-
-// 1 / sqrt(Σ x² + eps) of a raw row x (K).
-double norm_factor(const std::vector<double>& x, double eps) {
-  double ss = 0;
-  for (double e : x) ss += e * e;
-  return 1.0 / std::sqrt(ss + eps);
-}
+namespace golden = training::golden;
 
 Status reference_bwd(const Params& p) {
   const int64_t H = p.H, HV = p.HV, K = p.K, V = p.V, T = p.T;
@@ -72,8 +40,10 @@ Status reference_bwd(const Params& p) {
       r(static_cast<size_t>(V)), dr(static_cast<size_t>(V)), dSr(static_cast<size_t>(K)),
       gk(static_cast<size_t>(K));
   for (int64_t n = 0; n < p.N; ++n) {
-    const int64_t first = p.seq_offsets ? offset(p, n) : n * T;
-    const int64_t last = p.seq_offsets ? offset(p, n + 1) : (n + 1) * T;
+    const int64_t first =
+        p.seq_offsets ? golden::offset_value(p.seq_offsets, p.off_dtype, n) : n * T;
+    const int64_t last =
+        p.seq_offsets ? golden::offset_value(p.seq_offsets, p.off_dtype, n + 1) : (n + 1) * T;
     const int64_t L = last - first;
     for (int64_t hv = 0; hv < HV; ++hv) {
       const int64_t h = hv / group;
@@ -83,25 +53,25 @@ Status reference_bwd(const Params& p) {
           rs(static_cast<size_t>(L * V));
       double* S0 = states.data() + 2 * L * KV;  // the initial state, kept last
       if (p.h0)
-        read(p.h0, p.h0_dtype, state_at, K * V, S0);
+        golden::read_n(p.h0, p.h0_dtype, state_at, K * V, S0);
       else
         std::fill(S0, S0 + KV, 0.0);
       auto load_qk = [&](int64_t row) {
-        read(p.q, p.q_dtype, (row * H + h) * K, K, q.data());
-        read(p.k, p.k_dtype, (row * H + h) * K, K, k.data());
+        golden::read_n(p.q, p.q_dtype, (row * H + h) * K, K, q.data());
+        golden::read_n(p.k, p.k_dtype, (row * H + h) * K, K, k.data());
         if (p.l2norm) {
-          normalize(q, p.l2norm_eps);
-          normalize(k, p.l2norm_eps);
+          golden::l2_normalize(q, p.l2norm_eps);
+          golden::l2_normalize(k, p.l2norm_eps);
         }
       };
       const double* prev = S0;
       for (int64_t t = 0; t < L; ++t) {
         const int64_t row = first + t;
         load_qk(row);
-        read(p.v, p.v_dtype, (row * HV + hv) * V, V, v.data());
+        golden::read_n(p.v, p.v_dtype, (row * HV + hv) * V, V, v.data());
         double beta = 0;
-        read(p.g, p.g_dtype, (row * HV + hv) * K, K, gk.data());
-        read(p.beta, p.beta_dtype, row * HV + hv, 1, &beta);
+        golden::read_n(p.g, p.g_dtype, (row * HV + hv) * K, K, gk.data());
+        golden::read_n(p.beta, p.beta_dtype, row * HV + hv, 1, &beta);
         double* Sa = states.data() + 2 * t * KV;
         double* St = Sa + KV;
         for (int64_t i = 0; i < K; ++i) {
@@ -120,16 +90,16 @@ Status reference_bwd(const Params& p) {
       }
       // Reverse.
       if (p.dht)
-        read(p.dht, p.dht_dtype, state_at, K * V, dS.data());
+        golden::read_n(p.dht, p.dht_dtype, state_at, K * V, dS.data());
       else
         std::fill(dS.begin(), dS.end(), 0.0);
       for (int64_t t = L - 1; t >= 0; --t) {
         const int64_t row = first + t;
         load_qk(row);
-        read(p.d_o, p.v_dtype, (row * HV + hv) * V, V, d_o.data());
+        golden::read_n(p.d_o, p.v_dtype, (row * HV + hv) * V, V, d_o.data());
         double beta = 0;
-        read(p.g, p.g_dtype, (row * HV + hv) * K, K, gk.data());
-        read(p.beta, p.beta_dtype, row * HV + hv, 1, &beta);
+        golden::read_n(p.g, p.g_dtype, (row * HV + hv) * K, K, gk.data());
+        golden::read_n(p.beta, p.beta_dtype, row * HV + hv, 1, &beta);
         const double* Sa = states.data() + 2 * t * KV;
         const double* St = Sa + KV;
         const double* rt = rs.data() + t * V;
@@ -174,7 +144,7 @@ Status reference_bwd(const Params& p) {
         for (int64_t j = 0; j < V; ++j) dv[(row * HV + hv) * V + j] = dr[j];
         db[row * HV + hv] = dbeta;
       }
-      if (p.dh0) write(p.dh0, DType::fp32, state_at, K * V, dS.data());
+      if (p.dh0) golden::write_n(p.dh0, DType::fp32, state_at, K * V, dS.data());
     }
   }
   // l2norm's backward per row of q and k: dx = r (dy − y (dy·y)), y = x r.
@@ -182,8 +152,9 @@ Status reference_bwd(const Params& p) {
     for (int64_t e = 0; e < rows * H; ++e) {
       for (int which = 0; which < 2; ++which) {
         std::vector<double>& x = which == 0 ? q : k;
-        read(which == 0 ? p.q : p.k, which == 0 ? p.q_dtype : p.k_dtype, e * K, K, x.data());
-        const double rf = norm_factor(x, p.l2norm_eps);
+        golden::read_n(which == 0 ? p.q : p.k, which == 0 ? p.q_dtype : p.k_dtype, e * K, K,
+                       x.data());
+        const double rf = golden::l2_norm_factor(x, p.l2norm_eps);
         double* dy = (which == 0 ? dq : dk).data() + e * K;
         double dot = 0;
         for (int64_t i = 0; i < K; ++i) dot += dy[i] * x[i] * rf;
@@ -191,11 +162,11 @@ Status reference_bwd(const Params& p) {
       }
     }
   }
-  write(p.dq, p.q_dtype, 0, rows * H * K, dq.data());
-  write(p.dk, p.k_dtype, 0, rows * H * K, dk.data());
-  write(p.dv, p.v_dtype, 0, rows * HV * V, dv.data());
-  write(p.dg, p.g_dtype, 0, rows * HV * K, dg.data());
-  write(p.dbeta, p.beta_dtype, 0, rows * HV, db.data());
+  golden::write_n(p.dq, p.q_dtype, 0, rows * H * K, dq.data());
+  golden::write_n(p.dk, p.k_dtype, 0, rows * H * K, dk.data());
+  golden::write_n(p.dv, p.v_dtype, 0, rows * HV * V, dv.data());
+  golden::write_n(p.dg, p.g_dtype, 0, rows * HV * K, dg.data());
+  golden::write_n(p.dbeta, p.beta_dtype, 0, rows * HV, db.data());
   return Status::Ok();
 }
 
@@ -210,25 +181,27 @@ Status run_reference(const Params& p, const Context&) {
       o(static_cast<size_t>(V)), gk(static_cast<size_t>(K));
   for (int64_t n = 0; n < p.N; ++n) {
     // Flattened rows [first, last) of sequence n.
-    const int64_t first = p.seq_offsets ? offset(p, n) : n * T;
-    const int64_t last = p.seq_offsets ? offset(p, n + 1) : (n + 1) * T;
+    const int64_t first =
+        p.seq_offsets ? golden::offset_value(p.seq_offsets, p.off_dtype, n) : n * T;
+    const int64_t last =
+        p.seq_offsets ? golden::offset_value(p.seq_offsets, p.off_dtype, n + 1) : (n + 1) * T;
     for (int64_t hv = 0; hv < HV; ++hv) {
       const int64_t h = hv / group;
       const int64_t state_at = (n * HV + hv) * K * V;
       if (p.h0)
-        read(p.h0, p.h0_dtype, state_at, K * V, S.data());
+        golden::read_n(p.h0, p.h0_dtype, state_at, K * V, S.data());
       else
         std::fill(S.begin(), S.end(), 0.0);
       for (int64_t r = first; r < last; ++r) {
-        read(p.q, p.q_dtype, (r * H + h) * K, K, q.data());
-        read(p.k, p.k_dtype, (r * H + h) * K, K, k.data());
-        read(p.v, p.v_dtype, (r * HV + hv) * V, V, v.data());
+        golden::read_n(p.q, p.q_dtype, (r * H + h) * K, K, q.data());
+        golden::read_n(p.k, p.k_dtype, (r * H + h) * K, K, k.data());
+        golden::read_n(p.v, p.v_dtype, (r * HV + hv) * V, V, v.data());
         double beta = 0;
-        read(p.g, p.g_dtype, (r * HV + hv) * K, K, gk.data());
-        read(p.beta, p.beta_dtype, r * HV + hv, 1, &beta);
+        golden::read_n(p.g, p.g_dtype, (r * HV + hv) * K, K, gk.data());
+        golden::read_n(p.beta, p.beta_dtype, r * HV + hv, 1, &beta);
         if (p.l2norm) {
-          normalize(q, p.l2norm_eps);
-          normalize(k, p.l2norm_eps);
+          golden::l2_normalize(q, p.l2norm_eps);
+          golden::l2_normalize(k, p.l2norm_eps);
         }
         for (int64_t i = 0; i < K; ++i) {
           const double decay = std::exp(gk[i]);
@@ -244,9 +217,9 @@ Status run_reference(const Params& p, const Context&) {
         for (int64_t i = 0; i < K; ++i)
           for (int64_t j = 0; j < V; ++j) o[j] += S[i * V + j] * q[i];
         for (double& e : o) e *= p.scale;
-        write(p.o, p.o_dtype, (r * HV + hv) * V, V, o.data());
+        golden::write_n(p.o, p.o_dtype, (r * HV + hv) * V, V, o.data());
       }
-      if (p.ht) write(p.ht, DType::fp32, state_at, K * V, S.data());
+      if (p.ht) golden::write_n(p.ht, DType::fp32, state_at, K * V, S.data());
     }
   }
   return Status::Ok();

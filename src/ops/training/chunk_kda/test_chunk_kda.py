@@ -3,7 +3,8 @@ recurrence of training_ops.md §4.5 with the per-channel decay, GVA by repeat_in
 -like l2norm with eps added to the sum of squares); fla's relative-RMS gate on bf16 (§5: 0.005 for
 o and ht); the gradients of every input against torch autograd of the peer (recops' backward
 op through the Autograd kernel, also via the fla drop-in); opcheck; torch.compile against eager;
-bad input. The fla
+bad input. The peer, the input builder and the runs against the peer are
+common/_gdn_composed_pytest.py's (shared by chunk_gated_delta_rule and chunk_kda). The fla
 drop-in is tested in tests/python/test_compat_fla.py. Collected by `pytest src/ops`."""
 
 import sys
@@ -11,65 +12,17 @@ from pathlib import Path
 
 import pytest
 import torch
-import torch.nn.functional as F
 
 import recops
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
-from _gdn_pytest import sequences  # noqa: E402
-
-# Errors relative to the largest |o| (|ht|): fp64 / fp32 runs keep an fp32 state; fp16 / bf16
-# store w, u, h and v_new in the input dtype (as fla does), several roundings deep.
-TOL = {torch.float64: 2e-6, torch.float32: 2e-5, torch.float16: 4e-3, torch.bfloat16: 3e-2}
+import _gdn_composed_pytest as composed  # noqa: E402
+from _gdn_composed_pytest import TOL, close, peer  # noqa: E402
 
 
-def peer(q, k, v, g, beta, scale=None, h0=None, cu_seqlens=None, l2norm=False):
-    """The recurrence in plain torch, fp64: S = diag(exp(g_t)) S (per key channel);
-    S += beta_t k_t (v_t - S^T k_t); o_t = scale S^T q_t; returns (o, final_state)."""
-    B, T, H, K = q.shape
-    HV, V = v.shape[2], v.shape[3]
-    scale = K ** -0.5 if scale is None else scale
-    q, k, v, g, beta = (x.double() for x in (q, k, v, g, beta))
-    if l2norm:
-        q = q / torch.sqrt((q * q).sum(-1, keepdim=True) + 1e-6)
-        k = k / torch.sqrt((k * k).sum(-1, keepdim=True) + 1e-6)
-    q = q.repeat_interleave(HV // H, dim=2)
-    k = k.repeat_interleave(HV // H, dim=2)
-    seqs = sequences(B, T, cu_seqlens)
-    o = torch.zeros(B, T, HV, V, dtype=torch.float64)
-    ht = torch.zeros(len(seqs), HV, K, V, dtype=torch.float64)
-    for n, (b, s, e) in enumerate(seqs):
-        S = h0[n].double().clone() if h0 is not None else torch.zeros(HV, K, V,
-                                                                      dtype=torch.float64)
-        for t in range(s, e):
-            S = S * torch.exp(g[b, t])[:, :, None]
-            pred = torch.einsum("hkv,hk->hv", S, k[b, t])
-            S = S + beta[b, t][:, None, None] * k[b, t][:, :, None] * (v[b, t] - pred)[:, None, :]
-            o[b, t] = scale * torch.einsum("hkv,hk->hv", S, q[b, t])
-        ht[n] = S
-    return o, ht
-
-
-def make(B, T, H, K, V=32, gva=1, dtype=torch.float32, offsets=None, h0=True, raw_qk=False,
-         gate_s=1.0, seed=0):
-    gen = torch.Generator().manual_seed(seed)
-    if offsets is not None:
-        T = offsets[-1]
-    HV = H * gva
-
-    def rnd(*s):
-        return torch.randn(*s, generator=gen, dtype=torch.float64)
-
-    q, k = rnd(B, T, H, K), rnd(B, T, H, K)
-    if not raw_qk:  # fla's conditioning (§5)
-        q, k = F.normalize(q, dim=-1), F.normalize(k, dim=-1)
-    v = rnd(B, T, HV, V).to(dtype)
-    g = F.logsigmoid(torch.rand(B, T, HV, K, generator=gen, dtype=torch.float64)) / gate_s
-    beta = torch.rand(B, T, HV, generator=gen, dtype=torch.float64).sigmoid().to(dtype)
-    cu = torch.tensor(offsets) if offsets is not None else None
-    N = len(offsets) - 1 if offsets is not None else B
-    hs = rnd(N, HV, K, V).float() if h0 else None
-    return q.to(dtype), k.to(dtype), v, g.float(), beta, hs, cu
+def make(*args, **kw):
+    """composed.make with g [B, T, HV, K] (per channel)."""
+    return composed.make(*args, per_channel=True, **kw)
 
 
 CONFIGS = {
@@ -87,18 +40,7 @@ CONFIGS = {
 
 
 def run(cfg, dtype, scale=None, seed=0):
-    cfg = dict(cfg)
-    bt = cfg.pop("chunk_size", 64)
-    l2 = cfg.pop("l2norm", False)
-    q, k, v, g, beta, h0, cu = make(dtype=dtype, seed=seed, **cfg)
-    o, ht = recops.chunk_kda(q, k, v, g, beta, scale, h0, True, cu, l2, bt)
-    want_o, want_ht = peer(q, k, v, g, beta, scale, h0, cu, l2)
-    return o, ht, want_o, want_ht
-
-
-def close(got, want, tol):
-    top = max(1.0, want.abs().max().item()) if want.numel() else 1.0
-    torch.testing.assert_close(got.double(), want, rtol=0, atol=tol * top)
+    return composed.run(recops.chunk_kda, make, cfg, dtype, scale, seed)
 
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.float16, torch.bfloat16])
@@ -163,33 +105,9 @@ GRAD_CONFIGS = {
 @pytest.mark.parametrize("name", list(GRAD_CONFIGS))
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 def test_backward_matches_peer_autograd(name, dtype):
-    """recops' gradients (chunk_kda_bwd through the Autograd kernel) against torch
-    autograd of the plain fp64 recurrence, for every differentiable input. recops keeps the state
-    in fp32 whatever the dtype (§2.4), so fp64 inputs are judged at an fp32-state tolerance, not by
-    finite differences."""
-    cfg = dict(GRAD_CONFIGS[name])
-    bt = cfg.pop("chunk_size", 64)
-    l2 = cfg.pop("l2norm", False)
-    want_ht = cfg.pop("ht", True)
-    q, k, v, g, beta, h0, cu = make(dtype=torch.float64, seed=3, **cfg)
-    ins = [x.to(dtype).detach().requires_grad_(True) for x in (q, k, v, g, beta)]
-    ref = [x.detach().double().requires_grad_(True) for x in ins]
-    if h0 is not None:
-        ins.append(h0.detach().to(dtype).requires_grad_(True))
-        ref.append(ins[-1].detach().double().requires_grad_(True))
-    gen = torch.Generator().manual_seed(9)
-    o, ht = recops.chunk_kda(*ins[:5], None, ins[5] if h0 is not None else None,
-                                          want_ht, cu, l2, bt)
-    wo, wht = peer(*ref[:5], None, ref[5] if h0 is not None else None, cu, l2)
-    do = torch.randn(wo.shape, generator=gen, dtype=torch.float64)
-    dht = torch.randn(wht.shape, generator=gen, dtype=torch.float64)
-    loss = (o.double() * do).sum() + ((ht.double() * dht).sum() if want_ht else 0.0)
-    wloss = (wo * do).sum() + ((wht * dht).sum() if want_ht else 0.0)
-    got = torch.autograd.grad(loss, ins)
-    want = torch.autograd.grad(wloss, ref)
-    for n, a, b in zip(["q", "k", "v", "g", "beta", "h0"], got, want):
-        assert a.shape == b.shape, n
-        close(a, b, 5e-5)
+    """recops' gradients (chunk_kda_bwd through the Autograd kernel) against torch autograd of the
+    plain fp64 recurrence, for every differentiable input (composed.backward_matches_peer_autograd)."""
+    composed.backward_matches_peer_autograd(recops.chunk_kda, make, GRAD_CONFIGS[name], dtype)
 
 
 def test_backward_through_fla_dropin():
