@@ -84,7 +84,7 @@ struct GdnOp {
   static constexpr const char* kBwd = chunk_gated_delta_rule_ns::kBwd;
   static constexpr bool kGatePerChannel = false;
   static constexpr int kMinChunk = 16;
-  static constexpr const char* kChunkNote = "";
+  [[maybe_unused]] static constexpr const char* kChunkNote = "";  // kMinChunk 16: not said
   static const std::vector<core::Impl<Params>>& impls() {
     return chunk_gated_delta_rule_ns::impls();
   }
