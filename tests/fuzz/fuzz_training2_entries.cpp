@@ -90,7 +90,7 @@ void fuzz_chunk_loss(FuzzedDataProvider& fdp) {
   bool ok = ar.view(like_or_off(fdp, {N, D}), t, &a.hidden) &&
             ar.view(like_or_off(fdp, {V, D}), dtype_or_any(fdp, t, 16), &a.weight) &&
             ar.ints(like_or_off(fdp, {N}), lt, a.ignore_index == -1 ? -1 : 0,
-                    std::max<int64_t>(std::min<int64_t>(V, INT32_MAX) - 1, 0), &a.labels);
+                    std::clamp<int64_t>(V, 1, INT32_MAX) - 1, &a.labels);
   a.bias = maybe(fdp, ar, like_or_off(fdp, {V}), t, &ok);
   a.token_weight = maybe(fdp, ar, like_or_off(fdp, {N}), fdp.ConsumeBool() ? DType::fp32 : t, &ok);
   if (!ok) return;
