@@ -70,8 +70,8 @@ inline bool dims(FuzzedDataProvider& fdp, Arena& ar, Dims* d) {
 }
 
 // A [B, T, heads, width] tensor (width < 0: [B, T, heads]) in dtype t, or another dtype rarely.
-inline bool btx(FuzzedDataProvider& fdp, Arena& ar, const Dims& d, int64_t heads, int64_t width, DType t,
-         TensorView* out) {
+inline bool btx(FuzzedDataProvider& fdp, Arena& ar, const Dims& d, int64_t heads, int64_t width,
+                DType t, TensorView* out) {
   Shape s = {d.B, d.T, heads};
   if (width >= 0) s.push_back(width);
   if (fdp.ConsumeIntegralInRange<int>(0, 15) == 0) s.pop_back();  // a wrong rank
@@ -94,7 +94,8 @@ inline bool gate(FuzzedDataProvider& fdp, Arena& ar, const Dims& d, TensorView* 
 }
 
 // An optional G, half the time; false when its tensor would be too large.
-inline bool maybe_gate(FuzzedDataProvider& fdp, Arena& ar, const Dims& d, std::optional<TensorView>* g) {
+inline bool maybe_gate(FuzzedDataProvider& fdp, Arena& ar, const Dims& d,
+                       std::optional<TensorView>* g) {
   if (!fdp.ConsumeBool()) return true;
   TensorView t;
   if (!gate(fdp, ar, d, &t)) return false;
@@ -122,8 +123,8 @@ inline bool channel_gate(FuzzedDataProvider& fdp, Arena& ar, const Dims& d, Tens
   return true;
 }
 
-inline std::optional<TensorView> opt(FuzzedDataProvider& fdp, Arena& ar, const Shape& s, DType t, bool* ok,
-                              int odds = 2) {
+inline std::optional<TensorView> opt(FuzzedDataProvider& fdp, Arena& ar, const Shape& s, DType t,
+                                     bool* ok, int odds = 2) {
   if (fdp.ConsumeIntegralInRange<int>(0, odds - 1)) return std::nullopt;
   TensorView v;
   if (!ar.view(s, dtype_or_any(fdp, t, 12), &v)) *ok = false;
