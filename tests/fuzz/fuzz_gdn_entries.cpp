@@ -339,16 +339,8 @@ void fuzz_composed(FuzzedDataProvider& fdp, Arena& ar, const Dims& d) {
     (void)recops::chunk_gated_delta_rule_bwd(b, out, ctx);
     return;
   }
-  // The workspace it asks for, sometimes one byte short or none.
-  const size_t need = recops::chunk_gated_delta_rule_workspace_bytes(a);
-  size_t give = need;
-  const int w = fdp.ConsumeIntegralInRange<int>(0, 7);
-  if (w == 0) give = 0;
-  if (w == 1 && need > 0) give = need - 1;
-  if (give > (size_t{1} << 26)) return;  // beyond the harness's memory
-  std::vector<uint8_t> ws(give);
-  ctx.workspace = give ? ws.data() : nullptr;
-  ctx.workspace_bytes = give;
+  std::vector<uint8_t> ws;
+  if (!workspace(fdp, recops::chunk_gated_delta_rule_workspace_bytes(a), &ws, &ctx)) return;
   (void)recops::chunk_gated_delta_rule(a, o, with_fs ? &fs : nullptr, ctx);
 }
 

@@ -153,4 +153,19 @@ inline int64_t kda_chunk(FuzzedDataProvider& fdp, const Dims& d) {
   return fdp.ConsumeIntegralInRange<int>(0, 7) ? d.BT : size_arg(fdp, 1, 128);
 }
 
+// The workspace a composed call asks for (need), sometimes one byte short or none; false when it
+// is beyond the harness's memory.
+inline bool workspace(FuzzedDataProvider& fdp, size_t need, std::vector<uint8_t>* ws,
+                      recops::Context* ctx) {
+  size_t give = need;
+  const int w = fdp.ConsumeIntegralInRange<int>(0, 7);
+  if (w == 0) give = 0;
+  if (w == 1 && need > 0) give = need - 1;
+  if (give > (size_t{1} << 26)) return false;
+  ws->assign(give, 0);
+  ctx->workspace = give ? ws->data() : nullptr;
+  ctx->workspace_bytes = give;
+  return true;
+}
+
 }  // namespace recops_fuzz

@@ -76,21 +76,6 @@ void fuzz_intra(FuzzedDataProvider& fdp, Arena& ar, const Dims& d) {
   (void)recops::chunk_kda_bwd_intra(a, o, ctx_arg(fdp));
 }
 
-// The workspace a composed call asks for (need), sometimes one byte short or none; false when it
-// is beyond the harness's memory.
-bool workspace(FuzzedDataProvider& fdp, size_t need, std::vector<uint8_t>* ws,
-               recops::Context* ctx) {
-  size_t give = need;
-  const int w = fdp.ConsumeIntegralInRange<int>(0, 7);
-  if (w == 0) give = 0;
-  if (w == 1 && need > 0) give = need - 1;
-  if (give > (size_t{1} << 26)) return false;
-  ws->assign(give, 0);
-  ctx->workspace = give ? ws->data() : nullptr;
-  ctx->workspace_bytes = give;
-  return true;
-}
-
 // The raw per-channel gate g [B, T, HV, K] of chunk_kda (not a cumsum): small negative values,
 // sometimes raw bytes.
 bool raw_gate(FuzzedDataProvider& fdp, Arena& ar, const Dims& d, TensorView* out) {
