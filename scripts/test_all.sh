@@ -42,7 +42,7 @@ step() {  # step NAME COMMAND...: run, remember the verdict and the last lines o
 # The CPU check's ctest entries (quick, quick --repeat 3, full) are left to the "recops check" step
 # below, which runs every case (large ones too) twice and from 8 threads: the same checks, once.
 step ctest ctest --test-dir "$BUILD" --output-on-failure -j "$JOBS" \
-  -E '^(cli_check_cpu_full|cli_check_cpu|cli_check_repeat3)$'
+  -E '^(cli_check_cpu_.*|cli_check_repeat3)$'
 
 # 2. The binding contract (opcheck, gradcheck, torch.compile, plain-PyTorch comparisons).
 step pytest "$PY" -m pytest tests/python src/ops -q -p no:cacheprovider
@@ -60,7 +60,8 @@ step "recops check" "$RECOPS" check --backend cpu --repeat 2 --threads 8
 #    also the torch-free build of the core, the CLI and tests/cpp).
 # The sanitizers' Debug build runs the `large` tests (the full check matrix, bench --json over
 # every perf shape) 5-15x slower than Release: about 1000 s of the CI's 2 cores. They run in the
-# ctest step above; here the quick check of every op (cli_check_cpu) covers the same code paths.
+# ctest step above; here the quick check of every op (cli_check_cpu_<family>, one test per family
+# so that two run at once) covers the same code paths.
 # Under the sanitizers every test but the large ones and cli_check_repeat3 (the determinism repeat,
 # which the Release `recops check --repeat 2` step covers): the ASan step took 1240 s of a 33-minute
 # run at 73012b4 with it.
