@@ -33,7 +33,7 @@ dk at the HV value heads);
 ``chunk_gated_delta_rule``, natural-log g as fla's public API, returning ``(o, final_state)``;
 differentiable through ``chunk_gated_delta_rule_bwd``); ``chunk_kda`` of ``fla.ops.kda`` (the
 composed KDA op ``chunk_kda``, natural-log per-channel g, returning ``(o, final_state)``;
-differentiable through ``chunk_kda_bwd``; CPU only for now).
+differentiable through ``chunk_kda_bwd``).
 
 Differences from fla:
 - ``residual`` / ``prenorm`` / ``residual_in_fp32`` are composed here: the sum ``x + residual`` (in

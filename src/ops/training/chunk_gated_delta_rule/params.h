@@ -10,9 +10,7 @@
 
 namespace recops::ops::chunk_gated_delta_rule_ns {
 
-struct Params : training::ComposedParams<ChunkGatedDeltaRuleArgs, ChunkGatedDeltaRuleBwdOut> {
-  int device_index = 0;  // the tensors' CUDA device (cuda_sm80)
-};
+struct Params : training::ComposedParams<ChunkGatedDeltaRuleArgs, ChunkGatedDeltaRuleBwdOut> {};
 
 // The workspace's parts: byte offsets (256-aligned) of each intermediate; `total` the size.
 struct Layout {

@@ -2,10 +2,9 @@
 // happens here, once, in training::GdnComposed (common/gdn_composed.h, shared with
 // chunk_gated_delta_rule; g [B, T, HV, K], chunk_size 32 or 64; the sub-ops the CPU path calls
 // check their own arguments again); then the ordered implementation list runs the first
-// implementation that accepts (cpu_generic, reference; no CUDA path yet: its sub-ops
-// chunk_kda_bwd_dav, chunk_kda_bwd_intra and chunk_kda_bwd_wy_dqkg_fused, and the gk options of
-// fwd_h, fwd_o and bwd_dhu, are CPU-only). Here: the list, the workspace's layout, the C++ API and
-// the registration (the forward with .backward(chunk_kda_bwd), and the backward).
+// implementation that accepts (cuda_sm80 in CUDA builds, cpu_generic, reference; both composed
+// paths are compose.cpp). Here: the list, the workspace's layout, the C++ API and the registration
+// (the forward with .backward(chunk_kda_bwd), and the backward).
 #include "ops/training/chunk_kda/chunk_kda.h"
 
 #include <string>
@@ -21,8 +20,23 @@ namespace {
 constexpr const char* kOp = "chunk_kda";
 constexpr const char* kBwd = "chunk_kda_bwd";
 
+#ifdef RECOPS_WITH_CUDA
+std::string cuda_accepts(const Params& p) {
+  if (p.l2norm && (p.q_dtype == DType::fp64 || p.k_dtype == DType::fp64))
+    return "fp64 q, k with use_qk_l2norm_in_kernel runs on the CPU only (l2norm's CUDA path has "
+           "no fp64)";
+  return core::cuda_capability_at_least<80, Params>(p);
+}
+#endif
+
 const std::vector<core::Impl<Params>>& impls() {
-  static const auto list = core::with_cpu_impls<Params>({}, run_cpu, run_reference);
+  static const auto list = core::with_cpu_impls<Params>(
+      {
+#ifdef RECOPS_WITH_CUDA
+          {"cuda_sm80", DeviceType::cuda, core::cuda::any_device_reason, cuda_accepts, run_cuda},
+#endif
+      },
+      run_cpu, run_reference);
   return list;
 }
 
@@ -144,7 +158,7 @@ starting at initial_state (or 0), token by token::
 and final_state is S after the sequence's last token. It is computed in chunks of ``chunk_size``
 positions by the sub-ops chunk_local_cumsum, chunk_kda_fwd_intra, chunk_gated_delta_rule_fwd_h
 (with ``gk``) and chunk_fwd_o (with ``gk``); the intermediates w, u, qg, kg, Aqk, h and v_new are
-stored in the input dtype, Akk and the state in fp32. CPU only for now.
+stored in the input dtype, Akk and the state in fp32. On the CPU and on CUDA (sm_80 and later).
 
 Args:
     q: ``[B, T, H, K]``, fp64, fp32, fp16 or bf16.

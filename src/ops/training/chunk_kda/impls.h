@@ -1,6 +1,6 @@
 // training/chunk_kda/impls.h: the implementations the entry lists, best first, reference last.
-// Definitions live in reference.cpp and cpu/ (the composition of the sub-ops); run_cuda is
-// declared for the kit's shape but neither defined nor listed (no CUDA path yet).
+// Definitions live in reference.cpp, cpu/ and cuda/ (both the composition of the sub-ops,
+// compose.cpp).
 #pragma once
 
 #include "core/kit/impls.h"

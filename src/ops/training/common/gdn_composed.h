@@ -75,7 +75,7 @@ struct GdnComposed {
     p->B = B, p->T = T, p->H = H, p->HV = HV, p->K = K, p->V = V;
     p->BT = bt;
     p->N = N;
-    if constexpr (requires { p->device_index; }) p->device_index = q.device.index;
+    p->device_index = q.device.index;
     // The chunk states' NT: ceil(T / BT) per batch row; with offsets the sync-free bound
     // ceil(T / BT) + N (§4.2), which fwd_h takes by default.
     p->NT = chunk_count(T, bt) + (a.seq_offsets ? N : 0);

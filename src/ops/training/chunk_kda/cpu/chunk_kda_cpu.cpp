@@ -1,241 +1,28 @@
 // training/chunk_kda/cpu/chunk_kda_cpu.cpp: cpu_generic, the composition of the KDA sub-ops
-// through their public torch-free entries (training_ops.md §4.5; fla-core 0.6.0's chunk_kda_fwd and
-// chunk_kda_bwd), with every intermediate in the caller's workspace (params.h's Layout):
-//   [qn, kn = l2norm(q), l2norm(k)]                  (use_qk_l2norm_in_kernel; q's dtype)
-//   G = chunk_local_cumsum(g)                        fp32 [B, T, HV, K], natural-log units
-//   w, u, qg, kg, Aqk, Akk = chunk_kda_fwd_intra(q, k, v, G, β, scale)
-//   h, v_new, final_state = chunk_gated_delta_rule_fwd_h(kg, w, u, gk = G, h0)
-//   o = chunk_fwd_o(q, k, v_new, h, gk = G, scale)
-// The backward (p.bwd, chunk_kda_bwd) recomputes the same intermediates up to h and v_new, then:
-//   dAqk, dv = chunk_kda_bwd_dav(v_new, do, Aqk, scale)
-//   dh, dh0, dv2 = chunk_gated_delta_rule_bwd_dhu(qg, kg, w, gk = G, h0, dht, do, dv, scale)
-//   dq1, dk1, dv, dβ1, dG1, dAkk = chunk_kda_bwd_wy_dqkg_fused(q, k, v, v_new, G, β, Akk, h, do,
-//                                                              dh, dv2, scale)
-//   dq2, dk2, dβ2, dG2 = chunk_kda_bwd_intra(q, k, G, β, dAqk, dAkk, dq1, dk1, dβ1, dG1)
-//   dg = chunk_local_cumsum_bwd(dG2);  dq, dk = dq2, dk2 (or l2norm_bwd of them);  dβ = dβ2
-// The fp32 dq2, dk2 and dβ2 are rounded once to their outputs' dtypes. With p.plain (the double
-// standard's baseline), the sub-ops' own plain baselines where they have one. Each sub-op runs its
-// best CPU implementation (the call's implementation filter names this op's implementations, not
-// theirs).
+// (compose.cpp, training_ops.md §4.5) on host tensors; its roundings of the backward's fp32
+// gradients run here on the host.
 #include <cstdint>
 
-#include "ops/training/chunk_fwd_o/chunk_fwd_o.h"
-#include "ops/training/chunk_gated_delta_rule_bwd_dhu/chunk_gated_delta_rule_bwd_dhu.h"
-#include "ops/training/chunk_gated_delta_rule_fwd_h/chunk_gated_delta_rule_fwd_h.h"
+#include "ops/training/chunk_kda/compose.h"
 #include "ops/training/chunk_kda/impls.h"
-#include "ops/training/chunk_kda_bwd_dav/chunk_kda_bwd_dav.h"
-#include "ops/training/chunk_kda_bwd_intra/chunk_kda_bwd_intra.h"
-#include "ops/training/chunk_kda_bwd_wy_dqkg_fused/chunk_kda_bwd_wy_dqkg_fused.h"
-#include "ops/training/chunk_kda_fwd_intra/chunk_kda_fwd_intra.h"
-#include "ops/training/chunk_local_cumsum/chunk_local_cumsum.h"
-#include "ops/training/l2norm/l2norm.h"
 
 namespace recops::ops::chunk_kda_ns {
 namespace {
 
-// out = src elementwise (n contiguous elements; src fp32), rounded once to out's dtype.
-void cast_from_fp32(const TensorView& out, const TensorView& src) {
+Status host_cast(const TensorView& out, const TensorView& src, const Context&) {
   const float* s = static_cast<const float*>(src.data);
   visit_floating(out.dtype, [&](auto x) {
     using X = decltype(x);
     X* o = static_cast<X*>(out.data);
     for (int64_t i = 0; i < out.numel(); ++i) o[i] = from_double<X>(static_cast<double>(s[i]));
   });
-}
-
-// The views of the workspace's parts.
-struct Scratch {
-  Layout l;
-  unsigned char* ws;
-  TensorView operator()(size_t off, DType t, const Shape& s) const {
-    return TensorView(ws + off, t, Device::cpu(), s);
-  }
-};
-
-// The backward after the recompute: q, k the (normalised) inputs, the rest the intermediates.
-Status backward(const Params& p, const Context& sub, const Scratch& view, const TensorView& q,
-                const TensorView& k, const TensorView& G, const ChunkKdaFwdIntraOut& in,
-                const TensorView& h, const TensorView& v_new) {
-  const ChunkKdaArgs& a = p.args;
-  const ChunkKdaBwdOut& out = *p.out;
-  const Layout& l = view.l;
-  const int64_t B = p.B, T = p.T, H = p.H, HV = p.HV, K = p.K, V = p.V, BT = p.BT;
-  const TensorView d_o(const_cast<void*>(p.d_o), p.v_dtype, Device::cpu(), {B, T, HV, V});
-
-  const TensorView dAqk = view(l.dAqk, DType::fp32, {B, T, HV, BT});
-  const TensorView dv_local = view(l.dv_local, p.v_dtype, {B, T, HV, V});
-  ChunkKdaBwdDavArgs da;
-  da.v_new = v_new;
-  da.d_o = d_o;
-  da.Aqk = in.Aqk;
-  da.scale = p.scale;
-  da.seq_offsets = a.seq_offsets;
-  da.chunk_size = BT;
-  RECOPS_RETURN_IF_ERROR(p.plain ? chunk_kda_bwd_dav_plain(da, {dAqk, dv_local})
-                                 : chunk_kda_bwd_dav(da, {dAqk, dv_local}, sub));
-
-  const TensorView dh = view(l.dh, p.q_dtype, {B, p.NT, HV, K, V});
-  const TensorView dv2 = view(l.dv2, p.v_dtype, {B, T, HV, V});
-  ChunkGatedDeltaRuleBwdDhuArgs ha;
-  ha.q = in.qg;
-  ha.k = in.kg;
-  ha.w = in.w;
-  ha.do_ = d_o;
-  ha.dv_local = dv_local;
-  ha.gk = G;
-  if (out.dh0) ha.h0 = a.initial_state;
-  ha.dht = p.dht_view;
-  ha.scale = p.scale;
-  ha.seq_offsets = a.seq_offsets;
-  ha.chunk_size = BT;
-  RECOPS_RETURN_IF_ERROR(p.plain ? chunk_gated_delta_rule_bwd_dhu_plain(ha, dh, out.dh0, dv2)
-                                 : chunk_gated_delta_rule_bwd_dhu(ha, dh, out.dh0, dv2, sub));
-
-  const TensorView dq1 = view(l.dq1, DType::fp32, {B, T, H, K});
-  const TensorView dk1 = view(l.dk1, DType::fp32, {B, T, H, K});
-  const TensorView db1 = view(l.dbeta1, DType::fp32, {B, T, HV});
-  const TensorView dG1 = view(l.dG1, DType::fp32, {B, T, HV, K});
-  const TensorView dAkk = view(l.dAkk, DType::fp32, {B, T, HV, BT});
-  ChunkKdaBwdWyDqkgFusedArgs wa;
-  wa.q = q;
-  wa.k = k;
-  wa.v = a.v;
-  wa.v_new = v_new;
-  wa.g = G;
-  wa.beta = a.beta;
-  wa.Akk = in.Akk;
-  wa.h = h;
-  wa.d_o = d_o;
-  wa.dh = dh;
-  wa.dv2 = dv2;
-  wa.scale = p.scale;
-  wa.seq_offsets = a.seq_offsets;
-  wa.chunk_size = BT;
-  const ChunkKdaBwdWyDqkgFusedOut wo{dq1, dk1, out.dv, db1, dG1, dAkk};
-  RECOPS_RETURN_IF_ERROR(p.plain ? chunk_kda_bwd_wy_dqkg_fused_plain(wa, wo)
-                                 : chunk_kda_bwd_wy_dqkg_fused(wa, wo, sub));
-
-  const TensorView dq2 = view(l.dq2, DType::fp32, {B, T, H, K});
-  const TensorView dk2 = view(l.dk2, DType::fp32, {B, T, H, K});
-  const TensorView db2 = view(l.dbeta2, DType::fp32, {B, T, HV});
-  const TensorView dG2 = view(l.dG2, DType::fp32, {B, T, HV, K});
-  ChunkKdaBwdIntraArgs ia;
-  ia.q = q;
-  ia.k = k;
-  ia.g = G;
-  ia.beta = a.beta;
-  ia.dAqk = dAqk;
-  ia.dAkk = dAkk;
-  ia.dq = dq1;
-  ia.dk = dk1;
-  ia.dbeta = db1;
-  ia.dg = dG1;
-  ia.seq_offsets = a.seq_offsets;
-  ia.chunk_size = BT;
-  RECOPS_RETURN_IF_ERROR(p.plain ? chunk_kda_bwd_intra_plain(ia, {dq2, dk2, db2, dG2})
-                                 : chunk_kda_bwd_intra(ia, {dq2, dk2, db2, dG2}, sub));
-
-  ChunkLocalCumsumBwdArgs cb;
-  cb.dout = dG2;
-  cb.g = a.g;
-  cb.chunk_size = BT;
-  cb.seq_offsets = a.seq_offsets;
-  RECOPS_RETURN_IF_ERROR(chunk_local_cumsum_bwd(cb, out.dg, sub));
-  cast_from_fp32(out.dbeta, db2);
-
-  if (!p.l2norm) {
-    cast_from_fp32(out.dq, dq2);
-    cast_from_fp32(out.dk, dk2);
-    return Status::Ok();
-  }
-  // l2norm's backward takes the fp32 gradients as they are (its out_dtype: the y dtype they
-  // belong to), so they are rounded once, to dq's and dk's dtypes.
-  L2normBwdArgs nb;
-  nb.eps = p.l2norm_eps;
-  nb.out_dtype = DType::fp32;
-  nb.grad_y = dq2;
-  nb.x = a.q;
-  RECOPS_RETURN_IF_ERROR(l2norm_bwd(nb, out.dq, sub));
-  nb.grad_y = dk2;
-  nb.x = a.k;
-  return l2norm_bwd(nb, out.dk, sub);
+  return Status::Ok();
 }
 
 }  // namespace
 
 Status run_cpu(const Params& p, const Context& ctx) {
-  const ChunkKdaArgs& a = p.args;
-  const Scratch view{workspace_layout(p), static_cast<unsigned char*>(p.workspace)};
-  const Layout& l = view.l;
-  if (p.workspace_bytes < l.total || (l.total > 0 && p.workspace == nullptr))
-    return Status(StatusCode::internal, "chunk_kda: the composition without its workspace");
-  Context sub;  // the sub-ops' context: this call's threads, no filter, no workspace
-  sub.num_threads = ctx.num_threads;
-  const int64_t B = p.B, T = p.T, H = p.H, HV = p.HV, K = p.K, V = p.V, BT = p.BT;
-
-  TensorView q = a.q, k = a.k;
-  if (p.l2norm) {
-    const TensorView qn = view(l.qn, p.q_dtype, {B, T, H, K});
-    const TensorView kn = view(l.kn, p.k_dtype, {B, T, H, K});
-    L2normArgs la;
-    la.eps = p.l2norm_eps;
-    la.x = a.q;
-    RECOPS_RETURN_IF_ERROR(l2norm(la, qn, sub));
-    la.x = a.k;
-    RECOPS_RETURN_IF_ERROR(l2norm(la, kn, sub));
-    q = qn, k = kn;
-  }
-
-  const TensorView G = view(l.G, DType::fp32, {B, T, HV, K});
-  ChunkLocalCumsumArgs ca;
-  ca.g = a.g;
-  ca.chunk_size = BT;
-  ca.seq_offsets = a.seq_offsets;
-  RECOPS_RETURN_IF_ERROR(chunk_local_cumsum(ca, G, sub));
-
-  const ChunkKdaFwdIntraOut in{
-      view(l.w, p.k_dtype, {B, T, HV, K}),    view(l.u, p.v_dtype, {B, T, HV, V}),
-      view(l.qg, p.q_dtype, {B, T, HV, K}),   view(l.kg, p.k_dtype, {B, T, HV, K}),
-      view(l.Aqk, p.k_dtype, {B, T, HV, BT}), view(l.Akk, DType::fp32, {B, T, HV, BT})};
-  ChunkKdaFwdIntraArgs ia;
-  ia.q = q;
-  ia.k = k;
-  ia.v = a.v;
-  ia.g = G;
-  ia.beta = a.beta;
-  ia.scale = p.scale;
-  ia.seq_offsets = a.seq_offsets;
-  ia.chunk_size = BT;
-  RECOPS_RETURN_IF_ERROR(p.plain ? chunk_kda_fwd_intra_plain(ia, in)
-                                 : chunk_kda_fwd_intra(ia, in, sub));
-
-  const TensorView h = view(l.h, p.k_dtype, {B, p.NT, HV, K, V});
-  const TensorView v_new = view(l.v_new, p.v_dtype, {B, T, HV, V});
-  ChunkGatedDeltaRuleFwdHArgs fa;
-  fa.k = in.kg;
-  fa.w = in.w;
-  fa.u = in.u;
-  fa.gk = G;
-  fa.initial_state = a.initial_state;
-  fa.output_final_state = a.output_final_state && !p.bwd;
-  fa.seq_offsets = a.seq_offsets;
-  fa.chunk_size = BT;
-  const TensorView* ht = p.ht_view && !p.bwd ? &*p.ht_view : nullptr;
-  RECOPS_RETURN_IF_ERROR(p.plain ? chunk_gated_delta_rule_fwd_h_plain(fa, h, v_new, ht)
-                                 : chunk_gated_delta_rule_fwd_h(fa, h, v_new, ht, sub));
-
-  if (p.bwd) return backward(p, sub, view, q, k, G, in, h, v_new);
-
-  ChunkFwdOArgs oa;
-  oa.q = q;
-  oa.k = k;
-  oa.v_new = v_new;
-  oa.h = h;
-  oa.gk = G;
-  oa.scale = p.scale;
-  oa.seq_offsets = a.seq_offsets;
-  oa.chunk_size = BT;
-  return p.plain ? chunk_fwd_o_plain(oa, p.o_view) : chunk_fwd_o(oa, p.o_view, sub);
+  return compose(p, ctx, host_cast);
 }
 
 }  // namespace recops::ops::chunk_kda_ns
