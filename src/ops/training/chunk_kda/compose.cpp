@@ -46,9 +46,8 @@ struct Scratch {
 
 // The backward after the recompute: q, k the (normalised) inputs, the rest the intermediates.
 Status backward(const Params& p, const Context& sub, const Caster& cast, const Scratch& view,
-                const TensorView& q,
-                const TensorView& k, const TensorView& G, const ChunkKdaFwdIntraOut& in,
-                const TensorView& h, const TensorView& v_new) {
+                const TensorView& q, const TensorView& k, const TensorView& G,
+                const ChunkKdaFwdIntraOut& in, const TensorView& h, const TensorView& v_new) {
   const ChunkKdaArgs& a = p.args;
   const ChunkKdaBwdOut& out = *p.out;
   const Layout& l = view.l;

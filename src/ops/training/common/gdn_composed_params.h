@@ -45,7 +45,7 @@ struct ComposedParams {
   double scale = 1.0;
   bool l2norm = false;  // use_qk_l2norm_in_kernel
   double l2norm_eps = 1e-6;
-  bool plain = false;  // cpu/ only: compose the sub-ops' plain baselines (host tensors)
+  bool plain = false;    // cpu/ only: compose the sub-ops' plain baselines (host tensors)
   int device_index = 0;  // the tensors' CUDA device (cuda_sm80)
   // The backward: do [B, T, HV, V] (v's dtype), dht [N, HV, K, V] (nullptr: zeros); outputs dq,
   // dk (q's dtype), dv, dg, dbeta (their inputs' dtypes), dh0 fp32 (nullptr: not wanted).
