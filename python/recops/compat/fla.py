@@ -570,9 +570,9 @@ def chunk_bwd_dv_local(q: torch.Tensor, k: torch.Tensor, do: torch.Tensor,
 # ceil(T / BT) + N and the spare chunks are cut off here, which reads cu_seqlens on the host as
 # fla's prepare_chunk_indices does); dh0 fp32 like h0, or None without h0; dv2 like dv.
 # state_v_first ([.., V, K] states) transposes h0, dht in and dh, dh0 out. gk (KDA's per-channel
-# gate, log2 units like g: fla's USE_GK branch, lines 350-690) is passed on (recops' CPU path; its
-# cuda_sm80 path refuses gk); chunk_indices gives only the count, chunk_offsets and use_graph (a
-# CUDA-graph buffer cache) are accepted and not read. Forward only, as fla's.
+# gate, log2 units like g: fla's USE_GK branch, lines 350-690) is passed on (recops' CPU and
+# cuda_sm80 paths both serve it); chunk_indices gives only the count, chunk_offsets and use_graph
+# (a CUDA-graph buffer cache) are accepted and not read. Forward only, as fla's.
 
 from .. import chunk_gated_delta_rule_bwd_dhu as _chunk_gated_delta_rule_bwd_dhu  # noqa: E402
 
@@ -634,7 +634,7 @@ def chunk_gated_delta_rule_bwd_dhu(q: torch.Tensor, k: torch.Tensor, w: torch.Te
 # out. save_new_value=False returns None for v_new (it is computed anyway); final_state is None
 # without output_final_state, as fla's. gk (KDA's per-channel gate cumsum [B, T, HV, K], log2
 # units as g; fla's USE_GK) is passed to recops' gk: the state's K rows decay by exp2(gk_L) per
-# chunk (CPU only for now: recops' cuda_sm80 refuses gk). chunk_offsets is accepted and not read.
+# chunk (recops' CPU and cuda_sm80 paths). chunk_offsets is accepted and not read.
 # Forward only, as fla's.
 
 from .. import chunk_gated_delta_rule_fwd_h as _chunk_gated_delta_rule_fwd_h  # noqa: E402
@@ -658,8 +658,7 @@ def chunk_gated_delta_rule_fwd_h(k: torch.Tensor, w: torch.Tensor, u: torch.Tens
     log2-unit chunk-local cumsum ``[B, T, HV]``). k ``[B, T, H, K]``, w ``[B, T, HV, K]``, u
     ``[B, T, HV, V]``, initial_state ``[N, HV, K, V]``. With ``gk`` (KDA's log2-unit per-channel
     chunk-local gate cumsum ``[B, T, HV, K]``) row i of the state also decays by
-    ``exp2(gk[L, i])`` before the update (k is used as given: KDA passes it gated; CPU tensors only
-    for now). Returns ``(h, v_new, final_state)``: h
+    ``exp2(gk[L, i])`` before the update (k is used as given: KDA passes it gated). Returns ``(h, v_new, final_state)``: h
     ``[B, NT, HV, K, V]`` in k's dtype (the chunks of all sequences in order with cu_seqlens),
     v_new like u (None with ``save_new_value=False``), final_state ``[N, HV, K, V]`` fp32 or None;
     the state tensors are ``[.., V, K]`` with ``state_v_first``. Forward only, as fla's."""

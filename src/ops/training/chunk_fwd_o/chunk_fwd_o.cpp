@@ -166,7 +166,7 @@ Args:
     chunk_size: 16, 32 or 64.
     gate_log2: g (or gk) is in log2 units.
     gk: optional ``[B, T, HV, K]``: KDA's per-channel G (chunk-local cumsum of the per-channel
-        log gates); not together with g. CPU only for now (cuda_sm80 refuses it).
+        log gates); not together with g. Served on the CPU and by cuda_sm80.
 
 Returns:
     o: ``[B, T, HV, V]`` in q's dtype (computed in fp32, fp64 for fp64 q).

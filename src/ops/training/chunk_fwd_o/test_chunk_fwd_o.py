@@ -376,12 +376,14 @@ def test_gk_bad_input_names_the_argument():
         recops.chunk_fwd_o(q.requires_grad_(True), k, v, h, gk=G)
 
 
-def test_gk_cuda_refuses():
-    """cuda_sm80 does not serve gk yet: the dispatcher reports its refusal (no kernel launched)."""
+def test_gk_cuda_matches_cpu():
+    """cuda_sm80 serves gk (kernel_gk.cuh): it matches the CPU path (two 64-row chunks with a
+    tail, so every 16-row sub-block and the cross-sub-block factors are exercised)."""
     if not torch.cuda.is_available():
         pytest.skip("no CUDA device")
-    q, k, v, gl, _, _ = make_kda(1, 10, 2, 8, V=4)
+    q, k, v, gl, _, _ = make_kda(1, 100, 2, 8, V=4)
     G = chunk_cumsum_fp64(gl, None, 64).float()
-    h = torch.randn(1, 1, 2, 8, 4)
-    with pytest.raises(RuntimeError, match="cuda_sm80 does not serve gk"):
-        recops.chunk_fwd_o(q.cuda(), k.cuda(), v.cuda(), h.cuda(), gk=G.cuda())
+    h = torch.randn(1, 2, 2, 8, 4)
+    want = recops.chunk_fwd_o(q, k, v, h, gk=G)
+    got = recops.chunk_fwd_o(q.cuda(), k.cuda(), v.cuda(), h.cuda(), gk=G.cuda())
+    torch.testing.assert_close(got.cpu(), want, rtol=1e-5, atol=1e-5)

@@ -187,7 +187,7 @@ Args:
         (log2 with gate_log2).
     gk: optional ``[B, T, HV, K]``: KDA's per-channel chunk-local gate cumsum (same units as g);
         only each chunk's last row is read. The table's last argument (pass it by keyword).
-        CPU only: cuda_sm80 refuses it.
+        Served on the CPU and by cuda_sm80.
     h0: optional ``[N, HV, K, V]``: the initial state; only its presence is used (dh0 is
         returned when it is given).
     dht: optional ``[N, HV, K, V]``: the gradient of the final state (0 when absent).

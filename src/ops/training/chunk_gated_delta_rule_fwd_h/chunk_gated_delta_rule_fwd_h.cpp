@@ -202,8 +202,8 @@ Args:
         ``ceil(T / chunk_size)`` (num_chunks must be None or that).
     fp32_chunk_states: store h in fp32 instead of k's dtype.
     gk: optional ``[B, T, HV, K]``: KDA's per-channel chunk-local gate cumsum (natural-log units;
-        log2 with gate_log2). The last argument so that positional calls keep their meaning. CPU
-        only for now (cuda_sm80 refuses it).
+        log2 with gate_log2). The last argument so that positional calls keep their meaning.
+        Served on the CPU and by cuda_sm80.
 
 Returns:
     ``(h, v_new, final_state)``: h ``[B, NT, HV, K, V]`` in k's dtype (fp32 with

@@ -201,16 +201,19 @@ def test_kda_composition_matches_token_recurrence(offsets, dtype, log2):
         torch.testing.assert_close(h[b, c].double(), before[b, s], rtol=0, atol=atol * top)
 
 
-def test_gk_opcheck_and_cuda_refusal():
+def test_gk_opcheck_and_cuda():
+    """gk passes opcheck, and with a GPU cuda_sm80 (which serves gk) matches the CPU path."""
     k, w, u, g, h0, cu = make(**GK_CONFIGS["varlen_empty_sub_chunk_bt16"])
     gk, _ = gk_cumsum(5, 1, k.shape[1], w.shape[2], k.shape[3], 16, cu, False)
     torch.library.opcheck(torch.ops.recops.chunk_gated_delta_rule_fwd_h.default,
                           (k, w, u, g, h0, True, cu, 16, False, None, False, gk))
     if not torch.cuda.is_available():
         return
-    with pytest.raises(RuntimeError, match="cuda_sm80 does not serve gk"):
-        recops.chunk_gated_delta_rule_fwd_h(k.cuda(), w.cuda(), u.cuda(), None, h0.cuda(), True,
-                                            cu.cuda(), 16, gk=gk.cuda())
+    want = recops.chunk_gated_delta_rule_fwd_h(k, w, u, None, h0, True, cu, 16, gk=gk)
+    got = recops.chunk_gated_delta_rule_fwd_h(k.cuda(), w.cuda(), u.cuda(), None, h0.cuda(), True,
+                                              cu.cuda(), 16, gk=gk.cuda())
+    for x, y in zip(got, want):
+        torch.testing.assert_close(x.cpu(), y, rtol=1e-5, atol=1e-5)
 
 
 def test_sync_free_bound_and_fp32_chunk_states():

@@ -1,12 +1,14 @@
 // training/chunk_fwd_o/cuda/launch.cu: the dtype switch, the grid and the checked launch
 // (architecture.md §2 step 5); kernel.cuh says how a block forms its tile. Instantiations: one per
 // o dtype (q's, 4); the other inputs are read through a runtime dtype switch that is uniform
-// across a block. Nothing is read back to the host (CUDA-graph friendly).
+// across a block. Nothing is read back to the host (CUDA-graph friendly). With gk the launch is
+// launch_gk.cu's (kernel_gk.cuh).
 #include <algorithm>
 #include <cstdint>
 
 #include "core/cuda/launch.h"
 #include "ops/training/chunk_fwd_o/cuda/kernel.cuh"
+#include "ops/training/chunk_fwd_o/cuda/launch_gk.h"
 #include "ops/training/chunk_fwd_o/cuda/tiles.h"
 #include "ops/training/chunk_fwd_o/impls.h"
 #include "ops/training/common/cuda/gdn_chunks.cuh"
@@ -30,18 +32,13 @@ Status launch(const Params& p, void* stream) {
 }  // namespace
 
 Status run_cuda(const Params& p, const Context& ctx) {
-  // KDA's per-channel gate is CPU-only for now: refused before anything is launched, so the
-  // dispatcher reports it.
-  if (p.gk)
-    return Status(StatusCode::not_implemented,
-                  "chunk_fwd_o: cuda_sm80 does not serve gk (KDA's per-channel gate) yet; use the "
-                  "CPU");
   if (p.B == 0 || p.T == 0 || p.HV == 0 || p.V == 0) return Status::Ok();  // nothing to write
   if (p.seq_offsets && p.N < 1)
     return Status(StatusCode::invalid_argument,
                   "chunk_fwd_o: seq_offsets has no sequence but T > 0");
   core::cuda::ScopedDevice device(p.device_index);
   RECOPS_RETURN_IF_ERROR(device.status());
+  if (p.gk) return launch_gk(p, ctx.stream);  // KDA's per-channel gate: launch_gk.cu
   switch (p.o_dtype) {
     case DType::fp64: return launch<double>(p, ctx.stream);
     case DType::fp32: return launch<float>(p, ctx.stream);

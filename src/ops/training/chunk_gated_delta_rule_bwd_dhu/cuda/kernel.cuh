@@ -7,8 +7,11 @@
 //   2. dv2_t = dv_local_t + Σ_i (f_t·k_t[i])·dS[i, :], f_t = exp(G_L − G_t): each thread owns
 //      (t, v) pairs (v = thread % BV), the k rows staged K-tile by K-tile; dv2 rounded once to its
 //      dtype in global memory and kept unrounded (S) in shared memory for step 3;
-//   3. dS[i, :] = exp(G_L)·dS[i, :] + Σ_t (scale·exp(G_t)·q_t[i])·do_t − w_t[i]·dv2_t, each thread
-//      owning (i, v) elements of a K tile, the q and w rows staged per K tile.
+//   3. dS[i, :] = r_i·dS[i, :] + Σ_t (scale·exp(G_t)·q_t[i])·do_t − w_t[i]·dv2_t, each thread
+//      owning (i, v) elements of a K tile, the q and w rows staged per K tile; r_i = exp(G_L), or
+//      with gk (KDA's per-channel gate, its row L at hv) exp(G_L)·exp(Gk_L[i]) applied in a pass
+//      over dS before the update (the CPU path's row factor, formed the same way; the first
+//      factor 1 without g); dv2 carries no gk factor.
 // and dh0 = dS (fp32) after the first chunk. Only exponentials of G_L, G_t and G_L − G_t are
 // formed; for S = fp32 they are exp/exp2 of the float widened to double, rounded to float (the
 // correctly rounded value the CPU's std::exp(float) gives to within its own last bit).
@@ -213,8 +216,17 @@ __global__ void __launch_bounds__(kThreads)
           d2s[t * BV + tx] = real ? acc[j] : S(0);
         }
       }
-      // Step 3: the dS update, K tile by K tile.
+      // Step 3: the dS update, K tile by K tile. With gk first the decay pass: row i of dS times
+      // exp(G_L)·exp(Gk_L[i]) (gk's row L at hv; the first factor 1 without g), as the CPU path
+      // forms it; the update below then adds the chunk's terms only.
       const S decay = p.g ? gate_exp<S>(gL, p.gate_log2) : S(1);
+      if (p.gk) {
+        __syncthreads();  // step 2 is done reading ds
+        const int64_t gk_last = ((row0 + R - 1) * HV + hv) * K;
+        for (int64_t x = tid; x < K * BV; x += kThreads)
+          ds[x] *=
+              decay * gate_exp<S>(load<S>(p.gk, p.gk_dtype, gk_last + (x >> bv_log)), p.gate_log2);
+      }
       for (int64_t i0 = 0; i0 < K; i0 += kKT) {
         const int64_t kt = K - i0 < kKT ? K - i0 : kKT;
         __syncthreads();  // step 2 (or the previous tile) is done with ds, kq, ws, d2s
@@ -233,7 +245,7 @@ __global__ void __launch_bounds__(kThreads)
         for (int64_t x = tid; x < kt * BV; x += kThreads) {
           const int64_t ii = x >> bv_log, v = x & (BV - 1);
           S val = ds[(i0 + ii) * BV + v];
-          if (p.g) val *= decay;
+          if (p.g && !p.gk) val *= decay;  // with gk the decay pass applied it
           for (int64_t t = 0; t < R; ++t)
             val += kq[t * kKT + ii] * dos[t * BV + v] - ws[t * kKT + ii] * d2s[t * BV + v];
           ds[(i0 + ii) * BV + v] = val;

@@ -54,10 +54,6 @@ Status launch(const Params& p, void* stream) {
 }  // namespace
 
 Status run_cuda(const Params& p, const Context& ctx) {
-  if (p.gk)
-    return Status(StatusCode::not_implemented,
-                  std::string(kOp) +
-                      ": cuda_sm80 does not serve gk (KDA's per-channel gate) yet; use the CPU");
   if (p.BT < 1 || p.BT > kMaxBT)
     return Status(StatusCode::internal, std::string(kOp) + ": cuda_sm80 reached with chunk_size=" +
                                             std::to_string(p.BT) + " (16, 32 or 64 expected)");

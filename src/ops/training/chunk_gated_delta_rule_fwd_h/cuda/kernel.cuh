@@ -12,7 +12,9 @@
 //   3. v_t = u_t − Σ_i w_t[i]·S[i, :], the thread's rows in registers, the sum over i in order
 //      (fma, starting from u), w staged [R, kKT] at a time; v_new = v rounded once to u's dtype
 //      (unscaled); the gated rows f_t·v_t stay in A in shared memory;
-//   4. S ← exp(G_L)·S, then S[i, j] += k_t[i]·(f_t·v_t)[j] for t in order (fma), k staged
+//   4. S ← exp(G_L)·S, then with gk (KDA's per-channel gate) row i of S times exp(gk_L[i]) (gk at
+//      the chunk's last row L and value head hv; the exponent as given, as the CPU path forms it;
+//      k is used as given), then S[i, j] += k_t[i]·(f_t·v_t)[j] for t in order (fma), k staged
 //      [R, kKT] at a time, each state element updated by the one thread that owns it.
 // final_state = S after the last chunk (fp32). Nothing but S and the staging lives in shared
 // memory; every sum runs over the actual sizes (tails of T, K and V are masked).
@@ -219,12 +221,15 @@ __global__ void __launch_bounds__(kThreads)
           x[t * bv + j] = p.g ? acc[m] * gf[t] : acc[m];
         }
       }
-      // 4. S ← decay·S + Σ_t k_t ⊗ x_t (the staging sync below also publishes x)
+      // 4. S ← decay·S (then row i times exp(gk_L[i]) with gk) + Σ_t k_t ⊗ x_t (the staging sync
+      // below also publishes x)
+      const int64_t gk_last = ((row0 + R - 1) * HV + hv) * K;  // gk's row L at hv
       for (int64_t i0 = 0; i0 < K; i0 += kKT) {
         const int kt = stage<A>(tile, p.k, p.k_dtype, row0, R, p.H, kh, K, i0);
         for (int ii = r; ii < kt; ii += rg) {
           A s = S[(i0 + ii) * bv + j];
           if (p.g) s *= decay;
+          if (p.gk) s *= gate_pow<A>(load_as<A>(p.gk, p.gk_dtype, gk_last + i0 + ii), p.gate_log2);
           for (int64_t t = 0; t < R; ++t) s = fma_a<A>(tile[t * kLd + ii], x[t * bv + j], s);
           S[(i0 + ii) * bv + j] = s;
         }

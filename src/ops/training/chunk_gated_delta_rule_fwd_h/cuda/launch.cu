@@ -59,12 +59,6 @@ Status launch(const Params& p, void* stream) {
 }  // namespace
 
 Status run_cuda(const Params& p, const Context& ctx) {
-  // KDA's per-channel gate has no device kernel yet: refused before anything is launched, so the
-  // dispatcher reports the reason (the CPU paths serve it).
-  if (p.gk)
-    return Status(StatusCode::not_implemented,
-                  std::string(kOp) +
-                      ": cuda_sm80 does not serve gk (KDA's per-channel gate) yet; use the CPU");
   if (p.HV == 0 || p.V == 0) return Status::Ok();  // every output is empty
   core::cuda::ScopedDevice device(p.device_index);
   RECOPS_RETURN_IF_ERROR(device.status());
