@@ -1,7 +1,7 @@
 // training/chunk_kda_bwd_dav/chunk_kda_bwd_dav.cpp: the entry of chunk_kda_bwd_dav. All validation
 // happens here, once; then the ordered implementation list runs the first implementation that
-// accepts (cpu_generic, reference; no CUDA path yet). At the end: the OpInfo and the argument
-// table (forward only).
+// accepts (cuda_sm80 in CUDA builds, cpu_generic, reference). At the end: the OpInfo and the
+// argument table (forward only).
 #include "ops/training/chunk_kda_bwd_dav/chunk_kda_bwd_dav.h"
 
 #include <cmath>
@@ -18,7 +18,8 @@ constexpr const char* kOp = "chunk_kda_bwd_dav";
 constexpr training::GdnEntry kEntry{kOp, "v_new"};
 
 const std::vector<core::Impl<Params>>& impls() {
-  static const auto list = core::with_cpu_impls<Params>({}, run_cpu, run_reference);
+  static const auto list =
+      core::standard_impls<Params>(RECOPS_IF_CUDA(run_cuda), run_cpu, run_reference);
   return list;
 }
 

@@ -1,6 +1,6 @@
 // training/chunk_kda_bwd_intra/impls.h: the implementations the entry lists, best first, reference
-// last. Definitions live in reference.cpp and cpu/ (no CUDA path yet: run_cuda is declared by the
-// macro and never defined or named); none includes another.
+// last. Definitions live in reference.cpp, cpu/ and cuda/ (run_cuda, CUDA builds only); none
+// includes another.
 #pragma once
 
 #include "core/kit/impls.h"
