@@ -2,10 +2,10 @@
 // happens here, once, in training::GdnComposed (common/gdn_composed.h, shared with
 // chunk_gated_delta_rule; g [B, T, HV, K], chunk_size 32 or 64; the sub-ops the CPU path calls
 // check their own arguments again); then the ordered implementation list runs the first
-// implementation that accepts (cpu_generic, reference; no CUDA path yet: its sub-ops
-// chunk_kda_bwd_dav, chunk_kda_bwd_intra and chunk_kda_bwd_wy_dqkg_fused, and the gk options of
-// fwd_h, fwd_o and bwd_dhu, are CPU-only). Here: the list, the workspace's layout, the C++ API and
-// the registration (the forward with .backward(chunk_kda_bwd), and the backward).
+// implementation that accepts (cpu_generic, reference; no CUDA path yet: the gk options of
+// fwd_h, fwd_o and bwd_dhu are CPU-only; the KDA sub-ops have cuda_sm80 paths). Here: the list,
+// the workspace's layout, the C++ API and the registration (the forward with
+// .backward(chunk_kda_bwd), and the backward).
 #include "ops/training/chunk_kda/chunk_kda.h"
 
 #include <string>
