@@ -14,7 +14,8 @@
 //                                                              dh, dv2, scale)
 //   dq2, dk2, dβ2, dG2 = chunk_kda_bwd_intra(q, k, G, β, dAqk, dAkk, dq1, dk1, dβ1, dG1)
 //   dg = chunk_local_cumsum_bwd(dG2);  dq, dk = dq2, dk2 (or l2norm_bwd of them);  dβ = dβ2
-// The fp32 dq2, dk2 and dβ2 are rounded once to their outputs' dtypes. With p.plain (the double
+// The fp32 dq2, dk2 and dβ2 are rounded once to their outputs' dtypes (with l2norm, dq2 and dk2 to
+// q's and k's dtypes before l2norm_bwd). With p.plain (the double
 // standard's baseline), the sub-ops' own plain baselines where they have one. Each sub-op runs its
 // best CPU implementation (the call's implementation filter names this op's implementations, not
 // theirs).
@@ -139,15 +140,19 @@ Status backward(const Params& p, const Context& sub, const Caster& cast, const S
     RECOPS_RETURN_IF_ERROR(cast(out.dq, dq2, sub));
     return cast(out.dk, dk2, sub);
   }
-  // l2norm's backward takes the fp32 gradients as they are (its out_dtype: the y dtype they
-  // belong to), so they are rounded once, to dq's and dk's dtypes.
+  // With l2norm: dq2 and dk2 are rounded once to q's and k's dtypes (as fla's kernels store them
+  // and as chunk_gated_delta_rule does), and l2norm's backward runs in those dtypes (its CUDA path
+  // reads grad_y in x's dtype).
+  const TensorView dqn = view(l.dqn, p.q_dtype, {B, T, H, K});
+  const TensorView dkn = view(l.dkn, p.k_dtype, {B, T, H, K});
+  RECOPS_RETURN_IF_ERROR(cast(dqn, dq2, sub));
+  RECOPS_RETURN_IF_ERROR(cast(dkn, dk2, sub));
   L2normBwdArgs nb;
   nb.eps = p.l2norm_eps;
-  nb.out_dtype = DType::fp32;
-  nb.grad_y = dq2;
+  nb.grad_y = dqn;
   nb.x = a.q;
   RECOPS_RETURN_IF_ERROR(l2norm_bwd(nb, out.dq, sub));
-  nb.grad_y = dk2;
+  nb.grad_y = dkn;
   nb.x = a.k;
   return l2norm_bwd(nb, out.dk, sub);
 }
