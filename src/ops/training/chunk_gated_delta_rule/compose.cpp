@@ -23,13 +23,10 @@
 
 #include "ops/training/chunk_bwd_dqkwg/chunk_bwd_dqkwg.h"
 #include "ops/training/chunk_bwd_dv_local/chunk_bwd_dv_local.h"
-#include "ops/training/chunk_fwd_o/chunk_fwd_o.h"
 #include "ops/training/chunk_gated_delta_rule_bwd_dhu/chunk_gated_delta_rule_bwd_dhu.h"
 #include "ops/training/chunk_gated_delta_rule/compose.h"
-#include "ops/training/chunk_gated_delta_rule_fwd_h/chunk_gated_delta_rule_fwd_h.h"
-#include "ops/training/chunk_local_cumsum/chunk_local_cumsum.h"
 #include "ops/training/chunk_scaled_dot_kkt/chunk_scaled_dot_kkt.h"
-#include "ops/training/l2norm/l2norm.h"
+#include "ops/training/common/gdn_compose_steps.h"
 #include "ops/training/prepare_wy_repr_bwd/prepare_wy_repr_bwd.h"
 #include "ops/training/recompute_w_u_fwd/recompute_w_u_fwd.h"
 #include "ops/training/solve_tril/solve_tril.h"
@@ -118,24 +115,8 @@ Status backward(const Params& p, const Context& sub, const Adder& add, const Ten
   RECOPS_RETURN_IF_ERROR(add(dkn, dk2, dk1, sub));
   RECOPS_RETURN_IF_ERROR(add(dG, dG, dG2, sub));
 
-  ChunkLocalCumsumBwdArgs cb;
-  cb.dout = dG;
-  cb.g = a.g;
-  cb.chunk_size = BT;
-  cb.seq_offsets = a.seq_offsets;
-  RECOPS_RETURN_IF_ERROR(chunk_local_cumsum_bwd(cb, out.dg, sub));
-
-  if (p.l2norm) {
-    L2normBwdArgs nb;
-    nb.eps = p.l2norm_eps;
-    nb.grad_y = dqn;
-    nb.x = a.q;
-    RECOPS_RETURN_IF_ERROR(l2norm_bwd(nb, out.dq, sub));
-    nb.grad_y = dkn;
-    nb.x = a.k;
-    RECOPS_RETURN_IF_ERROR(l2norm_bwd(nb, out.dk, sub));
-  }
-  return Status::Ok();
+  RECOPS_RETURN_IF_ERROR(training::compose_cumsum_bwd(p, dG, sub));
+  return p.l2norm ? training::compose_l2norm_bwd(p, dqn, dkn, sub) : Status::Ok();
 }
 
 }  // namespace
@@ -154,25 +135,11 @@ Status compose(const Params& p, const Context& ctx, const Adder& add) {
   sub.num_threads = ctx.num_threads;
   const int64_t B = p.B, T = p.T, H = p.H, HV = p.HV, K = p.K, V = p.V, BT = p.BT;
 
-  TensorView q = a.q, k = a.k;
-  if (p.l2norm) {
-    const TensorView qn = view(l.qn, p.q_dtype, {B, T, H, K});
-    const TensorView kn = view(l.kn, p.k_dtype, {B, T, H, K});
-    L2normArgs la;
-    la.eps = p.l2norm_eps;
-    la.x = a.q;
-    RECOPS_RETURN_IF_ERROR(l2norm(la, qn, sub));
-    la.x = a.k;
-    RECOPS_RETURN_IF_ERROR(l2norm(la, kn, sub));
-    q = qn, k = kn;
-  }
-
+  TensorView q, k;
+  RECOPS_RETURN_IF_ERROR(training::compose_l2norm(
+      p, view(l.qn, p.q_dtype, {B, T, H, K}), view(l.kn, p.k_dtype, {B, T, H, K}), sub, &q, &k));
   const TensorView G = view(l.G, DType::fp32, {B, T, HV});
-  ChunkLocalCumsumArgs ca;
-  ca.g = a.g;
-  ca.chunk_size = BT;
-  ca.seq_offsets = a.seq_offsets;
-  RECOPS_RETURN_IF_ERROR(chunk_local_cumsum(ca, G, sub));
+  RECOPS_RETURN_IF_ERROR(training::compose_cumsum(p, G, sub));
 
   const TensorView A = view(l.A, DType::fp32, {B, T, HV, BT});
   ChunkScaledDotKktArgs ka;
@@ -204,32 +171,10 @@ Status compose(const Params& p, const Context& ctx, const Adder& add) {
 
   const TensorView h = view(l.h, p.k_dtype, {B, p.NT, HV, K, V});
   const TensorView v_new = view(l.v_new, p.v_dtype, {B, T, HV, V});
-  ChunkGatedDeltaRuleFwdHArgs fa;
-  fa.k = k;
-  fa.w = w;
-  fa.u = u;
-  fa.g = G;
-  fa.initial_state = a.initial_state;
-  fa.output_final_state = a.output_final_state;
-  fa.seq_offsets = a.seq_offsets;
-  fa.chunk_size = BT;
-  const TensorView* ht = p.ht_view && !p.bwd ? &*p.ht_view : nullptr;
-  if (p.bwd) fa.output_final_state = false;
-  RECOPS_RETURN_IF_ERROR(p.plain ? chunk_gated_delta_rule_fwd_h_plain(fa, h, v_new, ht)
-                                 : chunk_gated_delta_rule_fwd_h(fa, h, v_new, ht, sub));
-
+  RECOPS_RETURN_IF_ERROR(
+      training::compose_fwd_h(p, training::GateForm::g, k, w, u, G, h, v_new, sub));
   if (p.bwd) return backward(p, sub, add, q, k, G, Ai, w, h, v_new);
-
-  ChunkFwdOArgs oa;
-  oa.q = q;
-  oa.k = k;
-  oa.v_new = v_new;
-  oa.h = h;
-  oa.g = G;
-  oa.scale = p.scale;
-  oa.seq_offsets = a.seq_offsets;
-  oa.chunk_size = BT;
-  return p.plain ? chunk_fwd_o_plain(oa, p.o_view) : chunk_fwd_o(oa, p.o_view, sub);
+  return training::compose_fwd_o(p, training::GateForm::g, q, k, v_new, h, G, sub);
 }
 
 }  // namespace recops::ops::chunk_gated_delta_rule_ns

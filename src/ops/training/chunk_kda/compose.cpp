@@ -21,16 +21,13 @@
 // theirs).
 #include <cstdint>
 
-#include "ops/training/chunk_fwd_o/chunk_fwd_o.h"
 #include "ops/training/chunk_gated_delta_rule_bwd_dhu/chunk_gated_delta_rule_bwd_dhu.h"
-#include "ops/training/chunk_gated_delta_rule_fwd_h/chunk_gated_delta_rule_fwd_h.h"
 #include "ops/training/chunk_kda/compose.h"
 #include "ops/training/chunk_kda_bwd_dav/chunk_kda_bwd_dav.h"
 #include "ops/training/chunk_kda_bwd_intra/chunk_kda_bwd_intra.h"
 #include "ops/training/chunk_kda_bwd_wy_dqkg_fused/chunk_kda_bwd_wy_dqkg_fused.h"
 #include "ops/training/chunk_kda_fwd_intra/chunk_kda_fwd_intra.h"
-#include "ops/training/chunk_local_cumsum/chunk_local_cumsum.h"
-#include "ops/training/l2norm/l2norm.h"
+#include "ops/training/common/gdn_compose_steps.h"
 
 namespace recops::ops::chunk_kda_ns {
 namespace {
@@ -128,12 +125,7 @@ Status backward(const Params& p, const Context& sub, const Caster& cast, const S
   RECOPS_RETURN_IF_ERROR(p.plain ? chunk_kda_bwd_intra_plain(ia, {dq2, dk2, db2, dG2})
                                  : chunk_kda_bwd_intra(ia, {dq2, dk2, db2, dG2}, sub));
 
-  ChunkLocalCumsumBwdArgs cb;
-  cb.dout = dG2;
-  cb.g = a.g;
-  cb.chunk_size = BT;
-  cb.seq_offsets = a.seq_offsets;
-  RECOPS_RETURN_IF_ERROR(chunk_local_cumsum_bwd(cb, out.dg, sub));
+  RECOPS_RETURN_IF_ERROR(training::compose_cumsum_bwd(p, dG2, sub));
   RECOPS_RETURN_IF_ERROR(cast(out.dbeta, db2, sub));
 
   if (!p.l2norm) {
@@ -147,14 +139,7 @@ Status backward(const Params& p, const Context& sub, const Caster& cast, const S
   const TensorView dkn = view(l.dkn, p.k_dtype, {B, T, H, K});
   RECOPS_RETURN_IF_ERROR(cast(dqn, dq2, sub));
   RECOPS_RETURN_IF_ERROR(cast(dkn, dk2, sub));
-  L2normBwdArgs nb;
-  nb.eps = p.l2norm_eps;
-  nb.grad_y = dqn;
-  nb.x = a.q;
-  RECOPS_RETURN_IF_ERROR(l2norm_bwd(nb, out.dq, sub));
-  nb.grad_y = dkn;
-  nb.x = a.k;
-  return l2norm_bwd(nb, out.dk, sub);
+  return training::compose_l2norm_bwd(p, dqn, dkn, sub);
 }
 
 }  // namespace
@@ -170,25 +155,11 @@ Status compose(const Params& p, const Context& ctx, const Caster& cast) {
   sub.num_threads = ctx.num_threads;
   const int64_t B = p.B, T = p.T, H = p.H, HV = p.HV, K = p.K, V = p.V, BT = p.BT;
 
-  TensorView q = a.q, k = a.k;
-  if (p.l2norm) {
-    const TensorView qn = view(l.qn, p.q_dtype, {B, T, H, K});
-    const TensorView kn = view(l.kn, p.k_dtype, {B, T, H, K});
-    L2normArgs la;
-    la.eps = p.l2norm_eps;
-    la.x = a.q;
-    RECOPS_RETURN_IF_ERROR(l2norm(la, qn, sub));
-    la.x = a.k;
-    RECOPS_RETURN_IF_ERROR(l2norm(la, kn, sub));
-    q = qn, k = kn;
-  }
-
+  TensorView q, k;
+  RECOPS_RETURN_IF_ERROR(training::compose_l2norm(
+      p, view(l.qn, p.q_dtype, {B, T, H, K}), view(l.kn, p.k_dtype, {B, T, H, K}), sub, &q, &k));
   const TensorView G = view(l.G, DType::fp32, {B, T, HV, K});
-  ChunkLocalCumsumArgs ca;
-  ca.g = a.g;
-  ca.chunk_size = BT;
-  ca.seq_offsets = a.seq_offsets;
-  RECOPS_RETURN_IF_ERROR(chunk_local_cumsum(ca, G, sub));
+  RECOPS_RETURN_IF_ERROR(training::compose_cumsum(p, G, sub));
 
   const ChunkKdaFwdIntraOut in{
       view(l.w, p.k_dtype, {B, T, HV, K}),    view(l.u, p.v_dtype, {B, T, HV, V}),
@@ -208,31 +179,10 @@ Status compose(const Params& p, const Context& ctx, const Caster& cast) {
 
   const TensorView h = view(l.h, p.k_dtype, {B, p.NT, HV, K, V});
   const TensorView v_new = view(l.v_new, p.v_dtype, {B, T, HV, V});
-  ChunkGatedDeltaRuleFwdHArgs fa;
-  fa.k = in.kg;
-  fa.w = in.w;
-  fa.u = in.u;
-  fa.gk = G;
-  fa.initial_state = a.initial_state;
-  fa.output_final_state = a.output_final_state && !p.bwd;
-  fa.seq_offsets = a.seq_offsets;
-  fa.chunk_size = BT;
-  const TensorView* ht = p.ht_view && !p.bwd ? &*p.ht_view : nullptr;
-  RECOPS_RETURN_IF_ERROR(p.plain ? chunk_gated_delta_rule_fwd_h_plain(fa, h, v_new, ht)
-                                 : chunk_gated_delta_rule_fwd_h(fa, h, v_new, ht, sub));
-
+  RECOPS_RETURN_IF_ERROR(
+      training::compose_fwd_h(p, training::GateForm::gk, in.kg, in.w, in.u, G, h, v_new, sub));
   if (p.bwd) return backward(p, sub, cast, view, q, k, G, in, h, v_new);
-
-  ChunkFwdOArgs oa;
-  oa.q = q;
-  oa.k = k;
-  oa.v_new = v_new;
-  oa.h = h;
-  oa.gk = G;
-  oa.scale = p.scale;
-  oa.seq_offsets = a.seq_offsets;
-  oa.chunk_size = BT;
-  return p.plain ? chunk_fwd_o_plain(oa, p.o_view) : chunk_fwd_o(oa, p.o_view, sub);
+  return training::compose_fwd_o(p, training::GateForm::gk, q, k, v_new, h, G, sub);
 }
 
 }  // namespace recops::ops::chunk_kda_ns
