@@ -9,7 +9,8 @@ compiled F.linear + F.cross_entropy; TFLOP/s over 2·N·D·V forward and 6·N·D
 the peak extra memory of one forward+backward of each, `max_memory_allocated` minus what was
 allocated before, in the record's shape as `peak_extra_mib`), inplace_rope_ (forward, in place;
 fla's rotary on the trailing-slice view), chunk_local_cumsum (fla's), mhc_sinkhorn, mhc_pre_bmm
-and mhc_post (Liger's mHC pre / post-res functions, comb as out_in). Ours is the public ``recops.<op>``; forward+backward goes through autograd (``torch.autograd.grad``).
+and mhc_post (Liger's mHC pre / post-res functions, comb as out_in), chunk_gated_delta_rule and
+chunk_kda (fla's; TFLOP/s over the chunked algorithm's FLOPs). Ours is the public ``recops.<op>``; forward+backward goes through autograd (``torch.autograd.grad``).
 
 Peers, timed in the same process on the same inputs: eager PyTorch of the reference formula,
 ``torch.compile`` of the same formula, Liger-Kernel and fla-core (pure Python + Triton: `bash
@@ -72,6 +73,9 @@ SHAPES = {
                                ("D2", {"B": 1, "T": 8192, "H": 16, "HV": 32, "K": 128, "V": 128}),
                                ("D3", {"B": 1, "T": 8192, "H": 16, "HV": 16, "K": 128, "V": 128,
                                        "seqs": 8})],
+    # KDA (§4.5, §6: the GDN shapes; KDA numbers are reported only): g per channel [B, T, HV, K].
+    "chunk_kda": [("A1", {"B": 1, "T": 8192, "H": 16, "HV": 16, "K": 128, "V": 128}),
+                  ("A3", {"B": 1, "T": 8192, "H": 16, "HV": 16, "K": 128, "V": 128, "seqs": 8})],
     "chunk_local_cumsum": [("U1", {"dims": [8, 8192, 32]}),
                            ("U2", {"dims": [1, 8192, 16, 128]})],
     "mhc_sinkhorn": [("H1", {"tokens": 65536, "n": 4})],
@@ -94,6 +98,8 @@ QUICK = {
     "chunk_gated_delta_rule": [("qD", {"B": 2, "T": 100, "H": 2, "HV": 4, "K": 32, "V": 16}),
                                ("qDv", {"B": 1, "T": 150, "H": 2, "HV": 2, "K": 16, "V": 16,
                                         "seqs": 3})],
+    "chunk_kda": [("qA", {"B": 2, "T": 100, "H": 2, "HV": 2, "K": 32, "V": 16}),
+                  ("qAv", {"B": 1, "T": 150, "H": 2, "HV": 2, "K": 16, "V": 16, "seqs": 3})],
     "chunk_local_cumsum": [("qU", {"dims": [2, 128, 3]}), ("qUk", {"dims": [1, 192, 2, 8]})],
     "mhc_sinkhorn": [("qH", {"tokens": 64, "n": 4})],
     "mhc_pre_bmm": [("qM", {"tokens": 64, "n": 4, "C": 96})],
@@ -144,6 +150,9 @@ class Peers:
             elif name == "fla_gdn":
                 from fla.ops.gated_delta_rule import chunk_gated_delta_rule
                 self.mods[name] = {"gdn": chunk_gated_delta_rule}
+            elif name == "fla_kda":
+                from fla.ops.kda import chunk_kda
+                self.mods[name] = {"kda": chunk_kda}
             elif name == "quack":
                 try:
                     import quack  # noqa: F401
@@ -470,6 +479,8 @@ def bench_op(bench, peers, op, sid, p, dtype_name):
         return _bench_rope(bench, peers, op, p, dtype, dtype_name, gen)
     if op == "chunk_gated_delta_rule":
         return _bench_gdn(bench, peers, op, p, dtype, dtype_name, gen)
+    if op == "chunk_kda":
+        return _bench_kda(bench, peers, op, p, dtype, dtype_name, gen)
     if op == "chunk_local_cumsum":
         dims = p["dims"]
         n = 1
@@ -615,6 +626,46 @@ def _bench_gdn(bench, peers, op, p, dtype, dtype_name, gen):
     # FLOPs of the chunked algorithm per (position, value head), BT = 64: kkt and solve 2·64·K,
     # w and u 2·64·(K + V), the state 4·K·V (v_new and the update), o 2·K·V + 2·64·(K + V).
     fwd_fl = B * T * HV * (2 * 64 * K + 2 * 64 * (K + V) + 6 * K * V + 2 * 64 * (K + V))
+    return bench.run(op, dict(p), dtype_name, args, ours, plains, exts, (0, 1, 2, 3, 4),
+                     _fb({"fwd": io, "bwd": io + B * T * HV * V * es}),
+                     {"fwd": fwd_fl, "fwd_bwd": 3 * fwd_fl})
+
+
+def _bench_kda(bench, peers, op, p, dtype, dtype_name, gen):
+    """The composed Kimi Delta Attention (training_ops.md §4.5) against fla-core's chunk_kda on
+    the same inputs, forward and forward+backward through autograd, conditioned as _bench_gdn's
+    inputs but with the per-channel gate g = logsigmoid(U(0,1)) of shape [B, T, HV, K]."""
+    device = bench.device
+    B, T, H, HV, K, V = p["B"], p["T"], p["H"], p["HV"], p["K"], p["V"]
+    seqs = p.get("seqs", 0)
+    offsets = None
+    if seqs:
+        offsets = torch.linspace(0, T, seqs + 1, device=device).round().to(torch.int64)
+    rot = jp._rotations(B * T * (2 * H * K + HV * V + 4 * HV * K) * _es(dtype), device)
+    args = []
+    for _ in range(rot):
+        q = F.normalize(bench.rand((B, T, H, K), torch.float32, gen), dim=-1).to(dtype)
+        k = F.normalize(bench.rand((B, T, H, K), torch.float32, gen), dim=-1).to(dtype)
+        v = bench.rand((B, T, HV, V), dtype, gen)
+        g = F.logsigmoid(torch.rand((B, T, HV, K), generator=gen, device=device))
+        beta = torch.sigmoid(torch.rand((B, T, HV), generator=gen, device=device)).to(dtype)
+        args.append((q, k, v, g, beta))
+
+    def ours(q, k, v, g, beta):
+        return recops.chunk_kda(q, k, v, g, beta, seq_offsets=offsets)[0]
+
+    plains, exts = {}, {}
+    peers.add(exts, "fla", "ops.kda.chunk_kda",
+              lambda m: (lambda q, k, v, g, beta: m["kda"](q, k, v, g, beta,
+                                                         cu_seqlens=offsets)[0]),
+              module="fla_kda")
+    es = _es(dtype)
+    # Bytes: the inputs read (g fp32 per channel) and o written (fwd); do read and the five
+    # gradients written (bwd).
+    io = B * T * (2 * H * K + 2 * HV * V) * es + B * T * HV * (4 * K + es)
+    # FLOPs of the chunked algorithm per (position, value head), BT = 64: Aqk and Akk 4·64·K, the
+    # inverse and w, u 2·64·(K + V), the state 4·K·V, o 2·K·V + 2·64·V.
+    fwd_fl = B * T * HV * (4 * 64 * K + 2 * 64 * (K + V) + 6 * K * V + 2 * 64 * V)
     return bench.run(op, dict(p), dtype_name, args, ours, plains, exts, (0, 1, 2, 3, 4),
                      _fb({"fwd": io, "bwd": io + B * T * HV * V * es}),
                      {"fwd": fwd_fl, "fwd_bwd": 3 * fwd_fl})
