@@ -26,7 +26,7 @@ def test_training_peers_quick_cpu(tmp_path):
     assert ops == {"rms_norm", "rms_norm_rstd", "l2norm", "rms_norm_gated", "clipped_swiglu",
                    "sort_chunks_by_idx", "fused_cross_entropy", "chunk_loss", "inplace_rope_",
                    "chunk_local_cumsum", "mhc_sinkhorn", "mhc_pre_bmm", "mhc_post",
-                   "chunk_gated_delta_rule"}
+                   "chunk_gated_delta_rule", "chunk_kda"}
     for r in recs:
         assert r["phase"] in ("fwd", "fwd_bwd") and r["time_ms"] > 0
         assert r["gbps"] > 0 and r["frac_bw_ceiling"] > 0 and r["ceilings"]["copy_gbps"] > 0
