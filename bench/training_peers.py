@@ -25,6 +25,7 @@ by the byte floors of §6 and the fraction of the copy ceiling (`frac_bw_ceiling
 the forward's and the backward's floors.
 
     python bench/training_peers.py --device cpu --quick          # smoke test, seconds
+    python bench/training_peers.py --device cpu --peers eager,compile  # CPU_SHAPES, all cores
     python bench/training_peers.py --device cuda --json out.json  # §6 shapes on the H200
 """
 
@@ -81,6 +82,37 @@ SHAPES = {
     "mhc_sinkhorn": [("H1", {"tokens": 65536, "n": 4})],
     "mhc_pre_bmm": [("M1", {"tokens": 65536, "n": 4, "C": 4096})],
     "mhc_post": [("M1", {"tokens": 65536, "n": 4, "C": 4096})],
+}
+# --device cpu without --quick: §6's shapes cut to a CPU run (performance.md: all cores, against
+# plain PyTorch, i.e. the eager and compiled formulas, in the same run). The widths (D, V, K, I, R,
+# C, n) are §6's; only the row, token and sequence counts are smaller, so that every op and peer
+# runs in seconds on a few cores. chunk_loss keeps §6's D but a smaller V: its eager peer's logits
+# GEMM alone would otherwise take minutes per call.
+CPU_SHAPES = {
+    "rms_norm": [("cN1", {"rows": 4096, "D": 4096, "weight": True}),
+                 ("cN1nw", {"rows": 4096, "D": 4096, "weight": False})],
+    "rms_norm_rstd": [("cR1", {"dims": [1, 512, 16384]})],
+    "l2norm": [("cL1", {"rows": 65536, "D": 128}), ("cL2", {"rows": 4096, "D": 4096})],
+    "rms_norm_gated": [("cG1", {"rows": 65536, "D": 128, "group_size": 0}),
+                       ("cG2", {"rows": 4096, "D": 4096, "group_size": 512})],
+    "clipped_swiglu": [("cW1", {"rows": 4096, "I": 2880, "interleaved": True}),
+                       ("cW2", {"rows": 4096, "I": 2048, "interleaved": False})],
+    "sort_chunks_by_idx": [("cS1", {"T": 4096, "D": 4096, "C": 256})],
+    "fused_cross_entropy": [("cE1", {"N": 1024, "V": 131072}), ("cE3", {"N": 1024, "V": 32768})],
+    "chunk_loss": [("cC1", {"N": 256, "D": 4096, "V": 32768})],
+    "inplace_rope_": [("cP1", {"dims": [1, 1024, 64, 512], "R": 64}),
+                      ("cP2", {"dims": [1, 2048, 32, 128], "R": 128})],
+    "chunk_gated_delta_rule": [("cD1", {"B": 1, "T": 2048, "H": 16, "HV": 16, "K": 128,
+                                        "V": 128}),
+                               ("cD3", {"B": 1, "T": 2048, "H": 16, "HV": 16, "K": 128,
+                                        "V": 128, "seqs": 8})],
+    "chunk_kda": [("cA1", {"B": 1, "T": 2048, "H": 16, "HV": 16, "K": 128, "V": 128}),
+                  ("cA3", {"B": 1, "T": 2048, "H": 16, "HV": 16, "K": 128, "V": 128, "seqs": 8})],
+    "chunk_local_cumsum": [("cU1", {"dims": [8, 8192, 32]}),
+                           ("cU2", {"dims": [1, 8192, 16, 128]})],
+    "mhc_sinkhorn": [("cH1", {"tokens": 65536, "n": 4})],
+    "mhc_pre_bmm": [("cM1", {"tokens": 4096, "n": 4, "C": 4096})],
+    "mhc_post": [("cM1", {"tokens": 4096, "n": 4, "C": 4096})],
 }
 QUICK = {
     "rms_norm": [("qN", {"rows": 64, "D": 96, "weight": True}),
@@ -273,6 +305,55 @@ def ref_chunk_local_cumsum(g, chunk_size=64):
     B, T = g.shape[:2]
     rest = g.shape[2:]
     return g.float().view(B, T // chunk_size, chunk_size, *rest).cumsum(2).view(B, T, *rest)
+
+
+def ref_chunk_delta_rule(q, k, v, g, beta, offsets=None, chunk_size=64):
+    """Plain-PyTorch chunked gated delta rule, the eager peer of chunk_gated_delta_rule (g the
+    scalar gate [B, T, HV]) and chunk_kda (g per channel [B, T, HV, K]): per chunk of every
+    sequence, all heads at once, the pair decays exp(G_i - G_j) formed exactly (no split
+    exponent), A = strict lower beta_i k_i·(decay) k_j, (I + A)^-1 by a triangular solve, w and u,
+    v_new = u - w S, o = (q e^G) S + Aqk v_new, S = e^{G_L} S + (k e^{G_L - G})^T v_new; fp32
+    math, o rounded once to v's dtype, scale K^-0.5, no initial state. GVA repeats q, k over
+    the HV / H value heads. Differentiable by autograd; written here, not taken from a peer."""
+    B, T, H, K = q.shape
+    HV, V = v.shape[2], v.shape[3]
+    BT = chunk_size
+    qf = q.float().repeat_interleave(HV // H, dim=2) * K ** -0.5
+    kf = k.float().repeat_interleave(HV // H, dim=2)
+    vf, bf, gf = v.float(), beta.float(), g.float()
+    if gf.dim() == 3:
+        gf = gf.unsqueeze(-1).expand(B, T, HV, K)
+    incl = torch.ones(BT, BT, dtype=torch.bool, device=q.device).tril()
+    strict = incl.tril(-1)
+    eye = torch.eye(BT, device=q.device)
+    if offsets is None:
+        spans = [(b, 0, T) for b in range(B)]
+    else:
+        o_ = offsets.tolist()
+        spans = [(0, o_[i], o_[i + 1]) for i in range(len(o_) - 1)]
+    outs = [[] for _ in range(B)]
+    for b, s, e in spans:
+        S = qf.new_zeros(HV, K, V)
+        for c0 in range(s, e, BT):
+            c1 = min(c0 + BT, e)
+            n = c1 - c0
+            qc, kc = qf[b, c0:c1].transpose(0, 1), kf[b, c0:c1].transpose(0, 1)  # [HV, n, K]
+            vc, bc = vf[b, c0:c1].transpose(0, 1), bf[b, c0:c1].transpose(0, 1)  # [HV, n, V]
+            G = gf[b, c0:c1].transpose(0, 1).cumsum(1)  # [HV, n, K]
+            diff = G[:, :, None, :] - G[:, None, :, :]  # [HV, i, j, K]
+            E = torch.exp(diff.masked_fill(~incl[:n, :n, None], float("-inf")))
+            Akk = torch.einsum("hic,hjc,hijc->hij", kc, kc, E) * bc[:, :, None]
+            Akk = Akk.masked_fill(~strict[:n, :n], 0.0)
+            Aqk = torch.einsum("hic,hjc,hijc->hij", qc, kc, E)
+            Tinv = torch.linalg.solve_triangular(eye[:n, :n] + Akk, eye[:n, :n], upper=False)
+            w = Tinv @ (kc * torch.exp(G) * bc[..., None])
+            u = Tinv @ (vc * bc[..., None])
+            v_new = u - w @ S
+            outs[b].append(((qc * torch.exp(G)) @ S + Aqk @ v_new).transpose(0, 1))
+            GL = G[:, -1:, :]  # [HV, 1, K]
+            S = GL.transpose(1, 2).exp() * S + (kc * torch.exp(GL - G)).transpose(1, 2) @ v_new
+    o = torch.stack([torch.cat(x, 0) if x else vf.new_zeros(0, HV, V) for x in outs], 0)
+    return o.to(v.dtype)
 
 
 def ref_mhc_sinkhorn(logits, iters=20, eps=1e-6):
@@ -594,8 +675,8 @@ def _bench_gdn(bench, peers, op, p, dtype, dtype_name, gen):
     chunk_gated_delta_rule on the same inputs, forward and forward+backward through autograd
     (dq, dk, dv, dg, dbeta). Inputs follow fla's conditioning (§5): q, k l2-normalised, g =
     logsigmoid(U(0,1)), beta = sigmoid(U(0,1)); varlen (seqs > 1) packs equal sequences into B = 1
-    with seq_offsets / cu_seqlens. No eager or compiled reference is timed (a per-token recurrence
-    in Python is not a peer)."""
+    with seq_offsets / cu_seqlens. The eager peer is ref_chunk_delta_rule (chunked, plain PyTorch);
+    no compiled one (torch.compile would unroll its chunk loop)."""
     device = bench.device
     B, T, H, HV, K, V = p["B"], p["T"], p["H"], p["HV"], p["K"], p["V"]
     seqs = p.get("seqs", 0)
@@ -616,6 +697,9 @@ def _bench_gdn(bench, peers, op, p, dtype, dtype_name, gen):
         return recops.chunk_gated_delta_rule(q, k, v, g, beta, seq_offsets=offsets)[0]
 
     plains, exts = {}, {}
+    if "eager" in peers.wanted:  # compile would unroll the chunk loop: eager only
+        plains["torch_eager"] = lambda q, k, v, g, beta: ref_chunk_delta_rule(q, k, v, g, beta,
+                                                                              offsets)
     peers.add(exts, "fla", "ops.gated_delta_rule.chunk_gated_delta_rule",
               lambda m: (lambda q, k, v, g, beta: m["gdn"](q, k, v, g, beta,
                                                          cu_seqlens=offsets)[0]),
@@ -655,6 +739,9 @@ def _bench_kda(bench, peers, op, p, dtype, dtype_name, gen):
         return recops.chunk_kda(q, k, v, g, beta, seq_offsets=offsets)[0]
 
     plains, exts = {}, {}
+    if "eager" in peers.wanted:  # compile would unroll the chunk loop: eager only
+        plains["torch_eager"] = lambda q, k, v, g, beta: ref_chunk_delta_rule(q, k, v, g, beta,
+                                                                              offsets)
     peers.add(exts, "fla", "ops.kda.chunk_kda",
               lambda m: (lambda q, k, v, g, beta: m["kda"](q, k, v, g, beta,
                                                          cu_seqlens=offsets)[0]),
@@ -686,7 +773,7 @@ def main(argv=None):
     ap.add_argument("--phases", default="fwd,fwd_bwd",
                     help="fwd and/or fwd_bwd (forward+backward through autograd), comma-separated")
     ap.add_argument("--dtype", default=None, choices=sorted(jp.DTYPES),
-                    help="default bf16 (fp32 with --quick on the CPU)")
+                    help="default bf16 on CUDA, fp32 on the CPU")
     ap.add_argument("--json", help="write the records here (default bench/results/<device>/...)")
     ap.add_argument("--budget", type=float, default=None, help="seconds of timing per function")
     ap.add_argument("--peers-dir", default=str(ROOT / ".peers" / "training"),
@@ -703,7 +790,7 @@ def main(argv=None):
     if bad:
         ap.error(f"unknown peers {bad} (known: {ALL_PEERS})")
     phases = jp.parse_phases(ap, args.phases)
-    dtype_name = args.dtype or ("fp32" if args.quick and device == "cpu" else "bf16")
+    dtype_name = args.dtype or ("fp32" if device == "cpu" else "bf16")
     quick_cpu = args.quick and device == "cpu"
     budget = args.budget if args.budget is not None else (
         0.02 if quick_cpu else 0.3 if device == "cuda" else 0.6)
@@ -724,7 +811,7 @@ def main(argv=None):
               "commit": jp.commit(), "date": now.strftime("%Y-%m-%dT%H:%M:%SZ")}
     peers = Peers(wanted, args.peers_dir)
     bench = jp.Bench(device, timer, ceilings, None, None, common, phases)
-    table = QUICK if args.quick else SHAPES
+    table = QUICK if args.quick else CPU_SHAPES if device == "cpu" else SHAPES
     records = []
     for op in ops:
         for sid, p in table[op]:
