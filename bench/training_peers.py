@@ -558,10 +558,8 @@ def bench_op(bench, peers, op, sid, p, dtype_name):
         return recs
     if op == "inplace_rope_":
         return _bench_rope(bench, peers, op, p, dtype, dtype_name, gen)
-    if op == "chunk_gated_delta_rule":
-        return _bench_gdn(bench, peers, op, p, dtype, dtype_name, gen)
-    if op == "chunk_kda":
-        return _bench_kda(bench, peers, op, p, dtype, dtype_name, gen)
+    if op in ("chunk_gated_delta_rule", "chunk_kda"):
+        return _bench_delta_rule(bench, peers, op, p, dtype, dtype_name, gen)
     if op == "chunk_local_cumsum":
         dims = p["dims"]
         n = 1
@@ -670,89 +668,60 @@ def _bench_rope(bench, peers, op, p, dtype, dtype_name, gen):
     return recs
 
 
-def _bench_gdn(bench, peers, op, p, dtype, dtype_name, gen):
-    """The composed Gated DeltaNet (training_ops.md §4.4) against fla-core's
-    chunk_gated_delta_rule on the same inputs, forward and forward+backward through autograd
-    (dq, dk, dv, dg, dbeta). Inputs follow fla's conditioning (§5): q, k l2-normalised, g =
+def _bench_delta_rule(bench, peers, op, p, dtype, dtype_name, gen):
+    """The composed Gated DeltaNet (chunk_gated_delta_rule, training_ops.md §4.4; g [B, T, HV])
+    or Kimi Delta Attention (chunk_kda, §4.5; g per channel [B, T, HV, K]) against fla-core's
+    op of the same name on the same inputs, forward and forward+backward through autograd (dq,
+    dk, dv, dg, dbeta). Inputs follow fla's conditioning (§5): q, k l2-normalised, g =
     logsigmoid(U(0,1)), beta = sigmoid(U(0,1)); varlen (seqs > 1) packs equal sequences into B = 1
     with seq_offsets / cu_seqlens. The eager peer is ref_chunk_delta_rule (chunked, plain PyTorch);
     no compiled one (torch.compile would unroll its chunk loop)."""
     device = bench.device
     B, T, H, HV, K, V = p["B"], p["T"], p["H"], p["HV"], p["K"], p["V"]
+    kda = op == "chunk_kda"
+    gK = K if kda else 1  # gate values per (position, value head)
     seqs = p.get("seqs", 0)
     offsets = None
     if seqs:
         offsets = torch.linspace(0, T, seqs + 1, device=device).round().to(torch.int64)
-    rot = jp._rotations(B * T * (2 * H * K + HV * V) * _es(dtype), device)
+    rot = jp._rotations(B * T * (2 * H * K + HV * V + 4 * HV * gK) * _es(dtype), device)
     args = []
     for _ in range(rot):
         q = F.normalize(bench.rand((B, T, H, K), torch.float32, gen), dim=-1).to(dtype)
         k = F.normalize(bench.rand((B, T, H, K), torch.float32, gen), dim=-1).to(dtype)
         v = bench.rand((B, T, HV, V), dtype, gen)
-        g = F.logsigmoid(torch.rand((B, T, HV), generator=gen, device=device))
+        gshape = (B, T, HV, K) if kda else (B, T, HV)
+        g = F.logsigmoid(torch.rand(gshape, generator=gen, device=device))
         beta = torch.sigmoid(torch.rand((B, T, HV), generator=gen, device=device)).to(dtype)
         args.append((q, k, v, g, beta))
 
+    fn = recops.chunk_kda if kda else recops.chunk_gated_delta_rule
+
     def ours(q, k, v, g, beta):
-        return recops.chunk_gated_delta_rule(q, k, v, g, beta, seq_offsets=offsets)[0]
+        return fn(q, k, v, g, beta, seq_offsets=offsets)[0]
 
     plains, exts = {}, {}
     if "eager" in peers.wanted:  # compile would unroll the chunk loop: eager only
         plains["torch_eager"] = lambda q, k, v, g, beta: ref_chunk_delta_rule(q, k, v, g, beta,
                                                                               offsets)
-    peers.add(exts, "fla", "ops.gated_delta_rule.chunk_gated_delta_rule",
-              lambda m: (lambda q, k, v, g, beta: m["gdn"](q, k, v, g, beta,
-                                                         cu_seqlens=offsets)[0]),
-              module="fla_gdn")
+    key, path = ("kda", "ops.kda.chunk_kda") if kda else (
+        "gdn", "ops.gated_delta_rule.chunk_gated_delta_rule")
+    peers.add(exts, "fla", path,
+              lambda m: (lambda q, k, v, g, beta: m[key](q, k, v, g, beta,
+                                                       cu_seqlens=offsets)[0]),
+              module="fla_" + key)
     es = _es(dtype)
-    # Bytes: the inputs read and o written (fwd); do read and the five gradients written (bwd).
-    io = B * T * (2 * H * K + 2 * HV * V) * es + B * T * HV * (4 + es)
-    # FLOPs of the chunked algorithm per (position, value head), BT = 64: kkt and solve 2·64·K,
-    # w and u 2·64·(K + V), the state 4·K·V (v_new and the update), o 2·K·V + 2·64·(K + V).
-    fwd_fl = B * T * HV * (2 * 64 * K + 2 * 64 * (K + V) + 6 * K * V + 2 * 64 * (K + V))
-    return bench.run(op, dict(p), dtype_name, args, ours, plains, exts, (0, 1, 2, 3, 4),
-                     _fb({"fwd": io, "bwd": io + B * T * HV * V * es}),
-                     {"fwd": fwd_fl, "fwd_bwd": 3 * fwd_fl})
-
-
-def _bench_kda(bench, peers, op, p, dtype, dtype_name, gen):
-    """The composed Kimi Delta Attention (training_ops.md §4.5) against fla-core's chunk_kda on
-    the same inputs, forward and forward+backward through autograd, conditioned as _bench_gdn's
-    inputs but with the per-channel gate g = logsigmoid(U(0,1)) of shape [B, T, HV, K]."""
-    device = bench.device
-    B, T, H, HV, K, V = p["B"], p["T"], p["H"], p["HV"], p["K"], p["V"]
-    seqs = p.get("seqs", 0)
-    offsets = None
-    if seqs:
-        offsets = torch.linspace(0, T, seqs + 1, device=device).round().to(torch.int64)
-    rot = jp._rotations(B * T * (2 * H * K + HV * V + 4 * HV * K) * _es(dtype), device)
-    args = []
-    for _ in range(rot):
-        q = F.normalize(bench.rand((B, T, H, K), torch.float32, gen), dim=-1).to(dtype)
-        k = F.normalize(bench.rand((B, T, H, K), torch.float32, gen), dim=-1).to(dtype)
-        v = bench.rand((B, T, HV, V), dtype, gen)
-        g = F.logsigmoid(torch.rand((B, T, HV, K), generator=gen, device=device))
-        beta = torch.sigmoid(torch.rand((B, T, HV), generator=gen, device=device)).to(dtype)
-        args.append((q, k, v, g, beta))
-
-    def ours(q, k, v, g, beta):
-        return recops.chunk_kda(q, k, v, g, beta, seq_offsets=offsets)[0]
-
-    plains, exts = {}, {}
-    if "eager" in peers.wanted:  # compile would unroll the chunk loop: eager only
-        plains["torch_eager"] = lambda q, k, v, g, beta: ref_chunk_delta_rule(q, k, v, g, beta,
-                                                                              offsets)
-    peers.add(exts, "fla", "ops.kda.chunk_kda",
-              lambda m: (lambda q, k, v, g, beta: m["kda"](q, k, v, g, beta,
-                                                         cu_seqlens=offsets)[0]),
-              module="fla_kda")
-    es = _es(dtype)
-    # Bytes: the inputs read (g fp32 per channel) and o written (fwd); do read and the five
-    # gradients written (bwd).
-    io = B * T * (2 * H * K + 2 * HV * V) * es + B * T * HV * (4 * K + es)
-    # FLOPs of the chunked algorithm per (position, value head), BT = 64: Aqk and Akk 4·64·K, the
-    # inverse and w, u 2·64·(K + V), the state 4·K·V, o 2·K·V + 2·64·V.
-    fwd_fl = B * T * HV * (4 * 64 * K + 2 * 64 * (K + V) + 6 * K * V + 2 * 64 * V)
+    # Bytes: the inputs read (g fp32) and o written (fwd); do read and the five gradients
+    # written (bwd).
+    io = B * T * (2 * H * K + 2 * HV * V) * es + B * T * HV * (4 * gK + es)
+    # FLOPs of the chunked algorithm per (position, value head), BT = 64. GDN: kkt and solve
+    # 2·64·K, w and u 2·64·(K + V), the state 4·K·V (v_new and the update), o 2·K·V + 2·64·(K + V).
+    # KDA: Aqk and Akk 4·64·K, the inverse and w, u 2·64·(K + V), the state 4·K·V, o 2·K·V +
+    # 2·64·V.
+    if kda:
+        fwd_fl = B * T * HV * (4 * 64 * K + 2 * 64 * (K + V) + 6 * K * V + 2 * 64 * V)
+    else:
+        fwd_fl = B * T * HV * (2 * 64 * K + 2 * 64 * (K + V) + 6 * K * V + 2 * 64 * (K + V))
     return bench.run(op, dict(p), dtype_name, args, ours, plains, exts, (0, 1, 2, 3, 4),
                      _fb({"fwd": io, "bwd": io + B * T * HV * V * es}),
                      {"fwd": fwd_fl, "fwd_bwd": 3 * fwd_fl})
