@@ -61,20 +61,8 @@ Status backward(const Params& p, const Context& sub, const Adder& add, const Ten
 
   const TensorView dh = view(l.dh, p.q_dtype, {B, p.NT, HV, K, V});
   const TensorView dv2 = view(l.dv2, p.v_dtype, {B, T, HV, V});
-  ChunkGatedDeltaRuleBwdDhuArgs ha;
-  ha.q = q;
-  ha.k = k;
-  ha.w = w;
-  ha.do_ = d_o;
-  ha.dv_local = dv_local;
-  ha.g = G;
-  if (out.dh0) ha.h0 = a.initial_state;
-  ha.dht = p.dht_view;
-  ha.scale = p.scale;
-  ha.seq_offsets = a.seq_offsets;
-  ha.chunk_size = BT;
-  RECOPS_RETURN_IF_ERROR(p.plain ? chunk_gated_delta_rule_bwd_dhu_plain(ha, dh, out.dh0, dv2)
-                                 : chunk_gated_delta_rule_bwd_dhu(ha, dh, out.dh0, dv2, sub));
+  RECOPS_RETURN_IF_ERROR(training::compose_bwd_dhu(p, training::GateForm::g, q, k, w, d_o, dv_local,
+                                                   G, dh, out.dh0, dv2, sub));
 
   // dq, dk of the (normalised) q, k: the outputs themselves without l2norm.
   const TensorView dqn = p.l2norm ? view(l.dqn, p.q_dtype, {B, T, H, K}) : out.dq;

@@ -66,20 +66,8 @@ Status backward(const Params& p, const Context& sub, const Caster& cast, const S
 
   const TensorView dh = view(l.dh, p.q_dtype, {B, p.NT, HV, K, V});
   const TensorView dv2 = view(l.dv2, p.v_dtype, {B, T, HV, V});
-  ChunkGatedDeltaRuleBwdDhuArgs ha;
-  ha.q = in.qg;
-  ha.k = in.kg;
-  ha.w = in.w;
-  ha.do_ = d_o;
-  ha.dv_local = dv_local;
-  ha.gk = G;
-  if (out.dh0) ha.h0 = a.initial_state;
-  ha.dht = p.dht_view;
-  ha.scale = p.scale;
-  ha.seq_offsets = a.seq_offsets;
-  ha.chunk_size = BT;
-  RECOPS_RETURN_IF_ERROR(p.plain ? chunk_gated_delta_rule_bwd_dhu_plain(ha, dh, out.dh0, dv2)
-                                 : chunk_gated_delta_rule_bwd_dhu(ha, dh, out.dh0, dv2, sub));
+  RECOPS_RETURN_IF_ERROR(training::compose_bwd_dhu(p, training::GateForm::gk, in.qg, in.kg, in.w,
+                                                   d_o, dv_local, G, dh, out.dh0, dv2, sub));
 
   const TensorView dq1 = view(l.dq1, DType::fp32, {B, T, H, K});
   const TensorView dk1 = view(l.dk1, DType::fp32, {B, T, H, K});

@@ -1,13 +1,15 @@
 // training/common/gdn_compose_steps.h: the steps that the compositions of chunk_gated_delta_rule
 // and chunk_kda (each op's compose.cpp) share, through the sub-ops' public torch-free entries on
 // the tensors' device: the optional l2norm of q and k and its backward, the chunk-local cumsum of
-// g and its backward, and the state pass (chunk_gated_delta_rule_fwd_h) and the output
-// (chunk_fwd_o) with the gate cumsum G given as g ([B, T, HV], GDN) or gk ([B, T, HV, K], KDA).
+// g and its backward, the state pass (chunk_gated_delta_rule_fwd_h), the output (chunk_fwd_o)
+// and the state backward (chunk_gated_delta_rule_bwd_dhu) with the gate cumsum G given as g
+// ([B, T, HV], GDN) or gk ([B, T, HV, K], KDA).
 // Each step reads the call's arguments from p.args and honours p.plain (the sub-ops' plain
 // baselines where they have one) as the compositions do.
 #pragma once
 
 #include "ops/training/chunk_fwd_o/chunk_fwd_o.h"
+#include "ops/training/chunk_gated_delta_rule_bwd_dhu/chunk_gated_delta_rule_bwd_dhu.h"
 #include "ops/training/chunk_gated_delta_rule_fwd_h/chunk_gated_delta_rule_fwd_h.h"
 #include "ops/training/chunk_local_cumsum/chunk_local_cumsum.h"
 #include "ops/training/common/gdn_composed_params.h"
@@ -106,6 +108,29 @@ Status compose_fwd_o(const ComposedParams<A, O>& p, GateForm form, const TensorV
   oa.seq_offsets = p.args.seq_offsets;
   oa.chunk_size = p.BT;
   return p.plain ? chunk_fwd_o_plain(oa, p.o_view) : chunk_fwd_o(oa, p.o_view, sub);
+}
+
+// The state backward: dh, dv2 (and dh0 when given, exactly when h0 is) = chunk_gated_delta_rule_
+// bwd_dhu(q, k, w, do, dv_local, G as `form`, h0, dht = p.dht_view, scale).
+template <class A, class O>
+Status compose_bwd_dhu(const ComposedParams<A, O>& p, GateForm form, const TensorView& q,
+                       const TensorView& k, const TensorView& w, const TensorView& d_o,
+                       const TensorView& dv_local, const TensorView& G, const TensorView& dh,
+                       const TensorView* dh0, const TensorView& dv2, const Context& sub) {
+  ChunkGatedDeltaRuleBwdDhuArgs ha;
+  ha.q = q;
+  ha.k = k;
+  ha.w = w;
+  ha.do_ = d_o;
+  ha.dv_local = dv_local;
+  (form == GateForm::g ? ha.g : ha.gk) = G;
+  if (dh0) ha.h0 = p.args.initial_state;
+  ha.dht = p.dht_view;
+  ha.scale = p.scale;
+  ha.seq_offsets = p.args.seq_offsets;
+  ha.chunk_size = p.BT;
+  return p.plain ? chunk_gated_delta_rule_bwd_dhu_plain(ha, dh, dh0, dv2)
+                 : chunk_gated_delta_rule_bwd_dhu(ha, dh, dh0, dv2, sub);
 }
 
 }  // namespace recops::ops::training
