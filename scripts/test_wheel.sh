@@ -6,6 +6,8 @@
 # The fresh venv sees the test venv's packages (torch, numpy, pyyaml) through a .pth file, so
 # nothing is downloaded (pip runs with --no-index) and torch is not installed twice.
 #   PY=.venv/bin/python JOBS=2 WHEEL_CUDA=OFF scripts/test_wheel.sh
+# WHEEL_CUDA defaults to the main build's RECOPS_WITH_CUDA (build/CMakeCache.txt; BUILD= names
+# another build), else OFF.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -16,10 +18,20 @@ WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 mkdir -p "$WORK/dist"
 
-echo "--- building the wheel (RECOPS_WITH_CUDA=${WHEEL_CUDA:-OFF})"
+# The main build's C++ compiler (as CMake spelled it: ccache keys on the name, so /usr/bin/c++ and
+# /usr/bin/g++ miss each other) and its CUDA setting, so that ccache serves the wheel's objects from
+# the main build's: on a fresh CI machine the wheel took 607 s with g++ and CUDA off (30% hits),
+# 27 s with the main build's compiler and setting (462 of 462 hits).
+cache=${BUILD:-build}/CMakeCache.txt
+cached() { [ -f "$cache" ] && sed -n "s/^$1:[A-Z]*=//p" "$cache" | head -n 1; }
+WHEEL_CUDA=${WHEEL_CUDA:-$(cached RECOPS_WITH_CUDA)}
+WHEEL_CUDA=${WHEEL_CUDA:-OFF}
+cxx=$(cached CMAKE_CXX_COMPILER)
+echo "--- building the wheel (RECOPS_WITH_CUDA=$WHEEL_CUDA${cxx:+, CXX $cxx})"
 start=$SECONDS
 "$PY" -m pip wheel -q --disable-pip-version-check --no-build-isolation --no-deps --no-index \
-  -w "$WORK/dist" -C cmake.define.RECOPS_WITH_CUDA="${WHEEL_CUDA:-OFF}" \
+  -w "$WORK/dist" -C cmake.define.RECOPS_WITH_CUDA="$WHEEL_CUDA" \
+  ${cxx:+-C cmake.define.CMAKE_CXX_COMPILER="$cxx"} \
   -C build.tool-args="-j$JOBS" .
 whl=$(ls "$WORK"/dist/recops-*.whl)
 echo "built $(basename "$whl") in $((SECONDS - start)) s"
