@@ -49,7 +49,7 @@ step pytest "$PY" -m pytest tests/python src/ops -q -p no:cacheprovider
 
 # 2b. The wheel: built once (build-wheel/ and ccache keep its objects), installed into a fresh venv
 #     and used from outside the source tree (the console script, the case files, import recops).
-step wheel env PY="$PY" JOBS="$JOBS" bash scripts/test_wheel.sh
+step wheel env PY="$PY" JOBS="$JOBS" BUILD="$BUILD" bash scripts/test_wheel.sh
 
 # 3. Every op's cases on the CPU against the fp64 golden, twice bit-identical, and then from 8 host
 #    threads at once, each bit-identical to the single run (the load test of issue 21: registry,
@@ -65,13 +65,23 @@ step "recops check" "$RECOPS" check --backend cpu --repeat 2 --threads 8
 # Under the sanitizers every test but the large ones and cli_check_repeat3 (the determinism repeat,
 # which the Release `recops check --repeat 2` step covers): the ASan step took 1240 s of a 33-minute
 # run at 73012b4 with it.
+# With clang (the CI has it) this one build also holds the libFuzzer targets (RECOPS_FUZZ, the
+# code instrumented with -fsanitize=fuzzer-no-link) that the fuzz step below runs: the sanitized
+# library is compiled once, not twice (the separate build-fuzz took about 400 s of the 3577 s CI at
+# 73618ac). Debug info is line tables only (-g1), which is what the sanitizers' reports print.
 asan() {
+  local extra=()
+  if command -v clang++ >/dev/null; then
+    extra=(-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DRECOPS_FUZZ=ON
+           -DCMAKE_CXX_FLAGS=-fsanitize=fuzzer-no-link)
+  fi
   # -O1 (asserts kept): ASan's recommended level; at -O0 the quick CPU check alone took 675 s.
-  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g -O1" \
-    -DRECOPS_SANITIZE=ON \
+  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g1 -O1" \
+    -DRECOPS_SANITIZE=ON "${extra[@]}" \
     -DRECOPS_WITH_CUDA=OFF -DRECOPS_BUILD_TORCH=OFF >/dev/null &&
     cmake --build build-asan -j "$JOBS" &&
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+      LSAN_OPTIONS=suppressions=$ROOT/tests/sanitizers/lsan.supp:print_suppressions=0 \
       ctest --test-dir build-asan --output-on-failure -j "$JOBS" -LE large -E '^cli_check_repeat3$'
 }
 step "asan+ubsan ctest" asan
@@ -81,8 +91,14 @@ step "clang-format" bash -c "git ls-files '*.h' '*.cpp' '*.cu' '*.cuh' | xargs c
 
 # 6. Bounded fuzzing (libFuzzer, clang): the case-file parser, the op entries (jagged, cumsum,
 #    HSTU, Stem, training), the safetensors reader and the tuning loader.
+#    They run from build-asan when the step above built them there (clang), else from their own
+#    build-fuzz.
 if [ -x scripts/run_fuzz.sh ]; then
-  step fuzz scripts/run_fuzz.sh
+  if grep -q '^RECOPS_FUZZ:BOOL=ON' build-asan/CMakeCache.txt 2>/dev/null; then
+    step fuzz env RECOPS_FUZZ_BUILD=build-asan scripts/run_fuzz.sh
+  else
+    step fuzz scripts/run_fuzz.sh
+  fi
 fi
 
 echo
