@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -90,8 +91,17 @@ int run_check(const CheckOptions& o, const std::string& argv0) {
   std::vector<CaseFile> files =
       load_case_files(sel, "cases.yaml", FileKind::cases, schema, &file_errors);
   // The filters: a row runs when it passes them, on each backend its case allows.
-  const RowFilter filter{sel.ops,      o.case_ids, o.dtypes, o.offsets_dtypes,
-                         o.out_dtypes, o.quick,    o.smoke};
+  RowFilter filter{sel.ops, o.case_ids, o.dtypes, o.offsets_dtypes, o.out_dtypes, o.quick, o.smoke};
+  if (!o.shard.empty()) {
+    int k = 0, n = 0;
+    char end = 0;
+    if (std::sscanf(o.shard.c_str(), "%d/%d%c", &k, &n, &end) != 2 || n < 1 || k < 1 || k > n) {
+      std::cerr << "recops check: --shard must be K/N with 1 <= K <= N (got '" << o.shard << "')\n";
+      return 2;
+    }
+    filter.shard = k - 1;
+    filter.shards = n;
+  }
   const int64_t total = count_runs(files, filter, sel.backends, o.impl);
   Progress progress("check", total, o.quiet || o.verbose);
 

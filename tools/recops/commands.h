@@ -34,6 +34,7 @@ struct CheckOptions : CommonOptions, RowFilterOptions {
   bool no_validate = false;
   bool verbose = false;
   bool smoke = false;  // --smoke: each case once (RowFilter::smoke)
+  std::string shard;   // --shard K/N (RowFilter::shard)
 };
 
 struct BenchOptions : CommonOptions {

@@ -244,6 +244,16 @@ bool row_selected(const CaseRow& row, const RowFilter& filter) {
     return false;
   const DType dtype = row.dtype.value_or(driver_for(row.op)->default_dtype(row.op));
   if (!selected(filter.dtypes, std::string(dtype_name(dtype)))) return false;
+  if (filter.shards > 1) {
+    std::string key = row.op + '\n' + cs.id + '\n' + std::string(dtype_name(dtype)) + '\n';
+    if (!cs.offsets_dtypes.empty()) key += std::string(dtype_name(row.offsets_dtype));
+    key += '\n';
+    if (row.out_dtype) key += std::string(dtype_name(*row.out_dtype));
+    uint64_t h = 1469598103934665603ull;  // FNV-1a offset basis
+    for (const unsigned char c : key) h = (h ^ c) * 1099511628211ull;
+    if (h % static_cast<uint64_t>(filter.shards) != static_cast<uint64_t>(filter.shard))
+      return false;
+  }
   if (!filter.offsets_dtypes.empty() &&
       (cs.offsets_dtypes.empty() ||
        !selected(filter.offsets_dtypes, std::string(dtype_name(row.offsets_dtype)))))

@@ -70,6 +70,11 @@ struct RowFilter {
   // check --smoke: every case but the `large` ones, once, in its first dtype, offsets dtype and
   // out_dtype (make run's CPU check; the whole matrix stays in make test).
   bool smoke = false;
+  // check --shard K/N: only the rows whose key (op, case id, dtype, offsets dtype, out_dtype)
+  // hashes (FNV-1a, 64 bit) to K - 1 modulo N; the N shards partition the selection (ctest runs
+  // a large family's quick check as N tests side by side).
+  int shard = 0;   // K - 1
+  int shards = 1;  // N
 };
 bool row_selected(const CaseRow& row, const RowFilter& filter);
 

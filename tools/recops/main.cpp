@@ -122,6 +122,9 @@ int main(int argc, char** argv) {
   check->add_flag("--smoke", co.smoke,
                   "a representative selection: every case but the `large` ones once, in its first "
                   "dtype (and offsets dtype, out_dtype); `make run` runs it");
+  check->add_option("--shard", co.shard,
+                    "K/N: only shard K of N (rows split by a hash of op, case, dtype and variant; "
+                    "the N shards together are the whole selection)");
   bool check_list_cases = false;
   check->add_flag("--list-cases", check_list_cases,
                   "print the case ids of the selected ops (--op) with their dtypes and exit, as "
