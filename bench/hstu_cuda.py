@@ -61,6 +61,9 @@ def valid_entries(lengths, targets, contexts):
 def make_lengths(B, S, kind, gen):
     if kind == "full":
         return [S] * B
+    if kind.startswith("range:"):  # "range:LO:HI": B lengths uniform in [LO, HI] (issue 19's rows)
+        lo, hi = (int(x) for x in kind.split(":")[1:])
+        return [int(x) for x in torch.randint(lo, hi + 1, (B,), generator=gen)]
     # skewed: same token count B*S, lengths spread over [S/8, 2S] (max 2S), longest few.
     total = B * S
     lo, hi = max(1, S // 8), 2 * S
@@ -351,7 +354,9 @@ def bench_shape(sh, gen, ceil, meta, with_plain, peer_arg=None):
     alpha = 1.0 / d**0.5
     entries = valid_entries(lengths, targets, contexts) * H
     fwd_flops = 2 * (d + dv) * entries
-    shape = dict(sh, B=Bn, S=max_len, Hk=H, total_tokens=total)
+    # The forward's byte floor: q, k, v read and o written once (bf16), the offsets and counts.
+    fwd_bytes = total * H * (2 * d + 2 * dv) * 2 + 8 * (Bn + 1) * (1 + bool(nt) + bool(ncx))
+    shape = dict(sh, B=Bn, S=max_len, Hk=H, total_tokens=total, fwd_bytes=fwd_bytes)
     recs = []
 
     # The implementations the entry picks here (these shapes have no rab, mask tensor or paged
@@ -375,9 +380,10 @@ def bench_shape(sh, gen, ceil, meta, with_plain, peer_arg=None):
             "phase": phase,
             "time_ms": ms,
             "tflops": (flops / ms / 1e9) if ms else None,
-            "gbps": None,
+            "gbps": (fwd_bytes / ms / 1e6) if (ms and phase == "fwd") else None,
             "frac_flops_ceiling": (flops / ms / 1e9 / ceil["bf16_matmul_tflops"]) if ms else None,
-            "frac_bw_ceiling": None,
+            "frac_bw_ceiling": (fwd_bytes / ms / 1e6 / ceil["copy_gbps"])
+            if (ms and phase == "fwd") else None,
             "ceilings": ceil,
             "peer": peer,
             "peer_time_ms": peer_ms,
@@ -478,6 +484,11 @@ def main():
         dict(base, B=16, S=8192, targets=256),
         dict(base, B=8, S=16384, targets=256),
         dict(base, targets=256, contexts=32),
+        # Issue 19's rows: lengths uniform in 256-2048 at B = 128 (goal: >= 85% of the full-length
+        # TFLOP/s), and the short batch B = 1024, lengths 50-200, H = 2, d = 64 (goal: forward
+        # within 2x of its byte floor; the records carry gbps and frac_bw_ceiling).
+        dict(base, B=128, S=2048, lengths="range:256:2048"),
+        dict(base, B=1024, S=200, H=2, d=64, dv=64, lengths="range:50:200"),
     ]
     if a.quick:
         shapes = shapes[:3]
