@@ -68,4 +68,11 @@ std::string cpu_name() {
   return "cpu";
 }
 
+std::string avx2_fma_reason() {
+  const CpuFeatures& f = cpu_features();
+  return f.avx2 && f.fma && f.f16c
+             ? std::string()
+             : std::string("this CPU lacks AVX2/FMA/F16C (or RECOPS_CPU_ISA caps it)");
+}
+
 }  // namespace recops::core

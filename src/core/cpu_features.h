@@ -21,4 +21,8 @@ const CpuFeatures& cpu_features();
 std::string cpu_features_str();
 std::string cpu_name();  // model name as the OS reports it
 
+// "" when the *_avx2.cpp kernels (AVX2 + FMA + F16C) may run here, else why not. Compiled with the
+// baseline flags: the registry calls it on every CPU.
+std::string avx2_fma_reason();
+
 }  // namespace recops::core

@@ -80,8 +80,9 @@ struct Golden {
         for (int64_t j = 0; j < p.V; ++j) sz += zc[j];
         const double w = tw(i);
         zl = w * lam * lse * lse;
-        l = w * ((1 - eps) * (lse - zc[label(i)]) + eps * (lse - sz / static_cast<double>(p.V))) +
-            zl;
+        // The smoothing term only when eps != 0 (torch's formula; no 0 * inf from a -inf logit).
+        const double smooth = eps != 0 ? eps * (lse - sz / static_cast<double>(p.V)) : 0.0;
+        l = w * ((1 - eps) * (lse - zc[label(i)]) + smooth) + zl;
       }
       if (none) {
         store(p.loss, i, l);

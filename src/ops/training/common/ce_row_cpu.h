@@ -8,14 +8,62 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
+#include "core/isa_ns.h"
 #include "recops/dtype.h"
 
 namespace recops::ops::training {
+// The ISA-named inline namespace (core/isa_ns.h): cpu/*_avx2.cpp files include this header too.
+inline namespace RECOPS_ISA_NS {
 
 inline constexpr int64_t kCeBlock = 256;
 inline constexpr int kCeLanes = 8;
+
+// The exp of the row loops, as a policy: StdExp (std::exp, the baseline build) or PolyExp.
+struct StdExp {
+  template <class A>
+  static A exp(A x) {
+    return std::exp(x);
+  }
+};
+
+// exp for fp32 that compilers vectorise (no call, no branch): x = k·ln2 + r with k = round(x·log2e)
+// and r from a two-part ln2 (Cody-Waite), exp(r) by Cephes' degree-6 polynomial on |r| <= ln2/2
+// (about 1 ulp there), 2^k put into the exponent bits. x below -87.33 (where 2^k would leave the
+// normal range) gives 0, as do -inf; NaN gives NaN (it reaches the polynomial); x is at most 0 in
+// the row loops (logit - max or logit - lse), and values above 88.37 are clamped (no inf). fp64
+// keeps std::exp. The *_avx2.cpp builds use it: 8 lanes with FMA, where std::exp is one scalar
+// libm call per logit.
+struct PolyExp {
+  template <class A>
+  static A exp(A x) {
+    if constexpr (std::is_same_v<A, double>) {
+      return std::exp(x);
+    } else {
+      const float lo = -87.33f, hi = 88.37f;
+      const float c = x < lo ? lo : (x > hi ? hi : x);  // NaN stays NaN, and reaches r
+      const float ck = c == c ? c : 0.0f;               // the exponent's int conversion: finite
+      const float k = std::floor(ck * 1.44269504088896341f + 0.5f);
+      float r = std::fma(k, -0.693359375f, c);
+      r = std::fma(k, 2.12194440e-4f, r);
+      const float r2 = r * r;
+      float q = 1.9875691500e-4f;
+      q = std::fma(q, r, 1.3981999507e-3f);
+      q = std::fma(q, r, 8.3334519073e-3f);
+      q = std::fma(q, r, 4.1665795894e-2f);
+      q = std::fma(q, r, 1.6666665459e-1f);
+      q = std::fma(q, r, 5.0000001201e-1f);
+      const float e = std::fma(q, r2, r) + 1.0f;
+      const int32_t bits = (static_cast<int32_t>(k) + 127) << 23;
+      float scale;
+      std::memcpy(&scale, &bits, sizeof scale);
+      const float v = e * scale;
+      return x < lo ? 0.0f : v;
+    }
+  }
+};
 
 template <class A, class T>
 inline A ce_load(T v) {
@@ -34,42 +82,45 @@ inline A ce_lane_sum(const A (&v)[kCeLanes]) {
   return s;
 }
 
-// The row's lse and sum of its (capped when cap > 0) logits, in one read of the row.
-template <class T, class A>
+// The row's lse and sum of its (capped when cap > 0) logits, in one read of the row; E::exp for
+// the per-logit exponentials.
+template <class T, class A, class E = StdExp>
 void ce_row_stats(const T* z, int64_t V, A cap, A* lse, A* sum_z) {
   A buf[kCeBlock];
   A m = -INFINITY, s = 0, sz = 0;
   for (int64_t b0 = 0; b0 < V; b0 += kCeBlock) {
-    const int64_t n = std::min(kCeBlock, V - b0);
+    const int64_t n = V - b0 < kCeBlock ? V - b0 : kCeBlock;
     for (int64_t k = 0; k < n; ++k) buf[k] = ce_load<A>(z[b0 + k]);
     if (cap > 0)
       for (int64_t k = 0; k < n; ++k) buf[k] = cap * std::tanh(buf[k] / cap);
     A lm[kCeLanes], ls[kCeLanes] = {}, lz[kCeLanes] = {};
-    std::fill(lm, lm + kCeLanes, A(-INFINITY));
+    for (int l = 0; l < kCeLanes; ++l) lm[l] = A(-INFINITY);
     int64_t k = 0;
     for (; k + kCeLanes <= n; k += kCeLanes)
       for (int l = 0; l < kCeLanes; ++l) {
-        lm[l] = std::max(lm[l], buf[k + l]);
+        lm[l] = buf[k + l] > lm[l] ? buf[k + l] : lm[l];
         lz[l] += buf[k + l];
       }
     for (; k < n; ++k) {
-      lm[0] = std::max(lm[0], buf[k]);
+      lm[0] = buf[k] > lm[0] ? buf[k] : lm[0];
       lz[0] += buf[k];
     }
     sz += ce_lane_sum(lz);
-    const A bm = *std::max_element(lm, lm + kCeLanes);
+    A bm = lm[0];
+    for (int l = 1; l < kCeLanes; ++l) bm = lm[l] > bm ? lm[l] : bm;
     if (bm > m) {
       s = m == -INFINITY ? A(0) : s * std::exp(m - bm);
       m = bm;
     }
     if (m == -INFINITY) continue;  // every logit so far is -inf
     for (k = 0; k + kCeLanes <= n; k += kCeLanes)
-      for (int l = 0; l < kCeLanes; ++l) ls[l] += std::exp(buf[k + l] - m);
-    for (; k < n; ++k) ls[0] += std::exp(buf[k] - m);
+      for (int l = 0; l < kCeLanes; ++l) ls[l] += E::exp(buf[k + l] - m);
+    for (; k < n; ++k) ls[0] += E::exp(buf[k] - m);
     s += ce_lane_sum(ls);
   }
   *lse = m + std::log(s);
   *sum_z = sz;
 }
 
+}  // namespace RECOPS_ISA_NS
 }  // namespace recops::ops::training

@@ -57,7 +57,9 @@ void compute(const Params& p) {
         for (int64_t j = 0; j < V; ++j) mean_z += z(i, j);
         mean_z /= static_cast<double>(V);
         zl = lam * lse[i] * lse[i];
-        l = (1 - eps) * (lse[i] - z(i, label(i))) + eps * (lse[i] - mean_z) + zl;
+        // The smoothing term only when eps != 0 (torch's formula): a -inf logit (a masked
+        // vocabulary entry) then leaves the loss finite instead of 0 * inf = NaN.
+        l = (1 - eps) * (lse[i] - z(i, label(i))) + (eps != 0 ? eps * (lse[i] - mean_z) : 0.0) + zl;
         l *= w(i);
         zl *= w(i);
       }

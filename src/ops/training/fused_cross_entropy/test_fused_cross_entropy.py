@@ -53,6 +53,31 @@ def test_matches_torch_fp64(device, reduction, opts, weighted):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_masked_vocabulary_entries(device, dtype, reduction):
+    """-inf logits (a masked vocabulary, as a sampler or a constrained decoder sets them) away from
+    the labels: the loss and its gradient are finite and equal torch's (the smoothing term is
+    absent when label_smoothing = 0, not 0 * inf = NaN)."""
+    if device == "cuda" and dtype == torch.float64:
+        pytest.skip("fp64 runs on the CPU only")
+    z, y, _ = sample(23, 300, "cpu", torch.float64, seed=5, ignore_every=0)
+    mask = torch.zeros_like(z, dtype=torch.bool)
+    mask[:, 250:] = True  # the last 50 entries of every row are masked
+    y = y % 250
+    z = z.masked_fill(mask, float("-inf")).to(dtype).to(device)
+    y = y.to(device)
+    zr = z.clone().requires_grad_()
+    loss, _ = recops.fused_cross_entropy(zr, y, reduction=reduction)
+    ref = F.cross_entropy(z.double(), y, reduction=reduction)
+    assert torch.isfinite(loss).all()
+    tol = dict(rtol=1e-6, atol=1e-6) if dtype != torch.bfloat16 else dict(rtol=2e-2, atol=2e-2)
+    torch.testing.assert_close(loss.double(), ref, **tol)
+    (g,) = torch.autograd.grad(loss.sum(), zr)
+    assert torch.isfinite(g).all() and (g[:, 250:] == 0).all()
+
+
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
 @pytest.mark.parametrize("label_dtype", [torch.int32, torch.int64])
 def test_low_precision_close_to_fp64(device, dtype, label_dtype):

@@ -132,7 +132,9 @@ struct Cpu {
         const A lse = r_lse[i];
         wi = tw(i);
         zl = lam * lse * lse;
-        l = (1 - eps) * (lse - r_z[i]) + eps * (lse - r_loss[i] / static_cast<A>(p.V)) + zl;
+        // The smoothing term only when eps != 0 (no 0 * inf from a -inf logit; torch's formula).
+        const A smooth = eps != 0 ? eps * (lse - r_loss[i] / static_cast<A>(p.V)) : A(0);
+        l = (1 - eps) * (lse - r_z[i]) + smooth + zl;
         l *= wi;
         zl *= wi;
       }

@@ -145,7 +145,9 @@ __global__ void __launch_bounds__(kReduceThreads) finish_fwd_kernel(Params p, De
       const float lse = d.r_lse[i];
       w = tw_at<T>(p, i);
       zl = lam * lse * lse;
-      l = (1.f - eps) * (lse - d.r_z[i]) + eps * (lse - d.r_loss[i] / static_cast<float>(p.V)) + zl;
+      // The smoothing term only when eps != 0 (no 0 * inf from a -inf logit; torch's formula).
+      const float smooth = eps != 0.f ? eps * (lse - d.r_loss[i] / static_cast<float>(p.V)) : 0.f;
+      l = (1.f - eps) * (lse - d.r_z[i]) + smooth + zl;
       l *= w;
       zl *= w;
     }

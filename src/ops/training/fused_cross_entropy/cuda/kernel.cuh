@@ -88,7 +88,9 @@ __global__ void __launch_bounds__(kMaxThreads) fwd_kernel(Params p) {
         const float zy = capped(to_float(z[y]), cap);
         r_w = weight_at<T>(p, row);
         r_z = lam * r_lse * r_lse;
-        r_loss = (1.f - eps) * (r_lse - zy) + eps * (r_lse - sz / static_cast<float>(V)) + r_z;
+        // The smoothing term only when eps != 0 (no 0 * inf from a -inf logit; torch's formula).
+        const float smooth = eps != 0.f ? eps * (r_lse - sz / static_cast<float>(V)) : 0.f;
+        r_loss = (1.f - eps) * (r_lse - zy) + smooth + r_z;
         r_loss *= r_w;
         r_z *= r_w;
       }
