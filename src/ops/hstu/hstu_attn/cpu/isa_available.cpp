@@ -11,10 +11,9 @@
 
 namespace recops::ops {
 
+// The *_avx2.cpp files are built with AVX2, FMA and F16C: core's one test of the three.
 std::string hstu_attn_fwd_avx2_available() {
-  const auto& f = core::cpu_features();
-  return f.avx2 && f.fma ? std::string()
-                         : std::string("this CPU lacks AVX2/FMA (or RECOPS_CPU_ISA caps it)");
+  return core::avx2_fma_reason();
 }
 
 std::string hstu_attn_fwd_avx512_bf16_available() {
