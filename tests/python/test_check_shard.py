@@ -19,8 +19,10 @@ def _rows(binary, tmp_path, *extra):
                            "--cases-dir", str(ROOT / "src" / "ops"), "--json", str(out), "-q"],
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    return [(r["op"], r["case"], r["dtype"], r["variant"], r["backend"])
-            for r in json.loads(out.read_text())]
+    rows = json.loads(out.read_text())
+    # each row says how long it took (what a shard plan is balanced by)
+    assert all(isinstance(r["seconds"], float) and 0 <= r["seconds"] < 60 for r in rows)
+    return [(r["op"], r["case"], r["dtype"], r["variant"], r["backend"]) for r in rows]
 
 
 def test_shards_partition_the_selection(tmp_path):

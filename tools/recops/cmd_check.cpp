@@ -34,6 +34,7 @@ struct Result {
   std::string verdict;  // PASS or FAIL
   std::string detail;
   std::optional<double> max_abs, rel_l2;
+  double seconds = 0;  // wall time of the row on this backend (its golden included, when made here)
   std::string reproducer;
   std::vector<std::pair<std::string, int64_t>> sizes;
 };
@@ -124,6 +125,7 @@ int run_check(const CheckOptions& o, const std::string& argv0) {
         if (!backend_selected(row, bt, o.impl)) continue;
         const std::string bname = backend_name(bt);
         Result r;
+        const auto row_start = std::chrono::steady_clock::now();
         r.op = row.op;
         r.case_id = cs.id;
         r.dtype = std::string(dtype_name(dtype));
@@ -136,6 +138,8 @@ int run_check(const CheckOptions& o, const std::string& argv0) {
         auto finish = [&](bool pass, const std::string& detail) {
           r.verdict = pass ? "PASS" : "FAIL";
           r.detail = detail;
+          r.seconds =
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - row_start).count();
           if (!pass) {
             std::string cmd = shell_word(argv0) + " check --op " + row.op + " --case " + cs.id +
                               " --dtype " + r.dtype;
@@ -380,6 +384,7 @@ int run_check(const CheckOptions& o, const std::string& argv0) {
            {"max_abs", r.max_abs ? nlohmann::json(*r.max_abs) : nlohmann::json()},
            {"rel_l2", r.rel_l2 ? nlohmann::json(*r.rel_l2) : nlohmann::json()},
            {"verdict", r.verdict},
+           {"seconds", r.seconds},
            {"detail", r.detail},
            {"reproducer", r.reproducer.empty() ? nlohmann::json() : nlohmann::json(r.reproducer)}});
     }
