@@ -17,7 +17,7 @@ RECOPS := $(ROOT)/$(BUILD)/bin/recops
 CMAKE_ARGS ?=
 
 APT_PACKAGES := cmake ninja-build g++ clang clang-format libclang-rt-14-dev libomp-dev ccache \
-  libyaml-cpp-dev libcli11-dev nlohmann-json3-dev libgtest-dev
+  libyaml-cpp-dev libcli11-dev nlohmann-json3-dev libgtest-dev libopenblas-openmp-dev
 # torch is pinned to the release that PyPI's newest loadable fbgemm-gpu-cpu was built against
 # (fbgemm-gpu-cpu 1.9.0's CPU wheel links libnvidia-ml and does not load without a GPU driver), so
 # that the FBGEMM parity tests run in CI in the same process as recops. torchrec goes in without

@@ -102,6 +102,35 @@ def test_int32_labels_and_accum_input():
     torch.testing.assert_close(a, c)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_same_bits_run_to_run_on_any_thread_count(dtype):
+    """training_ops.md §1: bit-identical from run to run (here on 1 and on 3 threads, at sizes
+    past OpenBLAS's multithreading threshold when the build uses it). Across thread counts the
+    blocked loops give the same bits, OpenBLAS's threaded driver may split K elsewhere (README)."""
+    h, w, y, b, tw = sample(200, 96, 1500, "cpu", dtype=dtype, seed=5)
+    saved = torch.get_num_threads()
+
+    def run():
+        hr, wr, br = (t.clone().requires_grad_() for t in (h, w, b))
+        loss, _ = recops.chunk_loss(hr, wr, y, br, tw.float(), z_loss_scale=1e-3,
+                                    reduction="sum", token_chunk=64)
+        loss.backward()
+        return [loss.detach(), hr.grad, wr.grad, br.grad]
+
+    out = {}
+    try:
+        for threads in (1, 3):
+            torch.set_num_threads(threads)
+            first, again = run(), run()
+            for a, c in zip(first, again):
+                assert torch.equal(a, c), threads
+            out[threads] = first
+    finally:
+        torch.set_num_threads(saved)
+    for a, c in zip(out[1], out[3]):
+        torch.testing.assert_close(a, c, rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("device", DEVICES)
 def test_opcheck(device):
     h, w, y, b, tw = sample(7, 5, 6, device, dtype=torch.float32)

@@ -1,13 +1,30 @@
-// training/common/gemm_cpu.h: the small blocked matrix products of the training ops' CPU paths
-// (chunk_loss's three GEMMs), in A (float, double for fp64 inputs) with operands of storage type T
-// converted on the fly. Each output element is a sum in a fixed order (k ascending, over kGemmLanes
-// lanes combined in a fixed order for the dot products), so results never depend on the threads.
-// Row-major, 64-bit index math. Parallel over blocks of output rows (core::parallel_for).
+// training/common/gemm_cpu.h: the matrix products of the training ops' CPU paths (chunk_loss's
+// three GEMMs), in A (float, double for fp64 inputs) with operands of storage type T converted on
+// the fly. Row-major, 64-bit index math.
+//
+// Two implementations, chosen when the library is built (RECOPS_WITH_BLAS, CMakeLists.txt; only
+// files named *_blas.cpp see the BLAS):
+// - with a CBLAS (OpenBLAS's OpenMP build, Debian's libopenblas-openmp-dev), the products are
+//   cblas_sgemm / cblas_dgemm calls; bf16/fp16 operands are converted to A in blocks of at most
+//   16 MiB first. OpenBLAS splits M and N over its threads, never K, so each element's sum is the
+//   same whatever the thread count (checked by `recops check --threads`).
+// - otherwise the blocked loops below: each output element a sum in a fixed order (k ascending,
+//   over kGemmLanes lanes combined in a fixed order for the dot products), parallel over blocks of
+//   output rows (core::parallel_for). These skip exact-zero left-hand entries, so an inf/NaN
+//   there meets a zero as 0; a BLAS propagates NaN (0 · inf), as cuBLAS does.
 #pragma once
 
 #include <algorithm>
+#include <climits>
 #include <cstdint>
+#include <initializer_list>
+#include <type_traits>
 #include <vector>
+
+#if defined(RECOPS_HAVE_CBLAS)
+#include <cblas.h>
+#include <omp.h>
+#endif
 
 #include "core/parallel.h"
 #include "ops/training/common/ce_row_cpu.h"
@@ -26,7 +43,7 @@ inline int64_t gemm_grain(int64_t work_per_item) {
 // c[i, j] = Σ_k a[i, k] · b[j, k] for i < M, j < N (a: [M, K] in A; b: [N, K] in T; c: [M, ldc]).
 // Parallel over blocks of kGemmRows rows of b, converted to A once per block.
 template <class A, class T>
-void gemm_nt(int64_t M, int64_t N, int64_t K, const A* a, const T* b, A* c, int64_t ldc,
+void gemm_nt_loops(int64_t M, int64_t N, int64_t K, const A* a, const T* b, A* c, int64_t ldc,
              int threads) {
   const int64_t blocks = (N + kGemmRows - 1) / kGemmRows;
   core::parallel_for(blocks, gemm_grain(kGemmRows * M * K), threads, [&](int64_t b0, int64_t b1) {
@@ -57,7 +74,7 @@ void gemm_nt(int64_t M, int64_t N, int64_t K, const A* a, const T* b, A* c, int6
 // in A), k ascending. Parallel over blocks of kGemmRows rows of c; each row of b is converted
 // once per block.
 template <class A, class T>
-void gemm_nn_acc(int64_t M, int64_t N, int64_t K, const A* a, int64_t lda, const T* b, A* c,
+void gemm_nn_acc_loops(int64_t M, int64_t N, int64_t K, const A* a, int64_t lda, const T* b, A* c,
                  int threads) {
   const int64_t blocks = (M + kGemmRows - 1) / kGemmRows;
   core::parallel_for(blocks, gemm_grain(kGemmRows * K * N), threads, [&](int64_t b0, int64_t b1) {
@@ -82,7 +99,7 @@ void gemm_nn_acc(int64_t M, int64_t N, int64_t K, const A* a, int64_t lda, const
 // c[j, n] += Σ_k a[k, j] · b[k, n] and, when cs, cs[j] += Σ_k a[k, j], for j < M, n < N (a: [K,
 // lda] in A; b: [K, N] in A; c: [M, N] in A), k ascending. Parallel over blocks of rows of c.
 template <class A>
-void gemm_tn_acc(int64_t M, int64_t N, int64_t K, const A* a, int64_t lda, const A* b, A* c, A* cs,
+void gemm_tn_acc_loops(int64_t M, int64_t N, int64_t K, const A* a, int64_t lda, const A* b, A* c, A* cs,
                  int threads) {
   const int64_t blocks = (M + kGemmRows - 1) / kGemmRows;
   core::parallel_for(blocks, gemm_grain(kGemmRows * K * N), threads, [&](int64_t b0, int64_t b1) {
@@ -100,6 +117,140 @@ void gemm_tn_acc(int64_t M, int64_t N, int64_t K, const A* a, int64_t lda, const
       }
     }
   });
+}
+
+#if defined(RECOPS_HAVE_CBLAS)
+inline constexpr bool kGemmBlas = true;
+#else
+inline constexpr bool kGemmBlas = false;
+#endif
+
+namespace gemm_detail {
+// Whether cblas's int can hold every size.
+inline bool blas_fits(std::initializer_list<int64_t> sizes) {
+  for (int64_t v : sizes)
+    if (v > INT_MAX) return false;
+  return true;
+}
+
+// Rows of a [rows, K] operand converted per block: at most 16 MiB of A, at least 1 row.
+template <class A>
+int64_t conversion_rows(int64_t K) {
+  return std::max<int64_t>(1, (int64_t{16} << 20) / static_cast<int64_t>(sizeof(A)) /
+                                  std::max<int64_t>(1, K));
+}
+
+// dst[r * K + k] = src[r * K + k] converted to A, for r < rows (parallel over rows).
+template <class A, class T>
+void convert_rows(int64_t rows, int64_t K, const T* src, A* dst, int threads) {
+  core::parallel_for(rows, gemm_grain(K * 4), threads, [&](int64_t r0, int64_t r1) {
+    for (int64_t k = r0 * K; k < r1 * K; ++k) dst[k] = ce_load<A>(src[k]);
+  });
+}
+
+#if defined(RECOPS_HAVE_CBLAS)
+// OpenBLAS's OpenMP build takes its thread count from omp_get_max_threads() at each call (and
+// runs on one thread inside a parallel region): set it for this thread around the call.
+class BlasThreads {
+ public:
+  explicit BlasThreads(int threads) : saved_(omp_get_max_threads()) {
+    omp_set_num_threads(core::max_threads(threads));
+  }
+  ~BlasThreads() { omp_set_num_threads(saved_); }
+  BlasThreads(const BlasThreads&) = delete;
+  BlasThreads& operator=(const BlasThreads&) = delete;
+
+ private:
+  int saved_;
+};
+
+// c = a·b (ta/tb: the operand is stored transposed) + beta·c, row-major; sizes already checked.
+template <class A>
+void blas_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const A* a, int64_t lda,
+               const A* b, int64_t ldb, A beta, A* c, int64_t ldc) {
+  const CBLAS_TRANSPOSE opa = ta ? CblasTrans : CblasNoTrans, opb = tb ? CblasTrans : CblasNoTrans;
+  const int m = static_cast<int>(M), n = static_cast<int>(N), k = static_cast<int>(K);
+  const int la = static_cast<int>(lda), lb = static_cast<int>(ldb), lc = static_cast<int>(ldc);
+  if constexpr (std::is_same_v<A, float>)
+    cblas_sgemm(CblasRowMajor, opa, opb, m, n, k, 1.0f, a, la, b, lb, beta, c, lc);
+  else
+    cblas_dgemm(CblasRowMajor, opa, opb, m, n, k, 1.0, a, la, b, lb, beta, c, lc);
+}
+#endif
+}  // namespace gemm_detail
+
+// c[i, j] = Σ_k a[i, k] · b[j, k] for i < M, j < N (a: [M, K] in A; b: [N, K] in T; c: [M, ldc]).
+template <class A, class T>
+void gemm_nt(int64_t M, int64_t N, int64_t K, const A* a, const T* b, A* c, int64_t ldc,
+             int threads) {
+  if (M <= 0 || N <= 0) return;
+#if defined(RECOPS_HAVE_CBLAS)
+  if (K > 0 && gemm_detail::blas_fits({M, N, K, ldc})) {
+    gemm_detail::BlasThreads bt(threads);
+    if constexpr (std::is_same_v<A, T>) {
+      gemm_detail::blas_gemm<A>(false, true, M, N, K, a, K, b, K, A(0), c, ldc);
+    } else {
+      const int64_t rows = std::min(N, gemm_detail::conversion_rows<A>(K));
+      std::vector<A> tile(static_cast<size_t>(rows * K));
+      for (int64_t j0 = 0; j0 < N; j0 += rows) {
+        const int64_t nj = std::min(rows, N - j0);
+        gemm_detail::convert_rows(nj, K, b + j0 * K, tile.data(), threads);
+        gemm_detail::blas_gemm<A>(false, true, M, nj, K, a, K, tile.data(), K, A(0), c + j0, ldc);
+      }
+    }
+    return;
+  }
+#endif
+  gemm_nt_loops(M, N, K, a, b, c, ldc, threads);
+}
+
+// c[i, n] += Σ_k a[i, k] · b[k, n] for i < M, n < N (a: [M, lda] in A; b: [K, N] in T; c: [M, N]
+// in A).
+template <class A, class T>
+void gemm_nn_acc(int64_t M, int64_t N, int64_t K, const A* a, int64_t lda, const T* b, A* c,
+                 int threads) {
+  if (M <= 0 || N <= 0 || K <= 0) return;
+#if defined(RECOPS_HAVE_CBLAS)
+  if (gemm_detail::blas_fits({M, N, K, lda})) {
+    gemm_detail::BlasThreads bt(threads);
+    if constexpr (std::is_same_v<A, T>) {
+      gemm_detail::blas_gemm<A>(false, false, M, N, K, a, lda, b, N, A(1), c, N);
+    } else {
+      const int64_t rows = std::min(K, gemm_detail::conversion_rows<A>(N));
+      std::vector<A> tile(static_cast<size_t>(rows * N));
+      for (int64_t k0 = 0; k0 < K; k0 += rows) {
+        const int64_t nk = std::min(rows, K - k0);
+        gemm_detail::convert_rows(nk, N, b + k0 * N, tile.data(), threads);
+        gemm_detail::blas_gemm<A>(false, false, M, N, nk, a + k0, lda, tile.data(), N, A(1), c, N);
+      }
+    }
+    return;
+  }
+#endif
+  gemm_nn_acc_loops(M, N, K, a, lda, b, c, threads);
+}
+
+// c[j, n] += Σ_k a[k, j] · b[k, n] and, when cs, cs[j] += Σ_k a[k, j] (k ascending), for j < M,
+// n < N (a: [K, lda] in A; b: [K, N] in A; c: [M, N] in A).
+template <class A>
+void gemm_tn_acc(int64_t M, int64_t N, int64_t K, const A* a, int64_t lda, const A* b, A* c, A* cs,
+                 int threads) {
+  if (M <= 0 || K <= 0) return;
+#if defined(RECOPS_HAVE_CBLAS)
+  if (gemm_detail::blas_fits({M, N, K, lda})) {
+    if (N > 0) {
+      gemm_detail::BlasThreads bt(threads);
+      gemm_detail::blas_gemm<A>(true, false, M, N, K, a, lda, b, N, A(1), c, N);
+    }
+    if (cs)
+      core::parallel_for(M, gemm_grain(K), threads, [&](int64_t j0, int64_t j1) {
+        for (int64_t k = 0; k < K; ++k)
+          for (int64_t j = j0; j < j1; ++j) cs[j] += a[k * lda + j];
+      });
+    return;
+  }
+#endif
+  gemm_tn_acc_loops(M, N, K, a, lda, b, c, cs, threads);
 }
 
 }  // namespace recops::ops::training

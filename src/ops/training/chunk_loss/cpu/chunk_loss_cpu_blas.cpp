@@ -1,4 +1,5 @@
-// training/chunk_loss/cpu/chunk_loss_cpu.cpp: the optimized CPU path. Token chunks of Nc rows in
+// training/chunk_loss/cpu/chunk_loss_cpu_blas.cpp: the optimized CPU path (named *_blas.cpp: built
+// with OpenBLAS when the build has it, CMakeLists.txt). Token chunks of Nc rows in
 // order; per chunk the hidden rows are converted to A once, each vocab tile's logits Z = h·Wᵀ (+b)
 // come from gemm_nt (training/common/gemm_cpu.h) into the workspace tile, and the rows' statistics
 // from ce_row_stats (training/common/ce_row_cpu.h), merged across tiles as lse = logaddexp. The
@@ -78,6 +79,13 @@ struct Cpu {
   A cap(A v) const {
     const A c = static_cast<A>(p.softcap);
     return c > 0 ? c * std::tanh(v / c) : v;
+  }
+  // fn(k) for k < n, elementwise (no order), parallel over blocks of 2^16.
+  template <class F>
+  void each(int64_t n, F&& fn) const {
+    core::parallel_for(n, int64_t{1} << 16, threads, [&](int64_t k0, int64_t k1) {
+      for (int64_t k = k0; k < k1; ++k) fn(k);
+    });
   }
   void load_hidden(int64_t r0, int64_t n) {
     core::parallel_for(n, training::gemm_grain(p.D * 16), threads, [&](int64_t i0, int64_t i1) {
@@ -201,7 +209,7 @@ struct Cpu {
       r_w[i] = s;
       r_lse[i] = -INFINITY;
     }
-    std::fill(dwacc, dwacc + p.V * p.D, A(0));
+    each(p.V * p.D, [&](int64_t k) { dwacc[k] = A(0); });
     std::fill(dbacc, dbacc + p.V, A(0));
     T* dh = static_cast<T*>(p.dh);
     auto want = [&](int64_t row) { return r_w[row] != 0; };
@@ -224,14 +232,14 @@ struct Cpu {
         training::gemm_nn_acc(n, p.D, vc, z, vc, w + v0 * p.D, dhacc, threads);
         training::gemm_tn_acc(vc, p.D, n, z, vc, hacc, dwacc + v0 * p.D, dbacc + v0, threads);
       }
-      for (int64_t k = 0; k < n * p.D; ++k) dh[r0 * p.D + k] = store<T>(dhacc[k]);
+      each(n * p.D, [&](int64_t k) { dh[r0 * p.D + k] = store<T>(dhacc[k]); });
       if (p.accum_low) {  // dW/db accumulated in the input dtype: one rounding per chunk
-        for (int64_t k = 0; k < p.V * p.D; ++k) dwacc[k] = ce_load<A>(store<T>(dwacc[k]));
+        each(p.V * p.D, [&](int64_t k) { dwacc[k] = ce_load<A>(store<T>(dwacc[k])); });
         for (int64_t k = 0; k < p.V; ++k) dbacc[k] = ce_load<A>(store<T>(dbacc[k]));
       }
     }
     T* dw = static_cast<T*>(p.dw);
-    for (int64_t k = 0; k < p.V * p.D; ++k) dw[k] = store<T>(dwacc[k]);
+    each(p.V * p.D, [&](int64_t k) { dw[k] = store<T>(dwacc[k]); });
     if (p.db) {
       T* db = static_cast<T*>(p.db);
       for (int64_t k = 0; k < p.V; ++k) db[k] = store<T>(dbacc[k]);
