@@ -10,11 +10,14 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/isa_ns.h"
 #include "core/parallel.h"
 #include "ops/training/common/row_norm.h"
 #include "recops/dtype.h"
 
 namespace recops::ops::training {
+// Built with the including file's ISA flags (rms_norm_gated's cpu_avx2 includes it too).
+inline namespace RECOPS_ISA_NS {
 
 template <class T>
 using acc_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
@@ -161,4 +164,5 @@ inline void rows_with_weight_grads(int64_t rows, int64_t D, int64_t buf_len, voi
   });
 }
 
+}  // namespace RECOPS_ISA_NS
 }  // namespace recops::ops::training

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/cpu_features.h"
 #include "core/dispatch.h"
 #include "core/offsets.h"
 #include "recops/status.h"
@@ -55,17 +56,22 @@ std::string row_cuda_accepts(const P& p) {
 #endif
 
 // A row op's implementation list: cuda_sm80 (row_cuda_accepts; pass RECOPS_IF_CUDA(run_cuda)),
+// cpu_avx2 when given (the CPU path built with AVX2 + FMA, where core::avx2_fma_reason() allows),
 // cpu_generic, reference.
 template <class P>
 std::vector<core::Impl<P>> row_impls(Status (*cuda)(const P&, const Context&),
                                      Status (*cpu)(const P&, const Context&),
-                                     Status (*reference)(const P&, const Context&)) {
+                                     Status (*reference)(const P&, const Context&),
+                                     Status (*cpu_avx2)(const P&, const Context&) = nullptr) {
   std::vector<core::Impl<P>> first;
 #ifdef RECOPS_WITH_CUDA
   if (cuda)
     first.push_back(
         {"cuda_sm80", DeviceType::cuda, core::cuda::any_device_reason, row_cuda_accepts<P>, cuda});
 #endif
+  if (cpu_avx2)
+    first.push_back(
+        {"cpu_avx2", DeviceType::cpu, core::avx2_fma_reason, core::accept_all<P>, cpu_avx2});
   return core::with_cpu_impls<P>(std::move(first), cpu, reference);
 }
 

@@ -6,10 +6,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <string_view>
 #include <vector>
 
-#include "core/cpu_features.h"
 #include "core/cuda/runtime.h"
 #include "core/dispatch.h"
 #include "core/kit/op_def.h"
@@ -28,18 +26,9 @@ constexpr const char* kFwd = "fused_cross_entropy_fwd";
 constexpr const char* kBwd = "fused_cross_entropy_bwd";
 
 // cuda_sm80, then cpu_avx2 (where core::avx2_fma_reason() allows), cpu_generic, reference.
-std::vector<core::Impl<Params>> make_impls() {
-  auto list = training::row_impls<Params>(RECOPS_IF_CUDA(run_cuda), run_cpu, run_reference);
-  const auto generic = std::find_if(list.begin(), list.end(), [](const core::Impl<Params>& im) {
-    return std::string_view(im.id) == "cpu_generic";
-  });
-  list.insert(generic, {"cpu_avx2", DeviceType::cpu, core::avx2_fma_reason,
-                        core::accept_all<Params>, run_cpu_avx2});
-  return list;
-}
-
 const std::vector<core::Impl<Params>>& impls() {
-  static const auto list = make_impls();
+  static const auto list = training::row_impls<Params>(RECOPS_IF_CUDA(run_cuda), run_cpu,
+                                                       run_reference, run_cpu_avx2);
   return list;
 }
 
