@@ -5,9 +5,9 @@
 // Two implementations, chosen when the library is built (RECOPS_WITH_BLAS, CMakeLists.txt; only
 // files named *_blas.cpp see the BLAS):
 // - with a CBLAS (OpenBLAS's OpenMP build, Debian's libopenblas-openmp-dev), the products are
-//   cblas_sgemm / cblas_dgemm calls; bf16/fp16 operands are converted to A in blocks of at most
-//   16 MiB first. OpenBLAS splits M and N over its threads, never K, so each element's sum is the
-//   same whatever the thread count (checked by `recops check --threads`).
+//   single-threaded cblas_sgemm / cblas_dgemm calls on fixed slabs of the output, the slabs spread
+//   over threads by core::parallel_for (gemm_detail::for_slabs); bf16/fp16 operands are converted
+//   to A per slab first. Each element's sum is the same whatever the thread count.
 // - otherwise the blocked loops below: each output element a sum in a fixed order (k ascending,
 //   over kGemmLanes lanes combined in a fixed order for the dot products), parallel over blocks of
 //   output rows (core::parallel_for). These skip exact-zero left-hand entries, so an inf/NaN
@@ -133,32 +133,17 @@ inline bool blas_fits(std::initializer_list<int64_t> sizes) {
   return true;
 }
 
-// Rows of a [rows, K] operand converted per block: at most 16 MiB of A, at least 1 row.
-template <class A>
-int64_t conversion_rows(int64_t K) {
-  return std::max<int64_t>(1, (int64_t{16} << 20) / static_cast<int64_t>(sizeof(A)) /
-                                  std::max<int64_t>(1, K));
-}
-
-// dst[r * K + k] = src[r * K + k] converted to A, for r < rows (parallel over rows).
-template <class A, class T>
-void convert_rows(int64_t rows, int64_t K, const T* src, A* dst, int threads) {
-  core::parallel_for(rows, gemm_grain(K * 4), threads, [&](int64_t r0, int64_t r1) {
-    for (int64_t k = r0 * K; k < r1 * K; ++k) dst[k] = ce_load<A>(src[k]);
-  });
-}
-
 #if defined(RECOPS_HAVE_CBLAS)
-// OpenBLAS's OpenMP build takes its thread count from omp_get_max_threads() at each call (and
-// runs on one thread inside a parallel region): set it for this thread around the call.
-class BlasThreads {
+// OpenBLAS's OpenMP build takes its thread count from omp_get_max_threads() at each call (one
+// thread inside a parallel region). Every call here runs it on one thread: its threaded driver
+// cuts K into blocks at other points than the single-threaded one, so letting it thread would make
+// the last bits depend on the thread count.
+class BlasOneThread {
  public:
-  explicit BlasThreads(int threads) : saved_(omp_get_max_threads()) {
-    omp_set_num_threads(core::max_threads(threads));
-  }
-  ~BlasThreads() { omp_set_num_threads(saved_); }
-  BlasThreads(const BlasThreads&) = delete;
-  BlasThreads& operator=(const BlasThreads&) = delete;
+  BlasOneThread() : saved_(omp_get_max_threads()) { omp_set_num_threads(1); }
+  ~BlasOneThread() { omp_set_num_threads(saved_); }
+  BlasOneThread(const BlasOneThread&) = delete;
+  BlasOneThread& operator=(const BlasOneThread&) = delete;
 
  private:
   int saved_;
@@ -176,6 +161,24 @@ void blas_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const A* a, in
   else
     cblas_dgemm(CblasRowMajor, opa, opb, m, n, k, 1.0, a, la, b, lb, beta, c, lc);
 }
+
+// The BLAS path's parallelism is ours: the output is cut into slabs of kSlab rows or columns,
+// whatever the thread count, and core::parallel_for hands whole slabs to threads, each a
+// single-threaded BLAS call; a converted operand is cut along K at fixed multiples of kConvK. So an
+// element's sum is the same call's on any thread count.
+inline constexpr int64_t kSlab = 256;
+inline constexpr int64_t kConvK = 2048;
+
+inline int64_t slabs(int64_t n) { return (n + kSlab - 1) / kSlab; }
+
+// fn(j0, nj) for each slab [j0, j0 + nj) of n, slabs spread over the threads.
+template <class F>
+void for_slabs(int64_t n, int threads, F&& fn) {
+  core::parallel_for(slabs(n), 1, threads, [&](int64_t s0, int64_t s1) {
+    BlasOneThread one;
+    for (int64_t s = s0; s < s1; ++s) fn(s * kSlab, std::min(kSlab, n - s * kSlab));
+  });
+}
 #endif
 }  // namespace gemm_detail
 
@@ -186,18 +189,16 @@ void gemm_nt(int64_t M, int64_t N, int64_t K, const A* a, const T* b, A* c, int6
   if (M <= 0 || N <= 0) return;
 #if defined(RECOPS_HAVE_CBLAS)
   if (K > 0 && gemm_detail::blas_fits({M, N, K, ldc})) {
-    gemm_detail::BlasThreads bt(threads);
-    if constexpr (std::is_same_v<A, T>) {
-      gemm_detail::blas_gemm<A>(false, true, M, N, K, a, K, b, K, A(0), c, ldc);
-    } else {
-      const int64_t rows = std::min(N, gemm_detail::conversion_rows<A>(K));
-      std::vector<A> tile(static_cast<size_t>(rows * K));
-      for (int64_t j0 = 0; j0 < N; j0 += rows) {
-        const int64_t nj = std::min(rows, N - j0);
-        gemm_detail::convert_rows(nj, K, b + j0 * K, tile.data(), threads);
+    gemm_detail::for_slabs(N, threads, [&](int64_t j0, int64_t nj) {
+      if constexpr (std::is_same_v<A, T>) {
+        gemm_detail::blas_gemm<A>(false, true, M, nj, K, a, K, b + j0 * K, K, A(0), c + j0, ldc);
+      } else {  // this slab's rows of b converted (kSlab · K elements)
+        thread_local std::vector<A> tile;
+        tile.resize(static_cast<size_t>(nj * K));
+        for (int64_t k = 0; k < nj * K; ++k) tile[k] = ce_load<A>(b[j0 * K + k]);
         gemm_detail::blas_gemm<A>(false, true, M, nj, K, a, K, tile.data(), K, A(0), c + j0, ldc);
       }
-    }
+    });
     return;
   }
 #endif
@@ -212,18 +213,22 @@ void gemm_nn_acc(int64_t M, int64_t N, int64_t K, const A* a, int64_t lda, const
   if (M <= 0 || N <= 0 || K <= 0) return;
 #if defined(RECOPS_HAVE_CBLAS)
   if (gemm_detail::blas_fits({M, N, K, lda})) {
-    gemm_detail::BlasThreads bt(threads);
-    if constexpr (std::is_same_v<A, T>) {
-      gemm_detail::blas_gemm<A>(false, false, M, N, K, a, lda, b, N, A(1), c, N);
-    } else {
-      const int64_t rows = std::min(K, gemm_detail::conversion_rows<A>(N));
-      std::vector<A> tile(static_cast<size_t>(rows * N));
-      for (int64_t k0 = 0; k0 < K; k0 += rows) {
-        const int64_t nk = std::min(rows, K - k0);
-        gemm_detail::convert_rows(nk, N, b + k0 * N, tile.data(), threads);
-        gemm_detail::blas_gemm<A>(false, false, M, N, nk, a + k0, lda, tile.data(), N, A(1), c, N);
+    gemm_detail::for_slabs(N, threads, [&](int64_t n0, int64_t nn) {
+      if constexpr (std::is_same_v<A, T>) {
+        gemm_detail::blas_gemm<A>(false, false, M, nn, K, a, lda, b + n0, N, A(1), c + n0, N);
+      } else {  // b's columns of the slab converted, kConvK rows of K at a time
+        thread_local std::vector<A> tile;
+        const int64_t kc = std::min(K, gemm_detail::kConvK);
+        tile.resize(static_cast<size_t>(kc * nn));
+        for (int64_t k0 = 0; k0 < K; k0 += kc) {
+          const int64_t nk = std::min(kc, K - k0);
+          for (int64_t k = 0; k < nk; ++k)
+            for (int64_t j = 0; j < nn; ++j) tile[k * nn + j] = ce_load<A>(b[(k0 + k) * N + n0 + j]);
+          gemm_detail::blas_gemm<A>(false, false, M, nn, nk, a + k0, lda, tile.data(), nn, A(1),
+                                    c + n0, N);
+        }
       }
-    }
+    });
     return;
   }
 #endif
@@ -238,15 +243,13 @@ void gemm_tn_acc(int64_t M, int64_t N, int64_t K, const A* a, int64_t lda, const
   if (M <= 0 || K <= 0) return;
 #if defined(RECOPS_HAVE_CBLAS)
   if (gemm_detail::blas_fits({M, N, K, lda})) {
-    if (N > 0) {
-      gemm_detail::BlasThreads bt(threads);
-      gemm_detail::blas_gemm<A>(true, false, M, N, K, a, lda, b, N, A(1), c, N);
-    }
-    if (cs)
-      core::parallel_for(M, gemm_grain(K), threads, [&](int64_t j0, int64_t j1) {
+    gemm_detail::for_slabs(M, threads, [&](int64_t m0, int64_t mm) {
+      if (N > 0)
+        gemm_detail::blas_gemm<A>(true, false, mm, N, K, a + m0, lda, b, N, A(1), c + m0 * N, N);
+      if (cs)
         for (int64_t k = 0; k < K; ++k)
-          for (int64_t j = j0; j < j1; ++j) cs[j] += a[k * lda + j];
-      });
+          for (int64_t j = m0; j < m0 + mm; ++j) cs[j] += a[k * lda + j];
+    });
     return;
   }
 #endif
