@@ -8,3 +8,9 @@ if str(_PY) not in sys.path:
     sys.path.insert(0, str(_PY))
 
 collect_ignore_glob = ["_template/*"]
+
+# Triton before TensorFlow (tests/python/conftest.py says why), when src/ops runs on its own.
+try:
+    import triton  # noqa: F401
+except ImportError:
+    pass

@@ -7,6 +7,16 @@ from pathlib import Path
 import pytest
 import torch
 
+# Triton before TensorFlow: with tensorflow-cpu 2.21 loaded first, a later `import triton`
+# (torch.compile's inductor imports it) segfaults in its extension module's load; the other
+# order works. The
+# single-process suite happened to import triton first; with one pytest-xdist worker per core a
+# worker may run test_tensorflow.py first. Seen at 07cd727 with and without OpenBLAS.
+try:
+    import triton  # noqa: F401
+except ImportError:
+    pass
+
 _PY = Path(__file__).resolve().parents[2] / "python"
 if str(_PY) not in sys.path:
     sys.path.insert(0, str(_PY))
