@@ -29,7 +29,7 @@ APT_PACKAGES := cmake ninja-build g++ clang clang-format libclang-rt-14-dev libo
 # sessions whose recops nodes run as extensions PyOps); with torch 2.13.0 pip resolves them to
 # onnx 1.23.2, onnxscript 0.7.2, onnxruntime 1.32.0, extensions 0.15.2, numpy unchanged, protobuf
 # 7.36.2 (which only onnx needs).
-PY_PACKAGES := torch==2.13.0 fbgemm-gpu-cpu==1.8.0 tensorflow-cpu==2.21.0 numpy pytest pyyaml safetensors \
+PY_PACKAGES := torch==2.13.0 fbgemm-gpu-cpu==1.8.0 tensorflow-cpu==2.21.0 numpy pytest pytest-xdist pyyaml safetensors \
   scikit-build-core ninja matplotlib tensordict torchmetrics==1.0.3 tqdm pyre-extensions iopath \
   huggingface-hub==0.36.2 tokenizers==0.22.2 regex requests filelock packaging \
   onnx onnxscript onnxruntime onnxruntime-extensions

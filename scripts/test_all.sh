@@ -44,8 +44,12 @@ step() {  # step NAME COMMAND...: run, remember the verdict and the last lines o
 step ctest ctest --test-dir "$BUILD" --output-on-failure -j "$JOBS" \
   -E '^(cli_check_cpu_.*|cli_check_repeat3)$'
 
-# 2. The binding contract (opcheck, gradcheck, torch.compile, plain-PyTorch comparisons).
-step pytest "$PY" -m pytest tests/python src/ops -q -p no:cacheprovider
+# 2. The binding contract (opcheck, gradcheck, torch.compile, plain-PyTorch comparisons), on
+#    $JOBS pytest-xdist workers when it is installed (the tests share no files or ports: tmp_path,
+#    free ports).
+XDIST=()
+if [ "$JOBS" -gt 1 ] && "$PY" -c "import xdist" 2>/dev/null; then XDIST=(-n "$JOBS"); fi
+step pytest "$PY" -m pytest tests/python src/ops -q -p no:cacheprovider "${XDIST[@]}"
 
 # 2b. The wheel: built once (build-wheel/ and ccache keep its objects), installed into a fresh venv
 #     and used from outside the source tree (the console script, the case files, import recops).
