@@ -118,7 +118,8 @@ inline uint32_t round_to_format(double x, int exp_bits, int mant, bool inf_ok, d
   std::frexp(a, &e);                 // a = f * 2^e, f in [0.5, 1)
   int exp = e - 1;                   // a = 1.m * 2^exp
   if (exp < min_exp) exp = min_exp;  // subnormal range: fixed quantum
-  const double quantum = pow2(exp - mant);  // exp - mant >= min_exp - mant >= -149
+  // exp - mant >= min_exp - mant >= -149
+  const double quantum = pow2(exp - mant);
   double q = a / quantum;        // exact: power-of-two scaling
   double r = std::nearbyint(q);  // default rounding mode: nearest even
   double v = r * quantum;

@@ -73,7 +73,7 @@ struct PolyExp {
 // gives NaN. rms_norm_gated's cpu_avx2 takes its gates with it.
 inline double poly_exp64(double x) {
   const double lo = -708.3964185322641, hi = 709.782712893384;  // ln(DBL_MIN), ln(DBL_MAX)
-  const double c = x < lo ? lo : (x > hi ? hi : x);  // NaN stays NaN
+  const double c = x < lo ? lo : (x > hi ? hi : x);             // NaN stays NaN
   const double ck = c == c ? c : 0.0;
   // k = round(ck·log2e) by the 1.5·2^52 shift: its low mantissa bits then hold k as an integer,
   // so 2^k is built with 64-bit integer adds and shifts (AVX2 has no double -> int64 conversion;

@@ -44,7 +44,7 @@ inline int64_t gemm_grain(int64_t work_per_item) {
 // Parallel over blocks of kGemmRows rows of b, converted to A once per block.
 template <class A, class T>
 void gemm_nt_loops(int64_t M, int64_t N, int64_t K, const A* a, const T* b, A* c, int64_t ldc,
-             int threads) {
+                   int threads) {
   const int64_t blocks = (N + kGemmRows - 1) / kGemmRows;
   core::parallel_for(blocks, gemm_grain(kGemmRows * M * K), threads, [&](int64_t b0, int64_t b1) {
     std::vector<A> bt(static_cast<size_t>(kGemmRows * K));
@@ -75,7 +75,7 @@ void gemm_nt_loops(int64_t M, int64_t N, int64_t K, const A* a, const T* b, A* c
 // once per block.
 template <class A, class T>
 void gemm_nn_acc_loops(int64_t M, int64_t N, int64_t K, const A* a, int64_t lda, const T* b, A* c,
-                 int threads) {
+                       int threads) {
   const int64_t blocks = (M + kGemmRows - 1) / kGemmRows;
   core::parallel_for(blocks, gemm_grain(kGemmRows * K * N), threads, [&](int64_t b0, int64_t b1) {
     std::vector<A> br(static_cast<size_t>(N));
@@ -99,8 +99,8 @@ void gemm_nn_acc_loops(int64_t M, int64_t N, int64_t K, const A* a, int64_t lda,
 // c[j, n] += Σ_k a[k, j] · b[k, n] and, when cs, cs[j] += Σ_k a[k, j], for j < M, n < N (a: [K,
 // lda] in A; b: [K, N] in A; c: [M, N] in A), k ascending. Parallel over blocks of rows of c.
 template <class A>
-void gemm_tn_acc_loops(int64_t M, int64_t N, int64_t K, const A* a, int64_t lda, const A* b, A* c, A* cs,
-                 int threads) {
+void gemm_tn_acc_loops(int64_t M, int64_t N, int64_t K, const A* a, int64_t lda, const A* b, A* c,
+                       A* cs, int threads) {
   const int64_t blocks = (M + kGemmRows - 1) / kGemmRows;
   core::parallel_for(blocks, gemm_grain(kGemmRows * K * N), threads, [&](int64_t b0, int64_t b1) {
     for (int64_t blk = b0; blk < b1; ++blk) {
@@ -169,7 +169,9 @@ void blas_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const A* a, in
 inline constexpr int64_t kSlab = 256;
 inline constexpr int64_t kConvK = 2048;
 
-inline int64_t slabs(int64_t n) { return (n + kSlab - 1) / kSlab; }
+inline int64_t slabs(int64_t n) {
+  return (n + kSlab - 1) / kSlab;
+}
 
 // fn(j0, nj) for each slab [j0, j0 + nj) of n, slabs spread over the threads.
 template <class F>
@@ -223,7 +225,8 @@ void gemm_nn_acc(int64_t M, int64_t N, int64_t K, const A* a, int64_t lda, const
         for (int64_t k0 = 0; k0 < K; k0 += kc) {
           const int64_t nk = std::min(kc, K - k0);
           for (int64_t k = 0; k < nk; ++k)
-            for (int64_t j = 0; j < nn; ++j) tile[k * nn + j] = ce_load<A>(b[(k0 + k) * N + n0 + j]);
+            for (int64_t j = 0; j < nn; ++j)
+              tile[k * nn + j] = ce_load<A>(b[(k0 + k) * N + n0 + j]);
           gemm_detail::blas_gemm<A>(false, false, M, nn, nk, a + k0, lda, tile.data(), nn, A(1),
                                     c + n0, N);
         }

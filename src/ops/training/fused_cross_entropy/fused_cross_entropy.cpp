@@ -27,8 +27,8 @@ constexpr const char* kBwd = "fused_cross_entropy_bwd";
 
 // cuda_sm80, then cpu_avx2 (where core::avx2_fma_reason() allows), cpu_generic, reference.
 const std::vector<core::Impl<Params>>& impls() {
-  static const auto list = training::row_impls<Params>(RECOPS_IF_CUDA(run_cuda), run_cpu,
-                                                       run_reference, run_cpu_avx2);
+  static const auto list =
+      training::row_impls<Params>(RECOPS_IF_CUDA(run_cuda), run_cpu, run_reference, run_cpu_avx2);
   return list;
 }
 

@@ -20,8 +20,8 @@ constexpr const char* kOp = "rms_norm_gated";
 constexpr const char* kBwd = "rms_norm_gated_bwd";
 
 const std::vector<core::Impl<Params>>& impls() {
-  static const auto list = training::row_impls<Params>(RECOPS_IF_CUDA(run_cuda), run_cpu,
-                                                       run_reference, run_cpu_avx2);
+  static const auto list =
+      training::row_impls<Params>(RECOPS_IF_CUDA(run_cuda), run_cpu, run_reference, run_cpu_avx2);
   return list;
 }
 

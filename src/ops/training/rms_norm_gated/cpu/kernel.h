@@ -57,7 +57,7 @@ void forward(const Params& p, int threads) {
   training::for_rows(p.rows, D, threads, [&](int64_t r0, int64_t r1) {
     std::vector<double> buf(static_cast<size_t>(2 * gs));
     double* v = buf.data();
-    double* a = v + gs;  // a(z)
+    double* a = v + gs;                                 // a(z)
     for (int64_t k0 = r0 * D; k0 < r1 * D; k0 += gs) {  // group by group
       const T* x = static_cast<const T*>(p.x) + k0;
       const T* z = static_cast<const T*>(p.z) + k0;
