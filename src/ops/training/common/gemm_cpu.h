@@ -119,12 +119,6 @@ void gemm_tn_acc_loops(int64_t M, int64_t N, int64_t K, const A* a, int64_t lda,
   });
 }
 
-#if defined(RECOPS_HAVE_CBLAS)
-inline constexpr bool kGemmBlas = true;
-#else
-inline constexpr bool kGemmBlas = false;
-#endif
-
 namespace gemm_detail {
 // Whether cblas's int can hold every size.
 inline bool blas_fits(std::initializer_list<int64_t> sizes) {

@@ -4,7 +4,6 @@
 // accepts. At the end: the OpInfos and the argument tables.
 #include "ops/training/fused_cross_entropy/fused_cross_entropy.h"
 
-#include <algorithm>
 #include <cmath>
 #include <vector>
 
