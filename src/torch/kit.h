@@ -14,6 +14,7 @@
 
 #include <ATen/core/Tensor.h>
 #include <ATen/core/ivalue.h>
+#include <ATen/ops/empty.h>
 
 #include <functional>
 #include <string>
@@ -47,6 +48,11 @@ const TorchHooks& hooks(const std::string& op);
 struct HooksRegistrar {
   HooksRegistrar(const char* op, TorchHooks (*make)());
 };
+
+// An uninitialised tensor of t's (symbolic) sizes and options: the output of a Meta kernel.
+inline at::Tensor empty_like_sym(const at::Tensor& t) {
+  return at::empty_symint(t.sym_sizes(), t.options());
+}
 
 // The argument `name` of op's arguments `a` (looked up in the op's table, so hooks do not count
 // positions).

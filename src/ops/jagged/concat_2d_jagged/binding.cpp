@@ -11,12 +11,12 @@
 #include "torch/kit.h"
 
 namespace {
-constexpr const char* kOp = "concat_2d_jagged";
+constexpr const char* kConcat2dJagged = "concat_2d_jagged";
 
 c10::SymInt side_rows(const recops::binding::Args& a, const char* v, const char* o) {
-  const at::Tensor& t = recops::binding::arg(a, kOp, v).toTensor();
-  const bool jagged = !recops::binding::arg(a, kOp, o).isNone();
-  TORCH_CHECK(t.dim() == (jagged ? 2 : 3), kOp, ": ", v, " must be ",
+  const at::Tensor& t = recops::binding::arg(a, kConcat2dJagged, v).toTensor();
+  const bool jagged = !recops::binding::arg(a, kConcat2dJagged, o).isNone();
+  TORCH_CHECK(t.dim() == (jagged ? 2 : 3), kConcat2dJagged, ": ", v, " must be ",
               jagged ? "[total_L, D]" : "dense [B, S, D]", ", got ", t.dim(), "-D");
   return jagged ? t.sym_size(0) : t.sym_size(0) * t.sym_size(1);
 }
@@ -32,13 +32,13 @@ at::Tensor shape_standin(const at::Tensor& t) {
 RECOPS_TORCH_HOOKS(concat_2d_jagged) {
   recops::binding::TorchHooks h;
   h.save = [](const recops::binding::Args& a) {
-    return recops::ops::keep_part_standins(a, kOp, shape_standin);
+    return recops::ops::keep_part_standins(a, kConcat2dJagged, shape_standin);
   };
   h.meta = [](const recops::binding::Args& a) -> std::vector<at::Tensor> {
-    const at::Tensor& va = recops::binding::arg(a, kOp, "values_a").toTensor();
+    const at::Tensor& va = recops::binding::arg(a, kConcat2dJagged, "values_a").toTensor();
     c10::SymInt rows = side_rows(a, "values_a", "offsets_a");
     const c10::SymInt rows_b = side_rows(a, "values_b", "offsets_b");
-    if (!recops::binding::arg(a, kOp, "is_replace").toBool()) rows = rows + rows_b;
+    if (!recops::binding::arg(a, kConcat2dJagged, "is_replace").toBool()) rows = rows + rows_b;
     return {at::empty_symint({rows, va.sym_size(-1)}, va.options())};
   };
   return h;

@@ -9,7 +9,7 @@
 #include "ops/jagged/common/row_copy_binding.h"
 
 namespace {
-constexpr const char* kOp = "dense_to_jagged";
+constexpr const char* kDenseToJagged = "dense_to_jagged";
 }
 
 RECOPS_TORCH_HOOKS(dense_to_jagged) {
@@ -23,12 +23,12 @@ RECOPS_TORCH_HOOKS(_dense_to_jagged_meta) {
     const at::Tensor& dense = a[0].toTensor();
     const at::Tensor& seq_offsets = a[1].toTensor();
     const c10::SymInt total_L = a[2].toSymInt();
-    TORCH_CHECK(dense.dim() >= 2, kOp, ": dense must have at least 2 dims [B, S, *E], got ",
-                dense.dim(), "-D");
-    recops::ops::check_seq_offsets_meta(kOp, seq_offsets);
-    TORCH_SYM_CHECK(dense.sym_size(0).sym_eq(seq_offsets.sym_size(0) - 1), kOp,
+    TORCH_CHECK(dense.dim() >= 2, kDenseToJagged,
+                ": dense must have at least 2 dims [B, S, *E], got ", dense.dim(), "-D");
+    recops::ops::check_seq_offsets_meta(kDenseToJagged, seq_offsets);
+    TORCH_SYM_CHECK(dense.sym_size(0).sym_eq(seq_offsets.sym_size(0) - 1), kDenseToJagged,
                     ": dense's batch must be B = seq_offsets.numel() - 1");
-    TORCH_SYM_CHECK(total_L.sym_ge(0), kOp, ": total_L must be >= 0");
+    TORCH_SYM_CHECK(total_L.sym_ge(0), kDenseToJagged, ": total_L must be >= 0");
     std::vector<c10::SymInt> shape = {total_L};
     for (int64_t i = 2; i < dense.dim(); ++i) shape.push_back(dense.sym_size(i));
     return {at::empty_symint(shape, dense.options())};

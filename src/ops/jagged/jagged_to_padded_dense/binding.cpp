@@ -7,7 +7,7 @@
 #include "ops/jagged/common/row_copy_binding.h"
 
 namespace {
-constexpr const char* kOp = "jagged_to_padded_dense";
+constexpr const char* kJaggedToPaddedDense = "jagged_to_padded_dense";
 }
 
 RECOPS_TORCH_HOOKS(jagged_to_padded_dense) {
@@ -17,9 +17,10 @@ RECOPS_TORCH_HOOKS(jagged_to_padded_dense) {
     const at::Tensor& values = a[0].toTensor();
     const at::Tensor& seq_offsets = a[1].toTensor();
     const c10::SymInt max_seq_len = a[2].toSymInt();
-    TORCH_CHECK(values.dim() >= 1, kOp, ": values must have at least 1 dim [total_L, *E], got 0-D");
-    recops::ops::check_seq_offsets_meta(kOp, seq_offsets);
-    TORCH_SYM_CHECK(max_seq_len.sym_ge(0), kOp, ": max_seq_len must be >= 0");
+    TORCH_CHECK(values.dim() >= 1, kJaggedToPaddedDense,
+                ": values must have at least 1 dim [total_L, *E], got 0-D");
+    recops::ops::check_seq_offsets_meta(kJaggedToPaddedDense, seq_offsets);
+    TORCH_SYM_CHECK(max_seq_len.sym_ge(0), kJaggedToPaddedDense, ": max_seq_len must be >= 0");
     std::vector<c10::SymInt> shape = {seq_offsets.sym_size(0) - 1, max_seq_len};
     for (int64_t i = 1; i < values.dim(); ++i) shape.push_back(values.sym_size(i));
     return {at::empty_symint(shape, values.options())};

@@ -6,7 +6,7 @@
 #include "torch/kit.h"
 
 namespace {
-constexpr const char* kOp = "inplace_rope_";
+constexpr const char* kInplaceRope = "inplace_rope_";
 }  // namespace
 
 RECOPS_TORCH_HOOKS(inplace_rope_) {
@@ -19,10 +19,10 @@ RECOPS_TORCH_HOOKS(inplace_rope_) {
   h.backward = [](const recops::binding::Args& saved,
                   const std::vector<at::Tensor>& grads) -> std::vector<at::Tensor> {
     if (grads.empty() || !grads[0].defined()) return {at::Tensor()};
-    return recops::binding::call(
-        "inplace_rope_bwd",
-        {grads[0], recops::binding::arg(saved, kOp, "cos"), recops::binding::arg(saved, kOp, "sin"),
-         recops::binding::arg(saved, kOp, "inverse")});
+    return recops::binding::call("inplace_rope_bwd",
+                                 {grads[0], recops::binding::arg(saved, kInplaceRope, "cos"),
+                                  recops::binding::arg(saved, kInplaceRope, "sin"),
+                                  recops::binding::arg(saved, kInplaceRope, "inverse")});
   };
   return h;
 }

@@ -10,10 +10,7 @@
 namespace {
 using recops::binding::arg;
 using recops::binding::Args;
-
-at::Tensor like(const at::Tensor& t) {
-  return at::empty_symint(t.sym_sizes(), t.options());
-}
+using recops::binding::empty_like_sym;
 }  // namespace
 
 RECOPS_TORCH_HOOKS(norm_mul_dropout) {
@@ -36,7 +33,7 @@ RECOPS_TORCH_HOOKS(norm_mul_dropout_bwd) {
     const at::Tensor& w = arg(a, op, "weight").toTensor();
     at::Tensor dw = at::empty_symint(w.sym_sizes(), x.options());
     at::Tensor db = at::empty_symint(w.sym_sizes(), x.options());
-    return {like(x), like(x), dw, db};
+    return {empty_like_sym(x), empty_like_sym(x), dw, db};
   };
   return h;
 }

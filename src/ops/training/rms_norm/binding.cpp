@@ -11,10 +11,7 @@
 namespace {
 using recops::binding::arg;
 using recops::binding::Args;
-
-at::Tensor like(const at::Tensor& t) {
-  return at::empty_symint(t.sym_sizes(), t.options());
-}
+using recops::binding::empty_like_sym;
 }  // namespace
 
 RECOPS_TORCH_HOOKS(rms_norm_bwd) {
@@ -25,7 +22,8 @@ RECOPS_TORCH_HOOKS(rms_norm_bwd) {
     const c10::IValue& w = arg(a, op, "weight");
     const bool with_dw =
         arg(a, op, "want_dweight").toBool() && w.isTensor() && w.toTensor().defined();
-    return {like(x), with_dw ? like(w.toTensor()) : at::empty({0}, x.options())};
+    return {empty_like_sym(x),
+            with_dw ? empty_like_sym(w.toTensor()) : at::empty({0}, x.options())};
   };
   return h;
 }

@@ -12,7 +12,7 @@
 
 namespace {
 using recops::binding::Args;
-constexpr const char* kOp = "sort_chunks_by_idx";
+constexpr const char* kSortChunksByIdx = "sort_chunks_by_idx";
 
 std::vector<at::Tensor> like_meta(const Args& a, const char* op, const char* data,
                                   const char* probs) {
@@ -27,10 +27,11 @@ std::vector<at::Tensor> like_meta(const Args& a, const char* op, const char* dat
 
 RECOPS_TORCH_HOOKS(sort_chunks_by_idx) {
   recops::binding::TorchHooks h;
-  h.meta = [](const Args& a) { return like_meta(a, kOp, "input", "probs"); };
+  h.meta = [](const Args& a) { return like_meta(a, kSortChunksByIdx, "input", "probs"); };
   h.save = [](const Args& a) -> Args {
-    const c10::IValue& p = recops::binding::arg(a, kOp, "probs");
-    return {recops::binding::arg(a, kOp, "split_sizes"), recops::binding::arg(a, kOp, "sorted_idx"),
+    const c10::IValue& p = recops::binding::arg(a, kSortChunksByIdx, "probs");
+    return {recops::binding::arg(a, kSortChunksByIdx, "split_sizes"),
+            recops::binding::arg(a, kSortChunksByIdx, "sorted_idx"),
             c10::IValue(p.isTensor() && p.toTensor().defined())};
   };
   h.backward = [](const Args& saved, const std::vector<at::Tensor>& grads) {
