@@ -38,23 +38,36 @@ then
 fi
 ninja -C "$BUILD" -j "$JOBS" "${TARGETS[@]}"
 
-status=0
-for t in "${TARGETS[@]}"; do
-  seeds=tests/fuzz/corpus/$t
-  work=$BUILD/corpus/$t
-  artifacts=fuzz-artifacts/$t
+# The targets run $JOBS at a time (libFuzzer is single-threaded): on 2 cores nine 10 s targets
+# take about 50 s instead of 90. Each one's summary is printed in target order.
+run_one() {  # run_one TARGET: exit status 0 when it found nothing; its summary in $BUILD/TARGET.sum
+  local t=$1 seeds=tests/fuzz/corpus/$1 work=$BUILD/corpus/$1 artifacts=fuzz-artifacts/$1
   mkdir -p "$work" "$artifacts"
-  echo "== $t: ${SECONDS_PER_TARGET}s over $seeds"
-  # -rss_limit_mb bounds a runaway allocation; detect_leaks stays on.
-  if ! UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-       "$BUILD/bin/$t" "$work" "$seeds" -max_total_time="$SECONDS_PER_TARGET" \
-       -rss_limit_mb=4096 -timeout=10 -print_final_stats=1 \
-       -artifact_prefix="$artifacts/" 2>"$BUILD/$t.log"; then
-    echo "!! $t found a problem; see $BUILD/$t.log and $artifacts/"
-    grep -m5 -E "ERROR|SUMMARY|runtime error" "$BUILD/$t.log" || true
-    status=1
-  else
-    grep -E "stat::number_of_executed_units|cov:" "$BUILD/$t.log" | tail -2
+  {
+    echo "== $t: ${SECONDS_PER_TARGET}s over $seeds"
+    # -rss_limit_mb bounds a runaway allocation; detect_leaks stays on.
+    if ! UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+         "$BUILD/bin/$t" "$work" "$seeds" -max_total_time="$SECONDS_PER_TARGET" \
+         -rss_limit_mb=4096 -timeout=10 -print_final_stats=1 \
+         -artifact_prefix="$artifacts/" 2>"$BUILD/$t.log"; then
+      echo "!! $t found a problem; see $BUILD/$t.log and $artifacts/"
+      grep -m5 -E "ERROR|SUMMARY|runtime error" "$BUILD/$t.log" || true
+      exit 1
+    fi
+    grep -E "stat::number_of_executed_units|cov:" "$BUILD/$t.log" | tail -2 || true
+  } >"$BUILD/$t.sum" 2>&1
+}
+
+status=0
+pids=()
+for i in "${!TARGETS[@]}"; do
+  if [ ${#pids[@]} -ge "$JOBS" ]; then  # wait for the oldest before starting another
+    wait "${pids[0]}" || status=1
+    pids=("${pids[@]:1}")
   fi
+  run_one "${TARGETS[$i]}" &
+  pids+=($!)
 done
+for p in "${pids[@]}"; do wait "$p" || status=1; done
+for t in "${TARGETS[@]}"; do cat "$BUILD/$t.sum"; done
 exit $status

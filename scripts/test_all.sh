@@ -58,7 +58,30 @@ step wheel env PY="$PY" JOBS="$JOBS" BUILD="$BUILD" bash scripts/test_wheel.sh
 # 3. Every op's cases on the CPU against the fp64 golden, twice bit-identical, and then from 8 host
 #    threads at once, each bit-identical to the single run (the load test of issue 21: registry,
 #    tuning and attribute caches, OpenMP teams started from several threads).
-step "recops check" "$RECOPS" check --backend cpu --repeat 2 --threads 8
+#    The rows go in $JOBS shards (`check --shard K/N`) run side by side: one process leaves a core
+#    idle while a golden is computed on one thread (at b00964e, 346 s wall for 512 s of CPU on 2
+#    cores); two shards at once took 275 s. Each shard's log is printed whole, in order.
+#    OMP_WAIT_POLICY=passive: with more OpenMP threads than cores (two shards, and the load test's
+#    8 host threads) a thread waiting at a barrier sleeps instead of spinning on a core that
+#    another one needs (it changes no result: the runs are bit-identical by construction).
+check_sharded() {
+  local n=$JOBS dir pids=() rc=0 k
+  [ "$n" -ge 1 ] || n=1
+  dir=$(mktemp -d)
+  for k in $(seq 1 "$n"); do
+    OMP_WAIT_POLICY=passive \
+      "$RECOPS" check --backend cpu --repeat 2 --threads 8 --shard "$k/$n" >"$dir/$k.log" 2>&1 &
+    pids+=($!)
+  done
+  for k in $(seq 1 "$n"); do
+    wait "${pids[$((k - 1))]}" || rc=1
+    echo "--- shard $k/$n"
+    cat "$dir/$k.log"
+  done
+  rm -rf "$dir"
+  return $rc
+}
+step "recops check" check_sharded
 
 # 4. The CPU code under AddressSanitizer and UndefinedBehaviorSanitizer (no CUDA, no torch: this is
 #    also the torch-free build of the core, the CLI and tests/cpp).
@@ -73,6 +96,8 @@ step "recops check" "$RECOPS" check --backend cpu --repeat 2 --threads 8
 # code instrumented with -fsanitize=fuzzer-no-link) that the fuzz step below runs: the sanitized
 # library is compiled once, not twice (the separate build-fuzz took about 400 s of the 3577 s CI at
 # 73618ac). Debug info is line tables only (-g1), which is what the sanitizers' reports print.
+# ctest runs two tests at once, each with an OpenMP team of two: OMP_WAIT_POLICY=passive keeps the
+# waiting threads off the cores (two training check shards side by side took 103 s instead of 119).
 asan() {
   local extra=()
   if command -v clang++ >/dev/null; then
@@ -84,7 +109,7 @@ asan() {
     -DRECOPS_SANITIZE=ON "${extra[@]}" \
     -DRECOPS_WITH_CUDA=OFF -DRECOPS_BUILD_TORCH=OFF >/dev/null &&
     cmake --build build-asan -j "$JOBS" &&
-    ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+    OMP_WAIT_POLICY=passive ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
       LSAN_OPTIONS=suppressions=$ROOT/tests/sanitizers/lsan.supp:print_suppressions=0 \
       ctest --test-dir build-asan --output-on-failure -j "$JOBS" -LE large -E '^cli_check_repeat3$'
 }
