@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <numbers>
+#include <vector>
 
 #include "core/hash_rng.h"
 #include "core/parallel.h"
@@ -83,7 +84,62 @@ void store_as(void* p, T x) {
   std::memcpy(p, &x, sizeof(T));
 }
 
+// Double to a 16-bit float format with `mant` mantissa bits and exponent bias `bias`, rounded once
+// to nearest even, for the results that are normal numbers of the format: the double's bits are
+// rounded in place (a carry out of the mantissa moves into the exponent, as rounding up to the
+// next binade or to infinity should). Everything else (NaN, infinities, zero, subnormal results,
+// inputs below the format's smallest normal) goes to recops/dtype.h's exact routine, whose bits
+// these are (selftest.cpp compares the two). The golden and input paths of `recops check` convert
+// every element here; the generic routine's frexp and nearbyint made about a quarter of a large
+// bf16 case's time.
+template <int kMant, int kBias>
+uint16_t round16_fast(double x, uint16_t (*exact)(double)) {
+  uint64_t u;
+  std::memcpy(&u, &x, 8);
+  const uint64_t mag = u & ~(uint64_t{1} << 63);
+  const int e = static_cast<int>(mag >> 52) - 1023;  // x = 1.m * 2^e (finite, normal doubles)
+  if (e < 1 - kBias || e > kBias) return exact(x);   // not a normal of the format, or not finite
+  constexpr int kDrop = 52 - kMant;
+  const uint64_t r = mag + ((uint64_t{1} << (kDrop - 1)) - 1) + ((mag >> kDrop) & 1);
+  const int re = static_cast<int>(r >> 52) - 1023;  // e, or e + 1 after a carry
+  const uint32_t sign = static_cast<uint32_t>(u >> 63) << 15;
+  if (re > kBias) return static_cast<uint16_t>(sign | (0x7FFFu >> kMant << kMant));  // infinity
+  const auto mbits = static_cast<uint32_t>((r >> kDrop) & ((uint64_t{1} << kMant) - 1));
+  return static_cast<uint16_t>(sign | (static_cast<uint32_t>(re + kBias) << kMant) | mbits);
+}
+uint16_t bf16_exact(double x) {
+  return bf16_from_double(x).bits;
+}
+uint16_t half_exact(double x) {
+  return half_from_double(x).bits;
+}
+
+// fp16 and fp8 to double by table (exact: filled from recops/dtype.h's decoders once).
+const double* half_table() {
+  static const std::vector<double> t = [] {
+    std::vector<double> v(65536);
+    for (uint32_t b = 0; b < 65536; ++b) v[b] = to_double(Half{static_cast<uint16_t>(b)});
+    return v;
+  }();
+  return t.data();
+}
+const double* fp8_table() {
+  static const std::vector<double> t = [] {
+    std::vector<double> v(256);
+    for (uint32_t b = 0; b < 256; ++b) v[b] = to_double(Fp8E4M3{static_cast<uint8_t>(b)});
+    return v;
+  }();
+  return t.data();
+}
+
 }  // namespace
+
+uint16_t bf16_bits_from_double(double x) {
+  return round16_fast<7, 127>(x, bf16_exact);
+}
+uint16_t half_bits_from_double(double x) {
+  return round16_fast<10, 15>(x, half_exact);
+}
 
 void store_int(void* p, DType t, int64_t v) {
   switch (t) {
@@ -99,8 +155,8 @@ void store_value(void* p, DType t, double v) {
   switch (t) {
     case DType::fp64: store_as(p, v); return;
     case DType::fp32: store_as(p, static_cast<float>(v)); return;
-    case DType::fp16: store_as(p, half_from_double(v).bits); return;
-    case DType::bf16: store_as(p, bf16_from_double(v).bits); return;
+    case DType::fp16: store_as(p, half_bits_from_double(v)); return;
+    case DType::bf16: store_as(p, bf16_bits_from_double(v)); return;
     case DType::fp8_e4m3: *static_cast<uint8_t*>(p) = fp8_e4m3_from_double(v).bits; return;
     default: store_int(p, t, static_cast<int64_t>(v)); return;
   }
@@ -110,9 +166,9 @@ double load_value(const void* p, DType t) {
   switch (t) {
     case DType::fp64: return load_as<double>(p);
     case DType::fp32: return load_as<float>(p);
-    case DType::fp16: return to_double(Half{load_as<uint16_t>(p)});
-    case DType::bf16: return to_double(BFloat16{load_as<uint16_t>(p)});
-    case DType::fp8_e4m3: return to_double(Fp8E4M3{*static_cast<const uint8_t*>(p)});
+    case DType::fp16: return half_table()[load_as<uint16_t>(p)];
+    case DType::bf16: return to_float(BFloat16{load_as<uint16_t>(p)});  // exact: a shift
+    case DType::fp8_e4m3: return fp8_table()[*static_cast<const uint8_t*>(p)];
     case DType::int32: return load_as<int32_t>(p);
     case DType::int64: return static_cast<double>(load_as<int64_t>(p));
     case DType::uint8: return *static_cast<const uint8_t*>(p);

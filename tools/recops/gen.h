@@ -40,6 +40,9 @@ void fill_view(const TensorView& v, const FillSpec& f);
 void store_value(void* p, DType t, double v);
 void store_int(void* p, DType t, int64_t v);
 double load_value(const void* p, DType t);
+// The bits of bf16_from_double / half_from_double (recops/dtype.h), faster for normal results.
+uint16_t bf16_bits_from_double(double x);
+uint16_t half_bits_from_double(double x);
 
 // Calls fn(i, element_offset) for the elements i in [begin, end) of a view's logical shape, i in
 // row-major order and element_offset in elements from view.data (strides applied).
