@@ -118,8 +118,9 @@ class KeyedJaggedIndexSelectDim1Driver final : public FixedDriver {
 
   static KeyedJaggedIndexSelectDim1Args fwd_args(const Problem& p,
                                                  const std::vector<TensorView>& in) {
-    KeyedJaggedIndexSelectDim1Args a{in[0], in[1], in[2], in[3],
-                                     static_cast<int64_t>(p.scalars.at("batch_size"))};
+    KeyedJaggedIndexSelectDim1Args a{
+        in[0],        in[1],       in[2], in[3], static_cast<int64_t>(p.scalars.at("batch_size")),
+        std::nullopt, std::nullopt};
     if (p.scalars.at("weights") != 0) a.weights = in[4];
     if (p.scalars.at("omit_rows") == 0)
       a.selected_lengths_sum = static_cast<int64_t>(p.scalars.at("rows"));
@@ -127,7 +128,9 @@ class KeyedJaggedIndexSelectDim1Driver final : public FixedDriver {
   }
   static KeyedJaggedIndexSelectDim1BwdArgs bwd_args(const Problem& p,
                                                     const std::vector<TensorView>& in) {
-    return {in[0], in[1], in[2], in[3], in[4], static_cast<int64_t>(p.scalars.at("batch_size"))};
+    return {in[0],        in[1],       in[2],
+            in[3],        in[4],       static_cast<int64_t>(p.scalars.at("batch_size")),
+            std::nullopt, std::nullopt};
   }
 
   size_t workspace_bytes(const Problem& p, const std::vector<TensorView>& in,
