@@ -6,9 +6,13 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "core/isa_ns.h"
 #include "recops/dtype.h"
 
 namespace recops::ops::training::mhc_cpu {
+// Inside the ISA-named namespace: cpu_generic and cpu_avx2 (mhc_post/cpu/kernel.h) both build
+// these, with different instructions.
+inline namespace RECOPS_ISA_NS {
 
 template <class V>
 constexpr bool kNative = std::is_same_v<V, double> || std::is_same_v<V, float>;
@@ -42,4 +46,5 @@ inline double dot(const double* a, const double* b, int64_t m) {
   return (s[0] + s[1]) + (s[2] + s[3]);
 }
 
+}  // namespace RECOPS_ISA_NS
 }  // namespace recops::ops::training::mhc_cpu

@@ -8,5 +8,7 @@
 namespace recops::ops::mhc_post_ns {
 
 RECOPS_DECLARE_IMPLS(Params, run_reference, run_cpu, run_cuda);
+// cpu_avx2 (cpu/mhc_post_cpu_avx2.cpp): the CPU path built with AVX2 + FMA.
+Status run_cpu_avx2(const Params& p, const Context& ctx);
 
 }  // namespace recops::ops::mhc_post_ns

@@ -3,6 +3,7 @@
 // (the OpInfos for `recops list` and the argument tables for the bindings).
 #include "ops/training/mhc_post/mhc_post.h"
 
+#include "core/cpu_features.h"
 #include "core/dispatch.h"
 #include "core/kit/op_def.h"
 #include "ops/training/common/mhc_entry.h"
@@ -19,10 +20,16 @@ using training::mhc_tokens;
 constexpr const char* kOp = "mhc_post";
 constexpr const char* kBwd = "mhc_post_bwd";
 
-// cuda_sm80 (CUDA builds), cpu_generic, reference (README, Implementations).
+// cuda_sm80 (CUDA builds), cpu_avx2 (where core::avx2_fma_reason() allows), cpu_generic,
+// reference (README, Implementations).
 const std::vector<core::Impl<Params>>& impls() {
-  static const auto list =
-      core::standard_impls<Params>(RECOPS_IF_CUDA(run_cuda), run_cpu, run_reference);
+  static const auto list = [] {
+    auto l = core::standard_impls<Params>(RECOPS_IF_CUDA(run_cuda), run_cpu, run_reference);
+    // Before the last two, cpu_generic and reference.
+    l.insert(l.end() - 2, core::Impl<Params>{"cpu_avx2", DeviceType::cpu, core::avx2_fma_reason,
+                                             core::accept_all<Params>, run_cpu_avx2});
+    return l;
+  }();
   return list;
 }
 
