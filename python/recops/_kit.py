@@ -74,17 +74,6 @@ _RULES = {
 }
 
 
-class _Required:
-    """The default of a wrapper argument that follows one made optional by a face (Python wants
-    defaults last); leaving it out is still a TypeError."""
-
-    def __repr__(self):
-        return "<required>"
-
-
-_REQUIRED = _Required()
-
-
 def _unnest(values, given_offsets, op: str, vname: str, oname: str):
     """(values, offsets, nested) from a torch.nested tensor of layout torch.jagged in ``values``
     (its values() and offsets()), or the arguments as given with nested None."""
@@ -117,7 +106,7 @@ def make_wrapper(info: dict):
     faces = info.get("py", {})
     params, call, defaults, checks, fills = [], [], {}, [], []
     scope = {"_op": packet.default, "_defaults": defaults, "_longest": _longest, "torch": torch,
-             "_unnest": _unnest, "_REQUIRED": _REQUIRED}
+             "_unnest": _unnest}
     rewrap = None  # the nested tensor argument whose offsets the (jagged) output takes
     star = False
     args = list(schema.arguments)
@@ -174,9 +163,15 @@ def make_wrapper(info: dict):
         if pname in defaults:
             p += f" = _defaults[{pname!r}]"
         elif any("=" in q for q in params) and not star:
-            p += " = _REQUIRED"  # after an argument a face made optional
-            checks.append(f"    if {pname} is _REQUIRED:\n        raise TypeError(\"{name}() "
-                          f"missing required argument: '{pname}'\")\n")
+            # After an argument a face made optional, Python wants a default. It is None, not a
+            # sentinel object: torch.compile on torch 2.11 cannot compare a user-defined object
+            # ("UserDefinedObjectVariable(_Required)"). An argument whose type admits None takes
+            # None when left out; for any other, None (given or left out) is a TypeError.
+            p += " = None"
+            if not annotation.startswith("Optional["):
+                checks.append(f"    if {pname} is None:\n        raise TypeError(\"{name}() "
+                              f"missing required argument: '{pname}' (None is not a value for "
+                              f"it)\")\n")
         params.append(p)
     call = [f"{a.name}={e}" if a.kwarg_only else e for a, e in call]
     ret = "torch.Tensor" if len(schema.returns) == 1 else "tuple"
