@@ -115,18 +115,11 @@ uint16_t half_exact(double x) {
 }
 
 // fp16 and fp8 to double by table (exact: filled from recops/dtype.h's decoders once).
-const double* half_table() {
+template <class F, uint32_t kCount>
+const double* decode_table() {
   static const std::vector<double> t = [] {
-    std::vector<double> v(65536);
-    for (uint32_t b = 0; b < 65536; ++b) v[b] = to_double(Half{static_cast<uint16_t>(b)});
-    return v;
-  }();
-  return t.data();
-}
-const double* fp8_table() {
-  static const std::vector<double> t = [] {
-    std::vector<double> v(256);
-    for (uint32_t b = 0; b < 256; ++b) v[b] = to_double(Fp8E4M3{static_cast<uint8_t>(b)});
+    std::vector<double> v(kCount);
+    for (uint32_t b = 0; b < kCount; ++b) v[b] = to_double(F{static_cast<decltype(F::bits)>(b)});
     return v;
   }();
   return t.data();
@@ -166,9 +159,9 @@ double load_value(const void* p, DType t) {
   switch (t) {
     case DType::fp64: return load_as<double>(p);
     case DType::fp32: return load_as<float>(p);
-    case DType::fp16: return half_table()[load_as<uint16_t>(p)];
+    case DType::fp16: return decode_table<Half, 65536>()[load_as<uint16_t>(p)];
     case DType::bf16: return to_float(BFloat16{load_as<uint16_t>(p)});  // exact: a shift
-    case DType::fp8_e4m3: return fp8_table()[*static_cast<const uint8_t*>(p)];
+    case DType::fp8_e4m3: return decode_table<Fp8E4M3, 256>()[*static_cast<const uint8_t*>(p)];
     case DType::int32: return load_as<int32_t>(p);
     case DType::int64: return static_cast<double>(load_as<int64_t>(p));
     case DType::uint8: return *static_cast<const uint8_t*>(p);
