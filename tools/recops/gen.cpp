@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <numbers>
+#include <optional>
 #include <vector>
 
 #include "core/hash_rng.h"
@@ -84,21 +85,21 @@ void store_as(void* p, T x) {
   std::memcpy(p, &x, sizeof(T));
 }
 
-// Double to a 16-bit float format with `mant` mantissa bits and exponent bias `bias`, rounded once
-// to nearest even, for the results that are normal numbers of the format: the double's bits are
-// rounded in place (a carry out of the mantissa moves into the exponent, as rounding up to the
-// next binade or to infinity should). Everything else (NaN, infinities, zero, subnormal results,
-// inputs below the format's smallest normal) goes to recops/dtype.h's exact routine, whose bits
-// these are (selftest.cpp compares the two). The golden and input paths of `recops check` convert
-// every element here; the generic routine's frexp and nearbyint made about a quarter of a large
-// bf16 case's time.
+// Double to a 16-bit float format with `kMant` mantissa bits and exponent bias `kBias`, rounded
+// once to nearest even, for the results that are normal numbers of the format: the double's bits
+// are rounded in place (a carry out of the mantissa moves into the exponent, as rounding up to the
+// next binade or to infinity should). Nothing for everything else (NaN, infinities, zero,
+// subnormal results, inputs below the format's smallest normal), which recops/dtype.h's exact
+// routine takes; these are its bits (selftest.cpp compares the two). The golden and input paths
+// of `recops check` convert every element here; the generic routine's frexp and nearbyint made
+// about a quarter of a large bf16 case's time.
 template <int kMant, int kBias>
-uint16_t round16_fast(double x, uint16_t (*exact)(double)) {
+std::optional<uint16_t> round16_normal(double x) {
   uint64_t u;
   std::memcpy(&u, &x, 8);
   const uint64_t mag = u & ~(uint64_t{1} << 63);
-  const int e = static_cast<int>(mag >> 52) - 1023;  // x = 1.m * 2^e (finite, normal doubles)
-  if (e < 1 - kBias || e > kBias) return exact(x);   // not a normal of the format, or not finite
+  const int e = static_cast<int>(mag >> 52) - 1023;     // x = 1.m * 2^e (finite, normal doubles)
+  if (e < 1 - kBias || e > kBias) return std::nullopt;  // not a normal of the format, or not finite
   constexpr int kDrop = 52 - kMant;
   const uint64_t r = mag + ((uint64_t{1} << (kDrop - 1)) - 1) + ((mag >> kDrop) & 1);
   const int re = static_cast<int>(r >> 52) - 1023;  // e, or e + 1 after a carry
@@ -106,12 +107,6 @@ uint16_t round16_fast(double x, uint16_t (*exact)(double)) {
   if (re > kBias) return static_cast<uint16_t>(sign | (0x7FFFu >> kMant << kMant));  // infinity
   const auto mbits = static_cast<uint32_t>((r >> kDrop) & ((uint64_t{1} << kMant) - 1));
   return static_cast<uint16_t>(sign | (static_cast<uint32_t>(re + kBias) << kMant) | mbits);
-}
-uint16_t bf16_exact(double x) {
-  return bf16_from_double(x).bits;
-}
-uint16_t half_exact(double x) {
-  return half_from_double(x).bits;
 }
 
 // fp16 and fp8 to double by table (exact: filled from recops/dtype.h's decoders once).
@@ -128,10 +123,12 @@ const double* decode_table() {
 }  // namespace
 
 uint16_t bf16_bits_from_double(double x) {
-  return round16_fast<7, 127>(x, bf16_exact);
+  if (const auto b = round16_normal<7, 127>(x)) return *b;
+  return bf16_from_double(x).bits;
 }
 uint16_t half_bits_from_double(double x) {
-  return round16_fast<10, 15>(x, half_exact);
+  if (const auto b = round16_normal<10, 15>(x)) return *b;
+  return half_from_double(x).bits;
 }
 
 void store_int(void* p, DType t, int64_t v) {

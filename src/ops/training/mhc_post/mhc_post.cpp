@@ -3,6 +3,9 @@
 // (the OpInfos for `recops list` and the argument tables for the bindings).
 #include "ops/training/mhc_post/mhc_post.h"
 
+#include <algorithm>
+#include <string_view>
+
 #include "core/cpu_features.h"
 #include "core/dispatch.h"
 #include "core/kit/op_def.h"
@@ -25,9 +28,11 @@ constexpr const char* kBwd = "mhc_post_bwd";
 const std::vector<core::Impl<Params>>& impls() {
   static const auto list = [] {
     auto l = core::standard_impls<Params>(RECOPS_IF_CUDA(run_cuda), run_cpu, run_reference);
-    // Before the last two, cpu_generic and reference.
-    l.insert(l.end() - 2, core::Impl<Params>{"cpu_avx2", DeviceType::cpu, core::avx2_fma_reason,
-                                             core::accept_all<Params>, run_cpu_avx2});
+    const auto generic = std::find_if(l.begin(), l.end(), [](const core::Impl<Params>& im) {
+      return std::string_view(im.id) == "cpu_generic";
+    });
+    l.insert(generic, core::Impl<Params>{"cpu_avx2", DeviceType::cpu, core::avx2_fma_reason,
+                                         core::accept_all<Params>, run_cpu_avx2});
     return l;
   }();
   return list;
