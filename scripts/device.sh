@@ -15,7 +15,7 @@
 #   a summary table, last
 #
 # Knobs: DEVICE_STEPS (default "all"; else a subset of: ctest check kernels bench peers peers_cpu
-# sanitizer pytest extra) and DEVICE_TARGETS (build targets, default all) let a short run build and run only
+# sanitizer pytest extra; DEVICE_PYTEST_ARGS / DEVICE_PYTEST_S set the pytest step's paths and limit) and DEVICE_TARGETS (build targets, default all) let a short run build and run only
 # what it needs. Each area may add scripts/device.d/<name>.sh (run as the step "extra:<name>", with
 # ROOT, BUILD, RECOPS, OUT exported and the time left in STEP_LIMIT_S); they write under $OUT.
 # DEVICE_EXTRAS (default all) names the extras to run, e.g. DEVICE_EXTRAS="hstu stem"; each runs
@@ -222,7 +222,10 @@ if wants extra; then
 fi
 
 if wants pytest && have_file tests/python; then
-  step pytest 150 "$OUT/tests.log" python3 -m pytest tests/python -q -x -p no:cacheprovider
+  # DEVICE_PYTEST_ARGS replaces the paths and options, e.g. "src/ops -k cuda -q -rf" to run every
+  # op folder's CUDA tests without stopping at the first failure.
+  # shellcheck disable=SC2086
+  step pytest "${DEVICE_PYTEST_S:-150}" "$OUT/tests.log" python3 -m pytest ${DEVICE_PYTEST_ARGS:-tests/python -q -x} -p no:cacheprovider
 fi
 
 # ---- summary -------------------------------------------------------------------------------------

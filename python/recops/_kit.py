@@ -214,5 +214,8 @@ def build() -> Dict[str, object]:
         sys.modules[modname] = mod
         spec.loader.exec_module(mod)
         for n in getattr(mod, "__all__", []):
-            out[n] = getattr(mod, n)
+            fn = getattr(mod, n)
+            if n in out and not fn.__doc__:  # replaces a generated wrapper: keeps the op's doc
+                fn.__doc__, fn.__module__ = out[n].__doc__, "recops"
+            out[n] = fn
     return out

@@ -148,8 +148,8 @@ def test_golden_against_torch_composition(tmp_path):
     from safetensors.torch import load_file
     cases = ["b2_t65_h2_k64", "bt32_gva2", "gate_log2_bt32", "varlen_zero_segments",
              "varlen_57_2_5", "scale_and_raw_rows", "k1_v3"]
-    cmd = [binary, "record", "--op", "chunk_kda_fwd_intra", "--impl", "reference", "--dtype",
-           "fp64", "fp32", "--out", str(tmp_path), "-q"]
+    cmd = [binary, "record", "--backend", "cpu", "--op", "chunk_kda_fwd_intra", "--impl",
+           "reference", "--dtype", "fp64", "fp32", "--out", str(tmp_path), "-q"]
     for c in cases:
         cmd += ["--case", c]
     subprocess.run(cmd, check=True, capture_output=True)

@@ -2,6 +2,8 @@
 and backward, every dtype), the in-place contract (same tensor, version bump, transposed views,
 leaves), opcheck, gradcheck and torch.compile. Collected by `pytest src/ops`."""
 
+import sys
+
 import pytest
 import torch
 
@@ -151,25 +153,48 @@ def test_schema():
     schema = str(torch.ops.recops.inplace_rope_.default._schema)
     assert schema == ("recops::inplace_rope_(Tensor(a!) x, Tensor cos, Tensor sin, "
                       "bool inverse=False) -> Tensor(a!)")
-    assert torch.Tag.inplace in torch.ops.recops.inplace_rope_.default.tags
+    if hasattr(torch.Tag, "inplace"):  # torch 2.11 has no such tag (README.md)
+        assert torch.Tag.inplace in torch.ops.recops.inplace_rope_.default.tags
 
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_opcheck(device):
     cos, sin = angles((5, 3), torch.float32, device)
     x = torch.randn(2, 5, 3, 8, device=device, requires_grad=True)
-    torch.library.opcheck(torch.ops.recops.inplace_rope_.default, (x.clone(), cos, sin, False))
+    # Without torch.Tag.inplace (torch 2.11) AOT autograd cannot functionalize a custom op that
+    # returns an alias (its documented limit); recops.inplace_rope_ then goes out of place under
+    # torch.compile, which the compile tests below check on both paths.
+    utils = ("test_schema", "test_autograd_registration", "test_faketensor") + (
+        ("test_aot_dispatch_dynamic",) if hasattr(torch.Tag, "inplace") else ())
+    torch.library.opcheck(torch.ops.recops.inplace_rope_.default, (x.clone(), cos, sin, False),
+                          test_utils=utils)
     torch.library.opcheck(torch.ops.recops.inplace_rope_.default,
-                          (torch.randn(5, 3, 8, device=device), cos, sin, True))
+                          (torch.randn(5, 3, 8, device=device), cos, sin, True),
+                          test_utils=utils)
     torch.library.opcheck(torch.ops.recops.inplace_rope_bwd.default,
                           (torch.randn(2, 5, 3, 8, device=device), cos, sin, False))
 
 
-def test_compile_matches_eager():
+@pytest.fixture(params=["native", "out_of_place"])
+def compile_path(request, monkeypatch):
+    """Both ways recops.inplace_rope_ meets torch.compile (compile_compat.py): the in-place op
+    functionalized by its `inplace` tag (where torch has the tag), and the out-of-place rotation
+    copied back (torch without it; forced here on any torch)."""
+    mod = sys.modules["recops._ops.training.inplace_rope.compile_compat"]
+    if request.param == "native" and mod.OUT_OF_PLACE_UNDER_COMPILE:
+        pytest.skip("this torch has no torch.Tag.inplace: only the out-of-place path exists")
+    monkeypatch.setattr(mod, "OUT_OF_PLACE_UNDER_COMPILE", request.param == "out_of_place")
+    torch._dynamo.reset()
+    yield request.param
+    torch._dynamo.reset()
+
+
+@pytest.mark.parametrize("inverse", [False, True])
+def test_compile_matches_eager(compile_path, inverse):
     cos, sin = angles((6, 4), torch.float32, "cpu")
 
     def f(x, w):
-        y = recops.inplace_rope_(x * w, cos, sin)
+        y = recops.inplace_rope_(x * w, cos, sin, inverse)
         return (y * y).sum(), y
 
     x0 = torch.randn(2, 6, 3, 12)
@@ -183,7 +208,7 @@ def test_compile_matches_eager():
     torch.testing.assert_close(xc.grad, xe.grad)
 
 
-def test_compile_in_place_on_an_input():
+def test_compile_in_place_on_an_input(compile_path):
     cos, sin = angles((6, 4), torch.float32, "cpu")
 
     def g(x):
