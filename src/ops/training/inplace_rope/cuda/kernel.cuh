@@ -8,7 +8,10 @@
 // of x, dst, cos and sin is aligned for one access (x: 2P elements = 16 bytes); otherwise P = 1
 // and every element is a separate access.
 //
-// nope_copy_kernel (backward only): dx's channels [0, Dh - R) = dy's, N elements an access.
+// bwd_rows_kernel (backward, aligned layouts): dx row by row in one pass, the nope channels
+// copied and the rope slice rotated, 16 bytes an access.
+// nope_copy_kernel (backward, other layouts): dx's channels [0, Dh - R) = dy's, N elements an
+// access; rope_kernel then writes dx's rope slice.
 //
 // Arithmetic: Acc = double for fp64 x, float otherwise. Each output is a·b ∓ c·d, evaluated with
 // Kahan's difference of products (the error of the product c·d recovered by an FMA, the other
@@ -187,6 +190,56 @@ __global__ void __launch_bounds__(kThreads) nope_copy_kernel(Params p) {
     T v[N];
     load_n<T, N, (N > 1)>(src + b * p.src_sb + l * p.src_sl + h * p.src_sh + c, v);
     store_n<T, N, (N > 1)>(dst + b * p.dst_sb + l * p.dst_sl + h * p.dst_sh + c, v);
+  }
+}
+
+// The backward in one pass over dx's rows, used when every access is aligned (the launch checks
+// what the forward's vector path needs, and N | Dh − R): a group of G lanes (G = 2^log2g <= 32,
+// at least the vectors of a row when a row has fewer than 32) takes one row (b, l, h) and walks
+// its N-element vectors v = lane, lane + G, ...: a vector of the nope channels is copied, one of
+// the rope slice rotated (its P = N / 2 pairs with their cos and sin). A row's (b, l, h) is
+// worked out once per group, not once per vector (64-bit divisions per 16 bytes made the
+// two-kernel path below 1 TB/s), and dx is written by whole rows.
+template <class T, class C, int N>
+__global__ void __launch_bounds__(kThreads) bwd_rows_kernel(Params p, int log2g) {
+  using Acc = AccOf<T>;
+  constexpr int P = N / 2;
+  const int g_size = 1 << log2g;
+  const int lane = static_cast<int>(threadIdx.x) & (g_size - 1);
+  const int64_t groups_per_block = static_cast<int64_t>(blockDim.x) >> log2g;
+  const int64_t rows = p.B * p.L * p.H;
+  const int64_t row_v = p.Dh / N;
+  const int64_t first_v = (p.Dh - 2 * p.half) / N;  // vectors of the nope channels
+  const T* src = static_cast<const T*>(p.src);
+  T* dst = static_cast<T*>(p.dst);
+  const C* cs = static_cast<const C*>(p.cos);
+  const C* sn = static_cast<const C*>(p.sin);
+  const int64_t step = static_cast<int64_t>(gridDim.x) * groups_per_block;
+  for (int64_t r = static_cast<int64_t>(blockIdx.x) * groups_per_block + (threadIdx.x >> log2g);
+       r < rows; r += step) {
+    const int64_t h = r % p.H, bl = r / p.H;
+    const int64_t l = bl % p.L, b = bl / p.L;
+    const T* srow = src + b * p.src_sb + l * p.src_sl + h * p.src_sh;
+    T* drow = dst + b * p.dst_sb + l * p.dst_sl + h * p.dst_sh;
+    for (int64_t v = lane; v < row_v; v += g_size) {
+      T xv[N];
+      load_n<T, N, true>(srow + v * N, xv);
+      if (v >= first_v) {
+        const int64_t i0 = (v - first_v) * P;  // first pair of the vector
+        C cr[P], sr[P];
+        load_n<C, P, true>(cs + b * p.cs_sb + l * p.cs_sl + i0, cr);
+        load_n<C, P, true>(sn + b * p.sn_sb + l * p.sn_sl + i0, sr);
+#pragma unroll
+        for (int j = 0; j < P; ++j) {
+          const Acc c = ld<Acc>(cr[j]);
+          const Acc s = p.sign > 0 ? ld<Acc>(sr[j]) : -ld<Acc>(sr[j]);
+          const Acc x0 = ld<Acc>(xv[2 * j]), x1 = ld<Acc>(xv[2 * j + 1]);
+          xv[2 * j] = st<T>(diff_of_products(x0, c, x1, s));
+          xv[2 * j + 1] = st<T>(diff_of_products(x1, c, -x0, s));
+        }
+      }
+      store_n<T, N, true>(drow + v * N, xv);
+    }
   }
 }
 

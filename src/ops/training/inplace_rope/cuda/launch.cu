@@ -3,9 +3,12 @@
 // sizeof(T) pairs, one cos and one sin access of P values) when every group is aligned for it:
 // x's and dx's base, the slice start Dh − R and every stride of a dim with more than one entry a
 // multiple of 16 bytes, P dividing R/2, and cos's and sin's base and strides multiples of P
-// values. Otherwise one element an access (P = 1): any stride the entry accepts works.
+// values. Otherwise one element an access (P = 1): any stride the entry accepts works. The
+// backward runs as one row kernel when those conditions hold and N divides Dh − R (the nope
+// channels 16 bytes an access too); otherwise as a nope copy and the rope kernel.
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <type_traits>
 
 #include "core/cuda/launch.h"
@@ -73,15 +76,49 @@ Status nope_copy(const Params& p, void* stream) {
                               dim3(kThreads), 0, stream, p);
 }
 
+// The backward in one pass (bwd_rows_kernel) when every access can be 16 bytes of x: the forward's
+// vector conditions plus N | Dh − R. Returns nothing (and launches nothing) otherwise.
+template <class T, class C>
+std::optional<Status> bwd_rows(const Params& p, void* stream) {
+  constexpr int kN = 16 / static_cast<int>(sizeof(T));
+  constexpr int kP = kN / 2;
+  constexpr int64_t kCBytes = kP * static_cast<int64_t>(sizeof(C));
+  const int64_t first = p.Dh - 2 * p.half;
+  const int64_t es = sizeof(T), cs = sizeof(C);
+  if (!(p.half % kP == 0 && first % kN == 0 &&
+        aligned(p.src, 16, es, p, p.src_sb, p.src_sl, p.src_sh) &&
+        aligned(p.dst, 16, es, p, p.dst_sb, p.dst_sl, p.dst_sh) &&
+        (p.half == 0 || (aligned(p.cos, kCBytes, cs, p, p.cs_sb, p.cs_sl, 0) &&
+                         aligned(p.sin, kCBytes, cs, p, p.sn_sb, p.sn_sl, 0)))))
+    return std::nullopt;
+  const int64_t rows = p.B * p.L * p.H, row_v = p.Dh / kN;
+  if (rows == 0 || row_v == 0) return Status::Ok();
+  int log2g = 0;  // lanes a row: the vectors of a row rounded up to a power of 2, at most 32
+  while (log2g < 5 && (int64_t{1} << log2g) < row_v) ++log2g;
+  const int64_t rows_per_block = kThreads >> log2g;
+  const dim3 grid(static_cast<unsigned>(
+      std::min<int64_t>((rows + rows_per_block - 1) / rows_per_block, kMaxBlocks)));
+  return RECOPS_LAUNCH_KERNEL(op_name(p), (bwd_rows_kernel<T, C, kN>), grid, dim3(kThreads), 0,
+                              stream, p, log2g);
+}
+
+template <class T, class C>
+Status run_with(const Params& p, void* stream) {
+  if (p.copy_nope) {
+    if (std::optional<Status> st = bwd_rows<T, C>(p, stream)) return *st;
+    RECOPS_RETURN_IF_ERROR(nope_copy<T>(p, stream));
+  }
+  return rope_typed<T, C>(p, stream);
+}
+
 // x's dtype T; cos and sin fp32 or T (the entry checked).
 template <class T>
 Status run_typed(const Params& p, void* stream) {
-  RECOPS_RETURN_IF_ERROR(nope_copy<T>(p, stream));
-  if (p.cs_dtype == DType::fp32) return rope_typed<T, float>(p, stream);
+  if (p.cs_dtype == DType::fp32) return run_with<T, float>(p, stream);
   if constexpr (std::is_same_v<T, float>)
     return Status(StatusCode::internal, "inplace_rope_: cuda_sm80 reached with a bad cos dtype");
   else
-    return rope_typed<T, T>(p, stream);
+    return run_with<T, T>(p, stream);
 }
 }  // namespace
 
