@@ -214,8 +214,9 @@ def build() -> Dict[str, object]:
         sys.modules[modname] = mod
         spec.loader.exec_module(mod)
         for n in getattr(mod, "__all__", []):
-            fn = getattr(mod, n)
-            if n in out and not fn.__doc__:  # replaces a generated wrapper: keeps the op's doc
-                fn.__doc__, fn.__module__ = out[n].__doc__, "recops"
-            out[n] = fn
+            out[n] = getattr(mod, n)
+        # {name: f}: f(generated wrapper) replaces it, keeping its signature and doc (e.g.
+        # inplace_rope_'s path for torch.compile on older torch).
+        for n, extend in getattr(mod, "__extends__", {}).items():
+            out[n] = extend(out[n])
     return out

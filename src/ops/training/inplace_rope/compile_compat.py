@@ -6,12 +6,13 @@ GPU image's torch, has not and raises "Found a custom (non-ATen) operator whose 
 annotations"). There, while dynamo traces, the call becomes the same rotation out of place, the
 op ``inplace_rope_bwd`` with ``inverse`` flipped (it computes ``R(∓θ)·dy`` into a new tensor),
 copied back into x: the same kernel, the same values, and x is written as in eager. Its gradient
-is again ``inplace_rope_bwd`` (the rotation's transpose). Eager calls always run the in-place op.
-Exported as ``recops.inplace_rope_`` (by ``recops._kit``, which keeps the op's documentation)."""
+is again ``inplace_rope_bwd`` (the rotation's transpose). Eager calls always run the generated
+wrapper, which ``extend`` wraps (``__extends__``: ``recops._kit`` passes it the generated
+wrapper; signature, defaults and documentation stay the table's)."""
+
+import functools
 
 import torch
-
-__all__ = ["inplace_rope_"]
 
 # Whether dynamo must avoid the aliasing schema (tests set it to exercise both paths anywhere).
 OUT_OF_PLACE_UNDER_COMPILE = not hasattr(torch.Tag, "inplace")
@@ -32,8 +33,18 @@ class _Rotate(torch.autograd.Function):
         return torch.ops.recops.inplace_rope_bwd(dy, cos, sin, ctx.inverse), None, None, None
 
 
-def inplace_rope_(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
-                  inverse: bool = False) -> torch.Tensor:
-    if OUT_OF_PLACE_UNDER_COMPILE and torch.compiler.is_compiling():
-        return x.copy_(_Rotate.apply(x, cos, sin, inverse))
-    return torch.ops.recops.inplace_rope_.default(x, cos, sin, inverse)
+def _out_of_place(x, cos, sin, inverse=False):
+    # The schema's arguments as the generated wrapper passes them (no Python faces on this op).
+    return x.copy_(_Rotate.apply(x, cos, sin, inverse))
+
+
+def extend(generated):
+    def inplace_rope_(*args, **kwargs):
+        if OUT_OF_PLACE_UNDER_COMPILE and torch.compiler.is_compiling():
+            return _out_of_place(*args, **kwargs)
+        return generated(*args, **kwargs)
+
+    return functools.update_wrapper(inplace_rope_, generated)
+
+
+__extends__ = {"inplace_rope_": extend}
