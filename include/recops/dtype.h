@@ -13,6 +13,8 @@
 #include <string_view>
 #include <type_traits>
 
+#include "recops/isa_ns.h"
+
 namespace recops {
 
 enum class DType : uint8_t { fp64, fp32, fp16, bf16, fp8_e4m3, int32, int64, uint8, boolean };
@@ -21,6 +23,10 @@ inline constexpr DType kAllDTypes[] = {DType::fp64,  DType::fp32,     DType::fp1
                                        DType::bf16,  DType::fp8_e4m3, DType::int32,
                                        DType::int64, DType::uint8,    DType::boolean};
 
+// The functions of this header are in an inline namespace named for the ISA flags of the including
+// file (recops/isa_ns.h): *_avx2.cpp / *_avx512.cpp files include it too, and a copy they emit
+// out of line must never be the one baseline code links to. The types are outside it.
+inline namespace RECOPS_ISA_NS {
 // The one spelling of each dtype, shared by the CLI, YAML files, results and error messages.
 constexpr std::string_view dtype_name(DType t) {
   switch (t) {
@@ -66,6 +72,8 @@ inline std::optional<DType> dtype_from_name(std::string_view s) {
   return std::nullopt;
 }
 
+}  // namespace RECOPS_ISA_NS
+
 // ---- 16- and 8-bit storage types (bit containers; math happens in float/double) ----
 struct Half {
   uint16_t bits;
@@ -77,7 +85,8 @@ struct Fp8E4M3 {
   uint8_t bits;
 };
 
-namespace detail {
+inline namespace RECOPS_ISA_NS {
+namespace dtype_detail {
 inline uint32_t f32_bits(float f) {
   uint32_t u;
   std::memcpy(&u, &f, 4);
@@ -167,34 +176,35 @@ inline double decode_format(uint32_t bits, int exp_bits, int mant, bool has_inf,
   }
   return neg ? -v : v;
 }
-}  // namespace detail
+}  // namespace dtype_detail
 
 inline double to_double(Half h) {
-  return detail::decode_format(h.bits, 5, 10, true, 0);
+  return dtype_detail::decode_format(h.bits, 5, 10, true, 0);
 }
 inline double to_double(BFloat16 h) {
-  return detail::decode_format(h.bits, 8, 7, true, 0);
+  return dtype_detail::decode_format(h.bits, 8, 7, true, 0);
 }
 inline double to_double(Fp8E4M3 h) {
-  return detail::decode_format(h.bits, 4, 3, false, 0x7Fu);
+  return dtype_detail::decode_format(h.bits, 4, 3, false, 0x7Fu);
 }
 inline Half half_from_double(double x) {
-  return Half{static_cast<uint16_t>(detail::round_to_format(x, 5, 10, true, 65504.0, 0x7E00u))};
+  return Half{
+      static_cast<uint16_t>(dtype_detail::round_to_format(x, 5, 10, true, 65504.0, 0x7E00u))};
 }
 inline BFloat16 bf16_from_double(double x) {
   return BFloat16{static_cast<uint16_t>(
-      detail::round_to_format(x, 8, 7, true, 3.3895313892515355e38, 0x7FC0u))};
+      dtype_detail::round_to_format(x, 8, 7, true, 3.3895313892515355e38, 0x7FC0u))};
 }
 inline Fp8E4M3 fp8_e4m3_from_double(double x) {
-  return Fp8E4M3{static_cast<uint8_t>(detail::round_to_format(x, 4, 3, false, 448.0, 0x7Fu))};
+  return Fp8E4M3{static_cast<uint8_t>(dtype_detail::round_to_format(x, 4, 3, false, 448.0, 0x7Fu))};
 }
 
 // Fast float paths used by CPU kernels (bit tricks, same rounding as the exact versions).
 inline float to_float(BFloat16 h) {
-  return detail::bits_f32(static_cast<uint32_t>(h.bits) << 16);
+  return dtype_detail::bits_f32(static_cast<uint32_t>(h.bits) << 16);
 }
 inline BFloat16 bf16_from_float(float f) {
-  uint32_t u = detail::f32_bits(f);
+  uint32_t u = dtype_detail::f32_bits(f);
   if ((u & 0x7FFFFFFFu) > 0x7F800000u) return BFloat16{static_cast<uint16_t>((u >> 16) | 0x40u)};
   u += 0x7FFFu + ((u >> 16) & 1u);
   return BFloat16{static_cast<uint16_t>(u >> 16)};
@@ -204,15 +214,15 @@ inline BFloat16 bf16_from_float(float f) {
 inline float to_float(Half h) {
   const uint32_t sign = static_cast<uint32_t>(h.bits & 0x8000u) << 16;
   const uint32_t em = h.bits & 0x7FFFu;
-  if (em >= 0x7C00u) return detail::bits_f32(sign | 0x7F800000u | ((em & 0x3FFu) << 13));
-  if (em >= 0x0400u) return detail::bits_f32(sign | ((em + (112u << 10)) << 13));
+  if (em >= 0x7C00u) return dtype_detail::bits_f32(sign | 0x7F800000u | ((em & 0x3FFu) << 13));
+  if (em >= 0x0400u) return dtype_detail::bits_f32(sign | ((em + (112u << 10)) << 13));
   const float v = static_cast<float>(em) * 0x1p-24f;  // subnormal or zero
   return sign ? -v : v;
 }
 // Single rounding to nearest even, the same bits as half_from_double(f): normal halves by bit
 // arithmetic, the rest (zero, subnormal, overflow, inf, NaN) by the exact path.
 inline Half half_from_float(float f) {
-  const uint32_t u = detail::f32_bits(f);
+  const uint32_t u = dtype_detail::f32_bits(f);
   const uint32_t a = u & 0x7FFFFFFFu;
   if (a >= 0x38800000u && a < 0x477FF000u) {  // [2^-14, 65520)
     const uint32_t r = a + 0xFFFu + ((a >> 13) & 1u) - (112u << 23);
@@ -267,4 +277,5 @@ bool visit_floating(DType t, F&& f) {
   }
 }
 
+}  // namespace RECOPS_ISA_NS
 }  // namespace recops

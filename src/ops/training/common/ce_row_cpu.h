@@ -11,11 +11,11 @@
 #include <cstring>
 #include <type_traits>
 
-#include "core/isa_ns.h"
+#include "recops/isa_ns.h"
 #include "recops/dtype.h"
 
 namespace recops::ops::training {
-// The ISA-named inline namespace (core/isa_ns.h): cpu/*_avx2.cpp files include this header too.
+// The ISA-named inline namespace (recops/isa_ns.h): cpu/*_avx2.cpp files include this header too.
 inline namespace RECOPS_ISA_NS {
 
 inline constexpr int64_t kCeBlock = 256;

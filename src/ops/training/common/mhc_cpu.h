@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "core/isa_ns.h"
+#include "recops/isa_ns.h"
 #include "recops/dtype.h"
 
 namespace recops::ops::training::mhc_cpu {

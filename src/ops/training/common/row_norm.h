@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "recops/isa_ns.h"
+
 // Host and device (the CUDA kit calls partial_begin in kernels).
 #if defined(__CUDACC__)
 #define RECOPS_TRAINING_HD __host__ __device__
@@ -14,6 +16,8 @@
 #endif
 
 namespace recops::ops::training {
+// The ISA-named inline namespace (recops/isa_ns.h): cpu/*_avx2.cpp files include this header too.
+inline namespace RECOPS_ISA_NS {
 
 // Weight-gradient partials: P chunks of rows, each chunk's column sums in one fp32 (fp64 for
 // fp64) row of a [P, D] workspace, then summed over P in order. P depends on the shape only
@@ -36,4 +40,5 @@ RECOPS_TRAINING_HD inline int64_t partial_begin(int64_t rows, int64_t P, int64_t
   return rows / P * i + rows % P * i / P;
 }
 
+}  // namespace RECOPS_ISA_NS
 }  // namespace recops::ops::training

@@ -10,7 +10,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "core/isa_ns.h"
+#include "recops/isa_ns.h"
 #include "core/parallel.h"
 #include "ops/training/common/row_norm.h"
 #include "recops/dtype.h"

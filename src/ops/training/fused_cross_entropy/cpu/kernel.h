@@ -16,7 +16,7 @@
 
 namespace recops::ops::fused_cross_entropy_ns {
 // Internal linkage: the baseline and the AVX2 copies of everything here never merge at link time
-// (core/isa_ns.h); the row loops use no standard-library algorithm templates for the same reason.
+// (recops/isa_ns.h); the row loops use no standard-library algorithm templates for the same reason.
 namespace {
 
 template <class A, class T>
