@@ -4,8 +4,8 @@
 // x's and dx's base, the slice start Dh − R and every stride of a dim with more than one entry a
 // multiple of 16 bytes, P dividing R/2, and cos's and sin's base and strides multiples of P
 // values. Otherwise one element an access (P = 1): any stride the entry accepts works. The
-// backward runs as one row kernel when those conditions hold and N divides Dh − R (the nope
-// channels 16 bytes an access too); otherwise as a nope copy and the rope kernel.
+// backward runs as one row kernel when those conditions hold (the nope channels then go 16 bytes
+// an access too); otherwise as a nope copy and the rope kernel.
 #include <algorithm>
 #include <cstdint>
 #include <optional>
@@ -45,19 +45,29 @@ Status launch_rope(const Params& p, void* stream) {
                               dim3(kThreads), 0, stream, p);
 }
 
+// Whether every access can be 16 bytes of x (P = 8 / sizeof(T) pairs, one cos and one sin access
+// of P values): x's and dx's base, the slice start Dh − R and every stride of a dim with more than
+// one entry multiples of 16 bytes, P dividing R/2, cos's and sin's base and strides multiples of P
+// values (not looked at when R = 0: nothing of them is read).
 template <class T, class C>
-Status rope_typed(const Params& p, void* stream) {
-  constexpr int kP = 8 / static_cast<int>(sizeof(T));  // 2P elements of x = 16 bytes
+bool vectorizable(const Params& p) {
+  constexpr int kP = 8 / static_cast<int>(sizeof(T));
   constexpr int64_t kXBytes = 16;
   constexpr int64_t kCBytes = kP * static_cast<int64_t>(sizeof(C));
   const int64_t first = p.Dh - 2 * p.half;
   const int64_t es = sizeof(T), cs = sizeof(C);
-  const bool vec = p.half % kP == 0 && (first * es) % kXBytes == 0 &&
-                   aligned(p.src, kXBytes, es, p, p.src_sb, p.src_sl, p.src_sh) &&
-                   aligned(p.dst, kXBytes, es, p, p.dst_sb, p.dst_sl, p.dst_sh) &&
-                   aligned(p.cos, kCBytes, cs, p, p.cs_sb, p.cs_sl, 0) &&
-                   aligned(p.sin, kCBytes, cs, p, p.sn_sb, p.sn_sl, 0);
-  return vec ? launch_rope<T, C, kP, true>(p, stream) : launch_rope<T, C, 1, false>(p, stream);
+  return p.half % kP == 0 && (first * es) % kXBytes == 0 &&
+         aligned(p.src, kXBytes, es, p, p.src_sb, p.src_sl, p.src_sh) &&
+         aligned(p.dst, kXBytes, es, p, p.dst_sb, p.dst_sl, p.dst_sh) &&
+         (p.half == 0 || (aligned(p.cos, kCBytes, cs, p, p.cs_sb, p.cs_sl, 0) &&
+                          aligned(p.sin, kCBytes, cs, p, p.sn_sb, p.sn_sl, 0)));
+}
+
+template <class T, class C>
+Status rope_typed(const Params& p, void* stream) {
+  constexpr int kP = 8 / static_cast<int>(sizeof(T));  // 2P elements of x = 16 bytes
+  return vectorizable<T, C>(p) ? launch_rope<T, C, kP, true>(p, stream)
+                               : launch_rope<T, C, 1, false>(p, stream);
 }
 
 template <class T>
@@ -76,21 +86,12 @@ Status nope_copy(const Params& p, void* stream) {
                               dim3(kThreads), 0, stream, p);
 }
 
-// The backward in one pass (bwd_rows_kernel) when every access can be 16 bytes of x: the forward's
-// vector conditions plus N | Dh − R. Returns nothing (and launches nothing) otherwise.
+// The backward in one pass (bwd_rows_kernel) when vectorizable (N = 16 bytes of x then divides
+// Dh − R too). Returns nothing (and launches nothing) otherwise.
 template <class T, class C>
 std::optional<Status> bwd_rows(const Params& p, void* stream) {
+  if (!vectorizable<T, C>(p)) return std::nullopt;
   constexpr int kN = 16 / static_cast<int>(sizeof(T));
-  constexpr int kP = kN / 2;
-  constexpr int64_t kCBytes = kP * static_cast<int64_t>(sizeof(C));
-  const int64_t first = p.Dh - 2 * p.half;
-  const int64_t es = sizeof(T), cs = sizeof(C);
-  if (!(p.half % kP == 0 && first % kN == 0 &&
-        aligned(p.src, 16, es, p, p.src_sb, p.src_sl, p.src_sh) &&
-        aligned(p.dst, 16, es, p, p.dst_sb, p.dst_sl, p.dst_sh) &&
-        (p.half == 0 || (aligned(p.cos, kCBytes, cs, p, p.cs_sb, p.cs_sl, 0) &&
-                         aligned(p.sin, kCBytes, cs, p, p.sn_sb, p.sn_sl, 0)))))
-    return std::nullopt;
   const int64_t rows = p.B * p.L * p.H, row_v = p.Dh / kN;
   if (rows == 0 || row_v == 0) return Status::Ok();
   int log2g = 0;  // lanes a row: the vectors of a row rounded up to a power of 2, at most 32
