@@ -156,23 +156,29 @@ void blas_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const A* a, in
     cblas_dgemm(CblasRowMajor, opa, opb, m, n, k, 1.0, a, la, b, lb, beta, c, lc);
 }
 
-// The BLAS path's parallelism is ours: the output is cut into slabs of kSlab rows or columns,
-// whatever the thread count, and core::parallel_for hands whole slabs to threads, each a
-// single-threaded BLAS call; a converted operand is cut along K at fixed multiples of kConvK. So an
-// element's sum is the same call's on any thread count.
-inline constexpr int64_t kSlab = 256;
+// The BLAS path's parallelism is ours: the output is cut into slabs of rows or columns whose width
+// depends on the output's extent alone, never on the thread count, and core::parallel_for hands
+// whole slabs to threads, each a single-threaded BLAS call; a converted operand is cut along K at
+// fixed multiples of kConvK. So an element's sum is the same call's on any thread count.
+// The width: an eighth of the extent (so that up to 8 threads get work), rounded down to a multiple
+// of kSlabMin, between kSlabMin and kSlabMax. Wide slabs amortise OpenBLAS's packing of the shared
+// operand (each call packs it again): at M 256, K 4096, N 32768 fp32 on 2 cores (OpenBLAS 0.3.21,
+// AVX-512), slabs of 256 columns ran at 154 GFLOP/s, of 1024 at 200 (bench/results/cpu/NOTES.md).
+inline constexpr int64_t kSlabMin = 256;
+inline constexpr int64_t kSlabMax = 1024;
 inline constexpr int64_t kConvK = 2048;
 
-inline int64_t slabs(int64_t n) {
-  return (n + kSlab - 1) / kSlab;
+inline int64_t slab_width(int64_t n) {
+  return std::clamp<int64_t>(n / 8 / kSlabMin * kSlabMin, kSlabMin, kSlabMax);
 }
 
 // fn(j0, nj) for each slab [j0, j0 + nj) of n, slabs spread over the threads.
 template <class F>
 void for_slabs(int64_t n, int threads, F&& fn) {
-  core::parallel_for(slabs(n), 1, threads, [&](int64_t s0, int64_t s1) {
+  const int64_t w = slab_width(n);
+  core::parallel_for((n + w - 1) / w, 1, threads, [&](int64_t s0, int64_t s1) {
     BlasOneThread one;
-    for (int64_t s = s0; s < s1; ++s) fn(s * kSlab, std::min(kSlab, n - s * kSlab));
+    for (int64_t s = s0; s < s1; ++s) fn(s * w, std::min(w, n - s * w));
   });
 }
 #endif
@@ -188,7 +194,7 @@ void gemm_nt(int64_t M, int64_t N, int64_t K, const A* a, const T* b, A* c, int6
     gemm_detail::for_slabs(N, threads, [&](int64_t j0, int64_t nj) {
       if constexpr (std::is_same_v<A, T>) {
         gemm_detail::blas_gemm<A>(false, true, M, nj, K, a, K, b + j0 * K, K, A(0), c + j0, ldc);
-      } else {  // this slab's rows of b converted (kSlab · K elements)
+      } else {  // this slab's rows of b converted (nj · K elements)
         thread_local std::vector<A> tile;
         tile.resize(static_cast<size_t>(nj * K));
         for (int64_t k = 0; k < nj * K; ++k) tile[k] = ce_load<A>(b[j0 * K + k]);
