@@ -1,5 +1,5 @@
 // tests/fuzz/fuzz_training2_entries.cpp: the public C++ entries on the CPU of the training ops
-// that fuzz_training_entries and fuzz_gdn_entries do not reach: chunk_loss (+ _bwd, the
+// that fuzz_training_entries and fuzz_gdn_entries do not reach: chunk_loss (+ _fwd, _bwd, the
 // workspace functions and the _plain baselines), inplace_rope_ (+ _bwd), mhc_pre_bmm (+ _bwd),
 // mhc_post (+ _bwd) and mhc_sinkhorn (+ _bwd), with extents (0 and huge ones), dtypes, strides,
 // optional tensors, label values, scalars and options derived from the fuzz input. Each call must
@@ -115,6 +115,20 @@ void fuzz_chunk_loss(FuzzedDataProvider& fdp) {
     if (!ar.output(ls, st, &loss) || !ar.output(ls, st, &zl)) return;
     if (plain(fdp)) {
       (void)recops::chunk_loss_plain(a, loss, zl);
+      return;
+    }
+    if (fdp.ConsumeIntegralInRange<int>(0, 2) == 0) {  // chunk_loss_fwd, with its gradients
+      TensorView dh, dw, db;
+      if (!ar.output(a.hidden.shape(), a.hidden.dtype, &dh) ||
+          !ar.output(a.weight.shape(), a.weight.dtype, &dw) || !ar.output({V}, t, &db))
+        return;
+      // The gradients exactly when the rule asks for them, mostly; sometimes against it.
+      bool grads = a.reduction != recops::CeReduction::none;
+      if (fdp.ConsumeIntegralInRange<int>(0, 15) == 0) grads = !grads;
+      const bool give_db = grads && a.bias.has_value() && fdp.ConsumeIntegralInRange<int>(0, 15);
+      const size_t need = recops::chunk_loss_fwd_workspace_bytes(a);
+      (void)recops::chunk_loss_fwd(a, loss, zl, grads ? &dh : nullptr, grads ? &dw : nullptr,
+                                   give_db ? &db : nullptr, ctx_arg(fdp, need, &ws));
       return;
     }
     const size_t need = recops::chunk_loss_workspace_bytes(a);

@@ -1,10 +1,11 @@
-// training/chunk_loss/chunk_loss.cpp: the entry of chunk_loss and chunk_loss_bwd. All validation
-// happens here, once (label values on the CPU); the chunking and the workspace layout are chosen
-// here; then the ordered implementation list runs the first implementation that accepts. At the
-// end: the OpInfos and the argument tables.
+// training/chunk_loss/chunk_loss.cpp: the entry of chunk_loss, chunk_loss_fwd and chunk_loss_bwd.
+// All validation happens here, once (label values on the CPU); the chunking and the workspace
+// layout are chosen here; then the ordered implementation list runs the first implementation that
+// accepts. At the end: the OpInfos and the argument tables.
 #include "ops/training/chunk_loss/chunk_loss.h"
 
 #include <algorithm>
+#include <string_view>
 #include <vector>
 
 #include "core/cuda/runtime.h"
@@ -21,6 +22,7 @@ using training::check_like;
 using training::is_float;
 
 constexpr const char* kOp = "chunk_loss";
+constexpr const char* kFwd = "chunk_loss_fwd";
 constexpr const char* kBwd = "chunk_loss_bwd";
 constexpr size_t kMinBudget = size_t{64} << 20;  // 64 MiB (training_ops.md §3.2)
 
@@ -166,6 +168,13 @@ size_t chunk_loss_workspace_bytes(const ChunkLossArgs& a) {
   return layout_of(params_of(a, false)).total;
 }
 
+// The backward's layout, which holds the forward's (chunk_loss_fwd with "none" runs the forward).
+size_t chunk_loss_fwd_workspace_bytes(const ChunkLossArgs& a) {
+  using namespace ops::chunk_loss_ns;
+  if (!shapes_ok(a)) return 0;
+  return layout_of(params_of(a, true)).total;
+}
+
 size_t chunk_loss_bwd_workspace_bytes(const ChunkLossBwdArgs& a) {
   using namespace ops::chunk_loss_ns;
   if (!shapes_ok(a)) return 0;
@@ -175,27 +184,53 @@ size_t chunk_loss_bwd_workspace_bytes(const ChunkLossBwdArgs& a) {
 namespace {
 using namespace ops::chunk_loss_ns;
 
-Status forward(const ChunkLossArgs& a, const TensorView& loss, const TensorView& z_loss,
-               const Context& ctx, bool plain) {
-  RECOPS_RETURN_IF_ERROR(check_inputs(kOp, a));
+// chunk_loss, and chunk_loss_fwd (op kFwd) with its gradients dh, dw, db (present for "sum" and
+// "mean"; see chunk_loss.h).
+Status forward(const char* op, const ChunkLossArgs& a, const TensorView& loss,
+               const TensorView& z_loss, const TensorView* dh, const TensorView* dw,
+               const TensorView* db, const Context& ctx, bool plain) {
+  RECOPS_RETURN_IF_ERROR(check_inputs(op, a));
   Shape ls;
   DType st;
   RECOPS_RETURN_IF_ERROR(chunk_loss_shape(a, &ls, &st));
-  RECOPS_RETURN_IF_ERROR(ops::training::check_ce_labels(kOp, a, a.labels, a.weight.sizes[0], ctx));
-  RECOPS_RETURN_IF_ERROR(check_like(kOp, "loss", loss, a.hidden, ls, st));
-  RECOPS_RETURN_IF_ERROR(check_like(kOp, "z_loss", z_loss, a.hidden, ls, st));
-  Params p = params_of(a, false);
+  RECOPS_RETURN_IF_ERROR(ops::training::check_ce_labels(op, a, a.labels, a.weight.sizes[0], ctx));
+  RECOPS_RETURN_IF_ERROR(check_like(op, "loss", loss, a.hidden, ls, st));
+  RECOPS_RETURN_IF_ERROR(check_like(op, "z_loss", z_loss, a.hidden, ls, st));
+  const bool is_fwd = std::string_view(op) == kFwd;
+  const bool fused = is_fwd && a.reduction != CeReduction::none;
+  if (is_fwd) {
+    RECOPS_CHECK((dh != nullptr) == fused && (dw != nullptr) == fused, op,
+                 ": d_hidden and d_weight must be given exactly when reduction is sum or mean");
+    RECOPS_CHECK((db != nullptr) == (fused && a.bias.has_value()), op,
+                 ": d_bias must be given exactly when bias is given and reduction is sum or mean");
+  }
+  if (fused) {
+    RECOPS_RETURN_IF_ERROR(
+        check_like(op, "d_hidden", *dh, a.hidden, a.hidden.shape(), a.hidden.dtype));
+    RECOPS_RETURN_IF_ERROR(
+        check_like(op, "d_weight", *dw, a.hidden, a.weight.shape(), a.weight.dtype));
+    if (db)
+      RECOPS_RETURN_IF_ERROR(
+          check_like(op, "d_bias", *db, a.hidden, a.bias->shape(), a.bias->dtype));
+  }
+  Params p = params_of(a, fused);
+  p.fused = fused;
   p.plain = plain;
   p.loss = loss.data;
   p.z_loss = z_loss.data;
+  if (fused) {  // grad stays nullptr: a unit upstream gradient
+    p.dh = dh->data;
+    p.dw = dw->data;
+    p.db = db ? db->data : nullptr;
+  }
   if (!plain) {
-    RECOPS_RETURN_IF_ERROR(ops::training::check_ce_workspace(kOp, ctx, layout_of(p).total));
+    RECOPS_RETURN_IF_ERROR(ops::training::check_ce_workspace(op, ctx, layout_of(p).total));
     p.workspace = ctx.workspace;
   }
   // No rows: nothing to launch for "none"; "sum"/"mean" still write their 0.
   if (p.N == 0 && p.reduction == Red::none) return Status::Ok();
   if (plain) return run_reference(p, ctx);
-  return core::dispatch(kOp, impls(), a.hidden.device.type, p, ctx);
+  return core::dispatch(op, impls(), a.hidden.device.type, p, ctx);
 }
 
 Status backward(const ChunkLossBwdArgs& a, const TensorView& dh, const TensorView& dw,
@@ -232,7 +267,13 @@ Status backward(const ChunkLossBwdArgs& a, const TensorView& dh, const TensorVie
 
 Status chunk_loss(const ChunkLossArgs& a, const TensorView& loss, const TensorView& z_loss,
                   const Context& ctx) {
-  return forward(a, loss, z_loss, ctx, false);
+  return forward(kOp, a, loss, z_loss, nullptr, nullptr, nullptr, ctx, false);
+}
+
+Status chunk_loss_fwd(const ChunkLossArgs& a, const TensorView& loss, const TensorView& z_loss,
+                      const TensorView* d_hidden, const TensorView* d_weight,
+                      const TensorView* d_bias, const Context& ctx) {
+  return forward(kFwd, a, loss, z_loss, d_hidden, d_weight, d_bias, ctx, false);
 }
 
 Status chunk_loss_bwd(const ChunkLossBwdArgs& a, const TensorView& d_hidden,
@@ -242,7 +283,7 @@ Status chunk_loss_bwd(const ChunkLossBwdArgs& a, const TensorView& d_hidden,
 
 Status chunk_loss_plain(const ChunkLossArgs& a, const TensorView& loss, const TensorView& z_loss) {
   RECOPS_CHECK(a.hidden.device.is_cpu(), "chunk_loss_plain: CPU tensors only");
-  return forward(a, loss, z_loss, {}, true);
+  return forward(kOp, a, loss, z_loss, nullptr, nullptr, nullptr, {}, true);
 }
 
 Status chunk_loss_bwd_plain(const ChunkLossBwdArgs& a, const TensorView& d_hidden,
@@ -270,6 +311,27 @@ Status op_run(const ChunkLossArgs& a, const kit::Outputs& o, const Context& ctx)
 }
 size_t op_workspace(const ChunkLossArgs& a, const kit::Outputs&) {
   return chunk_loss_workspace_bytes(a);
+}
+// chunk_loss_fwd: loss, z_loss, then d_hidden, d_weight, d_bias (absent, [0], for "none"; d_bias
+// also without bias).
+Status fwd_shapes(const ChunkLossArgs& a, std::vector<kit::OutSpec>* outs) {
+  RECOPS_RETURN_IF_ERROR(check_inputs(kFwd, a));
+  Shape ls;
+  DType st;
+  RECOPS_RETURN_IF_ERROR(chunk_loss_shape(a, &ls, &st));
+  const bool grads = a.reduction != CeReduction::none, want_db = grads && a.bias;
+  outs->push_back({ls, st});
+  outs->push_back({ls, st});
+  outs->push_back({grads ? a.hidden.shape() : Shape{0}, a.hidden.dtype, grads});
+  outs->push_back({grads ? a.weight.shape() : Shape{0}, a.hidden.dtype, grads});
+  outs->push_back({want_db ? a.bias->shape() : Shape{0}, a.hidden.dtype, want_db});
+  return Status::Ok();
+}
+Status fwd_run(const ChunkLossArgs& a, const kit::Outputs& o, const Context& ctx) {
+  return chunk_loss_fwd(a, o.views[0], o.views[1], o.get(2), o.get(3), o.get(4), ctx);
+}
+size_t fwd_workspace(const ChunkLossArgs& a, const kit::Outputs&) {
+  return chunk_loss_fwd_workspace_bytes(a);
 }
 Status bwd_shapes(const ChunkLossBwdArgs& a, std::vector<kit::OutSpec>* outs) {
   RECOPS_RETURN_IF_ERROR(check_inputs(kBwd, a));
@@ -310,8 +372,11 @@ Returns:
     ``(loss, z_loss)`` in fp32 (fp64 for fp64); z_loss is the weighted, reduced
     ``z_loss_scale * lse**2`` term alone, for logging (no gradient of its own).
 
-Differentiable in hidden, weight and bias (the op ``chunk_loss_bwd``, which recomputes the logits
-chunk by chunk); double backward raises.
+Differentiable in hidden, weight and bias; double backward raises. When a gradient is needed and
+reduction is ``"sum"`` or ``"mean"``, the forward computes the gradients for a unit upstream
+gradient in the same pass over the logits (the op ``chunk_loss_fwd``, as Liger's fused linear
+cross-entropy does) and the backward scales them; with ``"none"`` the backward (``chunk_loss_bwd``)
+recomputes the logits chunk by chunk.
 )";
 }  // namespace
 }  // namespace recops::ops::chunk_loss_ns
@@ -321,29 +386,42 @@ RECOPS_REGISTER_OPS(reg) {
   using namespace recops::ops::chunk_loss_ns;
   using A = ChunkLossArgs;
   using B = ChunkLossBwdArgs;
-  for (const char* op : {kOp, kBwd}) reg.add(OpInfo{op, "training", core::describe_impls(impls())});
+  for (const char* op : {kOp, kFwd, kBwd})
+    reg.add(OpInfo{op, "training", core::describe_impls(impls())});
   const kit::PyArg red_names{.names = "none sum mean"};
-  reg.add(kit::Def<A>(kOp, "training")
-              .arg<&A::hidden>("hidden", {.grad = true, .dense_from = 0})
-              .arg<&A::weight>("weight", {.grad = true, .dense_from = 0})
-              .arg<&A::labels>("labels", {.dense_from = 0})
-              .arg<&A::bias>("bias", {.def = "None", .grad = true, .dense_from = 0})
-              .arg<&A::token_weight>("token_weight", {.def = "None", .dense_from = 0})
-              .arg<&A::ignore_index>("ignore_index", {.def = "-100"})
-              .arg<&A::label_smoothing>("label_smoothing", {.def = "0.0"})
-              .arg<&A::z_loss_scale>("z_loss_scale", {.def = "0.0"})
-              .arg<&A::softcap>("softcap", {.def = "0.0"})
-              .arg<&A::reduction>("reduction", {.def = "2", .py = red_names})
-              .arg<&A::token_chunk>("token_chunk", {.def = "0"})
-              .arg<&A::vocab_chunk>("vocab_chunk", {.def = "0"})
-              .arg<&A::accum_dtype>("accum_dtype", {.def = "None"})
-              .out("loss")
-              .out("z_loss", false)
-              .shapes(op_shapes)
-              .run(op_run)
-              .workspace(op_workspace)
-              .backward(kBwd)
-              .doc("", kDoc));
+  for (const char* op : {kOp, kFwd}) {
+    const bool main = op == kOp;
+    kit::Def<A> d(op, "training");
+    d.arg<&A::hidden>("hidden", {.grad = main, .dense_from = 0})
+        .arg<&A::weight>("weight", {.grad = main, .dense_from = 0})
+        .arg<&A::labels>("labels", {.dense_from = 0})
+        .arg<&A::bias>("bias", {.def = "None", .grad = main, .dense_from = 0})
+        .arg<&A::token_weight>("token_weight", {.def = "None", .dense_from = 0})
+        .arg<&A::ignore_index>("ignore_index", {.def = "-100"})
+        .arg<&A::label_smoothing>("label_smoothing", {.def = "0.0"})
+        .arg<&A::z_loss_scale>("z_loss_scale", {.def = "0.0"})
+        .arg<&A::softcap>("softcap", {.def = "0.0"})
+        .arg<&A::reduction>("reduction", {.def = "2", .py = red_names})
+        .arg<&A::token_chunk>("token_chunk", {.def = "0"})
+        .arg<&A::vocab_chunk>("vocab_chunk", {.def = "0"})
+        .arg<&A::accum_dtype>("accum_dtype", {.def = "None"})
+        .out("loss", main)
+        .out("z_loss", false);
+    if (main) {
+      d.shapes(op_shapes).run(op_run).workspace(op_workspace).backward(kBwd).doc("", kDoc);
+      // The gradients for grad_loss = 1 (binding.cpp scales them; "none" recomputes).
+      d.save_outputs({"d_hidden", "d_weight", "d_bias"}, kFwd);
+    } else {
+      d.out("d_hidden", false)
+          .out("d_weight", false)
+          .out("d_bias", false)
+          .shapes(fwd_shapes)
+          .run(fwd_run)
+          .workspace(fwd_workspace)
+          .doc("-", "");
+    }
+    reg.add(d);
+  }
   reg.add(kit::Def<B>(kBwd, "training")
               .arg<&B::grad_loss>("grad_loss", {.dense_from = 0})
               .arg<&B::hidden>("hidden", {.dense_from = 0})

@@ -56,6 +56,17 @@ Status chunk_loss_bwd(const ChunkLossBwdArgs& a, const TensorView& d_hidden,
                       const TensorView& d_weight, const TensorView* d_bias,
                       const Context& ctx = {});
 
+// chunk_loss_fwd: chunk_loss's loss and z_loss and, for reduction "sum" and "mean", the gradients
+// chunk_loss_bwd gives for grad_loss = 1, from one pass over the logits (the Autograd kernel runs
+// it when a gradient is needed and scales the saved gradients by grad_loss in the backward: 6·N·D·V
+// flops in all where the forward and chunk_loss_bwd take 8). d_hidden and d_weight are required
+// for "sum"/"mean" and must be nullptr for "none" (whose per-row gradient the forward cannot
+// know); d_bias exactly when bias is given and they are.
+size_t chunk_loss_fwd_workspace_bytes(const ChunkLossArgs& a);
+Status chunk_loss_fwd(const ChunkLossArgs& a, const TensorView& loss, const TensorView& z_loss,
+                      const TensorView* d_hidden, const TensorView* d_weight,
+                      const TensorView* d_bias, const Context& ctx = {});
+
 // The double standard's plain same-precision baselines (accuracy.md; CPU tensors only): the
 // golden's loops with the logits and G rounded to the input dtype and the GEMM sums in fp32 (fp64
 // for fp64), as F.linear + F.cross_entropy in that dtype would.

@@ -1,4 +1,5 @@
-// training/chunk_loss/driver.cpp: the `recops` CLI's driver of chunk_loss and chunk_loss_bwd:
+// training/chunk_loss/driver.cpp: the `recops` CLI's driver of chunk_loss, chunk_loss_fwd and
+// chunk_loss_bwd:
 // builds a case's inputs, calls the public entry, counts bytes and FLOPs (tools/recops/driver.h).
 //
 // Case fields beyond the common ones: shape ([N, V], required; the hidden size D is args.D, so that
@@ -7,7 +8,7 @@
 // z_loss_scale, softcap, label_dtype, ignore_every, labels: training/common/ce_case.h), D
 // (required), bias, token_weight (booleans, default false; token_weight is fp32 in [0.25, 1.75)),
 // token_chunk, vocab_chunk (default 0), accum (fp32 or input; default fp32). The backward's
-// grad_loss is random.
+// grad_loss is random; chunk_loss_fwd's gradients are those of grad_loss = 1.
 #include <cmath>
 
 #include "ops/training/chunk_loss/chunk_loss.h"
@@ -24,7 +25,7 @@ using training_args::flag;
 class ChunkLossDriver final : public training_args::WorkspaceDriver {
  public:
   ChunkLossDriver()
-      : WorkspaceDriver({.ops = {"chunk_loss", "chunk_loss_bwd"},
+      : WorkspaceDriver({.ops = {"chunk_loss", "chunk_loss_fwd", "chunk_loss_bwd"},
                          .folder = "training/chunk_loss",
                          .fields = {"shape", "scale"},
                          .dtype = DType::bf16,
@@ -79,11 +80,14 @@ class ChunkLossDriver final : public training_args::WorkspaceDriver {
       p->inputs.push_back(std::move(w));
     }
     p->sizes = {{"N", N}, {"D", D}, {"V", V}};
-    if (bwd) {
-      p->outputs = {{"d_hidden", {N, D}, p->dtype}, {"d_weight", {V, D}, p->dtype}};
+    // chunk_loss_fwd: the loss, then for "sum"/"mean" the gradients (as chunk_loss_bwd's).
+    const bool grads = bwd || (row.op == "chunk_loss_fwd" && reduction_of(cs) != 0);
+    p->outputs.clear();
+    if (!bwd) p->outputs = {{"loss", loss_shape, st}, {"z_loss", loss_shape, st}};
+    if (grads) {
+      p->outputs.push_back({"d_hidden", {N, D}, p->dtype});
+      p->outputs.push_back({"d_weight", {V, D}, p->dtype});
       if (flag(cs, "bias", false)) p->outputs.push_back({"d_bias", {V}, p->dtype});
-    } else {
-      p->outputs = {{"loss", loss_shape, st}, {"z_loss", loss_shape, st}};
     }
     return Status::Ok();
   }
@@ -91,12 +95,17 @@ class ChunkLossDriver final : public training_args::WorkspaceDriver {
   size_t workspace_bytes(const Problem& p, const std::vector<TensorView>& in,
                          const std::vector<TensorView>&) const override {
     if (p.op == "chunk_loss_bwd") return chunk_loss_bwd_workspace_bytes(bwd_args(p, in));
+    if (p.op == "chunk_loss_fwd") return chunk_loss_fwd_workspace_bytes(fwd_args(p, in, 0));
     return chunk_loss_workspace_bytes(fwd_args(p, in, 0));
   }
 
   Status run(const Problem& p, const std::vector<TensorView>& in,
              const std::vector<TensorView>& out, const Context& ctx) const override {
     if (p.op == "chunk_loss") return chunk_loss(fwd_args(p, in, 0), out[0], out[1], ctx);
+    if (p.op == "chunk_loss_fwd") {
+      const auto g = [&](size_t k) { return out.size() > k ? &out[k] : nullptr; };
+      return chunk_loss_fwd(fwd_args(p, in, 0), out[0], out[1], g(2), g(3), g(4), ctx);
+    }
     return chunk_loss_bwd(bwd_args(p, in), out[0], out[1], out.size() > 2 ? &out[2] : nullptr, ctx);
   }
 
@@ -106,14 +115,31 @@ class ChunkLossDriver final : public training_args::WorkspaceDriver {
     const auto in = views(p.inputs);
     const auto o = views(*out);
     if (p.op == "chunk_loss") return chunk_loss_plain(fwd_args(p, in, 0), o[0], o[1]);
+    if (p.op == "chunk_loss_fwd") {  // the plain forward, then the plain backward of grad 1
+      const ChunkLossArgs a = fwd_args(p, in, 0);
+      RECOPS_RETURN_IF_ERROR(chunk_loss_plain(a, o[0], o[1]));
+      if (o.size() == 2) return Status::Ok();
+      ChunkLossBwdArgs b;
+      static_cast<ChunkLossArgs&>(b) = a;
+      Tensor one = Tensor::empty({}, o[0].dtype, Device::cpu());
+      if (o[0].dtype == DType::fp64)
+        *static_cast<double*>(one.data()) = 1.0;
+      else
+        *static_cast<float*>(one.data()) = 1.0f;
+      b.grad_loss = one.view();
+      return chunk_loss_bwd_plain(b, o[2], o[3], o.size() > 4 ? &o[4] : nullptr);
+    }
     return chunk_loss_bwd_plain(bwd_args(p, in), o[0], o[1], o.size() > 2 ? &o[2] : nullptr);
   }
 
-  // 2·N·D·V forward; 6·N·D·V backward (the logits recomputed, then the dh and dW products).
+  // 2·N·D·V forward; 6·N·D·V backward (the logits recomputed, then the dh and dW products) and
+  // chunk_loss_fwd with its gradients (the logits, then the dh and dW products).
   double flops(const Problem& p) const override {
     double n = 1;
     for (const auto& [k, v] : p.sizes) n *= static_cast<double>(v);
-    return (p.op == "chunk_loss" ? 2.0 : 6.0) * n;
+    const bool grads =
+        p.op == "chunk_loss_bwd" || (p.op == "chunk_loss_fwd" && p.outputs.size() > 2);
+    return (grads ? 6.0 : 2.0) * n;
   }
 
  private:

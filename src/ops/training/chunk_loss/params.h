@@ -11,16 +11,19 @@ namespace recops::ops::chunk_loss_ns {
 enum class Red : uint8_t { none = 0, sum = 1, mean = 2 };
 
 // A (the statistics' type): fp32, fp64 for fp64 inputs.
+// chunk_loss_fwd (reduction "sum"/"mean") sets bwd and fused: the forward's loss and z_loss and the
+// backward's dh, dw, db for a unit upstream gradient (grad is nullptr), from one call.
 struct Params {
   bool bwd = false;
+  bool fused = false;
   bool plain = false;                  // reference only: the double standard's plain baseline
   const void* hidden = nullptr;        // [N, D] contiguous, dtype
   const void* weight = nullptr;        // [V, D] contiguous, dtype
   const void* bias = nullptr;          // [V], dtype; nullptr: 0
   const void* labels = nullptr;        // [N], int64 when labels_int64 else int32
   const void* token_weight = nullptr;  // [N], tw_dtype; nullptr: 1
-  // Forward: loss, z_loss ([N] for "none", else [1]) in A. Backward: grad ([N] or [1], A) read;
-  // dh [N, D], dw [V, D], db [V] (nullptr: not wanted) written in dtype.
+  // Forward: loss, z_loss ([N] for "none", else [1]) in A. Backward: grad ([N] or [1], A; nullptr:
+  // 1) read; dh [N, D], dw [V, D], db [V] (nullptr: not wanted) written in dtype. Fused: all.
   void* loss = nullptr;
   void* z_loss = nullptr;
   const void* grad = nullptr;
@@ -50,7 +53,8 @@ struct Params {
 //   g      [Nc, Vc] s   G rounded to dtype (the CUDA GEMM operand)
 //   hacc   [Nc, D] A    the hidden chunk converted to A (CPU only)
 //   dhacc  [Nc, D] A    the dh accumulator over vocab tiles (backward)
-//   dwacc  [V, D] A     dW accumulator (backward; CUDA with accum_low accumulates in dW itself)
+//   dwacc  [V, D] A     dW accumulator (backward; not needed where dW accumulates in d_weight
+//                       itself: on the CPU when the input dtype is A, on CUDA with accum_low)
 //   dbacc  [V] A        db accumulator (backward)
 struct Layout {
   size_t rows = 0, z = 0, g = 0, hacc = 0, dhacc = 0, dwacc = 0, dbacc = 0, total = 0;
@@ -58,6 +62,13 @@ struct Layout {
 
 inline size_t align256(size_t b) {
   return (b + 255) / 256 * 256;
+}
+
+// Whether dW accumulates in the workspace's dwacc rather than in d_weight itself: on the CPU for
+// fp16/bf16 inputs (dW is fp32 then, rounded once at the end or per chunk with accum_low); on CUDA
+// unless accum_low (cuBLAS accumulates into d_weight in its dtype).
+inline bool dw_accumulator(const Params& p) {
+  return p.host ? dtype_size(p.dtype) < 4 : !p.accum_low;
 }
 
 inline Layout layout_of(const Params& p) {
@@ -75,7 +86,7 @@ inline Layout layout_of(const Params& p) {
   l.g = take(p.bwd ? n(p.Nc) * n(p.Vc) * s : 0);
   l.hacc = take(p.host ? n(p.Nc) * n(p.D) * a : 0);
   l.dhacc = take(p.bwd ? n(p.Nc) * n(p.D) * a : 0);
-  l.dwacc = take(p.bwd && (p.host || !p.accum_low) ? n(p.V) * n(p.D) * a : 0);
+  l.dwacc = take(p.bwd && dw_accumulator(p) ? n(p.V) * n(p.D) * a : 0);
   l.dbacc = take(p.bwd ? n(p.V) * a : 0);
   l.total = off;
   return l;

@@ -131,6 +131,56 @@ def test_same_bits_run_to_run_on_any_thread_count(dtype):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("reduction", ["sum", "mean"])
+@pytest.mark.parametrize("chunks", [(0, 0), (16, 0), (16, 40)])
+def test_fwd_is_forward_and_unit_backward(device, dtype, reduction, chunks):
+    """chunk_loss_fwd (what the forward runs when a gradient is needed) gives chunk_loss's loss and
+    chunk_loss_bwd's gradients for grad_loss = 1, bit for bit on the CPU (one pass over the
+    logits there; on CUDA the same launches in sequence)."""
+    h, w, y, b, tw = sample(70, 24, 131, device, dtype=dtype, seed=7)
+    kw = dict(token_chunk=chunks[0], vocab_chunk=chunks[1], label_smoothing=0.1,
+              z_loss_scale=1e-3, softcap=3.0)
+    red = {"sum": 1, "mean": 2}[reduction]
+    loss, zl, dh, dw, db = torch.ops.recops.chunk_loss_fwd(h, w, y, b, tw.float(), reduction=red,
+                                                           **kw)
+    want_loss, want_z = torch.ops.recops.chunk_loss(h, w, y, b, tw.float(), reduction=red, **kw)
+    one = torch.ones((), device=device)
+    want = torch.ops.recops.chunk_loss_bwd(one, h, w, y, b, tw.float(), reduction=red, **kw)
+    for got, exp in zip((loss, zl, dh, dw, db), (want_loss, want_z) + tuple(want)):
+        assert torch.equal(got, exp)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_autograd_scales_the_forward_gradients(device, reduction):
+    """The backward of recops.chunk_loss: the saved unit gradients times grad_loss ("sum",
+    "mean"), chunk_loss_bwd's recomputation ("none"); both against chunk_loss_bwd with the same
+    upstream gradient, weight frozen or not."""
+    h, w, y, b, tw = sample(40, 16, 75, device, dtype=torch.float32, seed=9)
+    for frozen in (False, True):
+        hr, br = h.clone().requires_grad_(), b.clone().requires_grad_()
+        wr = w.clone().requires_grad_(not frozen)
+        loss, _ = recops.chunk_loss(hr, wr, y, br, tw, reduction=reduction, token_chunk=16)
+        g = torch.rand_like(loss) + 0.5
+        loss.backward(g)
+        red = {"none": 0, "sum": 1, "mean": 2}[reduction]
+        dh, dw, db = torch.ops.recops.chunk_loss_bwd(g, h, w, y, b, tw, reduction=red,
+                                                     token_chunk=16)
+        # g folded into G before the fp32 GEMMs (chunk_loss_bwd) or multiplied after them: a few
+        # fp32 roundings apart, relative to each gradient's scale.
+        def close(got, want):
+            torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6 * want.abs().max().item())
+
+        close(hr.grad, dh)
+        close(br.grad, db)
+        if frozen:
+            assert wr.grad is None
+        else:
+            close(wr.grad, dw)
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_opcheck(device):
     h, w, y, b, tw = sample(7, 5, 6, device, dtype=torch.float32)
     args = (h.requires_grad_(), w.requires_grad_(), y, b.requires_grad_(), tw)
@@ -140,6 +190,11 @@ def test_opcheck(device):
     g = torch.tensor(1.5, device=device)
     torch.library.opcheck(torch.ops.recops.chunk_loss_bwd.default,
                           (g, h.detach(), w.detach(), y, b.detach(), tw))
+    for kw in ({}, {"reduction": 0}, {"reduction": 1, "vocab_chunk": 4}):
+        torch.library.opcheck(torch.ops.recops.chunk_loss_fwd.default,
+                              (h.detach(), w.detach(), y, b.detach(), tw), kw)
+    torch.library.opcheck(torch.ops.recops.chunk_loss_fwd.default,
+                          (h.detach(), w.detach(), y, None, tw))
 
 
 @pytest.mark.parametrize("reduction", REDUCTIONS)

@@ -6,7 +6,9 @@
 // backward recomputes Z, turns it into G in place (kept in A: no rounding to the input dtype), and
 // adds G·W into dh and Gᵀ·h, colsum(G) into the dW/db accumulators, chunk after chunk (fixed order;
 // rounded to the input dtype after each chunk with accum_dtype = input). With one vocab tile (the
-// default) the statistics and G come from the same Z.
+// default) the statistics and G come from the same Z. chunk_loss_fwd (p.fused) is the backward with
+// a unit gradient that also keeps the forward's statistics and writes the loss: three GEMMs per
+// tile where the forward and the backward apart take four.
 #include <algorithm>
 #include <cmath>
 #include <type_traits>
@@ -121,7 +123,6 @@ struct Cpu {
   }
 
   void forward() {
-    const bool none = p.reduction == Red::none;
     for (int64_t i = 0; i < p.N; ++i) r_loss[i] = r_z[i] = 0, r_lse[i] = -INFINITY;
     auto want = [&](int64_t row) { return counted(label(row)); };
     for (int64_t r0 = 0; r0 < p.N; r0 += p.Nc) {
@@ -133,10 +134,17 @@ struct Cpu {
         tile_stats(r0, n, v0, vc, true, want);
       }
     }
+    finish_loss();
+  }
+
+  // The loss and z_loss from the rows' statistics (r_loss: the sum of the capped logits, r_z: the
+  // label's capped logit, r_lse), reduced in row order.
+  void finish_loss() {
+    const bool none = p.reduction == Red::none;
     const A eps = static_cast<A>(p.label_smoothing), lam = static_cast<A>(p.z_loss_scale);
     for (int64_t i = 0; i < p.N; ++i) {
       A l = 0, zl = 0, wi = 0;
-      if (want(i)) {
+      if (counted(label(i))) {
         const A lse = r_lse[i];
         wi = tw(i);
         zl = lam * lse * lse;
@@ -194,6 +202,9 @@ struct Cpu {
     });
   }
 
+  // The backward; fused (chunk_loss_fwd): the forward's statistics come from the same logit tiles
+  // as G, the upstream gradient is 1 (p.grad is nullptr) and the loss is written at the end, so
+  // the logits are computed once per tile as in the backward alone (twice with vocab tiles).
   void backward() {
     const A* grad = static_cast<const A*>(p.grad);
     double dn = 0;
@@ -203,16 +214,21 @@ struct Cpu {
     for (int64_t i = 0; i < p.N; ++i) {  // r_w: each row's s; r_lse: -inf
       A s = 0;
       if (counted(label(i))) {
-        s = grad[p.reduction == Red::none ? i : 0] * tw(i);
+        s = (grad ? grad[p.reduction == Red::none ? i : 0] : A(1)) * tw(i);
         if (p.reduction == Red::mean) s = dn == 0 ? A(0) : static_cast<A>(s / dn);
       }
       r_w[i] = s;
       r_lse[i] = -INFINITY;
+      if (p.fused) r_loss[i] = r_z[i] = 0;
     }
-    each(p.V * p.D, [&](int64_t k) { dwacc[k] = A(0); });
+    // fp32/fp64 inputs: dW accumulates in d_weight itself (no [V, D] workspace, no final copy).
+    A* dwa = dw_accumulator(p) ? dwacc : reinterpret_cast<A*>(p.dw);
+    each(p.V * p.D, [&](int64_t k) { dwa[k] = A(0); });
     std::fill(dbacc, dbacc + p.V, A(0));
     T* dh = static_cast<T*>(p.dh);
-    auto want = [&](int64_t row) { return r_w[row] != 0; };
+    // The rows whose statistics are needed: those with a gradient, and with the loss every row
+    // not ignored.
+    auto want = [&](int64_t row) { return p.fused ? counted(label(row)) : r_w[row] != 0; };
     const bool one_tile = p.Vc >= p.V;
     for (int64_t r0 = 0; r0 < p.N; r0 += p.Nc) {
       const int64_t n = std::min(p.Nc, p.N - r0);
@@ -221,16 +237,16 @@ struct Cpu {
         for (int64_t v0 = 0; v0 < p.V; v0 += p.Vc) {
           const int64_t vc = std::min(p.Vc, p.V - v0);
           logits(n, v0, vc);
-          tile_stats(r0, n, v0, vc, false, want);
+          tile_stats(r0, n, v0, vc, p.fused, want);
         }
       std::fill(dhacc, dhacc + n * p.D, A(0));
       for (int64_t v0 = 0; v0 < p.V; v0 += p.Vc) {
         const int64_t vc = std::min(p.Vc, p.V - v0);
         logits(n, v0, vc);
-        if (one_tile) tile_stats(r0, n, v0, vc, false, want);
+        if (one_tile) tile_stats(r0, n, v0, vc, p.fused, want);
         grad_tile(r0, n, v0, vc);
         training::gemm_nn_acc(n, p.D, vc, z, vc, w + v0 * p.D, dhacc, threads);
-        training::gemm_tn_acc(vc, p.D, n, z, vc, hacc, dwacc + v0 * p.D, dbacc + v0, threads);
+        training::gemm_tn_acc(vc, p.D, n, z, vc, hacc, dwa + v0 * p.D, dbacc + v0, threads);
       }
       each(n * p.D, [&](int64_t k) { dh[r0 * p.D + k] = store<T>(dhacc[k]); });
       if (p.accum_low) {  // dW/db accumulated in the input dtype: one rounding per chunk
@@ -238,12 +254,15 @@ struct Cpu {
         for (int64_t k = 0; k < p.V; ++k) dbacc[k] = ce_load<A>(store<T>(dbacc[k]));
       }
     }
-    T* dw = static_cast<T*>(p.dw);
-    each(p.V * p.D, [&](int64_t k) { dw[k] = store<T>(dwacc[k]); });
+    if (dwa == dwacc) {
+      T* dw = static_cast<T*>(p.dw);
+      each(p.V * p.D, [&](int64_t k) { dw[k] = store<T>(dwacc[k]); });
+    }
     if (p.db) {
       T* db = static_cast<T*>(p.db);
       for (int64_t k = 0; k < p.V; ++k) db[k] = store<T>(dbacc[k]);
     }
+    if (p.fused) finish_loss();
   }
 };
 }  // namespace

@@ -92,7 +92,10 @@ __global__ void __launch_bounds__(kReduceThreads) rows_init_kernel(Params p, Dev
     }
     float s = 0.f;
     if (ce_counted(p, ce_label_at(p, i))) {
-      s = static_cast<const float*>(p.grad)[p.reduction == Red::none ? i : 0] * tw_at<T>(p, i);
+      // grad nullptr: chunk_loss_fwd's unit upstream gradient.
+      const float g =
+          p.grad ? static_cast<const float*>(p.grad)[p.reduction == Red::none ? i : 0] : 1.f;
+      s = g * tw_at<T>(p, i);
       if (p.reduction == Red::mean) s = dn == 0 ? 0.f : static_cast<float>(s / dn);
     }
     d.r_w[i] = s;

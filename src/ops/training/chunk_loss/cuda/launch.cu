@@ -9,6 +9,15 @@
 namespace recops::ops::chunk_loss_ns {
 
 Status run_cuda(const Params& p, const Context& ctx) {
+  if (p.fused) {  // chunk_loss_fwd: the forward's launches, then the backward's with grad 1
+    Params f = p;
+    f.bwd = f.fused = false;
+    RECOPS_RETURN_IF_ERROR(run_cuda(f, ctx));
+    Params b = p;
+    b.fused = false;
+    b.grad = nullptr;
+    return run_cuda(b, ctx);
+  }
   switch (p.dtype) {
     case DType::fp32: return p.bwd ? launch_bwd<float>(p, ctx) : launch_fwd<float>(p, ctx);
     case DType::fp16: return p.bwd ? launch_bwd<__half>(p, ctx) : launch_fwd<__half>(p, ctx);
