@@ -274,7 +274,8 @@ void run_boxed(const kit::OpDef& d, torch::jit::Stack* stack, const Context& ctx
       at::Tensor workspace;
       if (d.workspace) {
         if (const size_t bytes = d.workspace(args.get(), o); bytes > 0) {
-          workspace = at::empty({static_cast<int64_t>(bytes)}, like.options().dtype(at::kByte));
+          workspace = advise_fresh(
+              at::empty({static_cast<int64_t>(bytes)}, like.options().dtype(at::kByte)));
           ctx.workspace = workspace.data_ptr();
           ctx.workspace_bytes = bytes;
         }

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <vector>
 
+#include "core/memory.h"
 #include "core/parallel.h"
 #include "ops/training/sort_chunks_by_idx/impls.h"
 #include "ops/training/sort_chunks_by_idx/row_map.h"
@@ -26,6 +27,9 @@ Status run_cpu(const Params& p, const Context& ctx) {
   const int64_t* oo = ws.data() + p.C + 1;
   const int64_t* src = ws.data() + 2 * p.C + 2;
   const int64_t rows = oo[p.C];
+  // The output is usually fresh memory whose first touch (page faults) costs more than the copy
+  // (README): huge pages cut the faults 512-fold where the kernel grants them (THP madvise mode).
+  core::advise_huge_pages(p.to, static_cast<size_t>(p.T * p.row_bytes));
   const int64_t grain = std::max<int64_t>(1, kGrainBytes / std::max<int64_t>(1, p.row_bytes));
   core::parallel_for(rows, grain, ctx.num_threads, [&](int64_t begin, int64_t end) {
     // k: the chunk holding row `begin` (the last k with oo[k] <= begin).
