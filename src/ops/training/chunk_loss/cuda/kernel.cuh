@@ -13,6 +13,9 @@
 //   the dW accumulator (fp32, or dW itself in T with accum_dtype = input); colsum_kernel adds G's
 //   columns to db in row order. The chunks run in order on the stream; no atomics, no split-K, so
 //   the results do not depend on timing.
+//   chunk_loss_fwd (p.fused: the backward with s_i for g = 1): stats_kernel also keeps the
+//   forward's row sums for every row not ignored, and finish_fwd_kernel writes the loss after the
+//   chunks, so each logit tile is computed once (twice with vocab tiles), as in the backward.
 #pragma once
 
 #include <cublas_v2.h>
@@ -70,8 +73,8 @@ __device__ __forceinline__ float logaddexp(float a, float b) {
   return fmaxf(a, b) + log1pf(expf(-fabsf(a - b)));
 }
 
-// Forward: r_loss = r_z = 0. Backward: r_w = s_i (Dn summed here for "mean"). Both: r_lse = -inf.
-// One CTA.
+// Forward: r_loss = r_z = 0. Backward: r_w = s_i (Dn summed here for "mean"). Fused: both. All:
+// r_lse = -inf. One CTA.
 template <class T>
 __global__ void __launch_bounds__(kReduceThreads) rows_init_kernel(Params p, Dev d) {
   __shared__ double sm[1][32];
@@ -85,10 +88,10 @@ __global__ void __launch_bounds__(kReduceThreads) rows_init_kernel(Params p, Dev
   }
   for (int64_t i = threadIdx.x; i < p.N; i += blockDim.x) {
     d.r_lse[i] = -INFINITY;
-    if (!p.bwd) {
+    if (!p.bwd || p.fused) {
       d.r_loss[i] = 0.f;
       d.r_z[i] = 0.f;
-      continue;
+      if (!p.bwd) continue;
     }
     float s = 0.f;
     if (ce_counted(p, ce_label_at(p, i))) {
@@ -102,7 +105,8 @@ __global__ void __launch_bounds__(kReduceThreads) rows_init_kernel(Params p, Dev
   }
 }
 
-// The tile's statistics of the rows that need them (forward: not ignored; backward: s_i != 0).
+// The tile's statistics of the rows that need them (forward and fused: not ignored; backward:
+// s_i != 0), with the forward's sums (forward and fused).
 template <class T>
 __global__ void __launch_bounds__(kMaxThreads) stats_kernel(Params p, Dev d) {
   __shared__ MaxSum sm_ms[32];
@@ -110,7 +114,8 @@ __global__ void __launch_bounds__(kMaxThreads) stats_kernel(Params p, Dev d) {
   const float cap = static_cast<float>(p.softcap);
   for (int64_t i = blockIdx.x; i < d.n; i += gridDim.x) {
     const int64_t row = d.r0 + i, y = ce_label_at(p, row);
-    if (p.bwd ? d.r_w[row] == 0.f : !ce_counted(p, y)) continue;  // the same for the whole CTA
+    const bool skip = p.bwd && !p.fused ? d.r_w[row] == 0.f : !ce_counted(p, y);
+    if (skip) continue;  // the same for the whole CTA
     const float* z = d.z + i * d.vc;
     MaxSum ms{-INFINITY, 0.f};
     float sz = 0.f;
@@ -126,7 +131,7 @@ __global__ void __launch_bounds__(kMaxThreads) stats_kernel(Params p, Dev d) {
     cta_combine(ms, sz, sm_ms, sm_z);
     if (threadIdx.x == 0) {
       d.r_lse[row] = logaddexp(d.r_lse[row], ms.m + logf(ms.s));
-      if (!p.bwd) {
+      if (!p.bwd || p.fused) {
         d.r_loss[row] += sz;
         if (y >= d.v0 && y < d.v0 + d.vc) d.r_z[row] = capped(z[y - d.v0] + bias_at<T>(p, y), cap);
       }
@@ -239,7 +244,7 @@ Status backward_tiles(const Params& p, const Context& ctx, Dev& d, cublasHandle_
 
 template <class T, bool kBwd>
 Status run_dtype(const Params& p, const Context& ctx) {
-  const char* op = p.bwd ? "chunk_loss_bwd" : "chunk_loss";
+  const char* op = p.fused ? "chunk_loss_fwd" : p.bwd ? "chunk_loss_bwd" : "chunk_loss";
   if (p.D > INT_MAX || p.Vc > INT_MAX || p.Nc > INT_MAX)
     return Status(StatusCode::invalid_argument,
                   std::string(op) +
@@ -295,7 +300,10 @@ Status run_dtype(const Params& p, const Context& ctx) {
     return RECOPS_LAUNCH_KERNEL(op, finish_fwd_kernel<T>, dim3(1), dim3(kReduceThreads), 0,
                                 ctx.stream, p, d);
   } else {
-    return backward_tiles<T>(p, ctx, d, h, logits, row_launch);
+    RECOPS_RETURN_IF_ERROR(backward_tiles<T>(p, ctx, d, h, logits, row_launch));
+    if (!p.fused) return Status::Ok();
+    return RECOPS_LAUNCH_KERNEL(op, finish_fwd_kernel<T>, dim3(1), dim3(kReduceThreads), 0,
+                                ctx.stream, p, d);
   }
 }
 
@@ -303,7 +311,7 @@ Status run_dtype(const Params& p, const Context& ctx) {
 template <class T, class L, class R>
 Status backward_tiles(const Params& p, const Context& ctx, Dev& d, cublasHandle_t h, L&& logits,
                       R&& row_launch) {
-  const char* op = "chunk_loss_bwd";
+  const char* op = p.fused ? "chunk_loss_fwd" : "chunk_loss_bwd";
   cudaStream_t stream = static_cast<cudaStream_t>(ctx.stream);
   const T* H = static_cast<const T*>(p.hidden);
   const T* W = static_cast<const T*>(p.weight);

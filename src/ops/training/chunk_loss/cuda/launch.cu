@@ -1,5 +1,6 @@
 // training/chunk_loss/cuda/launch.cu: cuda_sm80 (also the path on sm90): the dtype switch to the
-// per-dtype launchers of inst/. fp64 never gets here (the entry's list refuses it for CUDA).
+// per-dtype launchers of inst/ (chunk_loss_fwd, p.fused, takes the backward's: kernel.cuh). fp64
+// never gets here (the entry's list refuses it for CUDA).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -9,15 +10,6 @@
 namespace recops::ops::chunk_loss_ns {
 
 Status run_cuda(const Params& p, const Context& ctx) {
-  if (p.fused) {  // chunk_loss_fwd: the forward's launches, then the backward's with grad 1
-    Params f = p;
-    f.bwd = f.fused = false;
-    RECOPS_RETURN_IF_ERROR(run_cuda(f, ctx));
-    Params b = p;
-    b.fused = false;
-    b.grad = nullptr;
-    return run_cuda(b, ctx);
-  }
   switch (p.dtype) {
     case DType::fp32: return p.bwd ? launch_bwd<float>(p, ctx) : launch_fwd<float>(p, ctx);
     case DType::fp16: return p.bwd ? launch_bwd<__half>(p, ctx) : launch_fwd<__half>(p, ctx);
