@@ -86,6 +86,39 @@ TEST(ChunkLoss, RefusesSmallWorkspace) {
   expect_error(s, "chunk_loss: the workspace must hold");
 }
 
+// chunk_loss_fwd: the gradients exactly when the reduction lets the forward know them.
+TEST(ChunkLoss, FwdGradientsFollowTheReduction) {
+  Inputs in(4, 3, 5);
+  Tensor dh = Tensor::empty({4, 3}, DType::fp32), dw = Tensor::empty({5, 3}, DType::fp32);
+  Tensor none_loss = Tensor::empty({4}, DType::fp32), none_z = Tensor::empty({4}, DType::fp32);
+  ChunkLossArgs a = in.args();
+  std::vector<char> ws(chunk_loss_fwd_workspace_bytes(a));
+  Context ctx;
+  ctx.workspace = ws.data();
+  ctx.workspace_bytes = ws.size();
+  for (int64_t i = 0; i < 12; ++i)
+    static_cast<float*>(in.h.data())[i] = 0.1f * static_cast<float>(i);
+  for (int64_t i = 0; i < 15; ++i)
+    static_cast<float*>(in.w.data())[i] = 0.05f * static_cast<float>(i % 7);
+  // "mean" (the default): d_hidden and d_weight required, d_bias only with a bias.
+  expect_error(chunk_loss_fwd(a, in.loss.view(), in.zl.view(), nullptr, nullptr, nullptr, ctx),
+               "chunk_loss_fwd: d_hidden and d_weight must be given exactly when reduction is sum "
+               "or mean");
+  expect_error(
+      chunk_loss_fwd(a, in.loss.view(), in.zl.view(), &dh.view(), &dw.view(), &dw.view(), ctx),
+      "chunk_loss_fwd: d_bias must be given exactly when bias is given");
+  ASSERT_TRUE(
+      chunk_loss_fwd(a, in.loss.view(), in.zl.view(), &dh.view(), &dw.view(), nullptr, ctx).ok());
+  // "none": no gradients (the backward recomputes them with each row's upstream gradient).
+  a.reduction = CeReduction::none;
+  expect_error(
+      chunk_loss_fwd(a, none_loss.view(), none_z.view(), &dh.view(), &dw.view(), nullptr, ctx),
+      "chunk_loss_fwd: d_hidden and d_weight must be given exactly when reduction is sum "
+      "or mean");
+  EXPECT_TRUE(
+      chunk_loss_fwd(a, none_loss.view(), none_z.view(), nullptr, nullptr, nullptr, ctx).ok());
+}
+
 // §3.2: the logit tiles stay within max(N·D·sizeof(hidden), 64 MiB) at the benchmark shape, and
 // the token chunk is a multiple of 64.
 TEST(ChunkLoss, PlanKeepsTheBudget) {
