@@ -8,8 +8,11 @@
 #include <cstring>
 
 #include "recops/dtype.h"
+#include "recops/isa_ns.h"
 
 namespace recops::ops {
+// The ISA-named inline namespace (recops/isa_ns.h): *_avx2.cpp files include this header too.
+inline namespace RECOPS_ISA_NS {
 
 #if defined(__FLT16_MAX__)
 inline float cpu_half_to_float(Half v) {
@@ -35,4 +38,5 @@ Half cpu_half_from(V v) {
 }
 #endif
 
+}  // namespace RECOPS_ISA_NS
 }  // namespace recops::ops

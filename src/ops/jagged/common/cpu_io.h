@@ -8,9 +8,12 @@
 
 #include "ops/jagged/common/cpu_half.h"
 #include "recops/dtype.h"
+#include "recops/isa_ns.h"
 #include "recops/status.h"
 
 namespace recops::ops::jagged_cpu {
+// The ISA-named inline namespace (recops/isa_ns.h): *_avx2.cpp files include this header too.
+inline namespace RECOPS_ISA_NS {
 
 // One element as Acc: fp16 and bf16 widen exactly to float (fp16 through common/cpu_half.h),
 // float and double are cast.
@@ -52,4 +55,5 @@ Status by_dtype(DType dtype, const char* what, F&& f) {
   return Status::Ok();
 }
 
+}  // namespace RECOPS_ISA_NS
 }  // namespace recops::ops::jagged_cpu

@@ -3,6 +3,7 @@
 // registration (its OpInfos for `recops list` and its argument tables for the bindings).
 #include "ops/jagged/jagged_softmax/jagged_softmax.h"
 
+#include "core/cpu_features.h"
 #include "core/dispatch.h"
 #include "core/kit/op_def.h"
 #include "core/offsets.h"
@@ -19,6 +20,7 @@ const std::vector<core::Impl<Params>>& impls() {
       {"cuda_sm80", DeviceType::cuda, core::cuda::any_device_reason,
        core::cuda_capability_at_least<80, Params>, run_cuda},
 #endif
+      {"cpu_avx2", DeviceType::cpu, core::avx2_fma_reason, core::accept_all<Params>, run_cpu_avx2},
       {"cpu_generic", DeviceType::cpu, core::always_available, core::accept_all<Params>, run_cpu},
       {"reference", DeviceType::cpu, core::always_available, core::accept_all<Params>,
        run_reference},
