@@ -11,6 +11,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "core/exp_poly.h"
 #include "recops/isa_ns.h"
 #include "recops/dtype.h"
 
@@ -29,39 +30,16 @@ struct StdExp {
   }
 };
 
-// exp for fp32 that compilers vectorise (no call, no branch): x = k·ln2 + r with k = round(x·log2e)
-// and r from a two-part ln2 (Cody-Waite), exp(r) by Cephes' degree-6 polynomial on |r| <= ln2/2
-// (about 1 ulp there), 2^k put into the exponent bits. x below -87.33 (where 2^k would leave the
-// normal range) gives 0, as do -inf; NaN gives NaN (it reaches the polynomial); x is at most 0 in
-// the row loops (logit - max or logit - lse), and values above 88.37 are clamped (no inf). fp64
-// keeps std::exp. The *_avx2.cpp builds use it: 8 lanes with FMA, where std::exp is one scalar
-// libm call per logit.
+// exp for fp32 that compilers vectorise: core::exp_poly_f32 (core/exp_poly.h, about 1 ulp; 0 below
+// -87.33, NaN kept, clamped above 88.37); fp64 keeps std::exp. The *_avx2.cpp builds use it: 8
+// lanes with FMA, where std::exp is one scalar libm call per logit.
 struct PolyExp {
   template <class A>
   static A exp(A x) {
-    if constexpr (std::is_same_v<A, double>) {
+    if constexpr (std::is_same_v<A, double>)
       return std::exp(x);
-    } else {
-      const float lo = -87.33f, hi = 88.37f;
-      const float c = x < lo ? lo : (x > hi ? hi : x);  // NaN stays NaN, and reaches r
-      const float ck = c == c ? c : 0.0f;               // the exponent's int conversion: finite
-      const float k = std::floor(ck * 1.44269504088896341f + 0.5f);
-      float r = std::fma(k, -0.693359375f, c);
-      r = std::fma(k, 2.12194440e-4f, r);
-      const float r2 = r * r;
-      float q = 1.9875691500e-4f;
-      q = std::fma(q, r, 1.3981999507e-3f);
-      q = std::fma(q, r, 8.3334519073e-3f);
-      q = std::fma(q, r, 4.1665795894e-2f);
-      q = std::fma(q, r, 1.6666665459e-1f);
-      q = std::fma(q, r, 5.0000001201e-1f);
-      const float e = std::fma(q, r2, r) + 1.0f;
-      const int32_t bits = (static_cast<int32_t>(k) + 127) << 23;
-      float scale;
-      std::memcpy(&scale, &bits, sizeof scale);
-      const float v = e * scale;
-      return x < lo ? 0.0f : v;
-    }
+    else
+      return core::exp_poly_f32(x);
   }
 };
 

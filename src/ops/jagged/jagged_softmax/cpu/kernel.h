@@ -1,6 +1,6 @@
 // jagged/jagged_softmax/cpu/kernel.h: the CPU path, built twice: cpu_generic
 // (jagged_softmax_cpu.cpp) and cpu_avx2 (jagged_softmax_cpu_avx2.cpp: AVX2 + FMA + F16C, where the
-// fp32 exp is a vectorisable polynomial and fp16 converts in hardware). Work items are
+// fp32 exp is core::exp_poly_f32 and fp16 converts in hardware). Work items are
 // (sequence, block of up to kCols columns); threads take contiguous item ranges of equal cost (rows
 // x columns, each sequence counted one row more so that empty ones cost something), found by binary
 // search over the items' cost prefix. Per item, passes over the sequence's rows with the column
@@ -19,6 +19,7 @@
 #include <limits>
 #include <vector>
 
+#include "core/exp_poly.h"
 #include "core/parallel.h"
 #include "core/scalar.h"
 #include "ops/jagged/common/cpu_io.h"
@@ -43,39 +44,12 @@ inline BFloat16 bf16_from(double v) {
   return bf16_from_float(f);
 }
 
-#if defined(__AVX2__)
-// exp for fp32 without a call or a branch, so that the column loops vectorise in the AVX2 build
-// (std::exp is one scalar libm call per element): x = k·ln2 + r with k = round(x·log2e), r from a
-// two-part ln2 (Cody-Waite), exp(r) by Cephes' degree-6 polynomial on |r| <= ln2/2 (about 1 ulp),
-// 2^k put into the exponent bits. Below -87.33 (where 2^k leaves the normal range) and for -inf:
-// 0; NaN gives NaN; above 88.37: exp(88.37). The forward's arguments are x - max <= 0.
-inline float exp_f32(float x) {
-  const float lo = -87.33f, hi = 88.37f;
-  const float c = x < lo ? lo : (x > hi ? hi : x);  // NaN stays NaN and reaches r
-  const float ck = c == c ? c : 0.0f;               // the exponent's int conversion: finite
-  const float k = std::nearbyint(ck * 1.44269504088896341f);
-  float r = std::fma(k, -0.693359375f, c);
-  r = std::fma(k, 2.12194440e-4f, r);
-  const float r2 = r * r;
-  float q = 1.9875691500e-4f;
-  q = std::fma(q, r, 1.3981999507e-3f);
-  q = std::fma(q, r, 8.3334519073e-3f);
-  q = std::fma(q, r, 4.1665795894e-2f);
-  q = std::fma(q, r, 1.6666665459e-1f);
-  q = std::fma(q, r, 5.0000001201e-1f);
-  const float e = std::fma(q, r2, r) + 1.0f;
-  const int32_t bits = (static_cast<int32_t>(k) + 127) << 23;
-  float scale;
-  std::memcpy(&scale, &bits, sizeof scale);
-  return x < lo ? 0.0f : e * scale;
-}
-#endif
-
-// The forward's exp: exp_f32 for fp32 statistics in the AVX2 build, else std::exp.
+// The forward's exp: for fp32 statistics in the AVX2 build core::exp_poly_f32 (core/exp_poly.h,
+// about 1 ulp), which the column loops vectorise; else std::exp (a libm call per element).
 template <class Acc>
 inline Acc exp_acc(Acc x) {
 #if defined(__AVX2__)
-  if constexpr (std::is_same_v<Acc, float>) return exp_f32(x);
+  if constexpr (std::is_same_v<Acc, float>) return core::exp_poly_f32(x);
 #endif
   return std::exp(x);
 }
