@@ -8,7 +8,14 @@
 #include <omp.h>
 #endif
 
+#include "recops/isa_ns.h"
+
 namespace recops::core {
+// The ISA-named inline namespace (recops/isa_ns.h): the *_avx2 / *_avx512 files include this header
+// too, and an out-of-line copy of max_threads compiled there must not serve baseline code
+// (scripts/check_isa_objects.sh found one in jagged_softmax_cpu_avx2.cpp.o of the clang sanitizer
+// build).
+inline namespace RECOPS_ISA_NS {
 
 // The threads a CPU kernel may start: `requested` (0: OpenMP's default), at most four per
 // processor. A request of tens of thousands (torch.set_num_threads(60000), Context::num_threads)
@@ -52,4 +59,5 @@ void parallel_for(int64_t n, int64_t grain, int threads, F&& fn) {
 #endif
 }
 
+}  // namespace RECOPS_ISA_NS
 }  // namespace recops::core
