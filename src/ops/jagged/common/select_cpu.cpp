@@ -2,10 +2,11 @@
 // Forward: the offsets of the input and output segments (host vectors), then threads copy whole
 // output segments, balanced by rows (select_cpu.h); a segment of dense rows is one memcpy.
 // Backward: a stable counting sort groups the output segments of each input segment in ascending
-// order; threads take input segments balanced by rows and sum each row's group in that order in
-// fp64 for every dtype (the gradients of repeated indices may cancel; fp32 sums missed the single
-// standard there): deterministic, no atomics.
+// order; threads take input segments balanced by rows read and sum each row's group in that order
+// in fp64 for every dtype (the gradients of repeated indices may cancel; fp32 sums missed the
+// single standard there): deterministic, no atomics.
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <type_traits>
 #include <vector>
@@ -74,16 +75,36 @@ void forward(const SelectParams& p, const Offsets& o, int threads) {
       });
 }
 
+// dst[i] = 0 + src[i] for one member: the value itself with a -0 (the sign bit alone, in every
+// floating format here) turned into +0; on the bits, so that the loop vectorises for every dtype.
+template <class T>
+void plus_zero_copy(const T* src, T* dst, int64_t n) {
+  using Bits = std::conditional_t<sizeof(T) == 8, uint64_t,
+                                  std::conditional_t<sizeof(T) == 4, uint32_t, uint16_t>>;
+  static_assert(sizeof(Bits) == sizeof(T));
+  constexpr Bits kSign = static_cast<Bits>(Bits{1} << (8 * sizeof(T) - 1));
+  for (int64_t i = 0; i < n; ++i) {
+    Bits v;
+    std::memcpy(&v, src + i, sizeof v);
+    v = v == kSign ? Bits{0} : v;
+    std::memcpy(dst + i, &v, sizeof v);
+  }
+}
+
 template <class T>
 void backward(const SelectParams& p, const Offsets& o, int threads) {
   using Acc = double;  // see the file comment
   const auto load = [](T v) -> Acc {
-    if constexpr (std::is_same_v<T, double>)
+    if constexpr (std::is_same_v<T, double> || std::is_same_v<T, float>)
       return v;
     else if constexpr (std::is_same_v<T, Half>)
       return cpu_half_to_float(v);
-    else
-      return to_double(to_float(v));
+    else {  // bf16: the top half of an fp32 (exact), widened (exact)
+      const uint32_t bits = static_cast<uint32_t>(v.bits) << 16;
+      float f;
+      std::memcpy(&f, &bits, sizeof f);
+      return static_cast<Acc>(f);
+    }
   };
   const auto store = [](Acc a) -> T {
     if constexpr (std::is_same_v<T, double>)
@@ -105,41 +126,60 @@ void backward(const SelectParams& p, const Offsets& o, int threads) {
     std::vector<int64_t> next(first.begin(), first.end() - 1);
     for (int64_t j = 0; j < n_out; ++j) group[next[o.seg[j]]++] = j;
   }
+  // Work of input segment b: its rows times the rows read for them (its members, or one pass of
+  // zeros); threads take equal shares of the prefix.
+  std::vector<int64_t> work(static_cast<size_t>(n_in + 1), 0);
+  for (int64_t b = 0; b < n_in; ++b)
+    work[b + 1] = work[b] + (o.in[b + 1] - o.in[b]) * std::max<int64_t>(1, first[b + 1] - first[b]);
   const T* g = static_cast<const T*>(p.src);
   T* gv = static_cast<T*>(p.dst);
   select_balanced_for(
-      n_in, threads, [&](int64_t b) { return o.in[b]; },
+      n_in, threads, [&](int64_t b) { return work[b]; },
       [&](int64_t b) {
-        // The segment's L rows summed as one block: acc[l*D + d] over its group in ascending
-        // order; dense rows (stride D) are one run of L*D elements per group member.
+        // The segment as rows x width elements: one run of L*D when the gradient's rows are dense
+        // (stride D), else L rows of D at the gradient's row stride; the output is always dense.
         const int64_t L = o.in[b + 1] - o.in[b];
+        const int64_t members = first[b + 1] - first[b];
         T* out = gv + o.in[b] * p.D;
-        if (first[b + 1] == first[b]) {  // no member: zeros
-          std::fill(out, out + L * p.D, store(Acc{0}));
-          return;
-        }
-        if (first[b + 1] - first[b] == 1) {  // one member: its value (a -0 becomes 0 + -0 = +0)
-          const T* src = g + o.out[group[first[b]]] * p.src_row_stride;
-          for (int64_t l = 0; l < L; ++l)
-            for (int64_t d = 0; d < p.D; ++d) {
-              const T x = src[l * p.src_row_stride + d];
-              out[l * p.D + d] = load(x) == Acc{0} ? store(Acc{0}) : x;
-            }
+        if (members == 0) {  // never selected: zeros
+          std::memset(static_cast<void*>(out), 0, static_cast<size_t>(L * p.D) * sizeof(T));
           return;
         }
         const bool dense = p.src_row_stride == p.D;
         const int64_t rows = dense ? 1 : L, width = dense ? L * p.D : p.D;
-        thread_local std::vector<Acc> acc;  // reused across segments
-        acc.assign(static_cast<size_t>(L * p.D), Acc{0});
-        for (int64_t j = first[b]; j < first[b + 1]; ++j) {
-          const T* src = g + o.out[group[j]] * p.src_row_stride;
-          for (int64_t r = 0; r < rows; ++r) {
-            const T* row = src + r * p.src_row_stride;
-            Acc* a = acc.data() + r * width;
-            for (int64_t d = 0; d < width; ++d) a[d] += load(row[d]);
-          }
+        const int64_t stride = p.src_row_stride;
+        const auto member = [&](int64_t m) { return g + o.out[group[first[b] + m]] * stride; };
+        if (members == 1) {  // its value, a -0 written as +0 (the sum 0 + -0)
+          const T* src = member(0);
+          for (int64_t r = 0; r < rows; ++r)
+            plus_zero_copy(src + r * stride, out + r * width, width);
+          return;
         }
-        for (int64_t i = 0; i < L * p.D; ++i) out[i] = store(acc[i]);
+        // Two or more: s = 0 + g_0 + g_1 + ... in fp64, in ascending member order (the
+        // reference's order, so the same sums), over tiles of at most kTile elements of one row so
+        // that the partial sums stay in L1; the first two members and the last one are fused into
+        // the passes that start and finish a tile.
+        constexpr int64_t kTile = 2048;
+        Acc acc[kTile];
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t w0 = 0; w0 < width; w0 += kTile) {
+            const int64_t n = std::min(kTile, width - w0);
+            const int64_t at = r * stride + w0;
+            T* dst = out + r * width + w0;
+            const T* a = member(0) + at;
+            const T* c = member(1) + at;
+            if (members == 2) {
+              for (int64_t i = 0; i < n; ++i) dst[i] = store((Acc{0} + load(a[i])) + load(c[i]));
+              continue;
+            }
+            for (int64_t i = 0; i < n; ++i) acc[i] = (Acc{0} + load(a[i])) + load(c[i]);
+            for (int64_t m = 2; m + 1 < members; ++m) {
+              const T* x = member(m) + at;
+              for (int64_t i = 0; i < n; ++i) acc[i] += load(x[i]);
+            }
+            const T* z = member(members - 1) + at;
+            for (int64_t i = 0; i < n; ++i) dst[i] = store(acc[i] + load(z[i]));
+          }
       });
 }
 }  // namespace
