@@ -3,8 +3,10 @@
 // float or double: the same bits as recops/dtype.h's to_float and half_from_double). Measured about
 // 2x faster than the library's portable to_float(Half) / half_from_float in a convert-scale-convert
 // loop (g++ -O3, x86-64), so the CPU loops keep it.
+// And the bf16 narrowing from float that the jagged CPU loops store through (cpu_bf16_from_float).
 #pragma once
 
+#include <cstdint>
 #include <cstring>
 
 #include "recops/dtype.h"
@@ -37,6 +39,17 @@ Half cpu_half_from(V v) {
   return half_from_double(static_cast<double>(v));
 }
 #endif
+
+// float -> bf16, round to nearest even, a NaN kept and made quiet: the same bits as
+// recops/dtype.h's bf16_from_float, written with one select instead of its early return so that a
+// loop storing through it vectorises (the jagged_softmax forward's write loop did not before).
+inline BFloat16 cpu_bf16_from_float(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  const uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
+  const uint32_t quiet = (u >> 16) | 0x40u;
+  return BFloat16{static_cast<uint16_t>((u & 0x7FFFFFFFu) > 0x7F800000u ? quiet : rounded)};
+}
 
 }  // namespace RECOPS_ISA_NS
 }  // namespace recops::ops

@@ -27,14 +27,14 @@ Acc load(T v) {
     return static_cast<Acc>(v);
 }
 
-// An accumulator back to T: fp16 in one rounding (common/cpu_half.h), bf16 through
-// bf16_from_float, float and double cast.
+// An accumulator back to T: fp16 in one rounding, bf16 through cpu_bf16_from_float (both
+// common/cpu_half.h), float and double cast.
 template <class T, class Acc>
 T store(Acc v) {
   if constexpr (std::is_same_v<T, Half>)
     return cpu_half_from(v);
   else if constexpr (std::is_same_v<T, BFloat16>)
-    return bf16_from_float(v);
+    return cpu_bf16_from_float(v);
   else
     return static_cast<T>(v);
 }

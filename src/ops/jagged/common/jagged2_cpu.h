@@ -27,7 +27,7 @@ inline T jagged2_narrow(A v) {
   if constexpr (std::is_same_v<T, BFloat16> && std::is_same_v<A, double>) {
     return bf16_from_double(v);
   } else if constexpr (std::is_same_v<T, BFloat16>) {
-    return bf16_from_float(v);
+    return cpu_bf16_from_float(v);
   } else if constexpr (std::is_same_v<T, Half>) {
     return cpu_half_from(v);
   } else {

@@ -24,7 +24,7 @@ template <>
 struct Num<BFloat16> {
   using Acc = float;
   static float in(BFloat16 v) { return to_float(v); }
-  static BFloat16 out(float v) { return bf16_from_float(v); }
+  static BFloat16 out(float v) { return cpu_bf16_from_float(v); }  // common/cpu_half.h
 };
 // fp16 through common/cpu_half.h (one rounding, as half_from_double).
 template <>

@@ -41,7 +41,7 @@ inline BFloat16 bf16_from(double v) {
     u |= 1u;                                                    // odd: marks "inexact"
     std::memcpy(&f, &u, sizeof u);
   }
-  return bf16_from_float(f);
+  return cpu_bf16_from_float(f);
 }
 
 // The forward's exp: for fp32 statistics in the AVX2 build core::exp_poly_f32 (core/exp_poly.h,
@@ -56,22 +56,13 @@ inline Acc exp_acc(Acc x) {
 
 using jagged_cpu::load;
 // One rounding from float or double to T.
-// float -> bf16, round to nearest even, NaN kept quiet: recops/dtype.h's bf16_from_float written
-// with one integer select instead of an early return, so that the forward's write loop vectorises.
-inline BFloat16 bf16_from_float_sel(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof u);
-  const uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
-  const uint32_t quiet = (u >> 16) | 0x40u;
-  return BFloat16{static_cast<uint16_t>((u & 0x7FFFFFFFu) > 0x7F800000u ? quiet : rounded)};
-}
 
 template <class T, class V>
 T store(V v) {
   if constexpr (std::is_same_v<T, Half>)
     return cpu_half_from(v);  // common/cpu_half.h
   else if constexpr (std::is_same_v<T, BFloat16> && std::is_same_v<V, float>)
-    return bf16_from_float_sel(v);
+    return cpu_bf16_from_float(v);  // common/cpu_half.h
   else if constexpr (std::is_same_v<T, BFloat16>)
     return bf16_from(v);
   else

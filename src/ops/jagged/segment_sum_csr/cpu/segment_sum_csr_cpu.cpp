@@ -40,7 +40,7 @@ struct Sum {
     if constexpr (std::is_same_v<T, Half>)
       return cpu_half_from(a);
     else if constexpr (std::is_same_v<T, BFloat16>)
-      return bf16_from_float(a);
+      return cpu_bf16_from_float(a);
     else
       return static_cast<T>(a);  // integers: two's complement wrap to T's width
   }
