@@ -25,6 +25,11 @@ constexpr const char* kOp = "chunk_loss";
 constexpr const char* kFwd = "chunk_loss_fwd";
 constexpr const char* kBwd = "chunk_loss_bwd";
 constexpr size_t kMinBudget = size_t{64} << 20;  // 64 MiB (training_ops.md §3.2)
+// CUDA, chunks whose pieces live in d_weight (params.h): at most this many rows. The logit GEMM
+// reads all of W once per chunk, so it is bound by that read below about 300 rows on Hopper (H100:
+// ~990 dense bf16 TFLOP/s over 3.35 TB/s), and the fp32 dW accumulator is read and written once per
+// chunk; 1024 rows (16 chunks at N = 16384) make both small against the 6·N·D·V flops.
+constexpr int64_t kCudaMaxRows = 1024;
 
 const std::vector<core::Impl<Params>>& impls() {
   static const auto list =
@@ -105,7 +110,7 @@ Params params_of(const ChunkLossArgs& a, bool bwd) {
   p.D = a.hidden.sizes[1];
   p.V = a.weight.sizes[0];
   ChunkLossPlan plan;
-  (void)chunk_loss_plan(a, &plan);
+  (void)chunk_loss_plan(a, &plan, bwd);
   p.Nc = plan.Nc;
   p.Vc = plan.Vc;
   p.ignore_index = a.ignore_index;
@@ -125,10 +130,14 @@ bool shapes_ok(const ChunkLossArgs& a) {
 
 namespace recops {
 
-// Vc = vocab_chunk (capped at V), else V. Nc = token_chunk (capped at N), else the most rows whose
-// tiles (Z and G: Vc·(a + s), the hidden chunk and dh accumulator: 2·D·a per row) fit the budget
-// max(N·D·s, 64 MiB), rounded down to a multiple of 64 when at least 64, at least 1.
-Status chunk_loss_plan(const ChunkLossArgs& a, ChunkLossPlan* plan) {
+// Vc = vocab_chunk (capped at V), else V. Nc = token_chunk (capped at N), else:
+// - CUDA, with gradients accumulated in fp32 (not accum_dtype = input): the most rows, at most
+//   kCudaMaxRows, whose chunk pieces (params.h's Layout) fit in d_weight, which holds them (they
+//   then take no memory of their own); when not even 64 rows fit (D below about 64), as below;
+// - else the most rows whose tiles (Z and G: Vc·(a + s), the hidden chunk and dh accumulator:
+//   2·D·a per row; on CUDA without gradients Z alone, Vc·a) fit the budget max(N·D·s, 64 MiB);
+// rounded down to a multiple of 64 when at least 64, at least 1.
+Status chunk_loss_plan(const ChunkLossArgs& a, ChunkLossPlan* plan, bool grads) {
   using namespace ops::chunk_loss_ns;
   *plan = {};
   if (!shapes_ok(a)) return Status(StatusCode::invalid_argument, "chunk_loss: bad shapes");
@@ -141,12 +150,34 @@ Status chunk_loss_plan(const ChunkLossArgs& a, ChunkLossPlan* plan) {
     plan->Nc = std::min(a.token_chunk, N);
     return Status::Ok();
   }
+  const bool cuda = !a.hidden.device.is_cpu();
+  const bool low = a.accum_dtype && *a.accum_dtype == a.hidden.dtype &&
+                   *a.accum_dtype != stat_dtype_of(a.hidden.dtype);
+  if (cuda && grads && !low) {
+    Params q;  // the layout's view of a chunk of c rows
+    q.bwd = true;
+    q.host = false;
+    q.dtype = a.hidden.dtype;
+    q.N = N;
+    q.D = D;
+    q.V = V;
+    q.Vc = plan->Vc;
+    for (int64_t c = std::min(N, kCudaMaxRows) / 64 * 64; c >= 64; c -= 64) {
+      q.Nc = c;
+      if (layout_of(q).in_dw) {
+        plan->Nc = c;
+        return Status::Ok();
+      }
+    }
+  }
   // The plan answers any sizes (it reads no data): the products saturate at INT64_MAX.
   const int64_t budget =
       std::max<int64_t>(ops::training::extent_product({N, D, s}), static_cast<int64_t>(kMinBudget));
   int64_t per_row = 0;
-  if (__builtin_add_overflow(ops::training::extent_product({plan->Vc, acc + s}),
-                             ops::training::extent_product({2, D, acc}), &per_row))
+  if (cuda && !grads)
+    per_row = ops::training::extent_product({plan->Vc, acc});
+  else if (__builtin_add_overflow(ops::training::extent_product({plan->Vc, acc + s}),
+                                  ops::training::extent_product({2, D, acc}), &per_row))
     per_row = INT64_MAX;
   int64_t nc = budget / per_row;
   if (nc >= 64) nc = nc / 64 * 64;
@@ -168,11 +199,11 @@ size_t chunk_loss_workspace_bytes(const ChunkLossArgs& a) {
   return layout_of(params_of(a, false)).total;
 }
 
-// The backward's layout, which holds the forward's (chunk_loss_fwd with "none" runs the forward).
+// The backward's layout for "sum" and "mean" (the fused run), the forward's for "none".
 size_t chunk_loss_fwd_workspace_bytes(const ChunkLossArgs& a) {
   using namespace ops::chunk_loss_ns;
   if (!shapes_ok(a)) return 0;
-  return layout_of(params_of(a, true)).total;
+  return layout_of(params_of(a, a.reduction != CeReduction::none)).total;
 }
 
 size_t chunk_loss_bwd_workspace_bytes(const ChunkLossBwdArgs& a) {

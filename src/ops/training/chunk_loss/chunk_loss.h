@@ -37,7 +37,9 @@ struct ChunkLossPlan {
   int64_t Nc = 0;  // rows per token chunk
   int64_t Vc = 0;  // columns per vocab tile
 };
-Status chunk_loss_plan(const ChunkLossArgs& a, ChunkLossPlan* plan);
+// grads: the plan of a call that writes the gradients (chunk_loss_fwd with "sum"/"mean",
+// chunk_loss_bwd); on CUDA their chunks can be larger (the README's schedule).
+Status chunk_loss_plan(const ChunkLossArgs& a, ChunkLossPlan* plan, bool grads = false);
 
 // loss, z_loss: [] ("sum", "mean") or [N] ("none"), fp32 (fp64 for fp64).
 Status chunk_loss_shape(const ChunkLossArgs& a, Shape* loss_shape, DType* stat_dtype);

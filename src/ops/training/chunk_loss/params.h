@@ -53,11 +53,17 @@ struct Params {
 //   g      [Nc, Vc] s   G rounded to dtype (the CUDA GEMM operand)
 //   hacc   [Nc, D] A    the hidden chunk converted to A (CPU only)
 //   dhacc  [Nc, D] A    the dh accumulator over vocab tiles (backward)
+//   dbacc  [V] A        db accumulator (backward)
 //   dwacc  [V, D] A     dW accumulator (backward; not needed where dW accumulates in d_weight
 //                       itself: on the CPU when the input dtype is A, on CUDA with accum_low)
-//   dbacc  [V] A        db accumulator (backward)
+// On CUDA, when dW accumulates in dwacc, d_weight (V·D·s bytes) is written once, by the final cast
+// of dwacc: until then it is free, and the pieces before dwacc (rows .. dbacc) live in it when they
+// fit (in_dw; offsets from Params::dw), so that the workspace is dwacc alone. The device code then
+// writes the loss (reads rows) and casts db (reads dbacc) before it casts dW.
 struct Layout {
-  size_t rows = 0, z = 0, g = 0, hacc = 0, dhacc = 0, dwacc = 0, dbacc = 0, total = 0;
+  size_t rows = 0, z = 0, g = 0, hacc = 0, dhacc = 0, dbacc = 0, dwacc = 0, total = 0;
+  size_t pieces = 0;   // the bytes of rows .. dbacc
+  bool in_dw = false;  // rows .. dbacc are offsets from Params::dw, dwacc alone from the workspace
 };
 
 inline size_t align256(size_t b) {
@@ -86,8 +92,12 @@ inline Layout layout_of(const Params& p) {
   l.g = take(p.bwd ? n(p.Nc) * n(p.Vc) * s : 0);
   l.hacc = take(p.host ? n(p.Nc) * n(p.D) * a : 0);
   l.dhacc = take(p.bwd ? n(p.Nc) * n(p.D) * a : 0);
-  l.dwacc = take(p.bwd && dw_accumulator(p) ? n(p.V) * n(p.D) * a : 0);
   l.dbacc = take(p.bwd ? n(p.V) * a : 0);
+  l.pieces = off;
+  const bool acc = p.bwd && dw_accumulator(p);
+  l.in_dw = acc && !p.host && l.pieces <= n(p.V) * n(p.D) * s;
+  if (l.in_dw) off = 0;
+  l.dwacc = take(acc ? n(p.V) * n(p.D) * a : 0);
   l.total = off;
   return l;
 }

@@ -137,6 +137,43 @@ TEST(ChunkLoss, PlanKeepsTheBudget) {
   EXPECT_LE(tiles, int64_t{16384} * 4096 * 2);
 }
 
+// On CUDA the gradients' chunks live in d_weight until its final cast (fp32 accumulation): 1024
+// rows at the benchmark shape and a workspace of the fp32 dW accumulator alone; the forward alone
+// keeps the budget with its Z tile only (256 rows), and accum_dtype = input the CPU's rule. The
+// plan and the workspace functions read no data, so this runs without a GPU.
+TEST(ChunkLoss, CudaPlanPutsTheChunksInDWeight) {
+  ChunkLossArgs a;
+  a.hidden.dtype = a.weight.dtype = DType::bf16;
+  a.hidden.ndim = a.weight.ndim = 2;
+  a.hidden.device = a.weight.device = Device::cuda(0);
+  a.hidden.sizes[0] = 16384;
+  a.hidden.sizes[1] = a.weight.sizes[1] = 4096;
+  a.weight.sizes[0] = 131072;
+  a.reduction = CeReduction::mean;
+  ChunkLossPlan plan;
+  ASSERT_TRUE(chunk_loss_plan(a, &plan, /*grads=*/true).ok());
+  EXPECT_EQ(plan.Nc, 1024);
+  const size_t dwacc = size_t{131072} * 4096 * 4;
+  EXPECT_EQ(chunk_loss_fwd_workspace_bytes(a), dwacc);
+  ChunkLossBwdArgs b;
+  static_cast<ChunkLossArgs&>(b) = a;
+  EXPECT_EQ(chunk_loss_bwd_workspace_bytes(b), dwacc);
+  ASSERT_TRUE(chunk_loss_plan(a, &plan).ok());
+  EXPECT_EQ(plan.Nc, 256);
+  EXPECT_LE(plan.Nc * plan.Vc * 4, int64_t{16384} * 4096 * 2);
+  // reduction "none": chunk_loss_fwd runs the forward alone, with its workspace.
+  a.reduction = CeReduction::none;
+  EXPECT_EQ(chunk_loss_fwd_workspace_bytes(a), chunk_loss_workspace_bytes(a));
+  a.accum_dtype = DType::bf16;
+  ASSERT_TRUE(chunk_loss_plan(a, &plan, /*grads=*/true).ok());
+  EXPECT_EQ(plan.Nc, 128);
+  // D too small for 64 rows in d_weight: the budget's rule.
+  a.accum_dtype.reset();
+  a.hidden.sizes[1] = a.weight.sizes[1] = 16;
+  ASSERT_TRUE(chunk_loss_plan(a, &plan, /*grads=*/true).ok());
+  EXPECT_EQ(plan.Nc, int64_t{64} * 1024 * 1024 / (131072 * 6 + 2 * 16 * 4) / 64 * 64);
+}
+
 // The plan reads no data, so it answers any sizes: N·D·s and the per-row bytes of a huge V and D
 // saturate instead of overflowing int64 (UBSan found this through the workspace function:
 // tests/fuzz/corpus/fuzz_training2_entries/found_chunk_loss_plan_overflow).

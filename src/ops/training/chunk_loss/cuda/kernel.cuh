@@ -252,16 +252,19 @@ Status run_dtype(const Params& p, const Context& ctx) {
                       "(cuBLAS sizes are int)");
   const Layout l = layout_of(p);
   char* ws = static_cast<char*>(p.workspace);
+  // The chunk pieces: in d_weight until its final cast when they fit (params.h), else in the
+  // workspace.
+  char* sp = l.in_dw ? static_cast<char*>(p.dw) : ws;
   Dev d{};
-  d.r_loss = reinterpret_cast<float*>(ws + l.rows);
+  d.r_loss = reinterpret_cast<float*>(sp + l.rows);
   d.r_z = d.r_loss + p.N;
   d.r_w = d.r_z + p.N;
   d.r_lse = d.r_w + p.N;
-  d.z = reinterpret_cast<float*>(ws + l.z);
-  d.g = ws + l.g;
-  d.dhacc = reinterpret_cast<float*>(ws + l.dhacc);
+  d.z = reinterpret_cast<float*>(sp + l.z);
+  d.g = sp + l.g;
+  d.dhacc = reinterpret_cast<float*>(sp + l.dhacc);
+  d.dbacc = reinterpret_cast<float*>(sp + l.dbacc);
   d.dwacc = reinterpret_cast<float*>(ws + l.dwacc);
-  d.dbacc = reinterpret_cast<float*>(ws + l.dbacc);
   cudaStream_t stream = static_cast<cudaStream_t>(ctx.stream);
   cublasHandle_t h = nullptr;
   if (p.N > 0) RECOPS_RETURN_IF_ERROR(core::cuda::cublas_handle(stream, &h));
@@ -301,13 +304,19 @@ Status run_dtype(const Params& p, const Context& ctx) {
                                 ctx.stream, p, d);
   } else {
     RECOPS_RETURN_IF_ERROR(backward_tiles<T>(p, ctx, d, h, logits, row_launch));
-    if (!p.fused) return Status::Ok();
-    return RECOPS_LAUNCH_KERNEL(op, finish_fwd_kernel<T>, dim3(1), dim3(kReduceThreads), 0,
-                                ctx.stream, p, d);
+    if (p.fused)
+      RECOPS_RETURN_IF_ERROR(RECOPS_LAUNCH_KERNEL(op, finish_fwd_kernel<T>, dim3(1),
+                                                  dim3(kReduceThreads), 0, ctx.stream, p, d));
+    // Last: the cast of dW into d_weight, which may hold the pieces read above (in_dw).
+    if (p.accum_low) return Status::Ok();
+    return RECOPS_LAUNCH_KERNEL(op, cast_kernel<T>, flat_grid(p.V * p.D), dim3(kColThreads), 0,
+                                ctx.stream, static_cast<const float*>(d.dwacc),
+                                static_cast<T*>(p.dw), p.V * p.D);
   }
 }
 
-// The backward after rows_init_kernel: the chunks in order, then the casts of dW and db.
+// The backward after rows_init_kernel: the chunks in order, then the cast of db (run_dtype casts
+// dW after the loss).
 template <class T, class L, class R>
 Status backward_tiles(const Params& p, const Context& ctx, Dev& d, cublasHandle_t h, L&& logits,
                       R&& row_launch) {
@@ -364,10 +373,6 @@ Status backward_tiles(const Params& p, const Context& ctx, Dev& d, cublasHandle_
                                                 dim3(kColThreads), 0, ctx.stream, d.dhacc,
                                                 static_cast<T*>(p.dh) + d.r0 * p.D, cnt));
   }
-  if (!p.accum_low)
-    RECOPS_RETURN_IF_ERROR(RECOPS_LAUNCH_KERNEL(op, cast_kernel<T>, flat_grid(p.V * p.D),
-                                                dim3(kColThreads), 0, ctx.stream, d.dwacc,
-                                                static_cast<T*>(p.dw), p.V * p.D));
   if (p.db)
     RECOPS_RETURN_IF_ERROR(
         RECOPS_LAUNCH_KERNEL(op, cast_kernel<T>, flat_grid(p.V), dim3(kColThreads), 0, ctx.stream,
