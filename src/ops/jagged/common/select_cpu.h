@@ -14,13 +14,16 @@
 namespace recops::ops {
 
 // Calls item(i) for every i in [0, n). cost(i) (i in [0, n]) is the non-decreasing cost prefix;
-// each item also counts 1, so runs of empty items are spread too.
+// each item also counts 1, so runs of empty items are spread too. A thread is started per
+// `per_thread` units of the total (at least one thread).
 template <class Cost, class Item>
-void select_balanced_for(int64_t n, int threads, Cost&& cost, Item&& item) {
+void select_balanced_for(int64_t n, int threads, Cost&& cost, Item&& item,
+                         int64_t per_thread = int64_t{1} << 14) {
   if (n <= 0) return;
   const auto weight = [&](int64_t i) { return cost(i) + i; };
   const int64_t total = weight(n);
-  const int nt = core::max_threads(threads, std::max<int64_t>(1, total >> 14));
+  const int nt =
+      core::max_threads(threads, std::max<int64_t>(1, total / std::max<int64_t>(1, per_thread)));
   // First item of part t: the first i with weight(i) >= total * t / nt.
   const auto part_begin = [&](int64_t t) {
     if (t >= nt) return n;
