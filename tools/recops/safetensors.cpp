@@ -3,8 +3,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <optional>
+#include <vector>
 
 #include "tools/recops/gen.h"
 
@@ -13,6 +16,20 @@ namespace {
 
 Status bad(const std::string& path, const std::string& what) {
   return Status(StatusCode::invalid_argument, path + ": " + what);
+}
+
+// A header array of non-negative integers up to INT64_MAX, each checked before it is converted:
+// nlohmann's get<int64_t>() casts a number such as 3.06e19 or -1.5 as it is, undefined behaviour
+// out of range (the fuzzer found it in data_offsets). nullopt names nothing; the caller does.
+std::optional<std::vector<int64_t>> counts(const nlohmann::json& j) {
+  if (!j.is_array()) return std::nullopt;
+  std::vector<int64_t> v;
+  for (const auto& x : j) {
+    if (!x.is_number_unsigned() || x.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
+      return std::nullopt;
+    v.push_back(static_cast<int64_t>(x.get<uint64_t>()));
+  }
+  return v;
 }
 
 std::optional<DType> dtype_from_safetensors(const std::string& s) {
@@ -110,9 +127,20 @@ Status read_safetensors(const std::string& path, SafetensorsFile* out) {
       }
       const auto dt = dtype_from_safetensors(e.at("dtype").get<std::string>());
       if (!dt) return bad(path, "tensor '" + name + "': unsupported dtype " + e.at("dtype").dump());
-      Shape shape = e.at("shape").get<Shape>();
-      const auto offs = e.at("data_offsets").get<std::vector<uint64_t>>();
-      if (offs.size() != 2 || offs[0] > offs[1] || offs[1] > data_size)
+      const auto dims = counts(e.at("shape"));
+      if (!dims)
+        return bad(path, "tensor '" + name +
+                             "': shape must be an array of integers in [0, 2^63), got " +
+                             e.at("shape").dump());
+      const Shape shape = *dims;
+      const auto given = counts(e.at("data_offsets"));
+      if (!given || given->size() != 2)
+        return bad(path, "tensor '" + name +
+                             "': data_offsets must be two integers in [0, 2^63), got " +
+                             e.at("data_offsets").dump());
+      const uint64_t offs[2] = {static_cast<uint64_t>((*given)[0]),
+                                static_cast<uint64_t>((*given)[1])};
+      if (offs[0] > offs[1] || offs[1] > data_size)
         return bad(path, "tensor '" + name + "': data_offsets out of the data section");
       // The shape's byte count, overflow-checked, before anything is allocated: a file from
       // elsewhere may claim [2^61 + 2] elements over 16 bytes.

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/hash_rng.h"
@@ -201,6 +202,28 @@ void test_safetensors_overflow() {
   expect(!st.ok() && st.message().find("needs more than 2^63-1 bytes") != std::string::npos,
          "safetensors: an overflowing shape is refused");
   std::remove(path.c_str());
+  // Numbers that are not counts: a float past int64 in data_offsets (the fuzzer's find: the
+  // conversion was undefined), a fractional or negative dimension, an offset past 2^63.
+  const std::pair<std::string, std::string> cases[] = {
+      {R"({"t":{"dtype":"F32","shape":[1],"data_offsets":[0,3.05843e19]}})",
+       "data_offsets must be two integers"},
+      {R"({"t":{"dtype":"F32","shape":[1.5],"data_offsets":[0,4]}})", "shape must be an array"},
+      {R"({"t":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", "shape must be an array"},
+      {R"({"t":{"dtype":"F32","shape":[1],"data_offsets":[0,9223372036854775808]}})",
+       "data_offsets must be two integers"},
+      {R"({"t":{"dtype":"F32","shape":[1],"data_offsets":[0]}})", "data_offsets must be two"}};
+  for (const auto& [h, want] : cases) {
+    {
+      std::ofstream f(path, std::ios::binary);
+      const uint64_t n = h.size();
+      f.write(reinterpret_cast<const char*>(&n), 8);
+      f << h << std::string(16, '\0');
+    }
+    const Status s = read_safetensors(path, &file);
+    const std::string what = "safetensors: a header number that is no count is refused: " + h;
+    expect(!s.ok() && s.message().find(want) != std::string::npos, what.c_str());
+    std::remove(path.c_str());
+  }
 }
 }  // namespace
 
