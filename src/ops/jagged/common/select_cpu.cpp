@@ -176,7 +176,10 @@ void backward(const SelectParams& p, const Offsets& o, int threads) {
             const T* a = member(0) + at;
             const T* c = member(1) + at;
             if (members == 2) {
-              for (int64_t i = 0; i < n; ++i) dst[i] = store((Acc{0} + load(a[i])) + load(c[i]));
+              if constexpr (sizeof(T) == 2)  // fp32 gives the fp64 sum's bits (select_cpu.h)
+                for (int64_t i = 0; i < n; ++i) dst[i] = select_pair_sum(a[i], c[i]);
+              else
+                for (int64_t i = 0; i < n; ++i) dst[i] = store((Acc{0} + load(a[i])) + load(c[i]));
               continue;
             }
             for (int64_t i = 0; i < n; ++i) acc[i] = (Acc{0} + load(a[i])) + load(c[i]);

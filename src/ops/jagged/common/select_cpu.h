@@ -5,10 +5,13 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <type_traits>
 #include <cstring>
 
 #include "core/parallel.h"
+#include "ops/jagged/common/cpu_half.h"
 #include "recops/dtype.h"
 
 namespace recops::ops {
@@ -44,22 +47,54 @@ void select_balanced_for(int64_t n, int threads, Cost&& cost, Item&& item,
   });
 }
 
-// bf16 from double in one rounding (to nearest even), by integer arithmetic on the double's bits
-// for zeros and results that are normal bf16 numbers; the rest (subnormal, overflow, inf, NaN)
-// take the library's exact path. The same bits as bf16_from_double, several times faster.
+// bf16 from double in one rounding (to nearest even), the same bits as bf16_from_double (NaN
+// included: its sign and 0x7FC0), without branches so that a loop storing through it vectorises:
+// the double is rounded to odd into fp32 (the nearest float toward zero with its last bit set when
+// inexact), and that float to nearest even into bf16. fp32 keeps 16 bits more than bf16, so the
+// second rounding sees the first one's sticky bit and the pair rounds as one (round-to-odd); the
+// range is the same (one exponent width), so overflow, subnormals and zeros come out as the exact
+// rounding's.
 inline BFloat16 select_bf16_from_double(double v) {
-  uint64_t u;
-  std::memcpy(&u, &v, sizeof u);
-  const uint64_t mag = u & 0x7FFFFFFFFFFFFFFFull;
-  // Round the 52-bit mantissa to 7 bits: add half an ulp minus one, plus the kept lsb (ties to
-  // even); a carry moves into the exponent as it should.
-  const uint64_t r = mag + ((uint64_t{1} << 44) - 1) + ((mag >> 45) & 1u);
-  const int64_t e = static_cast<int64_t>(r >> 52) - 1023 + 127;
-  if (mag == 0) return BFloat16{static_cast<uint16_t>((u >> 48) & 0x8000u)};  // +-0
-  if (e < 1 || e > 254) return bf16_from_double(v);
-  const auto bits = static_cast<uint16_t>(((u >> 48) & 0x8000u) | (static_cast<uint64_t>(e) << 7) |
-                                          ((r >> 45) & 0x7Fu));
-  return BFloat16{bits};
+  const float f = static_cast<float>(v);  // IEEE: out of range gives inf, handled below
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  const double back = static_cast<double>(f);
+  const bool inexact = back != v && v == v;
+  // Toward zero then odd: one below in magnitude when the nearest float lies above (bits are
+  // sign-magnitude, so u - 1 is smaller in magnitude for either sign; f is never 0 there).
+  const uint32_t odd = ((std::fabs(back) > std::fabs(v) ? u - 1u : u) | 1u);
+  u = inexact ? odd : u;
+  const uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
+  const uint32_t nan = ((u >> 16) & 0x8000u) | 0x7FC0u;  // u is f's own bits for a NaN
+  return BFloat16{static_cast<uint16_t>(v == v ? rounded : nan)};
+}
+
+// (0 + a) + b rounded once to T (fp16 or bf16), computed in fp32: the same bits as the sum in fp64
+// rounded once (the golden's), NaN included. The fp32 sum is exact while the exponents of a and b
+// differ by at most 15 (bf16: 8 significant bits each, so at most 24 in the sum; fp16: 11, at most
+// 12 apart); further apart, the smaller one is below a quarter of the larger's ulp in T, the exact
+// sum rounds to the larger one in T, and the fp32 sum (within an fp32 ulp of the exact one) is no
+// tie in T and rounds there too. The two-member case of the segment select backward, which the
+// fp64 path made slow (test_jagged_index_select.cpp checks it against the fp64 sum).
+template <class T>
+T select_pair_sum(T a, T b) {
+  if constexpr (std::is_same_v<T, Half>) {
+    return cpu_half_from((0.0f + cpu_half_to_float(a)) + cpu_half_to_float(b));
+  } else {
+    static_assert(std::is_same_v<T, BFloat16>);
+    const auto wide = [](BFloat16 v) {
+      const uint32_t bits = static_cast<uint32_t>(v.bits) << 16;
+      float f;
+      std::memcpy(&f, &bits, sizeof f);
+      return f;
+    };
+    const float s = (0.0f + wide(a)) + wide(b);
+    uint32_t u;
+    std::memcpy(&u, &s, sizeof u);
+    const uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
+    const uint32_t nan = ((u >> 16) & 0x8000u) | 0x7FC0u;  // bf16_from_double's NaN
+    return BFloat16{static_cast<uint16_t>(s == s ? rounded : nan)};
+  }
 }
 
 }  // namespace recops::ops

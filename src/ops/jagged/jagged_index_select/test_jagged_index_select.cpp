@@ -35,6 +35,45 @@ TEST(JaggedIndexSelect, FastBf16RoundingMatchesExact) {
     check(v);
 }
 
+// The two-member backward sums 16-bit gradients in fp32 (select_pair_sum): the bits of the fp64
+// sum rounded once, as the golden computes it, for every pair tried: random bit patterns (any
+// exponent gap, NaN, inf, subnormals), pairs of close exponents with random signs (cancellation),
+// and each value with itself and its negation.
+TEST(JaggedIndexSelect, PairSumInFp32MatchesFp64) {
+  uint64_t s = 0x243F6A8885A308D3ull;
+  const auto next = [&] {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<uint16_t>(s >> 48);
+  };
+  const auto check = [](auto a, auto b, auto from_double) {
+    const double exact = (0.0 + to_double(a)) + to_double(b);
+    const auto want = from_double(exact), got = ops::select_pair_sum(a, b);
+    if (std::isnan(exact))
+      EXPECT_TRUE(std::isnan(to_double(got))) << to_double(a) << " + " << to_double(b);
+    else
+      EXPECT_EQ(got.bits, want.bits) << to_double(a) << " + " << to_double(b);
+  };
+  const auto bf = [](double v) { return bf16_from_double(v); };
+  const auto hf = [](double v) { return half_from_double(v); };
+  for (int i = 0; i < 400000; ++i) {
+    const uint16_t x = next(), y = next();
+    // Close exponents: y's exponent field within 20 of x's.
+    const uint16_t yb =
+        static_cast<uint16_t>((y & 0x807Fu) | ((((x >> 7) & 0xFFu) + (y % 41) - 20) & 0xFFu) << 7);
+    const uint16_t yh = static_cast<uint16_t>(
+        (y & 0x83FFu) | ((((x >> 10) & 0x1Fu) + (y % 27) - 13) & 0x1Fu) << 10);
+    check(BFloat16{x}, BFloat16{y}, bf);
+    check(BFloat16{x}, BFloat16{yb}, bf);
+    check(BFloat16{x}, BFloat16{static_cast<uint16_t>(x ^ 0x8000u)}, bf);
+    check(BFloat16{x}, BFloat16{x}, bf);
+    check(Half{x}, Half{y}, hf);
+    check(Half{x}, Half{yh}, hf);
+    check(Half{x}, Half{static_cast<uint16_t>(x ^ 0x8000u)}, hf);
+    check(Half{x}, Half{x}, hf);
+    if (HasFailure()) break;
+  }
+}
+
 TEST(JaggedIndexSelect, RefusesIndexOutOfRange) {
   Tensor values = Tensor::empty({5, 2}, DType::fp32);
   Tensor lengths = Tensor::empty({2}, DType::int64);
