@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/cpu_features.h"
 #include "core/dispatch.h"
 #include "core/offsets.h"
 #include "recops/status.h"
@@ -30,16 +31,21 @@ inline Status check_out(const char* op, const char* name, const TensorView& t, c
 }
 
 // The list: "cuda_sm80" with the op's accept test (pass RECOPS_IF_CUDA(...) for both: nullptr
-// leaves it out), "cpu_generic", "reference".
+// leaves it out), "cpu_avx2" when the op has one (the CPU path built with AVX2 + FMA, run where
+// the CPU has them), "cpu_generic", "reference".
 template <class Params>
 std::vector<core::Impl<Params>> impls(Status (*cuda_run)(const Params&, const Context&),
                                       std::string (*cuda_accepts)(const Params&),
                                       Status (*cpu)(const Params&, const Context&),
-                                      Status (*reference)(const Params&, const Context&)) {
+                                      Status (*reference)(const Params&, const Context&),
+                                      Status (*cpu_avx2)(const Params&, const Context&) = nullptr) {
   std::vector<core::Impl<Params>> first;
   if (cuda_run)
     first.push_back(
         {"cuda_sm80", DeviceType::cuda, core::cuda::any_device_reason, cuda_accepts, cuda_run});
+  if (cpu_avx2)
+    first.push_back(
+        {"cpu_avx2", DeviceType::cpu, core::avx2_fma_reason, core::accept_all<Params>, cpu_avx2});
   return core::with_cpu_impls<Params>(std::move(first), cpu, reference);
 }
 

@@ -31,7 +31,7 @@ std::string cuda_accepts(const Params& p) {
 
 const std::vector<core::Impl<Params>>& impls() {
   static const auto list = jagged_flash::impls<Params>(
-      RECOPS_IF_CUDA(run_cuda), RECOPS_IF_CUDA(cuda_accepts), run_cpu, run_reference);
+      RECOPS_IF_CUDA(run_cuda), RECOPS_IF_CUDA(cuda_accepts), run_cpu, run_reference, run_cpu_avx2);
   return list;
 }
 
