@@ -133,7 +133,8 @@ namespace recops {
 // Vc = vocab_chunk (capped at V), else V. Nc = token_chunk (capped at N), else:
 // - CUDA, with gradients accumulated in fp32 (not accum_dtype = input): the most rows, at most
 //   kCudaMaxRows, whose chunk pieces (params.h's Layout) fit in d_weight, which holds them (they
-//   then take no memory of their own); when not even 64 rows fit (D below about 64), as below;
+//   then take no memory of their own); when not even 64 rows fit (D below about 200 in 16 bits,
+//   130 in fp32, for a large V), as below;
 // - else the most rows whose tiles (Z and G: Vc·(a + s), the hidden chunk and dh accumulator:
 //   2·D·a per row; on CUDA without gradients Z alone, Vc·a) fit the budget max(N·D·s, 64 MiB);
 // rounded down to a multiple of 64 when at least 64, at least 1.
