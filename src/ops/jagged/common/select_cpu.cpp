@@ -106,12 +106,8 @@ void backward(const SelectParams& p, const Offsets& o, int threads) {
       return v;
     else if constexpr (std::is_same_v<T, Half>)
       return cpu_half_to_float(v);
-    else {  // bf16: the top half of an fp32 (exact), widened (exact)
-      const uint32_t bits = static_cast<uint32_t>(v.bits) << 16;
-      float f;
-      std::memcpy(&f, &bits, sizeof f);
-      return static_cast<Acc>(f);
-    }
+    else
+      return static_cast<Acc>(to_float(v));  // bf16: exact
   };
   const auto store = [](Acc a) -> T {
     if constexpr (std::is_same_v<T, double>)
@@ -121,7 +117,7 @@ void backward(const SelectParams& p, const Offsets& o, int threads) {
     else if constexpr (std::is_same_v<T, Half>)
       return cpu_half_from(a);
     else
-      return select_bf16_from_double(a);
+      return cpu_bf16_from_double(a);  // common/cpu_half.h
   };
   // Stable counting sort: group[first[s] .. first[s+1]) holds the output segments j of input
   // segment s, ascending.

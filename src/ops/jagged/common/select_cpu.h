@@ -47,28 +47,6 @@ void select_balanced_for(int64_t n, int threads, Cost&& cost, Item&& item,
   });
 }
 
-// bf16 from double in one rounding (to nearest even), the same bits as bf16_from_double (NaN
-// included: its sign and 0x7FC0), without branches so that a loop storing through it vectorises:
-// the double is rounded to odd into fp32 (the nearest float toward zero with its last bit set when
-// inexact), and that float to nearest even into bf16. fp32 keeps 16 bits more than bf16, so the
-// second rounding sees the first one's sticky bit and the pair rounds as one (round-to-odd); the
-// range is the same (one exponent width), so overflow, subnormals and zeros come out as the exact
-// rounding's.
-inline BFloat16 select_bf16_from_double(double v) {
-  const float f = static_cast<float>(v);  // IEEE: out of range gives inf, handled below
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof u);
-  const double back = static_cast<double>(f);
-  const bool inexact = back != v && v == v;
-  // Toward zero then odd: one below in magnitude when the nearest float lies above (bits are
-  // sign-magnitude, so u - 1 is smaller in magnitude for either sign; f is never 0 there).
-  const uint32_t odd = ((std::fabs(back) > std::fabs(v) ? u - 1u : u) | 1u);
-  u = inexact ? odd : u;
-  const uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
-  const uint32_t nan = ((u >> 16) & 0x8000u) | 0x7FC0u;  // u is f's own bits for a NaN
-  return BFloat16{static_cast<uint16_t>(v == v ? rounded : nan)};
-}
-
 // (0 + a) + b rounded once to T (fp16 or bf16), computed in fp32: the same bits as the sum in fp64
 // rounded once (the golden's), NaN included. The fp32 sum is exact while the exponents of a and b
 // differ by at most 15 (bf16: 8 significant bits each, so at most 24 in the sum; fp16: 11, at most
@@ -82,18 +60,8 @@ T select_pair_sum(T a, T b) {
     return cpu_half_from((0.0f + cpu_half_to_float(a)) + cpu_half_to_float(b));
   } else {
     static_assert(std::is_same_v<T, BFloat16>);
-    const auto wide = [](BFloat16 v) {
-      const uint32_t bits = static_cast<uint32_t>(v.bits) << 16;
-      float f;
-      std::memcpy(&f, &bits, sizeof f);
-      return f;
-    };
-    const float s = (0.0f + wide(a)) + wide(b);
-    uint32_t u;
-    std::memcpy(&u, &s, sizeof u);
-    const uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
-    const uint32_t nan = ((u >> 16) & 0x8000u) | 0x7FC0u;  // bf16_from_double's NaN
-    return BFloat16{static_cast<uint16_t>(s == s ? rounded : nan)};
+    // The fp32 sum widens exactly, so cpu_bf16_from_double rounds it once (with the golden's NaN).
+    return cpu_bf16_from_double((0.0f + to_float(a)) + to_float(b));
   }
 }
 

@@ -17,7 +17,7 @@ namespace {
 TEST(JaggedIndexSelect, FastBf16RoundingMatchesExact) {
   uint64_t s = 0x9E3779B97F4A7C15ull;
   const auto check = [](double v) {
-    EXPECT_EQ(ops::select_bf16_from_double(v).bits, bf16_from_double(v).bits) << v;
+    EXPECT_EQ(ops::cpu_bf16_from_double(v).bits, bf16_from_double(v).bits) << v;
   };
   for (int i = 0; i < 200000; ++i) {
     s = s * 6364136223846793005ull + 1442695040888963407ull;

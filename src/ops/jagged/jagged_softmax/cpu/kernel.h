@@ -30,20 +30,6 @@ namespace {
 constexpr int64_t kCols = 64;          // the column block of one work item
 constexpr int64_t kMinCost = 1 << 15;  // elements per thread below which fewer threads start
 
-// bf16 from double in one rounding: to float rounding to odd (24 bits keep the information a
-// correct 8-bit rounding needs), then the fast float -> bf16 round to nearest even.
-inline BFloat16 bf16_from(double v) {
-  float f = static_cast<float>(v);
-  if (std::isfinite(f) && static_cast<double>(f) != v) {
-    uint32_t u;
-    std::memcpy(&u, &f, sizeof u);
-    if (std::fabs(static_cast<double>(f)) > std::fabs(v)) --u;  // toward zero
-    u |= 1u;                                                    // odd: marks "inexact"
-    std::memcpy(&f, &u, sizeof u);
-  }
-  return cpu_bf16_from_float(f);
-}
-
 // The forward's exp: for fp32 statistics in the AVX2 build core::exp_poly_f32 (core/exp_poly.h,
 // about 1 ulp), which the column loops vectorise; else std::exp (a libm call per element).
 template <class Acc>
@@ -64,7 +50,7 @@ T store(V v) {
   else if constexpr (std::is_same_v<T, BFloat16> && std::is_same_v<V, float>)
     return cpu_bf16_from_float(v);  // common/cpu_half.h
   else if constexpr (std::is_same_v<T, BFloat16>)
-    return bf16_from(v);
+    return cpu_bf16_from_double(v);  // common/cpu_half.h
   else
     return static_cast<T>(v);
 }
