@@ -135,8 +135,12 @@ namespace recops {
 //   kCudaMaxRows, whose chunk pieces (params.h's Layout) fit in d_weight, which holds them (they
 //   then take no memory of their own); when not even 64 rows fit (D below about 200 in 16 bits,
 //   130 in fp32, for a large V), as below;
+// - CUDA without gradients (the forward alone), vocab_chunk = 0: min(N, kCudaMaxRows) rows when
+//   their Z tile over all of V does not fit the budget max(N·D·s, 64 MiB), with the vocabulary
+//   cut into equal tiles (Vc a multiple of 256) that do: each chunk's GEMM reads all of W, so rows
+//   come first, and the forward merges the tiles' lse with no second pass;
 // - else the most rows whose tiles (Z and G: Vc·(a + s), the hidden chunk and dh accumulator:
-//   2·D·a per row; on CUDA without gradients Z alone, Vc·a) fit the budget max(N·D·s, 64 MiB);
+//   2·D·a per row; on CUDA without gradients Z alone, Vc·a) fit that budget;
 // rounded down to a multiple of 64 when at least 64, at least 1.
 Status chunk_loss_plan(const ChunkLossArgs& a, ChunkLossPlan* plan, bool grads) {
   using namespace ops::chunk_loss_ns;
@@ -174,6 +178,17 @@ Status chunk_loss_plan(const ChunkLossArgs& a, ChunkLossPlan* plan, bool grads) 
   // The plan answers any sizes (it reads no data): the products saturate at INT64_MAX.
   const int64_t budget =
       std::max<int64_t>(ops::training::extent_product({N, D, s}), static_cast<int64_t>(kMinBudget));
+  if (cuda && !grads && a.vocab_chunk <= 0) {
+    const int64_t rows = std::min(N, kCudaMaxRows);
+    if (ops::training::extent_product({rows, V, acc}) > budget) {
+      // budget >= 64 MiB and rows <= 1024: vmax >= 16384 (fp32 statistics).
+      const int64_t vmax = budget / (rows * acc) / 256 * 256;
+      const int64_t tiles = (V + vmax - 1) / vmax;
+      plan->Vc = std::min(V, ((V + tiles - 1) / tiles + 255) / 256 * 256);
+      plan->Nc = rows;
+      return Status::Ok();
+    }
+  }
   int64_t per_row = 0;
   if (cuda && !grads)
     per_row = ops::training::extent_product({plan->Vc, acc});

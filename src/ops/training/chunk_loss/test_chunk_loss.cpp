@@ -139,8 +139,8 @@ TEST(ChunkLoss, PlanKeepsTheBudget) {
 
 // On CUDA the gradients' chunks live in d_weight until its final cast (fp32 accumulation): 1024
 // rows at the benchmark shape and a workspace of the fp32 dW accumulator alone; the forward alone
-// keeps the budget with its Z tile only (256 rows), and accum_dtype = input the CPU's rule. The
-// plan and the workspace functions read no data, so this runs without a GPU.
+// takes 1024 rows and vocab tiles whose Z fits the budget, and accum_dtype = input the CPU's rule.
+// The plan and the workspace functions read no data, so this runs without a GPU.
 TEST(ChunkLoss, CudaPlanPutsTheChunksInDWeight) {
   ChunkLossArgs a;
   a.hidden.dtype = a.weight.dtype = DType::bf16;
@@ -158,9 +158,31 @@ TEST(ChunkLoss, CudaPlanPutsTheChunksInDWeight) {
   ChunkLossBwdArgs b;
   static_cast<ChunkLossArgs&>(b) = a;
   EXPECT_EQ(chunk_loss_bwd_workspace_bytes(b), dwacc);
+  // The forward alone: 1024 rows, V cut into tiles whose Z fits the budget N·D·s (4 of 32768).
   ASSERT_TRUE(chunk_loss_plan(a, &plan).ok());
-  EXPECT_EQ(plan.Nc, 256);
+  EXPECT_EQ(plan.Nc, 1024);
+  EXPECT_EQ(plan.Vc, 32768);
+  a.weight.sizes[0] = 256000;  // 8 equal tiles of 32000 (a multiple of 256)
+  ASSERT_TRUE(chunk_loss_plan(a, &plan).ok());
+  EXPECT_EQ(plan.Nc, 1024);
+  EXPECT_EQ(plan.Vc, 32000);
   EXPECT_LE(plan.Nc * plan.Vc * 4, int64_t{16384} * 4096 * 2);
+  a.vocab_chunk = 50000;  // given: kept, and the rows from the budget
+  ASSERT_TRUE(chunk_loss_plan(a, &plan).ok());
+  EXPECT_EQ(plan.Vc, 50000);
+  EXPECT_EQ(plan.Nc, int64_t{16384} * 4096 * 2 / (50000 * 4) / 64 * 64);
+  a.vocab_chunk = 0;
+  a.hidden.sizes[0] = 700;  // 700 rows' Z over V = 256000 exceeds 64 MiB: one chunk, tiles
+  ASSERT_TRUE(chunk_loss_plan(a, &plan).ok());
+  EXPECT_EQ(plan.Nc, 700);
+  EXPECT_LE(plan.Nc * plan.Vc * 4, int64_t{64} << 20);
+  EXPECT_EQ(plan.Vc % 256, 0);
+  a.hidden.sizes[0] = 16384;
+  a.weight.sizes[0] = 1000;  // Z over all of V fits: the budget's rows, no tiles
+  ASSERT_TRUE(chunk_loss_plan(a, &plan).ok());
+  EXPECT_EQ(plan.Vc, 1000);
+  EXPECT_EQ(plan.Nc, 16384);
+  a.weight.sizes[0] = 131072;
   // reduction "none": chunk_loss_fwd runs the forward alone, with its workspace.
   a.reduction = CeReduction::none;
   EXPECT_EQ(chunk_loss_fwd_workspace_bytes(a), chunk_loss_workspace_bytes(a));
