@@ -139,8 +139,9 @@ namespace recops {
 //   their Z tile over all of V does not fit the budget max(N·D·s, 64 MiB), with the vocabulary
 //   cut into equal tiles (Vc a multiple of 256) that do: each chunk's GEMM reads all of W, so rows
 //   come first, and the forward merges the tiles' lse with no second pass;
-// - else the most rows whose tiles (Z and G: Vc·(a + s), the hidden chunk and dh accumulator:
-//   2·D·a per row; on CUDA without gradients Z alone, Vc·a) fit that budget;
+// - else the most rows whose tiles fit that budget: on the CPU Z and G, Vc·(a + s), the hidden
+//   chunk and dh accumulator, 2·D·a, per row; on CUDA Z with G in place, Vc·a, and with vocab tiles
+//   the dh accumulator, D·a (no gradients: Z alone);
 // rounded down to a multiple of 64 when at least 64, at least 1.
 Status chunk_loss_plan(const ChunkLossArgs& a, ChunkLossPlan* plan, bool grads) {
   using namespace ops::chunk_loss_ns;
@@ -183,8 +184,8 @@ Status chunk_loss_plan(const ChunkLossArgs& a, ChunkLossPlan* plan, bool grads) 
     if (ops::training::extent_product({rows, V, acc}) > budget) {
       // budget >= 64 MiB and rows <= 1024: vmax >= 16384 (fp32 statistics).
       const int64_t vmax = budget / (rows * acc) / 256 * 256;
-      const int64_t tiles = (V + vmax - 1) / vmax;
-      plan->Vc = std::min(V, ((V + tiles - 1) / tiles + 255) / 256 * 256);
+      const int64_t tiles = (V - 1) / vmax + 1;  // V >= 1; no overflow for any V
+      plan->Vc = std::min(V, ((V - 1) / tiles + 1 + 255) / 256 * 256);
       plan->Nc = rows;
       return Status::Ok();
     }
@@ -192,8 +193,12 @@ Status chunk_loss_plan(const ChunkLossArgs& a, ChunkLossPlan* plan, bool grads) 
   int64_t per_row = 0;
   if (cuda && !grads)
     per_row = ops::training::extent_product({plan->Vc, acc});
-  else if (__builtin_add_overflow(ops::training::extent_product({plan->Vc, acc + s}),
-                                  ops::training::extent_product({2, D, acc}), &per_row))
+  else if (cuda) {  // Z with G in place; the fp32 dh accumulator only with vocab tiles
+    int64_t cols = plan->Vc;
+    if (plan->Vc < V && __builtin_add_overflow(plan->Vc, D, &cols)) cols = INT64_MAX;
+    per_row = ops::training::extent_product({cols, acc});
+  } else if (__builtin_add_overflow(ops::training::extent_product({plan->Vc, acc + s}),
+                                    ops::training::extent_product({2, D, acc}), &per_row))
     per_row = INT64_MAX;
   int64_t nc = budget / per_row;
   if (nc >= 64) nc = nc / 64 * 64;

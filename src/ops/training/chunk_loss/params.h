@@ -49,10 +49,13 @@ struct Params {
 // The workspace's pieces, byte offsets from Params::workspace (s = dtype size, a = sizeof(A)):
 //   rows   [4, N] A     per row: the running sum of the capped logits (then w·l), the label's
 //                       logit (then w·lambda·lse²), w (backward: s_i), the running lse
-//   z      [Nc, Vc] A   the logit tile; the backward turns it into G in place
-//   g      [Nc, Vc] s   G rounded to dtype (the CUDA GEMM operand)
+//   z      [Nc, Vc] A   the logit tile; the backward turns it into G in place (on CUDA G rounded
+//                       to dtype, the GEMM operand, each row at the start of its Z row: row
+//                       stride Vc·a/s elements of dtype, g_ld)
+//   g      [Nc, Vc] s   CPU only: unused (the CPU's G is the fp32 Z tile)
 //   hacc   [Nc, D] A    the hidden chunk converted to A (CPU only)
-//   dhacc  [Nc, D] A    the dh accumulator over vocab tiles (backward)
+//   dhacc  [Nc, D] A    the dh accumulator over vocab tiles (backward; on CUDA only with vocab
+//                       tiles, Vc < V: one tile's dh GEMM writes d_hidden's rows directly)
 //   dbacc  [V] A        db accumulator (backward)
 //   dwacc  [V, D] A     dW accumulator (backward; not needed where dW accumulates in d_weight
 //                       itself: on the CPU when the input dtype is A, on CUDA with accum_low)
@@ -77,6 +80,11 @@ inline bool dw_accumulator(const Params& p) {
   return p.host ? dtype_size(p.dtype) < 4 : !p.accum_low;
 }
 
+// The row stride of the CUDA G tile, in elements of dtype: G's row i starts where Z's row i does.
+inline int64_t g_ld(const Params& p, int64_t vc) {
+  return vc * (p.dtype == DType::fp64 ? 8 : 4) / static_cast<int64_t>(dtype_size(p.dtype));
+}
+
 inline Layout layout_of(const Params& p) {
   const size_t a = p.dtype == DType::fp64 ? 8 : 4, s = dtype_size(p.dtype);
   const auto n = [](int64_t x) { return static_cast<size_t>(x); };
@@ -89,9 +97,9 @@ inline Layout layout_of(const Params& p) {
   };
   l.rows = take(4 * n(p.N) * a);
   l.z = take(n(p.Nc) * n(p.Vc) * a);
-  l.g = take(p.bwd ? n(p.Nc) * n(p.Vc) * s : 0);
+  l.g = p.host ? take(p.bwd ? n(p.Nc) * n(p.Vc) * s : 0) : l.z;
   l.hacc = take(p.host ? n(p.Nc) * n(p.D) * a : 0);
-  l.dhacc = take(p.bwd ? n(p.Nc) * n(p.D) * a : 0);
+  l.dhacc = take(p.bwd && (p.host || p.Vc < p.V) ? n(p.Nc) * n(p.D) * a : 0);
   l.dbacc = take(p.bwd ? n(p.V) * a : 0);
   l.pieces = off;
   const bool acc = p.bwd && dw_accumulator(p);

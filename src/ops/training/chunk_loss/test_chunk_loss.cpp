@@ -186,14 +186,24 @@ TEST(ChunkLoss, CudaPlanPutsTheChunksInDWeight) {
   // reduction "none": chunk_loss_fwd runs the forward alone, with its workspace.
   a.reduction = CeReduction::none;
   EXPECT_EQ(chunk_loss_fwd_workspace_bytes(a), chunk_loss_workspace_bytes(a));
+  // accum_dtype = input: the budget's rule with CUDA's tile, Z with G in place (V·4 bytes a row):
+  // 256 rows, and the workspace the row values and that tile.
   a.accum_dtype = DType::bf16;
   ASSERT_TRUE(chunk_loss_plan(a, &plan, /*grads=*/true).ok());
-  EXPECT_EQ(plan.Nc, 128);
+  EXPECT_EQ(plan.Nc, 256);
+  EXPECT_EQ(plan.Vc, 131072);
+  a.reduction = CeReduction::mean;
+  EXPECT_EQ(chunk_loss_fwd_workspace_bytes(a),
+            size_t{4} * 16384 * 4 + size_t{256} * 131072 * 4 + 131072 * 4);
+  a.vocab_chunk = 32768;  // vocab tiles: the fp32 dh accumulator too
+  ASSERT_TRUE(chunk_loss_plan(a, &plan, /*grads=*/true).ok());
+  EXPECT_EQ(plan.Nc, int64_t{16384} * 4096 * 2 / ((32768 + 4096) * 4) / 64 * 64);
+  a.vocab_chunk = 0;
   // D too small for 64 rows in d_weight: the budget's rule.
   a.accum_dtype.reset();
   a.hidden.sizes[1] = a.weight.sizes[1] = 16;
   ASSERT_TRUE(chunk_loss_plan(a, &plan, /*grads=*/true).ok());
-  EXPECT_EQ(plan.Nc, int64_t{64} * 1024 * 1024 / (131072 * 6 + 2 * 16 * 4) / 64 * 64);
+  EXPECT_EQ(plan.Nc, int64_t{64} * 1024 * 1024 / (131072 * 4) / 64 * 64);
 }
 
 // The plan reads no data, so it answers any sizes: N·D·s and the per-row bytes of a huge V and D

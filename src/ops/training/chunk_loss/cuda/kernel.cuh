@@ -9,7 +9,8 @@
 //   forward the sum of the capped logits and the label's logit. finish_fwd_kernel (one CTA) turns
 //   the rows into loss/z_loss, the "sum"/"mean" totals in fixed-order fp64.
 //   Backward: rows_init_kernel (one CTA) computes Dn and s_i on the device; per tile grad_kernel
-//   writes G rounded once to T; cuBLAS adds G·W_tile into the fp32 dh accumulator and G_ᵀ·h_c into
+//   writes G rounded once to T in place of Z; cuBLAS writes G·W into d_hidden's rows (with vocab
+//   tiles: adds G·W_tile into the fp32 dh accumulator, cast per chunk) and adds G_ᵀ·h_c into
 //   the dW accumulator (fp32, or dW itself in T with accum_dtype = input); colsum_kernel adds G's
 //   columns to db in row order. The chunks run in order on the stream; no atomics, no split-K, so
 //   the results do not depend on timing.
@@ -49,9 +50,8 @@ using training_dev::to_float;
 // The workspace pieces (params.h's Layout) and the current chunk and tile.
 struct Dev {
   float *r_loss, *r_z, *r_w, *r_lse;  // [N] each
-  float* z;                           // [Nc, Vc] logit tile
-  void* g;                            // [Nc, Vc] G in T
-  float* dhacc;                       // [Nc, D]
+  float* z;                           // [Nc, Vc] logit tile, then G in T in place (g_ld)
+  float* dhacc;                       // [Nc, D] (vocab tiles only)
   float* dwacc;                       // [V, D]
   float* dbacc;                       // [V]
   int64_t r0, n, v0, vc;
@@ -176,28 +176,42 @@ __global__ void __launch_bounds__(kReduceThreads) finish_fwd_kernel(Params p, De
 }
 
 // G of the tile, rounded once to T: s_i [(1 + 2 lambda lse) p_ij - (1 - eps)[j = y] - eps / V]
-// (x (1 - tanh^2(z / c)) with softcap); 0 for rows with s_i = 0.
+// (x (1 - tanh^2(z / c)) with softcap); 0 for rows with s_i = 0. In place: G's row starts where
+// its Z row does (params.h, g_ld). For 16-bit T the CTA reads a block of kGradPer·blockDim Z
+// values, syncs, then writes their G: a block's writes (bytes 2j) land on Z values at or before
+// the block, which every thread has read by then, and never on a later block's.
 template <class T>
 __global__ void __launch_bounds__(kMaxThreads) grad_kernel(Params p, Dev d) {
   const float cap = static_cast<float>(p.softcap), eps = static_cast<float>(p.label_smoothing);
   const float lam = static_cast<float>(p.z_loss_scale);
+  const int64_t step = static_cast<int64_t>(blockDim.x) * kGradPer;
   for (int64_t i = blockIdx.x; i < d.n; i += gridDim.x) {
     const int64_t row = d.r0 + i, y = ce_label_at(p, row);
     const float s = d.r_w[row], lse = d.r_lse[row];
     const float a = s * (1.f + 2.f * lam * lse), bias = s * eps / static_cast<float>(p.V);
     const float hit = s * (1.f - eps);
     const float* z = d.z + i * d.vc;
-    T* g = static_cast<T*>(d.g) + i * d.vc;
-    for (int64_t j = threadIdx.x; j < d.vc; j += blockDim.x) {
-      float out = 0.f;
-      if (s != 0.f) {
-        const float x = z[j] + bias_at<T>(p, d.v0 + j);
-        const float t = cap > 0.f ? tanhf(x / cap) : 0.f;
-        const float zc = cap > 0.f ? cap * t : x;
-        const float v = a * expf(zc - lse) - bias - (d.v0 + j == y ? hit : 0.f);
-        out = cap > 0.f ? v * (1.f - t * t) : v;
+    T* g = reinterpret_cast<T*>(d.z + i * d.vc);
+    for (int64_t j0 = 0; j0 < d.vc; j0 += step) {
+      float out[kGradPer];
+#pragma unroll
+      for (int k = 0; k < kGradPer; ++k) {
+        const int64_t j = j0 + k * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+        out[k] = 0.f;
+        if (s != 0.f && j < d.vc) {
+          const float x = z[j] + bias_at<T>(p, d.v0 + j);
+          const float t = cap > 0.f ? tanhf(x / cap) : 0.f;
+          const float zc = cap > 0.f ? cap * t : x;
+          const float v = a * expf(zc - lse) - bias - (d.v0 + j == y ? hit : 0.f);
+          out[k] = cap > 0.f ? v * (1.f - t * t) : v;
+        }
       }
-      g[j] = from_float<T>(out);
+      if constexpr (sizeof(T) < sizeof(float)) __syncthreads();
+#pragma unroll
+      for (int k = 0; k < kGradPer; ++k) {
+        const int64_t j = j0 + k * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+        if (j < d.vc) g[j] = from_float<T>(out[k]);
+      }
     }
   }
 }
@@ -205,11 +219,12 @@ __global__ void __launch_bounds__(kMaxThreads) grad_kernel(Params p, Dev d) {
 // db[v0 + j] += Σ_i G[i, j] (i ascending), rounded to T with accum_dtype = input.
 template <class T>
 __global__ void __launch_bounds__(kColThreads) colsum_kernel(Params p, Dev d) {
-  const T* g = static_cast<const T*>(d.g);
+  const T* g = reinterpret_cast<const T*>(d.z);
+  const int64_t ld = d.vc * static_cast<int64_t>(sizeof(float) / sizeof(T));  // params.h's g_ld
   for (int64_t j = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; j < d.vc;
        j += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     float s = 0.f;
-    for (int64_t i = 0; i < d.n; ++i) s += to_float(g[i * d.vc + j]);
+    for (int64_t i = 0; i < d.n; ++i) s += to_float(g[i * ld + j]);
     float acc = d.dbacc[d.v0 + j] + s;
     if (p.accum_low) acc = to_float(from_float<T>(acc));
     d.dbacc[d.v0 + j] = acc;
@@ -261,7 +276,6 @@ Status run_dtype(const Params& p, const Context& ctx) {
   d.r_w = d.r_z + p.N;
   d.r_lse = d.r_w + p.N;
   d.z = reinterpret_cast<float*>(sp + l.z);
-  d.g = sp + l.g;
   d.dhacc = reinterpret_cast<float*>(sp + l.dhacc);
   d.dbacc = reinterpret_cast<float*>(sp + l.dbacc);
   d.dwacc = reinterpret_cast<float*>(ws + l.dwacc);
@@ -353,25 +367,35 @@ Status backward_tiles(const Params& p, const Context& ctx, Dev& d, cublasHandle_
       if (one_tile) RECOPS_RETURN_IF_ERROR(row_launch(stats_kernel<T>));
       RECOPS_RETURN_IF_ERROR(row_launch(grad_kernel<T>));
       const int ivc = static_cast<int>(d.vc), in = static_cast<int>(d.n);
-      // dh_c (column-major [D, n]) (+)= W_tile (column-major [D, vc]) x G (column-major [vc, n]).
-      RECOPS_CUBLAS_RETURN_IF_ERROR(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, iD, in, ivc, &one,
-                                                 W + d.v0 * p.D, tt, iD, d.g, tt, ivc,
-                                                 d.v0 == 0 ? &zero : &one, d.dhacc, CUDA_R_32F, iD,
-                                                 CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+      const int ldg = static_cast<int>(g_ld(p, d.vc));
+      // dh_c (column-major [D, n]) (+)= W_tile (column-major [D, vc]) x G (column-major [vc, n],
+      // leading dimension ldg): with one tile straight into d_hidden's rows (T), else into the
+      // fp32 accumulator.
+      if (one_tile)
+        RECOPS_CUBLAS_RETURN_IF_ERROR(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, iD, in, ivc, &one,
+                                                   W + d.v0 * p.D, tt, iD, d.z, tt, ldg, &zero,
+                                                   static_cast<T*>(p.dh) + d.r0 * p.D, tt, iD,
+                                                   CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+      else
+        RECOPS_CUBLAS_RETURN_IF_ERROR(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, iD, in, ivc, &one,
+                                                   W + d.v0 * p.D, tt, iD, d.z, tt, ldg,
+                                                   d.v0 == 0 ? &zero : &one, d.dhacc, CUDA_R_32F,
+                                                   iD, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
       // dW_tile (column-major [D, vc]) += h_c (column-major [D, n]) x G (OP_T of [vc, n]).
       char* dw_tile = static_cast<char*>(dw_acc) +
                       static_cast<size_t>(d.v0 * p.D) * (p.accum_low ? sizeof(T) : sizeof(float));
       RECOPS_CUBLAS_RETURN_IF_ERROR(cublasGemmEx(
-          h, CUBLAS_OP_N, CUBLAS_OP_T, iD, ivc, in, &one, H + d.r0 * p.D, tt, iD, d.g, tt, ivc,
+          h, CUBLAS_OP_N, CUBLAS_OP_T, iD, ivc, in, &one, H + d.r0 * p.D, tt, iD, d.z, tt, ldg,
           &one, dw_tile, dw_type, iD, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
       if (p.db)
         RECOPS_RETURN_IF_ERROR(RECOPS_LAUNCH_KERNEL(op, colsum_kernel<T>, flat_grid(d.vc),
                                                     dim3(kColThreads), 0, ctx.stream, p, d));
     }
     const int64_t cnt = d.n * p.D;
-    RECOPS_RETURN_IF_ERROR(RECOPS_LAUNCH_KERNEL(op, cast_kernel<T>, flat_grid(cnt),
-                                                dim3(kColThreads), 0, ctx.stream, d.dhacc,
-                                                static_cast<T*>(p.dh) + d.r0 * p.D, cnt));
+    if (!one_tile)
+      RECOPS_RETURN_IF_ERROR(RECOPS_LAUNCH_KERNEL(op, cast_kernel<T>, flat_grid(cnt),
+                                                  dim3(kColThreads), 0, ctx.stream, d.dhacc,
+                                                  static_cast<T*>(p.dh) + d.r0 * p.D, cnt));
   }
   if (p.db)
     RECOPS_RETURN_IF_ERROR(

@@ -12,6 +12,7 @@ inline constexpr int kReduceThreads = 1024;        // the one-CTA kernels over a
 inline constexpr int kColThreads = 256;            // colsum_kernel, cast_kernel
 inline constexpr int64_t kMaxRowBlocks = 1 << 20;  // rows beyond this: a grid-stride loop
 inline constexpr int64_t kMaxCastBlocks = 4096;
+inline constexpr int kGradPer = 8;  // grad_kernel: G values a thread holds between read and write
 
 // Threads of the CTA that owns a row tile of vc columns: about 8 per thread, 64 to kMaxThreads.
 inline int row_threads(int64_t vc) {
