@@ -50,11 +50,14 @@ using training_dev::to_float;
 // The workspace pieces (params.h's Layout) and the current chunk and tile.
 struct Dev {
   float *r_loss, *r_z, *r_w, *r_lse;  // [N] each
-  float* z;                           // [Nc, Vc] logit tile, then G in T in place (g_ld)
-  float* dhacc;                       // [Nc, D] (vocab tiles only)
+  float* z;                           // [Nc, Vc] logit tile
+  void* g;                            // [Nc, Vc] G in T, row stride gld (compact: over z)
+  float* dhacc;                       // [Nc, D] (compact: vocab tiles only)
   float* dwacc;                       // [V, D]
   float* dbacc;                       // [V]
   int64_t r0, n, v0, vc;
+  int64_t gld;   // G's row stride in elements of T (params.h's g_ld)
+  bool compact;  // G over Z; with one tile, dh straight into d_hidden
 };
 
 template <class T>
@@ -176,10 +179,10 @@ __global__ void __launch_bounds__(kReduceThreads) finish_fwd_kernel(Params p, De
 }
 
 // G of the tile, rounded once to T: s_i [(1 + 2 lambda lse) p_ij - (1 - eps)[j = y] - eps / V]
-// (x (1 - tanh^2(z / c)) with softcap); 0 for rows with s_i = 0. In place: G's row starts where
-// its Z row does (params.h, g_ld). For 16-bit T the CTA reads a block of kGradPer·blockDim Z
-// values, syncs, then writes their G: a block's writes (bytes 2j) land on Z values at or before
-// the block, which every thread has read by then, and never on a later block's.
+// (x (1 - tanh^2(z / c)) with softcap); 0 for rows with s_i = 0. In the compact layout G's row
+// starts where its Z row does (params.h, g_ld): for 16-bit T the CTA reads a block of
+// kGradPer·blockDim Z values, syncs, then writes their G, whose bytes (2j) land on Z values at or
+// before the block, which every thread has read by then, and never on a later block's.
 template <class T>
 __global__ void __launch_bounds__(kMaxThreads) grad_kernel(Params p, Dev d) {
   const float cap = static_cast<float>(p.softcap), eps = static_cast<float>(p.label_smoothing);
@@ -191,7 +194,7 @@ __global__ void __launch_bounds__(kMaxThreads) grad_kernel(Params p, Dev d) {
     const float a = s * (1.f + 2.f * lam * lse), bias = s * eps / static_cast<float>(p.V);
     const float hit = s * (1.f - eps);
     const float* z = d.z + i * d.vc;
-    T* g = reinterpret_cast<T*>(d.z + i * d.vc);
+    T* g = static_cast<T*>(d.g) + i * d.gld;
     for (int64_t j0 = 0; j0 < d.vc; j0 += step) {
       float out[kGradPer];
 #pragma unroll
@@ -206,7 +209,8 @@ __global__ void __launch_bounds__(kMaxThreads) grad_kernel(Params p, Dev d) {
           out[k] = cap > 0.f ? v * (1.f - t * t) : v;
         }
       }
-      if constexpr (sizeof(T) < sizeof(float)) __syncthreads();
+      if constexpr (sizeof(T) < sizeof(float))
+        if (d.compact) __syncthreads();  // uniform over the grid
 #pragma unroll
       for (int k = 0; k < kGradPer; ++k) {
         const int64_t j = j0 + k * static_cast<int64_t>(blockDim.x) + threadIdx.x;
@@ -219,8 +223,8 @@ __global__ void __launch_bounds__(kMaxThreads) grad_kernel(Params p, Dev d) {
 // db[v0 + j] += Σ_i G[i, j] (i ascending), rounded to T with accum_dtype = input.
 template <class T>
 __global__ void __launch_bounds__(kColThreads) colsum_kernel(Params p, Dev d) {
-  const T* g = reinterpret_cast<const T*>(d.z);
-  const int64_t ld = d.vc * static_cast<int64_t>(sizeof(float) / sizeof(T));  // params.h's g_ld
+  const T* g = static_cast<const T*>(d.g);
+  const int64_t ld = d.gld;
   for (int64_t j = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; j < d.vc;
        j += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     float s = 0.f;
@@ -276,6 +280,8 @@ Status run_dtype(const Params& p, const Context& ctx) {
   d.r_w = d.r_z + p.N;
   d.r_lse = d.r_w + p.N;
   d.z = reinterpret_cast<float*>(sp + l.z);
+  d.g = sp + l.g;
+  d.compact = l.compact;
   d.dhacc = reinterpret_cast<float*>(sp + l.dhacc);
   d.dbacc = reinterpret_cast<float*>(sp + l.dbacc);
   d.dwacc = reinterpret_cast<float*>(ws + l.dwacc);
@@ -352,7 +358,7 @@ Status backward_tiles(const Params& p, const Context& ctx, Dev& d, cublasHandle_
   void* dw_acc = p.accum_low ? p.dw : static_cast<void*>(d.dwacc);
   const cudaDataType_t dw_type = p.accum_low ? tt : CUDA_R_32F;
   if (p.accum_low) RECOPS_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(p.dw, 0, vd * sizeof(T), stream));
-  const bool one_tile = p.Vc >= p.V;
+  const bool one_tile = p.Vc >= p.V, dh_direct = d.compact && one_tile;
   for (d.r0 = 0; d.r0 < p.N; d.r0 += p.Nc) {
     d.n = std::min(p.Nc, p.N - d.r0);
     if (!one_tile)  // pass 1: the rows' lse over every tile
@@ -365,34 +371,35 @@ Status backward_tiles(const Params& p, const Context& ctx, Dev& d, cublasHandle_
       d.vc = std::min(p.Vc, p.V - d.v0);
       RECOPS_RETURN_IF_ERROR(logits());
       if (one_tile) RECOPS_RETURN_IF_ERROR(row_launch(stats_kernel<T>));
+      d.gld = g_ld(p, d.compact, d.vc);
       RECOPS_RETURN_IF_ERROR(row_launch(grad_kernel<T>));
       const int ivc = static_cast<int>(d.vc), in = static_cast<int>(d.n);
-      const int ldg = static_cast<int>(g_ld(p, d.vc));
+      const int ldg = static_cast<int>(d.gld);
       // dh_c (column-major [D, n]) (+)= W_tile (column-major [D, vc]) x G (column-major [vc, n],
-      // leading dimension ldg): with one tile straight into d_hidden's rows (T), else into the
-      // fp32 accumulator.
-      if (one_tile)
+      // leading dimension ldg): compact with one tile straight into d_hidden's rows (T), else
+      // into the fp32 accumulator.
+      if (dh_direct)
         RECOPS_CUBLAS_RETURN_IF_ERROR(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, iD, in, ivc, &one,
-                                                   W + d.v0 * p.D, tt, iD, d.z, tt, ldg, &zero,
+                                                   W + d.v0 * p.D, tt, iD, d.g, tt, ldg, &zero,
                                                    static_cast<T*>(p.dh) + d.r0 * p.D, tt, iD,
                                                    CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
       else
         RECOPS_CUBLAS_RETURN_IF_ERROR(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, iD, in, ivc, &one,
-                                                   W + d.v0 * p.D, tt, iD, d.z, tt, ldg,
+                                                   W + d.v0 * p.D, tt, iD, d.g, tt, ldg,
                                                    d.v0 == 0 ? &zero : &one, d.dhacc, CUDA_R_32F,
                                                    iD, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
       // dW_tile (column-major [D, vc]) += h_c (column-major [D, n]) x G (OP_T of [vc, n]).
       char* dw_tile = static_cast<char*>(dw_acc) +
                       static_cast<size_t>(d.v0 * p.D) * (p.accum_low ? sizeof(T) : sizeof(float));
       RECOPS_CUBLAS_RETURN_IF_ERROR(cublasGemmEx(
-          h, CUBLAS_OP_N, CUBLAS_OP_T, iD, ivc, in, &one, H + d.r0 * p.D, tt, iD, d.z, tt, ldg,
+          h, CUBLAS_OP_N, CUBLAS_OP_T, iD, ivc, in, &one, H + d.r0 * p.D, tt, iD, d.g, tt, ldg,
           &one, dw_tile, dw_type, iD, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
       if (p.db)
         RECOPS_RETURN_IF_ERROR(RECOPS_LAUNCH_KERNEL(op, colsum_kernel<T>, flat_grid(d.vc),
                                                     dim3(kColThreads), 0, ctx.stream, p, d));
     }
     const int64_t cnt = d.n * p.D;
-    if (!one_tile)
+    if (!dh_direct)
       RECOPS_RETURN_IF_ERROR(RECOPS_LAUNCH_KERNEL(op, cast_kernel<T>, flat_grid(cnt),
                                                   dim3(kColThreads), 0, ctx.stream, d.dhacc,
                                                   static_cast<T*>(p.dh) + d.r0 * p.D, cnt));
