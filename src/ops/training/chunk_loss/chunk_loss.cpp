@@ -133,8 +133,8 @@ namespace recops {
 // Vc = vocab_chunk (capped at V), else V. Nc = token_chunk (capped at N), else:
 // - CUDA, with gradients accumulated in fp32 (not accum_dtype = input): the most rows, at most
 //   kCudaMaxRows, whose chunk pieces (params.h's Layout) fit in d_weight, which holds them (they
-//   then take no memory of their own); when not even 64 rows fit (D below about 200 in 16 bits,
-//   130 in fp32, for a large V), as below;
+//   then take no memory of their own); when not even 64 rows fit (D below about 128 in 16 bits,
+//   64 in fp32, for a large V, in the compact layout), as below;
 // - CUDA without gradients (the forward alone), vocab_chunk = 0: min(N, kCudaMaxRows) rows when
 //   their Z tile over all of V does not fit the budget max(N·D·s, 64 MiB), with the vocabulary
 //   cut into equal tiles (Vc a multiple of 256) that do: each chunk's GEMM reads all of W, so rows
