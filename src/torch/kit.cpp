@@ -384,10 +384,11 @@ class KitFunction : public torch::autograd::Function<KitFunction> {
     for (size_t i = 0; i < grads.size(); ++i)
       if (d->outs[i].grad) gout.push_back(grads[i]);
     const auto given = ctx->saved_data["given"].toIntVector();
-    // needed[j]: the j-th differentiable argument was given and its gradient is wanted.
-    std::vector<bool> needed;
+    // needed[j]: the j-th differentiable argument was given and its gradient is wanted. (Bytes,
+    // not std::vector<bool>: GCC 13 warned -Warray-bounds inside vector<bool>'s reallocation.)
+    std::vector<uint8_t> needed;
     size_t e = 0;  // the edge index among the given ones
-    for (int64_t gv : given) needed.push_back(gv ? ctx->needs_input_grad(e++) : false);
+    for (int64_t gv : given) needed.push_back(gv && ctx->needs_input_grad(e++) ? 1 : 0);
     const TorchHooks& h = hooks(d->name);
     std::vector<at::Tensor> g;
     if (h.backward) {
