@@ -4,7 +4,12 @@
 // integers, so the split never changes the result.
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "core/parallel.h"
 #include "ops/jagged/cumsum/impls.h"
@@ -17,6 +22,39 @@ const char* op_name(CumsumKind k) {
          : k == CumsumKind::exclusive ? "exclusive_cumsum"
                                       : "inclusive_cumsum";
 }
+
+#if defined(__SSE2__)
+// int32 in, int32 out, unit stride, carry within int32: four sums a step (two shift-adds inside
+// the vector, then the carry of the previous step), wrapping in 32 bits. The true (64-bit) sums
+// stay within int32 exactly when no step overflows: a step overflows when its two operands (the
+// previous sum, cur - x, and x) have the same sign and cur the other. Returns whether one did
+// (the caller then finds the first such position with 64-bit sums); writes out[k] = the inclusive
+// sum through k (after) or the sum before k.
+template <bool kAfter>
+bool scan_i32_sse2(const int32_t* in, int32_t* out, int64_t n, int32_t carry) {
+  __m128i c = _mm_set1_epi32(carry), ovf = _mm_setzero_si128();
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i));
+    __m128i v = _mm_add_epi32(x, _mm_slli_si128(x, 4));
+    v = _mm_add_epi32(v, _mm_slli_si128(v, 8));
+    const __m128i cur = _mm_add_epi32(v, c);
+    const __m128i prev = _mm_sub_epi32(cur, x);
+    ovf = _mm_or_si128(ovf, _mm_and_si128(_mm_xor_si128(prev, cur), _mm_xor_si128(x, cur)));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), kAfter ? cur : prev);
+    c = _mm_shuffle_epi32(cur, 0xFF);
+  }
+  bool bad = _mm_movemask_ps(_mm_castsi128_ps(ovf)) != 0;
+  int64_t sum = _mm_cvtsi128_si32(c);
+  for (; i < n; ++i) {
+    const int64_t before = sum;
+    sum += in[i];
+    bad |= sum < INT32_MIN || sum > INT32_MAX;
+    out[i] = static_cast<int32_t>(kAfter ? sum : before);
+  }
+  return bad;
+}
+#endif
 
 // Scans elements [i0, i1) of row r starting from `carry` (the sum of all inputs before i0), writing
 // the matching outputs. Returns the first int32 overflow position, or -1. The hot loop has no
@@ -32,6 +70,20 @@ int64_t scan_range(const CumsumParams& p, int64_t r, int64_t i0, int64_t i1, uin
   const int64_t shift = p.kind == CumsumKind::complete ? 1 : 0;
   const int64_t stride = p.in_stride;
   int64_t lo = INT64_MAX, hi = INT64_MIN;
+  bool simd = false;
+#if defined(__SSE2__)
+  if constexpr (std::is_same_v<In, int32_t> && std::is_same_v<Out, int32_t>) {
+    const int64_t c = static_cast<int64_t>(carry);
+    if (stride == 1 && c >= INT32_MIN && c <= INT32_MAX) {
+      const bool bad =
+          after ? scan_i32_sse2<true>(in + i0, out + i0 + shift, i1 - i0, static_cast<int32_t>(c))
+                : scan_i32_sse2<false>(in + i0, out + i0, i1 - i0, static_cast<int32_t>(c));
+      lo = bad ? INT64_MIN : 0;  // bad: the walk below names the first position
+      hi = 0;
+      simd = true;
+    }
+  }
+#endif
   auto run = [&](auto load) {
     uint64_t sum = carry;
     if (after) {
@@ -52,10 +104,12 @@ int64_t scan_range(const CumsumParams& p, int64_t r, int64_t i0, int64_t i1, uin
       }
     }
   };
-  if (stride == 1)
+  if (simd) {
+  } else if (stride == 1) {
     run([in](int64_t i) { return in[i]; });
-  else
+  } else {
     run([in, stride](int64_t i) { return in[i * stride]; });
+  }
   if constexpr (sizeof(Out) == 4) {
     if (lo < INT32_MIN || hi > INT32_MAX) {  // rare: find the first position that overflowed
       uint64_t sum = carry;
