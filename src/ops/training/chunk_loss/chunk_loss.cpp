@@ -139,9 +139,9 @@ namespace recops {
 //   their Z tile over all of V does not fit the budget max(N·D·s, 64 MiB), with the vocabulary
 //   cut into equal tiles (Vc a multiple of 256) that do: each chunk's GEMM reads all of W, so rows
 //   come first, and the forward merges the tiles' lse with no second pass;
-// - else the most rows whose tiles fit that budget: on the CPU Z and G, Vc·(a + s), the hidden
-//   chunk and dh accumulator, 2·D·a, per row; on CUDA Z with G in place, Vc·a, and with vocab tiles
-//   the dh accumulator, D·a (no gradients: Z alone);
+// - else the most rows whose tiles fit that budget: on the CPU Z (G in place), Vc·a, the hidden
+//   chunk, D·a, and with gradients the dh accumulator, D·a, per row; on CUDA Z with G in place,
+//   Vc·a, and with vocab tiles the dh accumulator, D·a (no gradients: Z alone);
 // rounded down to a multiple of 64 when at least 64, at least 1.
 Status chunk_loss_plan(const ChunkLossArgs& a, ChunkLossPlan* plan, bool grads) {
   using namespace ops::chunk_loss_ns;
@@ -197,9 +197,11 @@ Status chunk_loss_plan(const ChunkLossArgs& a, ChunkLossPlan* plan, bool grads) 
     int64_t cols = plan->Vc;
     if (plan->Vc < V && __builtin_add_overflow(plan->Vc, D, &cols)) cols = INT64_MAX;
     per_row = ops::training::extent_product({cols, acc});
-  } else if (__builtin_add_overflow(ops::training::extent_product({plan->Vc, acc + s}),
-                                    ops::training::extent_product({2, D, acc}), &per_row))
+  } else if (__builtin_add_overflow(ops::training::extent_product({plan->Vc, acc}),
+                                    ops::training::extent_product({grads ? 2 : 1, D, acc}),
+                                    &per_row)) {
     per_row = INT64_MAX;
+  }
   int64_t nc = budget / per_row;
   if (nc >= 64) nc = nc / 64 * 64;
   plan->Nc = std::min(N, std::max<int64_t>(1, nc));

@@ -50,7 +50,7 @@ struct Params {
 //   rows   [4, N] A     per row: the running sum of the capped logits (then w·l), the label's
 //                       logit (then w·lambda·lse²), w (backward: s_i), the running lse
 //   z      [Nc, Vc] A   the logit tile; the CPU's backward turns it into G in place (fp32)
-//   g      [Nc, Vc] s   G rounded to dtype (the CUDA GEMM operand; unused on the CPU); in CUDA's
+//   g      [Nc, Vc] s   G rounded to dtype (the CUDA GEMM operand; none on the CPU); in CUDA's
 //                       compact layout none: each G row is written at the start of its Z row
 //                       (row stride Vc·a/s elements of dtype, g_ld)
 //   hacc   [Nc, D] A    the hidden chunk converted to A (CPU only)
@@ -106,7 +106,7 @@ inline Layout layout_of(const Params& p) {
     };
     l.rows = take(4 * n(p.N) * a);
     l.z = take(n(p.Nc) * n(p.Vc) * a);
-    l.g = compact ? l.z : take(p.bwd ? n(p.Nc) * n(p.Vc) * s : 0);
+    l.g = compact ? l.z : take(p.bwd && !p.host ? n(p.Nc) * n(p.Vc) * s : 0);
     l.hacc = take(p.host ? n(p.Nc) * n(p.D) * a : 0);
     l.dhacc = take(p.bwd && (!compact || p.Vc < p.V) ? n(p.Nc) * n(p.D) * a : 0);
     l.dbacc = take(p.bwd ? n(p.V) * a : 0);

@@ -133,8 +133,19 @@ TEST(ChunkLoss, PlanKeepsTheBudget) {
   EXPECT_EQ(plan.Vc, 131072);
   EXPECT_GT(plan.Nc, 0);
   EXPECT_EQ(plan.Nc % 64, 0);
-  const int64_t tiles = plan.Nc * plan.Vc * (4 + 2) + 2 * plan.Nc * 4096 * 4;
-  EXPECT_LE(tiles, int64_t{16384} * 4096 * 2);
+  // The CPU forward's tiles: the fp32 Z tile and the fp32 hidden chunk.
+  EXPECT_LE(plan.Nc * plan.Vc * 4 + plan.Nc * 4096 * 4, int64_t{16384} * 4096 * 2);
+  EXPECT_GT((plan.Nc + 64) * plan.Vc * 4 + (plan.Nc + 64) * 4096 * 4, int64_t{16384} * 4096 * 2);
+  // With gradients also the fp32 dh accumulator (G is written over Z: no tile of its own).
+  ASSERT_TRUE(chunk_loss_plan(a, &plan, /*grads=*/true).ok());
+  EXPECT_LE(plan.Nc * plan.Vc * 4 + 2 * plan.Nc * 4096 * 4, int64_t{16384} * 4096 * 2);
+  EXPECT_GT((plan.Nc + 64) * plan.Vc * 4 + 2 * (plan.Nc + 64) * 4096 * 4,
+            int64_t{16384} * 4096 * 2);
+  // The workspace holds those tiles (and the per-row values), nothing more.
+  const int64_t rows_bytes = int64_t{4} * 16384 * 4;
+  ASSERT_TRUE(chunk_loss_plan(a, &plan).ok());
+  EXPECT_LE(static_cast<int64_t>(chunk_loss_workspace_bytes(a)),
+            rows_bytes + plan.Nc * plan.Vc * 4 + plan.Nc * 4096 * 4 + 3 * 256);
 }
 
 // On CUDA the gradients' chunks live in d_weight until its final cast (fp32 accumulation): 1024
