@@ -70,4 +70,17 @@ for i in "${!TARGETS[@]}"; do
 done
 for p in "${pids[@]}"; do wait "$p" || status=1; done
 for t in "${TARGETS[@]}"; do cat "$BUILD/$t.sum"; done
+# A finding is printed again last, with the end of its log (the stack and the input's name), so
+# that a CI log cut to its tail still shows what failed.
+for t in "${TARGETS[@]}"; do
+  if grep -q '^!!' "$BUILD/$t.sum"; then
+    echo "== finding of $t (end of $BUILD/$t.log):"
+    tail -n 40 "$BUILD/$t.log"
+    for f in "fuzz-artifacts/$t"/*; do  # the input itself, to reproduce it from the log alone
+      if [ -f "$f" ] && [ "$(stat -c %s "$f")" -le 8192 ]; then
+        echo "$f (base64): $(base64 -w0 "$f")"
+      fi
+    done
+  fi
+done
 exit $status

@@ -4,6 +4,7 @@
 // (a transposed dense operand is a stride swap, no copy). The op folders hold the registration.
 #include "ops/jagged/common/bmm.h"
 
+#include "core/cpu_features.h"
 #include "core/offsets.h"
 #include "ops/jagged/common/bmm_api.h"
 
@@ -26,6 +27,8 @@ std::vector<core::Impl<BmmParams>> list(Status (*reference)(const BmmParams&, co
   cuda.push_back({"cuda_sm80", DeviceType::cuda, core::cuda::any_device_reason,
                   core::cuda_capability_at_least<80, BmmParams>, run_cuda});
 #endif
+  cuda.push_back({"cpu_avx2", DeviceType::cpu, core::avx2_fma_reason, core::accept_all<BmmParams>,
+                  run_cpu_avx2});
   return core::with_cpu_impls<BmmParams>(std::move(cuda), run_cpu, reference);
 }
 }  // namespace

@@ -1,7 +1,8 @@
 // ops/jagged/common/bmm.h: what the jagged matmuls' entries (common/bmm.cpp) and their op folders
 // share: the implementation lists and the implementations' declarations. The goldens live in the
 // op folders (jagged_dense_bmm/reference.cpp, jagged_jagged_bmm/reference.cpp); the CPU path in
-// common/bmm_cpu.cpp, the CUDA path in common/cuda/bmm_launch.cu.
+// common/bmm_cpu_kernel.h (bmm_cpu.cpp, bmm_cpu_avx2.cpp), the CUDA path in
+// common/cuda/bmm_launch.cu.
 #pragma once
 
 #include <vector>
@@ -11,7 +12,8 @@
 
 namespace recops::ops::bmm {
 
-Status run_cpu(const BmmParams& p, const Context& ctx);
+Status run_cpu(const BmmParams& p, const Context& ctx);       // cpu_generic
+Status run_cpu_avx2(const BmmParams& p, const Context& ctx);  // cpu_avx2: AVX2 + FMA + F16C
 #ifdef RECOPS_WITH_CUDA
 Status run_cuda(const BmmParams& p, const Context& ctx);      // cuda_sm80
 Status run_cuda_mma(const BmmParams& p, const Context& ctx);  // cuda_sm80_mma: fp16, bf16
@@ -20,7 +22,8 @@ Status run_cuda_mma(const BmmParams& p, const Context& ctx);  // cuda_sm80_mma: 
 Status jagged_dense_bmm_reference(const BmmParams& p, const Context& ctx);
 Status jagged_jagged_bmm_reference(const BmmParams& p, const Context& ctx);
 
-// cuda_sm80_mma (fp16/bf16 on tensor cores), cuda_sm80, cpu_generic, reference (the mode's golden).
+// cuda_sm80_mma (fp16/bf16 on tensor cores), cuda_sm80, cpu_avx2, cpu_generic, reference (the
+// mode's golden).
 const std::vector<core::Impl<BmmParams>>& bmm_impls(BmmMode mode);
 
 }  // namespace recops::ops::bmm
