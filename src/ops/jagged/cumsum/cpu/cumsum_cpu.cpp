@@ -104,12 +104,10 @@ int64_t scan_range(const CumsumParams& p, int64_t r, int64_t i0, int64_t i1, uin
       }
     }
   };
-  if (simd) {
-  } else if (stride == 1) {
+  if (!simd && stride == 1)
     run([in](int64_t i) { return in[i]; });
-  } else {
+  else if (!simd)
     run([in, stride](int64_t i) { return in[i * stride]; });
-  }
   if constexpr (sizeof(Out) == 4) {
     if (lo < INT32_MIN || hi > INT32_MAX) {  // rare: find the first position that overflowed
       uint64_t sum = carry;
