@@ -2,11 +2,10 @@
 // (src/torch/kit.h) cannot derive.
 //   meta:     out [B, T, D] = [k.size(0), k.size(2), q.size(1)] (and lse [B, T] fp32 for _fwd) in
 //             SymInts, for dynamic shapes (out is like no single argument).
-//   backward: _bwd takes the forward's out and lse, which the Autograd kernel's save hook cannot
-//             see (it receives the arguments only). The backward therefore recomputes them with
-//             jagged_dense_flash_attention_fwd from the saved arguments (a second forward: the
-//             known cost), then calls jagged_dense_flash_attention_bwd. Both are registered ops,
-//             so torch.compile traces the backward as a graph of recops ops.
+//   backward: _bwd takes the forward's out and lse: when a gradient is needed the Autograd kernel
+//             runs jagged_dense_flash_attention_fwd and saves both (the table's save_outputs),
+//             so the backward calls jagged_dense_flash_attention_bwd with no second forward. Both
+//             are registered ops, so torch.compile traces the backward as a graph of recops ops.
 #include <ATen/ops/empty.h>
 #include <ATen/ops/zeros_like.h>
 
@@ -29,13 +28,12 @@ std::vector<at::Tensor> meta_outs(const recops::binding::Args& a, bool with_lse)
 RECOPS_TORCH_HOOKS(jagged_dense_flash_attention) {
   recops::binding::TorchHooks h;
   h.meta = [](const recops::binding::Args& a) { return meta_outs(a, false); };
-  // saved: q, k, v, attn_bias, seq_offsets, max_seq_len, allow_tf32 (the default save).
+  // saved: q, k, v, attn_bias, seq_offsets, max_seq_len, allow_tf32, then _fwd's out and lse.
   h.backward = [](const recops::binding::Args& s, const std::vector<at::Tensor>& grads) {
-    const auto fwd = recops::binding::call("jagged_dense_flash_attention_fwd",
-                                           {s[0], s[1], s[2], s[3], s[4], s[5], s[6]});
-    const at::Tensor g = grads[0].defined() ? grads[0] : at::zeros_like(fwd[0]);
+    const at::Tensor& out = s[7].toTensor();
+    const at::Tensor g = grads[0].defined() ? grads[0] : at::zeros_like(out);
     return recops::binding::call("jagged_dense_flash_attention_bwd",
-                                 {g, s[0], s[1], s[2], s[3], s[4], fwd[0], fwd[1], s[5], s[6]});
+                                 {g, s[0], s[1], s[2], s[3], s[4], s[7], s[8], s[5], s[6]});
   };
   return h;
 }

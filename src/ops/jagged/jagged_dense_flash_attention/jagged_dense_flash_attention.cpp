@@ -315,7 +315,10 @@ RECOPS_REGISTER_OPS(reg) {
               .shapes_from<&jagged_dense_flash_attention_shape, &Args::q>()
               .run_one<&jagged_dense_flash_attention>()
               .backward(kBwd)
-              .doc("", kDoc));
+              .doc("", kDoc)
+              // When a gradient is needed the Autograd kernel runs _fwd and keeps its out and lse
+              // for the backward (binding.cpp), which then has no forward to recompute.
+              .save_outputs({"out", "lse"}, kFwd));
   reg.add(inputs(kit::Def<Args>(kFwd, "jagged"), false)
               .out("out")
               .out("lse")

@@ -278,7 +278,10 @@ RECOPS_REGISTER_OPS(reg) {
               .shapes_from<&multi_head_jagged_flash_attention_shape, &Args::q>()
               .run_one<&multi_head_jagged_flash_attention>()
               .backward(kBwd)
-              .doc("", kDoc));
+              .doc("", kDoc)
+              // When a gradient is needed the Autograd kernel runs _fwd and keeps its out and lse
+              // for the backward (binding.cpp), which then has no forward to recompute.
+              .save_outputs({"out", "lse"}, kFwd));
   reg.add(inputs_table<Args>(kFwd, false)
               .out_like("out", "q", false)
               .out("lse", false)
