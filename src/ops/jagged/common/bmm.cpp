@@ -20,16 +20,16 @@ std::string mma_accepts(const BmmParams& p) {
 #endif
 
 std::vector<core::Impl<BmmParams>> list(Status (*reference)(const BmmParams&, const Context&)) {
-  std::vector<core::Impl<BmmParams>> cuda;
+  std::vector<core::Impl<BmmParams>> first;  // before cpu_generic and reference
 #ifdef RECOPS_WITH_CUDA
-  cuda.push_back({"cuda_sm80_mma", DeviceType::cuda, core::cuda::any_device_reason, mma_accepts,
-                  run_cuda_mma});
-  cuda.push_back({"cuda_sm80", DeviceType::cuda, core::cuda::any_device_reason,
-                  core::cuda_capability_at_least<80, BmmParams>, run_cuda});
+  first.push_back({"cuda_sm80_mma", DeviceType::cuda, core::cuda::any_device_reason, mma_accepts,
+                   run_cuda_mma});
+  first.push_back({"cuda_sm80", DeviceType::cuda, core::cuda::any_device_reason,
+                   core::cuda_capability_at_least<80, BmmParams>, run_cuda});
 #endif
-  cuda.push_back({"cpu_avx2", DeviceType::cpu, core::avx2_fma_reason, core::accept_all<BmmParams>,
-                  run_cpu_avx2});
-  return core::with_cpu_impls<BmmParams>(std::move(cuda), run_cpu, reference);
+  first.push_back({"cpu_avx2", DeviceType::cpu, core::avx2_fma_reason, core::accept_all<BmmParams>,
+                   run_cpu_avx2});
+  return core::with_cpu_impls<BmmParams>(std::move(first), run_cpu, reference);
 }
 }  // namespace
 
