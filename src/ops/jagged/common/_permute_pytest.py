@@ -95,6 +95,13 @@ def test_empty(two_d, device):
     no_rows = torch.empty((0, B) if two_d else (0,), dtype=torch.int64, device=device)
     pl, pv, pw = op(empty, no_rows, torch.empty(0, 3, device=device), None, 0)
     assert pl.shape == no_rows.shape and pv.shape == (0, 3)
+    if two_d:  # lengths [T, 0] with T past memory: empty, so nothing may be sized by T
+        huge = torch.empty(2**40, 0, dtype=torch.int64, device=device)
+        perm = torch.tensor([2**40 - 1, 0], device=device)
+        pl, pv, pw = op(perm, huge, torch.empty(0, 3, device=device), None, None)
+        assert pl.shape == (2, 0) and pv.shape == (0, 3)
+        with pytest.raises(RuntimeError, match="permuted_lengths_sum|permuted lengths are empty"):
+            op(perm, huge, torch.empty(0, 3, device=device), None, 5)
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -72,13 +72,14 @@ Status check_contents(const PermuteOp& op, const PermuteSparseDataArgs& a, const
   const int64_t T = a.lengths.sizes[0];
   const int64_t B = op.two_d ? a.lengths.sizes[1] : 1;
   RECOPS_RETURN_IF_ERROR(select_check_indices(n, "permute", perm, T, "lengths.size(0)"));
-  std::vector<int64_t> row(static_cast<size_t>(T), 0);
-  for (int64_t t = 0; t < T; ++t)
-    for (int64_t b = 0; b < B; ++b) row[t] += len[static_cast<size_t>(t * B + b)];
+  // Summed per permuted row, not per lengths row: lengths may be [T, 0] with T past memory (an
+  // empty tensor), and the work stays that of the permuted lengths [P, B] the op writes anyway.
   int64_t s = 0;
   for (int64_t i : perm) {
-    RECOPS_CHECK(s <= INT64_MAX - row[i], n, ": the permuted lengths' sum overflows int64");
-    s += row[i];
+    int64_t row = 0;  // each length is >= 0 and they sum to `total` without overflow: row <= total
+    for (int64_t b = 0; b < B; ++b) row += len[static_cast<size_t>(i * B + b)];
+    RECOPS_CHECK(s <= INT64_MAX - row, n, ": the permuted lengths' sum overflows int64");
+    s += row;
   }
   *rows = s;
   return Status::Ok();
@@ -141,6 +142,9 @@ Status permute_shape(const PermuteOp& op, const PermuteSparseDataArgs& a, Shape*
 
 size_t permute_workspace(const PermuteOp& op, const PermuteSparseDataArgs& a) {
   if (!check_meta(op, a).ok()) return 0;
+  // Nothing runs when the permuted lengths are empty (permute_entry returns first), and lengths
+  // [T, 0] may have any T: no workspace sized by T for it.
+  if (a.permute.sizes[0] == 0 || (op.two_d && a.lengths.sizes[1] == 0)) return 0;
 #ifdef RECOPS_WITH_CUDA
   if (a.values.device.type == DeviceType::cuda)
     return permute_cuda_workspace_bytes(params_of(op, a));
@@ -181,7 +185,11 @@ Status permute_entry(const PermuteOp& op, const PermuteSparseDataArgs& a,
                  " but permuted_lengths_sum (permuted_values.size(0)) is ", rows,
                  "; they must be equal");
   PermuteParams p = params_of(op, a);
-  if (p.P * p.B == 0 && rows == 0) return Status::Ok();  // every output is empty
+  if (p.P * p.B == 0) {  // no permuted lengths: they sum to 0, and every output is empty
+    RECOPS_CHECK(rows == 0, n, ": the permuted lengths are empty (", shape_str(ls),
+                 ") but permuted_values has ", rows, " rows; it must have 0");
+    return Status::Ok();
+  }
   p.out_lengths = permuted_lengths.data;
   p.R = rows;
   p.payload[0].dst = permuted_values.data;
