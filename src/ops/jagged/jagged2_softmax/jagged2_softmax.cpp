@@ -148,16 +148,19 @@ RECOPS_REGISTER_OPS(reg) {
   using namespace recops::ops::jagged2_softmax_ns;
   reg.add(OpInfo{kOp, "jagged", core::describe_impls(impls())});
   reg.add(OpInfo{kBwd, "jagged", core::describe_impls(impls())});
-  reg.add(kit::Def<A>(kOp, "jagged")
-              .arg<&A::x>("x", {.grad = true})
-              .arg<&A::x_offsets>("x_offsets")
-              .arg<&A::max_seq_len>("max_seq_len", {.sym = true})
-              .arg<&A::transpose>("transpose")
-              .out_like("out", "x")
-              .shapes(fwd_shapes)
-              .run(fwd_run)
-              .backward(kBwd)
-              .doc("", kDoc));
+  reg.add(
+      kit::Def<A>(kOp, "jagged")
+          .arg<&A::x>("x", {.grad = true})
+          .arg<&A::x_offsets>("x_offsets")
+          .arg<&A::max_seq_len>("max_seq_len", {.sym = true})
+          .arg<&A::transpose>("transpose")
+          .out_like("out", "x")
+          .shapes(fwd_shapes)
+          .run(fwd_run)
+          .backward(kBwd)
+          .doc("", kDoc)
+          // The Autograd kernel keeps out (y) for the backward (binding.cpp): no second forward.
+          .save_outputs({"out"}));
   reg.add(kit::Def<G>(kBwd, "jagged")
               .arg<&G::grad>("grad")
               .arg<&G::y>("y")

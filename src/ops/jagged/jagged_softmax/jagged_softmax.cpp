@@ -175,7 +175,10 @@ RECOPS_REGISTER_OPS(reg) {
               .shapes(fwd_shapes)
               .run(fwd_run)
               .backward(kBwd)
-              .doc("", kDoc));
+              .doc("", kDoc)
+              // The Autograd kernel keeps out (y) for the backward (binding.cpp), as torch's
+              // softmax keeps its result: no second forward.
+              .save_outputs({"out"}));
   reg.add(kit::Def<JaggedSoftmaxBwdArgs>(kBwd, "jagged")
               .arg<&JaggedSoftmaxBwdArgs::grad>("grad", {.dense_from = 1})
               .arg<&JaggedSoftmaxBwdArgs::y>("y", {.dense_from = 1})

@@ -139,6 +139,31 @@ def test_backward_matches_torch_autograd():
     torch.testing.assert_close(v1.grad, v2.grad)
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
+def test_backward_uses_the_saved_output(dtype):
+    """The backward uses the forward's saved y (no second forward): writing y in place before the
+    backward is caught by autograd's version check, as for torch.softmax; the 16-bit backward
+    (fp32 products, a two-float dot) equals the fp64 formula rounded once, extremes included."""
+    values, offsets = make([4, 9], 70, dtype)
+    v = values.clone().requires_grad_(True)
+    y = recops.jagged_softmax(v, offsets, 6)
+    with torch.no_grad():
+        y.mul_(2)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.backward(torch.ones_like(y))
+    g = torch.randn(values.shape).to(dtype)
+    yy = torch.rand(values.shape).to(dtype)
+    if dtype == torch.bfloat16:  # products past fp32's range, and an infinite grad
+        yy[:, 6], g[:, 6], g[2, 3] = 1e30, 1e20, float("inf")
+    got = torch.ops.recops.jagged_softmax_bwd(g, yy, offsets, 6)
+    want = torch.zeros(values.shape, dtype=torch.float64)
+    for a, e in [(0, 4), (4, 10)]:
+        gd, yd = g[a:e].double(), yy[a:e].double()
+        want[a:e] = yd * (gd - (gd * yd).sum(0))
+    torch.testing.assert_close(got, want.to(dtype), rtol=0 if dtype != torch.float32 else 1e-6,
+                               atol=0, equal_nan=True)
+
+
 def test_errors_name_the_argument():
     values, offsets = make([2, 3], 2)
     with pytest.raises(RuntimeError, match="jagged_softmax: values must be fp64, fp32, fp16 or bf16"):

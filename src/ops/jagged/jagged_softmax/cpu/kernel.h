@@ -6,9 +6,10 @@
 // search over the items' cost prefix. Per item, passes over the sequence's rows with the column
 // block's statistics in fp32 (fp64 for fp64; the backward's dot in fp64 always), plain loops over
 // the block the compiler can vectorise:
-//   forward:  max, sum of exp(x - max), write exp(x - max) / sum (fp32 and fp64 keep the
-//             exponentials in the output between the last two passes)
-//   backward: dot = sum grad * y, write y * (grad - dot)
+//   forward:  max, sum of e = exp(x - max), write e * (1 / sum) (e kept between the last two
+//             passes: in the output for fp32 and fp64, in a per-thread fp32 scratch for 16 bits)
+//   backward: dot = sum grad * y (fp64), write y * (grad - dot) (fp64; for 16-bit inputs fp32
+//             products and a two-float dot, see backward_item)
 // Truncated rows (n_b <= l < L_b) are written 0. Offsets are clamped into [0, total_L].
 #pragma once
 
@@ -60,7 +61,7 @@ struct Item {
 };
 
 template <class T, class Acc>
-void forward_item(const Params& p, const Item& it) {
+void forward_item(const Params& p, const Item& it, std::vector<Acc>& scratch) {
   const T* x = static_cast<const T*>(p.a);
   T* y = static_cast<T*>(p.out);
   Acc m[kCols], s[kCols];
@@ -73,40 +74,62 @@ void forward_item(const Params& p, const Item& it) {
       m[j] = (v > m[j] || v != v) ? v : m[j];  // a NaN sticks: nothing compares above it
     }
   }
+  // One exponential per element: they are kept unrounded (in the output for fp32 and fp64, else in
+  // the caller's fp32 scratch when the item fits it) between the sum and the write pass, which
+  // multiplies by the column's 1/sum (a column without a finite max, that is with no row or every
+  // entry -inf, is written 0). A 16-bit item larger than the scratch computes them again.
+  Acc inv[kCols];
+  const auto finish = [&] {
+    for (int64_t j = 0; j < it.w; ++j) inv[j] = Acc(1) / s[j];
+  };
   if constexpr (std::is_same_v<T, Acc>) {
-    // fp32 and fp64: the exponentials go to the output, then are divided in place (one exp each).
     for (int64_t l = 0; l < it.n; ++l) {
       const T* row = x + (it.start + l) * p.a_row_stride + it.h0;
       T* orow = y + (it.start + l) * p.H + it.h0;
       for (int64_t j = 0; j < it.w; ++j) s[j] += (orow[j] = exp_acc<Acc>(row[j] - m[j]));
     }
+    finish();
     for (int64_t l = 0; l < it.n; ++l) {
       T* orow = y + (it.start + l) * p.H + it.h0;
-      for (int64_t j = 0; j < it.w; ++j) orow[j] = m[j] == -inf ? Acc(0) : orow[j] / s[j];
+      for (int64_t j = 0; j < it.w; ++j) orow[j] = m[j] == -inf ? Acc(0) : orow[j] * inv[j];
+    }
+  } else if (it.n * it.w <= static_cast<int64_t>(scratch.size())) {
+    Acc* e = scratch.data();
+    for (int64_t l = 0; l < it.n; ++l) {
+      const T* row = x + (it.start + l) * p.a_row_stride + it.h0;
+      Acc* er = e + l * it.w;
+      for (int64_t j = 0; j < it.w; ++j) s[j] += (er[j] = exp_acc<Acc>(load<Acc>(row[j]) - m[j]));
+    }
+    finish();
+    for (int64_t l = 0; l < it.n; ++l) {
+      const Acc* er = e + l * it.w;
+      T* orow = y + (it.start + l) * p.H + it.h0;
+      for (int64_t j = 0; j < it.w; ++j)  // both sides computed: a select, no branch
+        orow[j] = store<T>(m[j] == -inf ? Acc(0) : er[j] * inv[j]);
     }
   } else {
-    // 16-bit outputs cannot hold the unrounded exponentials: computed again in the write pass.
     for (int64_t l = 0; l < it.n; ++l) {
       const T* row = x + (it.start + l) * p.a_row_stride + it.h0;
       for (int64_t j = 0; j < it.w; ++j) s[j] += exp_acc<Acc>(load<Acc>(row[j]) - m[j]);
     }
+    finish();
     for (int64_t l = 0; l < it.n; ++l) {
       const T* row = x + (it.start + l) * p.a_row_stride + it.h0;
       T* orow = y + (it.start + l) * p.H + it.h0;
-      for (int64_t j = 0; j < it.w; ++j) {  // both sides computed: a select, no branch
-        const Acc e = exp_acc<Acc>(load<Acc>(row[j]) - m[j]) / s[j];
+      for (int64_t j = 0; j < it.w; ++j) {
+        const Acc e = exp_acc<Acc>(load<Acc>(row[j]) - m[j]) * inv[j];
         orow[j] = store<T>(m[j] == -inf ? Acc(0) : e);
       }
     }
   }
 }
 
+// backward, exactly as the README states: dot and y * (grad - dot) in fp64.
 template <class T, class Acc>
-void backward_item(const Params& p, const Item& it) {
+void backward_item_fp64(const Params& p, const Item& it) {
   const T* g = static_cast<const T*>(p.a);
   const T* yv = static_cast<const T*>(p.b);
   T* dx = static_cast<T*>(p.out);
-  // fp64 for every dtype: grad - dot cancels wherever grad is close to the column's mean.
   double dot[kCols];
   for (int64_t j = 0; j < it.w; ++j) dot[j] = 0;
   for (int64_t l = 0; l < it.n; ++l) {
@@ -121,6 +144,54 @@ void backward_item(const Params& p, const Item& it) {
     T* orow = dx + (it.start + l) * p.H + it.h0;
     for (int64_t j = 0; j < it.w; ++j)
       orow[j] = store<T>(static_cast<double>(load<Acc>(yrow[j])) * (load<Acc>(grow[j]) - dot[j]));
+  }
+}
+
+// The dot in fp64 for every dtype: grad - dot cancels wherever grad is close to the column's mean
+// (README). For 16-bit inputs a product of two of them is exact in fp32, so only the sum is fp64,
+// and the write pass stays in fp32: dot = hi + lo (two floats), and (grad - hi) - lo is exact
+// where grad and hi are close (Sterbenz) and one fp32 rounding of the result elsewhere, far below
+// the 16-bit output's. That holds while nothing leaves fp32's range: an item with a product or a
+// grad above 2^126 in magnitude, a non-finite one, or a dot past 2^126 runs backward_item_fp64.
+template <class T, class Acc>
+void backward_item(const Params& p, const Item& it) {
+  if constexpr (sizeof(T) != 2) {
+    backward_item_fp64<T, Acc>(p, it);
+  } else {
+    const T* g = static_cast<const T*>(p.a);
+    const T* yv = static_cast<const T*>(p.b);
+    T* dx = static_cast<T*>(p.out);
+    constexpr float kBig = 0x1p126f;
+    double dot[kCols];
+    int32_t bad[kCols];  // nonzero: a product or grad of column j is not below kBig (NaN included)
+    for (int64_t j = 0; j < it.w; ++j) dot[j] = 0, bad[j] = 0;
+    for (int64_t l = 0; l < it.n; ++l) {
+      const T* grow = g + (it.start + l) * p.a_row_stride + it.h0;
+      const T* yrow = yv + (it.start + l) * p.b_row_stride + it.h0;
+      for (int64_t j = 0; j < it.w; ++j) {
+        const float gv = load<float>(grow[j]), pr = gv * load<float>(yrow[j]);
+        bad[j] |= !(std::fabs(pr) < kBig && std::fabs(gv) < kBig);
+        dot[j] += static_cast<double>(pr);
+      }
+    }
+    int32_t any = 0;
+    float hi[kCols], lo[kCols];
+    for (int64_t j = 0; j < it.w; ++j) {
+      any |= bad[j] | !(std::fabs(dot[j]) < kBig);
+      hi[j] = static_cast<float>(dot[j]);
+      lo[j] = static_cast<float>(dot[j] - hi[j]);
+    }
+    if (any) {
+      backward_item_fp64<T, Acc>(p, it);
+      return;
+    }
+    for (int64_t l = 0; l < it.n; ++l) {
+      const T* grow = g + (it.start + l) * p.a_row_stride + it.h0;
+      const T* yrow = yv + (it.start + l) * p.b_row_stride + it.h0;
+      T* orow = dx + (it.start + l) * p.H + it.h0;
+      for (int64_t j = 0; j < it.w; ++j)
+        orow[j] = store<T>(load<float>(yrow[j]) * ((load<float>(grow[j]) - hi[j]) - lo[j]));
+    }
   }
 }
 
@@ -148,6 +219,9 @@ void compute(const Params& p, int threads) {
   core::parallel_for(nt, 1, nt, [&](int64_t t0, int64_t t1) {
     const int64_t end_item = t1 == nt ? items : first_item(t1);
     T* out = static_cast<T*>(p.out);
+    // The 16-bit forward's exponentials of one item: 256 KiB (within L2) covers kCols columns of
+    // sequences up to 1024 rows; longer ones compute them twice.
+    std::vector<Acc> scratch(!p.backward && !std::is_same_v<T, Acc> ? 65536 : 0);
     for (int64_t i = first_item(t0); i < end_item; ++i) {
       Item it;
       const int64_t b = i / blocks;
@@ -159,7 +233,7 @@ void compute(const Params& p, int threads) {
       if (p.backward)
         backward_item<T, Acc>(p, it);
       else
-        forward_item<T, Acc>(p, it);
+        forward_item<T, Acc>(p, it, scratch);
       for (int64_t l = it.n; l < it.rows; ++l)  // truncated rows
         std::fill_n(out + (it.start + l) * p.H + it.h0, it.w, store<T>(Acc(0)));
     }
