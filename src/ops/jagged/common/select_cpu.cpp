@@ -11,6 +11,10 @@
 #include <type_traits>
 #include <vector>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "ops/jagged/common/cpu_half.h"
 #include "ops/jagged/common/select_cpu.h"
 #include "ops/jagged/common/select_params.h"
@@ -52,6 +56,91 @@ Offsets offsets_of(const SelectParams& p) {
   return o;
 }
 
+// dst[i] = 0 + src[i] for one member: the value itself with a -0 (the sign bit alone, in every
+// floating format here) turned into +0; on the bits, so that the loop vectorises for every dtype.
+// With `nt`, 16- and 32-bit values (n of at least kStreamMin) go 16 bytes a step with
+// non-temporal stores once dst is 16-byte aligned: the output is written once and not read back
+// by this op, and a plain store first reads the line it fills (on the 2-core Zen 1 CI VM an 8 MB
+// select took 1.24 ms with plain stores, 0.84 ms streamed, memcpy 1.22 ms). The ops pass nt for
+// outputs of kStreamTotal bytes or more, which outgrow the caches anyway; a smaller output stays
+// cached for its consumer.
+constexpr int64_t kStreamMin = 2048;
+constexpr int64_t kStreamTotal = int64_t{4} << 20;
+template <class T>
+void plus_zero_copy(const T* src, T* dst, int64_t n, bool nt) {
+  using Bits = std::conditional_t<sizeof(T) == 8, uint64_t,
+                                  std::conditional_t<sizeof(T) == 4, uint32_t, uint16_t>>;
+  static_assert(sizeof(Bits) == sizeof(T));
+  constexpr Bits kSign = static_cast<Bits>(Bits{1} << (8 * sizeof(T) - 1));
+  int64_t i = 0;
+#if defined(__SSE2__)
+  if constexpr (sizeof(T) == 2 || sizeof(T) == 4) {
+    if (nt && n >= kStreamMin && reinterpret_cast<uintptr_t>(dst) % sizeof(T) == 0) {
+      for (; i < n && reinterpret_cast<uintptr_t>(dst + i) % 16 != 0; ++i) {  // head
+        Bits v;
+        std::memcpy(&v, src + i, sizeof v);
+        v = v == kSign ? Bits{0} : v;
+        std::memcpy(dst + i, &v, sizeof v);
+      }
+      constexpr int64_t kStep = 16 / static_cast<int64_t>(sizeof(T));
+      const __m128i sign = sizeof(T) == 2 ? _mm_set1_epi16(static_cast<int16_t>(kSign))
+                                          : _mm_set1_epi32(static_cast<int32_t>(kSign));
+      for (; i + kStep <= n; i += kStep) {
+        const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
+        const __m128i eq = sizeof(T) == 2 ? _mm_cmpeq_epi16(v, sign) : _mm_cmpeq_epi32(v, sign);
+        _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i), _mm_andnot_si128(eq, v));
+      }
+      _mm_sfence();  // the streamed lines are visible before the op returns
+    }
+  }
+#endif
+  for (; i < n; ++i) {
+    Bits v;
+    std::memcpy(&v, src + i, sizeof v);
+    v = v == kSign ? Bits{0} : v;
+    std::memcpy(dst + i, &v, sizeof v);
+  }
+}
+
+// bytes of src to dst, and bytes of zeros to dst, with non-temporal 16-byte stores when `nt` and
+// there are at least kStreamMin bytes (see plus_zero_copy); plain copies otherwise.
+void stream_bytes(void* dst, const void* src, int64_t bytes, bool nt) {
+  auto* d = static_cast<char*>(dst);
+  const auto* s = static_cast<const char*>(src);
+#if defined(__SSE2__)
+  if (nt && bytes >= kStreamMin) {
+    const int64_t head = std::min<int64_t>(
+        bytes, (16 - static_cast<int64_t>(reinterpret_cast<uintptr_t>(d) % 16)) % 16);
+    std::memcpy(d, s, static_cast<size_t>(head));
+    int64_t i = head;
+    for (; i + 16 <= bytes; i += 16)
+      _mm_stream_si128(reinterpret_cast<__m128i*>(d + i),
+                       _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i)));
+    std::memcpy(d + i, s + i, static_cast<size_t>(bytes - i));
+    _mm_sfence();
+    return;
+  }
+#endif
+  std::memcpy(d, s, static_cast<size_t>(bytes));
+}
+void stream_zero(void* dst, int64_t bytes, bool nt) {
+  auto* d = static_cast<char*>(dst);
+#if defined(__SSE2__)
+  if (nt && bytes >= kStreamMin) {
+    const int64_t head = std::min<int64_t>(
+        bytes, (16 - static_cast<int64_t>(reinterpret_cast<uintptr_t>(d) % 16)) % 16);
+    std::memset(d, 0, static_cast<size_t>(head));
+    int64_t i = head;
+    const __m128i z = _mm_setzero_si128();
+    for (; i + 16 <= bytes; i += 16) _mm_stream_si128(reinterpret_cast<__m128i*>(d + i), z);
+    std::memset(d + i, 0, static_cast<size_t>(bytes - i));
+    _mm_sfence();
+    return;
+  }
+#endif
+  std::memset(d, 0, static_cast<size_t>(bytes));
+}
+
 void forward(const SelectParams& p, const Offsets& o, int threads) {
   const int64_t es = dtype_size(p.dtype);
   const int64_t row_bytes = p.D * es;
@@ -65,6 +154,7 @@ void forward(const SelectParams& p, const Offsets& o, int threads) {
   if (row_bytes == 0) return;
   const auto* src = static_cast<const char*>(p.src);
   auto* dst = static_cast<char*>(p.dst);
+  const bool nt = o.out.back() * row_bytes >= kStreamTotal;
   select_balanced_for(
       o.segments_out(), threads, [&](int64_t j) { return o.out[j]; },
       [&](int64_t j) {
@@ -72,30 +162,13 @@ void forward(const SelectParams& p, const Offsets& o, int threads) {
         const char* s = src + o.in[o.seg[j]] * p.src_row_stride * es;
         char* d = dst + o.out[j] * row_bytes;
         if (p.src_row_stride == p.D) {
-          std::memcpy(d, s, static_cast<size_t>(len * row_bytes));
+          stream_bytes(d, s, len * row_bytes, nt);
           return;
         }
         for (int64_t l = 0; l < len; ++l)
-          std::memcpy(d + l * row_bytes, s + l * p.src_row_stride * es,
-                      static_cast<size_t>(row_bytes));
+          stream_bytes(d + l * row_bytes, s + l * p.src_row_stride * es, row_bytes, nt);
       },
       rows_per_thread(row_bytes));
-}
-
-// dst[i] = 0 + src[i] for one member: the value itself with a -0 (the sign bit alone, in every
-// floating format here) turned into +0; on the bits, so that the loop vectorises for every dtype.
-template <class T>
-void plus_zero_copy(const T* src, T* dst, int64_t n) {
-  using Bits = std::conditional_t<sizeof(T) == 8, uint64_t,
-                                  std::conditional_t<sizeof(T) == 4, uint32_t, uint16_t>>;
-  static_assert(sizeof(Bits) == sizeof(T));
-  constexpr Bits kSign = static_cast<Bits>(Bits{1} << (8 * sizeof(T) - 1));
-  for (int64_t i = 0; i < n; ++i) {
-    Bits v;
-    std::memcpy(&v, src + i, sizeof v);
-    v = v == kSign ? Bits{0} : v;
-    std::memcpy(dst + i, &v, sizeof v);
-  }
 }
 
 template <class T>
@@ -136,6 +209,7 @@ void backward(const SelectParams& p, const Offsets& o, int threads) {
     work[b + 1] = work[b] + (o.in[b + 1] - o.in[b]) * std::max<int64_t>(1, first[b + 1] - first[b]);
   const T* g = static_cast<const T*>(p.src);
   T* gv = static_cast<T*>(p.dst);
+  const bool nt = o.in.back() * p.D * static_cast<int64_t>(sizeof(T)) >= kStreamTotal;
   select_balanced_for(
       n_in, threads, [&](int64_t b) { return work[b]; },
       [&](int64_t b) {
@@ -145,7 +219,7 @@ void backward(const SelectParams& p, const Offsets& o, int threads) {
         const int64_t members = first[b + 1] - first[b];
         T* out = gv + o.in[b] * p.D;
         if (members == 0) {  // never selected: zeros
-          std::memset(static_cast<void*>(out), 0, static_cast<size_t>(L * p.D) * sizeof(T));
+          stream_zero(out, L * p.D * static_cast<int64_t>(sizeof(T)), nt);
           return;
         }
         const bool dense = p.src_row_stride == p.D;
@@ -155,7 +229,7 @@ void backward(const SelectParams& p, const Offsets& o, int threads) {
         if (members == 1) {  // its value, a -0 written as +0 (the sum 0 + -0)
           const T* src = member(0);
           for (int64_t r = 0; r < rows; ++r)
-            plus_zero_copy(src + r * stride, out + r * width, width);
+            plus_zero_copy(src + r * stride, out + r * width, width, nt);
           return;
         }
         // Two or more: s = 0 + g_0 + g_1 + ... in fp64, in ascending member order (the
@@ -164,6 +238,7 @@ void backward(const SelectParams& p, const Offsets& o, int threads) {
         // the passes that start and finish a tile.
         constexpr int64_t kTile = 2048;
         Acc acc[kTile];
+        T tile[kTile];
         for (int64_t r = 0; r < rows; ++r)
           for (int64_t w0 = 0; w0 < width; w0 += kTile) {
             const int64_t n = std::min(kTile, width - w0);
@@ -171,11 +246,13 @@ void backward(const SelectParams& p, const Offsets& o, int threads) {
             T* dst = out + r * width + w0;
             const T* a = member(0) + at;
             const T* c = member(1) + at;
+            // Each tile's results go to `tile` (L1) and are then streamed to dst.
             if (members == 2) {
               if constexpr (sizeof(T) == 2)  // fp32 gives the fp64 sum's bits (select_cpu.h)
-                for (int64_t i = 0; i < n; ++i) dst[i] = select_pair_sum(a[i], c[i]);
+                for (int64_t i = 0; i < n; ++i) tile[i] = select_pair_sum(a[i], c[i]);
               else
-                for (int64_t i = 0; i < n; ++i) dst[i] = store((Acc{0} + load(a[i])) + load(c[i]));
+                for (int64_t i = 0; i < n; ++i) tile[i] = store((Acc{0} + load(a[i])) + load(c[i]));
+              stream_bytes(dst, tile, n * static_cast<int64_t>(sizeof(T)), nt);
               continue;
             }
             for (int64_t i = 0; i < n; ++i) acc[i] = (Acc{0} + load(a[i])) + load(c[i]);
@@ -184,7 +261,8 @@ void backward(const SelectParams& p, const Offsets& o, int threads) {
               for (int64_t i = 0; i < n; ++i) acc[i] += load(x[i]);
             }
             const T* z = member(members - 1) + at;
-            for (int64_t i = 0; i < n; ++i) dst[i] = store(acc[i] + load(z[i]));
+            for (int64_t i = 0; i < n; ++i) tile[i] = store(acc[i] + load(z[i]));
+            stream_bytes(dst, tile, n * static_cast<int64_t>(sizeof(T)), nt);
           }
       },
       rows_per_thread(p.D * static_cast<int64_t>(sizeof(T))));

@@ -59,6 +59,29 @@ def test_matches_formula(device, dtype, len_dtype, idx_dtype):
                                atol=tol, rtol=tol)
 
 
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("E", [(517,), (512,)])
+def test_large_outputs_stream(dtype, E):
+    """Outputs of 4 MiB or more are written with non-temporal stores on the CPU (select_cpu.cpp):
+    rows that do not start 16-byte aligned (E = 517), sequences selected 0-3 times, -0 gradients
+    (a single member's -0 becomes +0, the sum 0 + -0), compared with the formula rounded once."""
+    torch.manual_seed(3)
+    lengths = torch.randint(0, 80, (256,))
+    total = int(lengths.sum())
+    values = torch.randn((total, *E), dtype=torch.float64).to(dtype)
+    indices = torch.cat([torch.arange(0, 256, 2), torch.arange(0, 128, 3), torch.tensor([5, 5, 7])])
+    rows = int(lengths[indices].sum())
+    out, _ = recops.jagged_index_select(values, lengths, indices, rows)
+    assert min(rows, total) * E[0] * out.element_size() >= 4 << 20  # both outputs stream
+    assert torch.equal(out, torch_select(values, lengths, indices)[0])
+    grad = torch.randn(out.shape, dtype=torch.float64).to(dtype)
+    grad[::7] = -0.0
+    gv = torch.ops.recops.jagged_index_select_bwd(grad, values, lengths, indices, rows)
+    want = torch_select_bwd(grad, lengths, indices, total)
+    torch.testing.assert_close(gv, want.to(dtype), rtol=0, atol=0)
+    assert not torch.signbit(gv[want == 0]).any()
+
+
 def test_every_dtype_and_host_rows():
     values, lengths = make([2, 0, 3], (2,))
     indices = torch.tensor([2, 0, 2])
