@@ -2,7 +2,7 @@
 // rows, split into equal contiguous ranges across threads (each row costs the same: D elements
 // copied or filled), so skewed lengths balance by construction; about grain_bytes of output per
 // chunk (tuned, default 64 KiB) so that small problems stay on one thread. A row is one memcpy,
-// or a fill.
+// or a fill; with streaming stores for outputs of 4 MiB or more (common/cpu_stream.h).
 //   to_dense:  dense rows (b, l); a padding row is copied from a prepared row of padding elements.
 //   to_jagged: jagged rows r; each thread finds the sequence of its first row by binary search over
 //              the offsets, then walks forward; a row past S is a memset.
@@ -13,12 +13,24 @@
 #include "core/memory.h"
 #include "core/parallel.h"
 #include "core/scalar.h"
+#include "ops/jagged/common/cpu_stream.h"
 #include "ops/jagged/common/row_copy.h"
 
 namespace recops::ops {
 namespace {
 
 // Rows [begin, end) of the dense output (b, l) = (r / S, r % S).
+// With `nt` every row goes through streaming stores (common/cpu_stream.h: an output of
+// kStreamTotal bytes or more), fenced at the end of the range.
+template <bool nt>
+void copy_row(char* dst, const char* src, size_t bytes) {
+  if constexpr (nt)
+    jagged_cpu::stream_copy(dst, src, static_cast<int64_t>(bytes));
+  else
+    std::memcpy(dst, src, bytes);
+}
+
+template <bool nt>
 void to_dense_rows(const RowCopyParams& p, const char* pad_row, int64_t begin, int64_t end) {
   const size_t row_bytes = static_cast<size_t>(p.D * p.elem_size);
   const auto* values = static_cast<const char*>(p.src);
@@ -32,9 +44,9 @@ void to_dense_rows(const RowCopyParams& p, const char* pad_row, int64_t begin, i
   for (int64_t r = begin; r < end; ++r) {
     char* dst = out + (b * p.dense_batch_stride + l * p.dense_row_stride) * p.elem_size;
     if (l < length) {
-      std::memcpy(dst, values + (start + l) * p.jagged_row_stride * p.elem_size, row_bytes);
+      copy_row<nt>(dst, values + (start + l) * p.jagged_row_stride * p.elem_size, row_bytes);
     } else {
-      std::memcpy(dst, pad_row, row_bytes);
+      copy_row<nt>(dst, pad_row, row_bytes);
     }
     if (++l == p.S && r + 1 < end) {
       l = 0;
@@ -43,9 +55,11 @@ void to_dense_rows(const RowCopyParams& p, const char* pad_row, int64_t begin, i
       length = core::clamp_offset(offset(b + 1), p.total_L) - start;
     }
   }
+  if constexpr (nt) jagged_cpu::stream_fence();
 }
 
 // Rows [begin, end) of the jagged output.
+template <bool nt>
 void to_jagged_rows(const RowCopyParams& p, int64_t begin, int64_t end) {
   const size_t row_bytes = static_cast<size_t>(p.D * p.elem_size);
   const auto* dense = static_cast<const char*>(p.src);
@@ -74,11 +88,14 @@ void to_jagged_rows(const RowCopyParams& p, int64_t begin, int64_t end) {
     }
     char* dst = out + r * p.jagged_row_stride * p.elem_size;
     if (l < p.S)
-      std::memcpy(dst, dense + (b * p.dense_batch_stride + l * p.dense_row_stride) * p.elem_size,
-                  row_bytes);
+      copy_row<nt>(dst, dense + (b * p.dense_batch_stride + l * p.dense_row_stride) * p.elem_size,
+                   row_bytes);
+    else if constexpr (nt)
+      jagged_cpu::stream_zero(dst, static_cast<int64_t>(row_bytes));
     else
       std::memset(dst, 0, row_bytes);
   }
+  if constexpr (nt) jagged_cpu::stream_fence();
 }
 
 }  // namespace
@@ -110,9 +127,14 @@ Status row_copy_cpu(const RowCopyParams& p, const Context& ctx) {
   RECOPS_RETURN_IF_ERROR(core::resolve_config(q, ctx, &tc));
   const int64_t grain = std::max<int64_t>(1, tc.get("grain_bytes", 65536) / row_bytes);
 
+  const bool nt = rows * row_bytes >= jagged_cpu::kStreamTotal;
   if (!to_dense) {
-    core::parallel_for(rows, grain, ctx.num_threads,
-                       [&](int64_t begin, int64_t end) { to_jagged_rows(p, begin, end); });
+    core::parallel_for(rows, grain, ctx.num_threads, [&](int64_t begin, int64_t end) {
+      if (nt)
+        to_jagged_rows<true>(p, begin, end);
+      else
+        to_jagged_rows<false>(p, begin, end);
+    });
     return Status::Ok();
   }
   // One row of padding, built once; filling copies from it.
@@ -121,7 +143,10 @@ Status row_copy_cpu(const RowCopyParams& p, const Context& ctx) {
     std::memcpy(pad_row.data() + d * p.elem_size, &p.padding_bits,
                 static_cast<size_t>(p.elem_size));
   core::parallel_for(rows, grain, ctx.num_threads, [&](int64_t begin, int64_t end) {
-    to_dense_rows(p, pad_row.data(), begin, end);
+    if (nt)
+      to_dense_rows<true>(p, pad_row.data(), begin, end);
+    else
+      to_dense_rows<false>(p, pad_row.data(), begin, end);
   });
   return Status::Ok();
 }

@@ -16,6 +16,7 @@
 #endif
 
 #include "ops/jagged/common/cpu_half.h"
+#include "ops/jagged/common/cpu_stream.h"
 #include "ops/jagged/common/select_cpu.h"
 #include "ops/jagged/common/select_params.h"
 
@@ -58,14 +59,11 @@ Offsets offsets_of(const SelectParams& p) {
 
 // dst[i] = 0 + src[i] for one member: the value itself with a -0 (the sign bit alone, in every
 // floating format here) turned into +0; on the bits, so that the loop vectorises for every dtype.
-// With `nt`, 16- and 32-bit values (n of at least kStreamMin) go 16 bytes a step with
-// non-temporal stores once dst is 16-byte aligned: the output is written once and not read back
-// by this op, and a plain store first reads the line it fills (on the 2-core Zen 1 CI VM an 8 MB
-// select took 1.24 ms with plain stores, 0.84 ms streamed, memcpy 1.22 ms). The ops pass nt for
-// outputs of kStreamTotal bytes or more, which outgrow the caches anyway; a smaller output stays
-// cached for its consumer.
+// With `nt` (an output of jagged_cpu::kStreamTotal bytes or more, common/cpu_stream.h), 16- and
+// 32-bit values (n of at least kStreamMin) go 16 bytes a step with streaming stores once dst is
+// 16-byte aligned.
 constexpr int64_t kStreamMin = 2048;
-constexpr int64_t kStreamTotal = int64_t{4} << 20;
+using jagged_cpu::kStreamTotal;
 template <class T>
 void plus_zero_copy(const T* src, T* dst, int64_t n, bool nt) {
   using Bits = std::conditional_t<sizeof(T) == 8, uint64_t,
@@ -102,43 +100,23 @@ void plus_zero_copy(const T* src, T* dst, int64_t n, bool nt) {
   }
 }
 
-// bytes of src to dst, and bytes of zeros to dst, with non-temporal 16-byte stores when `nt` and
-// there are at least kStreamMin bytes (see plus_zero_copy); plain copies otherwise.
+// bytes of src to dst, and bytes of zeros to dst: streamed (common/cpu_stream.h) when `nt` and
+// there are at least kStreamMin bytes, plain otherwise.
 void stream_bytes(void* dst, const void* src, int64_t bytes, bool nt) {
-  auto* d = static_cast<char*>(dst);
-  const auto* s = static_cast<const char*>(src);
-#if defined(__SSE2__)
   if (nt && bytes >= kStreamMin) {
-    const int64_t head = std::min<int64_t>(
-        bytes, (16 - static_cast<int64_t>(reinterpret_cast<uintptr_t>(d) % 16)) % 16);
-    std::memcpy(d, s, static_cast<size_t>(head));
-    int64_t i = head;
-    for (; i + 16 <= bytes; i += 16)
-      _mm_stream_si128(reinterpret_cast<__m128i*>(d + i),
-                       _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i)));
-    std::memcpy(d + i, s + i, static_cast<size_t>(bytes - i));
-    _mm_sfence();
+    jagged_cpu::stream_copy(dst, src, bytes);
+    jagged_cpu::stream_fence();
     return;
   }
-#endif
-  std::memcpy(d, s, static_cast<size_t>(bytes));
+  std::memcpy(dst, src, static_cast<size_t>(bytes));
 }
 void stream_zero(void* dst, int64_t bytes, bool nt) {
-  auto* d = static_cast<char*>(dst);
-#if defined(__SSE2__)
   if (nt && bytes >= kStreamMin) {
-    const int64_t head = std::min<int64_t>(
-        bytes, (16 - static_cast<int64_t>(reinterpret_cast<uintptr_t>(d) % 16)) % 16);
-    std::memset(d, 0, static_cast<size_t>(head));
-    int64_t i = head;
-    const __m128i z = _mm_setzero_si128();
-    for (; i + 16 <= bytes; i += 16) _mm_stream_si128(reinterpret_cast<__m128i*>(d + i), z);
-    std::memset(d + i, 0, static_cast<size_t>(bytes - i));
-    _mm_sfence();
+    jagged_cpu::stream_zero(dst, bytes);
+    jagged_cpu::stream_fence();
     return;
   }
-#endif
-  std::memset(d, 0, static_cast<size_t>(bytes));
+  std::memset(dst, 0, static_cast<size_t>(bytes));
 }
 
 void forward(const SelectParams& p, const Offsets& o, int threads) {
