@@ -30,6 +30,9 @@ namespace recops::ops::jagged_softmax_ns {
 namespace {
 constexpr int64_t kCols = 64;          // the column block of one work item
 constexpr int64_t kMinCost = 1 << 15;  // elements per thread below which fewer threads start
+// The 16-bit forward's exponentials of one item, per thread: 256 KiB (within L2) covers kCols
+// columns of sequences up to 1024 rows; longer ones compute them twice.
+constexpr int64_t kScratch = 65536;
 
 // The forward's exp: for fp32 statistics in the AVX2 build core::exp_poly_f32 (core/exp_poly.h,
 // about 1 ulp), which the column loops vectorise; else std::exp (a libm call per element).
@@ -93,7 +96,9 @@ void forward_item(const Params& p, const Item& it, std::vector<Acc>& scratch) {
       T* orow = y + (it.start + l) * p.H + it.h0;
       for (int64_t j = 0; j < it.w; ++j) orow[j] = m[j] == -inf ? Acc(0) : orow[j] * inv[j];
     }
-  } else if (it.n * it.w <= static_cast<int64_t>(scratch.size())) {
+  } else if (it.n * it.w <= kScratch) {
+    if (static_cast<int64_t>(scratch.size()) < it.n * it.w)
+      scratch.resize(static_cast<size_t>(it.n * it.w));
     Acc* e = scratch.data();
     for (int64_t l = 0; l < it.n; ++l) {
       const T* row = x + (it.start + l) * p.a_row_stride + it.h0;
@@ -219,9 +224,7 @@ void compute(const Params& p, int threads) {
   core::parallel_for(nt, 1, nt, [&](int64_t t0, int64_t t1) {
     const int64_t end_item = t1 == nt ? items : first_item(t1);
     T* out = static_cast<T*>(p.out);
-    // The 16-bit forward's exponentials of one item: 256 KiB (within L2) covers kCols columns of
-    // sequences up to 1024 rows; longer ones compute them twice.
-    std::vector<Acc> scratch(!p.backward && !std::is_same_v<T, Acc> ? 65536 : 0);
+    std::vector<Acc> scratch;  // forward_item's, grown to the largest item up to kScratch
     for (int64_t i = first_item(t0); i < end_item; ++i) {
       Item it;
       const int64_t b = i / blocks;
