@@ -77,6 +77,13 @@ Status check_meta(const StemPrepareArgs& a) {
                Bs, ", stem_stride=", Ts);
   // The indexer's plan stores stem_block_size as int32 (stem_indexer.md §5).
   RECOPS_RETURN_IF_ERROR(check_fits_int32(kOp, "stem_block_size", Bs));
+  // vbias's statistics run over R = stem_block_size / stem_stride groups per KV block, the padded
+  // tail included (README): R is bounded so that a huge block over a short sequence is an error,
+  // not millions of empty groups per (batch, head) (a fuzzed 2^30 / 8 took minutes and 512 MiB).
+  constexpr int64_t kMaxGroupsPerBlock = int64_t{1} << 16;
+  RECOPS_CHECK(Bs / Ts <= kMaxGroupsPerBlock, "recops.", kOp,
+               ": stem_block_size / stem_stride (groups per block) must be at most ",
+               kMaxGroupsPerBlock, "; got stem_block_size=", Bs, ", stem_stride=", Ts);
   int64_t Df = 0;
   RECOPS_RETURN_IF_ERROR(checked_mul(kOp, "Df", "stem_stride", Ts, "D", a.q.sizes[2], &Df));
   RECOPS_CHECK(std::isfinite(a.lambda_mag), "recops.", kOp, ": lambda_mag=", a.lambda_mag,
