@@ -88,7 +88,7 @@ void plus_zero_copy(const T* src, T* dst, int64_t n, bool nt) {
         const __m128i eq = sizeof(T) == 2 ? _mm_cmpeq_epi16(v, sign) : _mm_cmpeq_epi32(v, sign);
         _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i), _mm_andnot_si128(eq, v));
       }
-      _mm_sfence();  // the streamed lines are visible before the op returns
+      jagged_cpu::stream_fence();
     }
   }
 #endif
@@ -224,13 +224,17 @@ void backward(const SelectParams& p, const Offsets& o, int threads) {
             T* dst = out + r * width + w0;
             const T* a = member(0) + at;
             const T* c = member(1) + at;
-            // Each tile's results go to `tile` (L1) and are then streamed to dst.
+            // Streamed, a tile's results go to `tile` (L1) first and then to dst; else to dst.
+            T* w = nt ? tile : dst;
+            const auto flush = [&] {
+              if (nt) stream_bytes(dst, tile, n * static_cast<int64_t>(sizeof(T)), true);
+            };
             if (members == 2) {
               if constexpr (sizeof(T) == 2)  // fp32 gives the fp64 sum's bits (select_cpu.h)
-                for (int64_t i = 0; i < n; ++i) tile[i] = select_pair_sum(a[i], c[i]);
+                for (int64_t i = 0; i < n; ++i) w[i] = select_pair_sum(a[i], c[i]);
               else
-                for (int64_t i = 0; i < n; ++i) tile[i] = store((Acc{0} + load(a[i])) + load(c[i]));
-              stream_bytes(dst, tile, n * static_cast<int64_t>(sizeof(T)), nt);
+                for (int64_t i = 0; i < n; ++i) w[i] = store((Acc{0} + load(a[i])) + load(c[i]));
+              flush();
               continue;
             }
             for (int64_t i = 0; i < n; ++i) acc[i] = (Acc{0} + load(a[i])) + load(c[i]);
@@ -239,8 +243,8 @@ void backward(const SelectParams& p, const Offsets& o, int threads) {
               for (int64_t i = 0; i < n; ++i) acc[i] += load(x[i]);
             }
             const T* z = member(members - 1) + at;
-            for (int64_t i = 0; i < n; ++i) tile[i] = store(acc[i] + load(z[i]));
-            stream_bytes(dst, tile, n * static_cast<int64_t>(sizeof(T)), nt);
+            for (int64_t i = 0; i < n; ++i) w[i] = store(acc[i] + load(z[i]));
+            flush();
           }
       },
       rows_per_thread(p.D * static_cast<int64_t>(sizeof(T))));
