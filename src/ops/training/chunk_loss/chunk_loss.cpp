@@ -135,10 +135,12 @@ namespace recops {
 //   kCudaMaxRows, whose chunk pieces (params.h's Layout) fit in d_weight, which holds them (they
 //   then take no memory of their own); when not even 64 rows fit (D below about 128 in 16 bits,
 //   64 in fp32, for a large V, in the compact layout), as below;
-// - CUDA without gradients (the forward alone), vocab_chunk = 0: min(N, kCudaMaxRows) rows when
-//   their Z tile over all of V does not fit the budget max(N·D·s, 64 MiB), with the vocabulary
-//   cut into equal tiles (Vc a multiple of 256) that do: each chunk's GEMM reads all of W, so rows
-//   come first, and the forward merges the tiles' lse with no second pass;
+// - CUDA without gradients (the forward alone), or with gradients accumulated in the input dtype
+//   (accum_dtype = input), vocab_chunk = 0: min(N, kCudaMaxRows) rows when their Z tile over all
+//   of V does not fit the budget max(N·D·s, 64 MiB), with the vocabulary cut into equal tiles (Vc
+//   a multiple of 256) that do, together with the rows' fp32 dh accumulators (D·a per row) when
+//   there are gradients: each chunk's GEMMs read all of W (and, with gradients, read and write
+//   all of d_weight), so rows come first; the forward merges the tiles' lse with no second pass;
 // - else the most rows whose tiles fit that budget: on the CPU Z (G in place), Vc·a, the hidden
 //   chunk, D·a, and with gradients the dh accumulator, D·a, per row; on CUDA Z with G in place,
 //   Vc·a, and with vocab tiles the dh accumulator, D·a (no gradients: Z alone);
@@ -179,15 +181,19 @@ Status chunk_loss_plan(const ChunkLossArgs& a, ChunkLossPlan* plan, bool grads) 
   // The plan answers any sizes (it reads no data): the products saturate at INT64_MAX.
   const int64_t budget =
       std::max<int64_t>(ops::training::extent_product({N, D, s}), static_cast<int64_t>(kMinBudget));
-  if (cuda && !grads && a.vocab_chunk <= 0) {
+  if (cuda && (!grads || low) && a.vocab_chunk <= 0) {
     const int64_t rows = std::min(N, kCudaMaxRows);
     if (ops::training::extent_product({rows, V, acc}) > budget) {
-      // budget >= 64 MiB and rows <= 1024: vmax >= 16384 (fp32 statistics).
-      const int64_t vmax = budget / (rows * acc) / 256 * 256;
-      const int64_t tiles = (V - 1) / vmax + 1;  // V >= 1; no overflow for any V
-      plan->Vc = std::min(V, ((V - 1) / tiles + 1 + 255) / 256 * 256);
-      plan->Nc = rows;
-      return Status::Ok();
+      // budget >= 64 MiB and rows <= 1024: budget / (rows·acc) >= 16384 (fp32 statistics). With
+      // gradients each row also holds its dh accumulator (D·acc: vocab tiles, compact layout).
+      const int64_t cols = budget / (rows * acc) - (grads ? D : 0);
+      const int64_t vmax = cols / 256 * 256;
+      if (vmax >= 256) {
+        const int64_t tiles = (V - 1) / vmax + 1;  // V >= 1; no overflow for any V
+        plan->Vc = std::min(V, ((V - 1) / tiles + 1 + 255) / 256 * 256);
+        plan->Nc = rows;
+        return Status::Ok();
+      }
     }
   }
   int64_t per_row = 0;

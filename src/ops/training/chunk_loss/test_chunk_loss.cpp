@@ -150,7 +150,8 @@ TEST(ChunkLoss, PlanKeepsTheBudget) {
 
 // On CUDA the gradients' chunks live in d_weight until its final cast (fp32 accumulation): 1024
 // rows at the benchmark shape and a workspace of the fp32 dW accumulator alone; the forward alone
-// takes 1024 rows and vocab tiles whose Z fits the budget, and accum_dtype = input the CPU's rule.
+// takes 1024 rows and vocab tiles whose Z fits the budget, and so does accum_dtype = input (Z and
+// the dh accumulator).
 // The plan and the workspace functions read no data, so this runs without a GPU.
 TEST(ChunkLoss, CudaPlanPutsTheChunksInDWeight) {
   ChunkLossArgs a;
@@ -197,16 +198,33 @@ TEST(ChunkLoss, CudaPlanPutsTheChunksInDWeight) {
   // reduction "none": chunk_loss_fwd runs the forward alone, with its workspace.
   a.reduction = CeReduction::none;
   EXPECT_EQ(chunk_loss_fwd_workspace_bytes(a), chunk_loss_workspace_bytes(a));
-  // accum_dtype = input: the budget's rule with CUDA's tile, Z with G in place (V·4 bytes a row):
-  // 256 rows, and the workspace the row values and that tile.
+  // accum_dtype = input: 1024 rows, V cut into equal tiles whose Z (G in place) and the rows' fp32
+  // dh accumulator fit the budget: (Vc + D)·4 bytes a row, Vc <= 32768 - 4096 = 28672, so 5 tiles
+  // of 26368 (131072 / 5 rounded up to 256); the workspace the row values, that tile, dh and db.
   a.accum_dtype = DType::bf16;
   ASSERT_TRUE(chunk_loss_plan(a, &plan, /*grads=*/true).ok());
-  EXPECT_EQ(plan.Nc, 256);
-  EXPECT_EQ(plan.Vc, 131072);
+  EXPECT_EQ(plan.Nc, 1024);
+  EXPECT_EQ(plan.Vc, 26368);
   a.reduction = CeReduction::mean;
-  EXPECT_EQ(chunk_loss_fwd_workspace_bytes(a),
-            size_t{4} * 16384 * 4 + size_t{256} * 131072 * 4 + 131072 * 4);
-  a.vocab_chunk = 32768;  // vocab tiles: the fp32 dh accumulator too
+  EXPECT_EQ(chunk_loss_fwd_workspace_bytes(a), size_t{4} * 16384 * 4 + size_t{1024} * 26368 * 4 +
+                                                   size_t{1024} * 4096 * 4 + 131072 * 4);
+  EXPECT_LE(chunk_loss_fwd_workspace_bytes(a) - size_t{4} * 16384 * 4 - 131072 * 4,
+            size_t{16384} * 4096 * 2);
+  a.weight.sizes[0] = 256000;  // 9 tiles of 28672 (256000 / 9 = 28445 rounded up to 256)
+  ASSERT_TRUE(chunk_loss_plan(a, &plan, /*grads=*/true).ok());
+  EXPECT_EQ(plan.Nc, 1024);
+  EXPECT_EQ(plan.Vc, 28672);
+  a.weight.sizes[0] = 131072;
+  a.hidden.sizes[0] = 200;  // 200 rows' Z over V (100 MiB) exceeds 64 MiB: one chunk, 2 tiles
+  ASSERT_TRUE(chunk_loss_plan(a, &plan, /*grads=*/true).ok());
+  EXPECT_EQ(plan.Nc, 200);
+  EXPECT_EQ(plan.Vc, 65536);
+  a.hidden.sizes[0] = 100;  // 100 rows' Z (50 MiB) fits: one tile, the budget's rows
+  ASSERT_TRUE(chunk_loss_plan(a, &plan, /*grads=*/true).ok());
+  EXPECT_EQ(plan.Nc, 100);
+  EXPECT_EQ(plan.Vc, 131072);
+  a.hidden.sizes[0] = 16384;
+  a.vocab_chunk = 32768;  // vocab tiles given: the rows from the budget, the dh accumulator too
   ASSERT_TRUE(chunk_loss_plan(a, &plan, /*grads=*/true).ok());
   EXPECT_EQ(plan.Nc, int64_t{16384} * 4096 * 2 / ((32768 + 4096) * 4) / 64 * 64);
   a.vocab_chunk = 0;
