@@ -87,6 +87,38 @@ def test_cuda_rab_drab_bf16(heads):
     judge_cuda(q, k, v, off, S, fam, rab=rab)
 
 
+@pytest.mark.parametrize("d", [64, 128, 256])
+@pytest.mark.parametrize("heads", [1, 4])
+def test_cuda_rab_drab_hopper_heads(d, heads):
+    # d = dv in {64, 128, 256}: cuda_sm90's forward adds rab (H100/H200), the backward is
+    # cuda_sm80_fa's (per-head drab) or cuda_sm80's (broadcast); several 128-key tiles, a tail.
+    q, k, v, off, S = make(torch.bfloat16, lengths=(300, 0, 129, 5), Hq=4, Hk=2, d=d, dv=d)
+    g = torch.Generator().manual_seed(4)
+    rab = (torch.rand(4, heads, S, S, generator=g) - 0.5).to(torch.bfloat16)
+    judge_cuda(q, k, v, off, S, FAMILIES["contexts_targets"], rab=rab)
+
+
+@pytest.mark.parametrize("layout", ["transposed", "odd_row_stride"])
+def test_cuda_rab_strided(layout):
+    # rab read through its strides: a transposed view (column stride S) and a row stride of S + 1
+    # (odd: no aligned column pairs) give the same output, bit for bit, as the contiguous rab.
+    q, k, v, off, S = make(torch.bfloat16, lengths=(300, 0, 129, 5), Hq=4, Hk=2, d=128, dv=128)
+    g = torch.Generator().manual_seed(5)
+    wide = (torch.rand(4, 4, S, S + 1, generator=g) - 0.5).to(torch.bfloat16).cuda()
+    if layout == "transposed":
+        rab = wide[..., :S].contiguous().transpose(-1, -2).contiguous().transpose(-1, -2)
+        assert rab.stride(-1) == S
+    else:
+        rab = wide[..., :S]
+        assert rab.stride(-2) == S + 1
+    o = off.cuda()
+    kw = kwargs_on(FAMILIES["contexts_targets"], "cuda")
+    qc, kc, vc = q.cuda(), k.cuda(), v.cuda()
+    got = recops.hstu_attn(qc, kc, vc, o, o, S, S, rab=rab, **kw)
+    ref = recops.hstu_attn(qc, kc, vc, o, o, S, S, rab=rab.contiguous(), **kw)
+    assert torch.equal(got, ref)
+
+
 @pytest.mark.parametrize("d,dv", [(64, 64), (128, 128), (128, 40)])
 def test_cuda_multi_tile_heads(d, dv):
     # Several 64-row / 64-key tiles, GQA and the head sizes of cuda_sm80_fa (bf16).

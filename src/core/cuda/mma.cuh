@@ -26,6 +26,19 @@ __device__ __forceinline__ uint32_t pack2(float lo, float hi) {
   }
 }
 
+// The reverse of pack2: the two T values of a 32-bit register (lo in the low half) as fp32.
+template <class T>
+__device__ __forceinline__ void unpack2(uint32_t v, float& lo, float& hi) {
+  static_assert(std::is_same_v<T, __nv_bfloat16> || std::is_same_v<T, __half>);
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    lo = __uint_as_float(v << 16);
+    hi = __uint_as_float(v & 0xffff0000u);
+  } else {
+    lo = __half2float(__ushort_as_half(static_cast<unsigned short>(v & 0xffffu)));
+    hi = __half2float(__ushort_as_half(static_cast<unsigned short>(v >> 16)));
+  }
+}
+
 // The shared-memory address of a generic pointer into shared memory.
 __device__ __forceinline__ uint32_t smem_u32(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));

@@ -405,6 +405,7 @@ __device__ __forceinline__ uint32_t ld_pair(const void* p) {
 
 using core::cuda::mma_16816;
 using core::cuda::pack2;
+using core::cuda::unpack2;
 
 // acc[j] (j < nt <= 8) += A[16 x K] B[K x 8 nt]: A at row 0 of the strip (row stride lda), B
 // stored transposed from its column 0 (Bt[n][k], row stride ldb); K a multiple of 16; lda, ldb

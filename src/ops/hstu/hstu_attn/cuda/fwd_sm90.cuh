@@ -1,9 +1,10 @@
 // hstu_attn/cuda/fwd_sm90.cuh: the Hopper forward (cuda_sm90): sm_90a, bf16 and fp16,
 // d = dv ∈ {64, 128, 256}, the interval masks (causal / anti-causal / none, window, contexts,
-// targets with group size, delta-q), GQA, silu_scale / attn_scale, jagged or contiguous dense
-// layouts. It refuses the rest (rab, custom mask, func, paged KV, other head sizes) with a reason
-// and cuda_sm80_fa / cuda_sm80 take over. One instantiation per element type, head size and file
-// (inst/fwd_sm90_*.cu).
+// targets with group size, delta-q), rab (per head or broadcast, any strides), GQA, silu_scale /
+// attn_scale, jagged or contiguous dense layouts. It refuses the rest (custom mask, func, paged
+// KV, other head sizes) with a reason and cuda_sm80_fa / cuda_sm80 take over. One instantiation
+// per element type, head size and file (inst/fwd_sm90_*.cu), each with two kernels: without and
+// with rab.
 //
 // Warp-specialised, FlashAttention-3 shaped, without the softmax bookkeeping (HSTU has none).
 // A CTA owns 128 query rows of one (sequence, query head): three warpgroups,
@@ -13,7 +14,9 @@
 //     are given to the consumers (setmaxnreg);
 //   warpgroups 1 and 2, the consumers: 64 query rows each. Per key tile (d = 128: kBN = 128),
 //     S  = Q Kᵀ            8 SS wgmma m64n128k16 (Q and K K-major, 128-byte swizzled by the TMA)
-//     P  = M ⊙ SiLU(α S)   in registers (the accumulator layout is the A fragment of an RS wgmma)
+//     P  = M ⊙ SiLU(α S)   in registers (the accumulator layout is the A fragment of an RS wgmma;
+//                          with rab, α (S + rab): the tile's rab is loaded into P's registers
+//                          while its S products run)
 //     O += P V             8 RS wgmma m64n128k16 (V MN-major: the transpose bit)
 //   d = 64: the same tiles, P V as 8 RS m64n64k16, 4 stages (a tile is half as large);
 //   d = 256: key tiles of kBN = 64 (two stages of K and V with Q fill 192 KiB): S as 16 SS
@@ -81,7 +84,9 @@ __device__ __forceinline__ float tanh_fast(float x) {
 
 }  // namespace sm90f
 
-template <class T, int D>
+// kRab: rab is added to S (a second kernel of the same element type and head size, so that the
+// plain kernel keeps its registers: the d = 256 one spilled twice as much with a runtime flag).
+template <class T, int D, bool kRab>
 __global__ void __launch_bounds__(sm90f::kThreads, 1)
     hstu_fwd_sm90_kernel(const __grid_constant__ P p, const __grid_constant__ sm90f::Maps m,
                          const int n_qtiles, const int chunk) {
@@ -175,6 +180,21 @@ __global__ void __launch_bounds__(sm90f::kThreads, 1)
   const int64_t ra = i0 + cw * 64 + warp * 16 + g;  // this thread's rows: ra and ra + 8
   const RowIv iv0 = row_intervals(p, s, ra), iv1 = row_intervals(p, s, ra + 8);
   const float half_alpha = 0.5f * static_cast<float>(p.alpha);
+  // rab: this thread's two rows of it (a row past the sequence reads row 0 instead, in rab's
+  // extent: its values meet only masked elements; the head stride is 0 for a [B, 1, Sq, Sk] rab),
+  // its column stride, and whether a column pair (c, c + 1), c even, is one aligned 32-bit word
+  // (unit column stride, even other strides, 4-byte aligned base).
+  const T* rab_row[2] = {nullptr, nullptr};
+  int64_t rab_cs = 1;
+  bool rab_pairs = false;
+  if constexpr (kRab) {
+    const T* rb = static_cast<const T*>(p.rab) + b * p.rab_s[0] + hq * p.rab_s[1];
+#pragma unroll
+    for (int u = 0; u < 2; ++u) rab_row[u] = rb + (ra + 8 * u < s.Lq ? ra + 8 * u : 0) * p.rab_s[2];
+    rab_cs = p.rab_s[3];
+    rab_pairs = rab_cs == 1 && ((p.rab_s[0] | p.rab_s[1] | p.rab_s[2]) & 1) == 0 &&
+                (reinterpret_cast<uintptr_t>(p.rab) & 3u) == 0;
+  }
 
   float o[kOParts][kOW];
 #pragma unroll
@@ -229,12 +249,53 @@ __global__ void __launch_bounds__(sm90f::kThreads, 1)
         }
       wg::wg_commit();
     };
+    // rab of tile n, raw, into the registers that will hold the tile's P (free until make_p
+    // fills them): pp[j / 2][2 (j % 2) + u] holds the pair of row ra + 8u, columns
+    // c0 + 8j + 2qd (+1), the layout of S's accumulators sc[4j + 2u] (+1). Issued before the
+    // wait for the tile's S, so the loads run under the products. A tile inside the sequence's
+    // keys with pair-aligned rab takes one 32-bit load per pair at fixed offsets; otherwise
+    // each element is loaded alone and columns past the sequence (c >= Lk: no row's mask reaches
+    // them) read nothing. Every element read lies in rab's [Sq, Sk] extent (Lq <= Sq, Lk <= Sk).
+    auto load_rab = [&](int n, uint32_t(&pp)[kPSteps][4]) {
+      const int c0 = (t_lo + n) * kBN;
+      if (rab_pairs && c0 + kBN <= Lk) {
+#pragma unroll
+        for (int j = 0; j < kSc / 4; ++j)
+#pragma unroll
+          for (int u = 0; u < 2; ++u)
+            pp[j / 2][(j % 2) * 2 + u] =
+                __ldg(reinterpret_cast<const unsigned int*>(rab_row[u] + c0 + 8 * j + 2 * qd));
+      } else {
+        auto ld = [&](const T* r, int c) -> uint32_t {
+          return c < Lk ? __ldg(reinterpret_cast<const unsigned short*>(r + c * rab_cs)) : 0u;
+        };
+#pragma unroll
+        for (int j = 0; j < kSc / 4; ++j)
+#pragma unroll
+          for (int u = 0; u < 2; ++u) {
+            const int c = c0 + 8 * j + 2 * qd;
+            pp[j / 2][(j % 2) * 2 + u] = ld(rab_row[u], c) | (ld(rab_row[u], c + 1) << 16);
+          }
+      }
+    };
     // P of tile n from the S accumulators, as the A fragments of the 8 k-steps of P V. Three
     // straight passes (SiLU on all 64 values, the mask only when the thread's rows do not cover
     // the tile, then the packing), so that the MUFU latencies overlap: with a branch per group
     // of four the compiler serialised each group's tanh -> FFMA -> pack chain (b29e1a5 SASS).
+    // With rab, pp holds the tile's rab (load_rab) on entry: x = α (S + rab).
     auto make_p = [&](int n, uint32_t(&pp)[kPSteps][4]) {
       const int c0 = (t_lo + n) * kBN;
+      if constexpr (kRab) {
+#pragma unroll
+        for (int j = 0; j < kSc / 4; ++j)
+#pragma unroll
+          for (int u = 0; u < 2; ++u) {
+            float lo, hi;
+            unpack2<T>(pp[j / 2][(j % 2) * 2 + u], lo, hi);
+            sc[4 * j + 2 * u] += lo;
+            sc[4 * j + 2 * u + 1] += hi;
+          }
+      }
 #pragma unroll
       for (int i = 0; i < kSc; ++i) {
         const float h = sc[i] * half_alpha;
@@ -274,6 +335,7 @@ __global__ void __launch_bounds__(sm90f::kThreads, 1)
       issue_qk(st1);
       issue_pv(st, cur);
       turn_end();
+      if constexpr (kRab) load_rab(n + 1, nxt);
       wg::wg_wait<1>();
       make_p(n + 1, nxt);
       wg::wg_wait<0>();
@@ -292,6 +354,7 @@ __global__ void __launch_bounds__(sm90f::kThreads, 1)
     turn_begin();
     issue_qk(0);
     turn_end();
+    if constexpr (kRab) load_rab(0, pa);
     wg::wg_wait<0>();
     make_p(0, pa);
     int n = 0;
@@ -339,7 +402,6 @@ inline std::string sm90_fwd_refusal(const P& p) {
     return detail::cat("cuda_sm90's forward needs d = dv = 64, 128 or 256 (got d=", p.d,
                        ", dv=", p.dv, "); cuda_sm80_fa / cuda_sm80 run the rest");
   if (p.mask || p.func) return "cuda_sm90 takes interval masks only (no custom mask, no func)";
-  if (p.rab) return "cuda_sm90 has no rab yet; cuda_sm80_fa runs it";
   if (p.kv_cache) return "cuda_sm90 has no paged KV; cuda_sm80_fa runs it";
   if (p.Sq > (INT_MAX >> 1) || p.Sk > (INT_MAX >> 1))
     return "cuda_sm90 needs sequence lengths below 2^30";
@@ -400,9 +462,15 @@ Status run_fwd_sm90(const P& p, const Context& ctx) {
       &m.k, p.k, p.d, p.Hk, rows_k, 2 * p.k_head, 2 * p.k_row, S::kBN, "hstu_attn_fwd: k"));
   RECOPS_RETURN_IF_ERROR(core::cuda::make_tensor_map_3d_b16(
       &m.v, p.v, p.dv, p.Hk, rows_k, 2 * p.v_head, 2 * p.v_row, S::kBN, "hstu_attn_fwd: v"));
-  return RECOPS_LAUNCH_KERNEL(kOp, (hstu_fwd_sm90_kernel<T, D>), dim3(static_cast<unsigned>(gx)),
-                              dim3(sm90f::kThreads), static_cast<size_t>(S::kSmemBytes), ctx.stream,
-                              p, m, static_cast<int>(n_qtiles), chunk);
+  if (p.rab)
+    return RECOPS_LAUNCH_KERNEL(kOp, (hstu_fwd_sm90_kernel<T, D, true>),
+                                dim3(static_cast<unsigned>(gx)), dim3(sm90f::kThreads),
+                                static_cast<size_t>(S::kSmemBytes), ctx.stream, p, m,
+                                static_cast<int>(n_qtiles), chunk);
+  return RECOPS_LAUNCH_KERNEL(kOp, (hstu_fwd_sm90_kernel<T, D, false>),
+                              dim3(static_cast<unsigned>(gx)), dim3(sm90f::kThreads),
+                              static_cast<size_t>(S::kSmemBytes), ctx.stream, p, m,
+                              static_cast<int>(n_qtiles), chunk);
 }
 
 }  // namespace recops::ops::hstu_cuda
