@@ -32,6 +32,8 @@ def kwargs_on(fam, device):
     for name in ("num_contexts", "num_targets"):
         if name in kw:
             kw[name] = torch.tensor(kw[name], device=device)
+    if "mask" in kw:
+        kw["mask"] = kw["mask"].to(device)
     return kw
 
 
@@ -96,6 +98,35 @@ def test_cuda_rab_drab_hopper_heads(d, heads):
     g = torch.Generator().manual_seed(4)
     rab = (torch.rand(4, heads, S, S, generator=g) - 0.5).to(torch.bfloat16)
     judge_cuda(q, k, v, off, S, FAMILIES["contexts_targets"], rab=rab)
+
+
+@pytest.mark.parametrize("d", [64, 128, 256])
+@pytest.mark.parametrize("mask_heads,with_rab", [(1, False), (4, True)])
+def test_cuda_custom_mask_hopper(d, mask_heads, with_rab):
+    # A custom bool mask on cuda_sm90's forward (H100/H200; the backward is cuda_sm80's), per head
+    # or broadcast, with and without rab; several 128-key tiles, a tail, an empty sequence.
+    q, k, v, off, S = make(torch.bfloat16, lengths=(300, 0, 129, 5), Hq=4, Hk=2, d=d, dv=d)
+    g = torch.Generator().manual_seed(6)
+    fam = {"mask_type": "custom", "mask": torch.rand(4, mask_heads, S, S, generator=g) < 0.6}
+    rab = (torch.rand(4, 4, S, S, generator=g) - 0.5).to(torch.bfloat16) if with_rab else None
+    judge_cuda(q, k, v, off, S, fam, rab=rab)
+
+
+def test_cuda_custom_mask_in_dtype():
+    # A mask in q's dtype keeps its nonzero elements (NaN and negative values too, -0.0 not):
+    # the same output, bit for bit, as the bool mask of those elements; also transposed.
+    q, k, v, off, S = make(torch.bfloat16, lengths=(300, 0, 129, 5), Hq=4, Hk=2, d=128, dv=128)
+    g = torch.Generator().manual_seed(8)
+    keep = torch.rand(4, 4, S, S, generator=g) < 0.6
+    vals = torch.rand(4, 4, S, S, generator=g) * 4 - 2
+    vals[..., ::7] = float("nan")
+    m = torch.where(keep, vals, torch.full_like(vals, -0.0)).to(torch.bfloat16)
+    m = torch.where(keep & (m == 0), torch.ones_like(m), m)  # a kept element is never 0
+    o, qc, kc, vc = off.cuda(), q.cuda(), k.cuda(), v.cuda()
+    ref = recops.hstu_attn(qc, kc, vc, o, o, S, S, mask_type="custom", mask=keep.cuda())
+    for mask in (m.cuda(), m.cuda().transpose(-1, -2).contiguous().transpose(-1, -2)):
+        got = recops.hstu_attn(qc, kc, vc, o, o, S, S, mask_type="custom", mask=mask)
+        assert torch.equal(got, ref)
 
 
 @pytest.mark.parametrize("layout", ["transposed", "odd_row_stride"])

@@ -1,10 +1,10 @@
 // hstu_attn/cuda/fwd_sm90.cuh: the Hopper forward (cuda_sm90): sm_90a, bf16 and fp16,
 // d = dv ∈ {64, 128, 256}, the interval masks (causal / anti-causal / none, window, contexts,
-// targets with group size, delta-q), rab (per head or broadcast, any strides), GQA, silu_scale /
-// attn_scale, jagged or contiguous dense layouts. It refuses the rest (custom mask, func, paged
-// KV, other head sizes) with a reason and cuda_sm80_fa / cuda_sm80 take over. One instantiation
-// per element type, head size and file (inst/fwd_sm90_*.cu), each with two kernels: without and
-// with rab.
+// targets with group size, delta-q), rab and custom mask tensors (per head or broadcast, any
+// strides; a bool mask or one in the dtype), GQA, silu_scale / attn_scale, jagged or contiguous
+// dense layouts. It refuses the rest (func, paged KV, other head sizes) with a reason and
+// cuda_sm80_fa / cuda_sm80 take over. One instantiation per element type, head size and file
+// (inst/fwd_sm90_*.cu), each with four kernels: with or without rab, with or without a mask.
 //
 // Warp-specialised, FlashAttention-3 shaped, without the softmax bookkeeping (HSTU has none).
 // A CTA owns 128 query rows of one (sequence, query head): three warpgroups,
@@ -16,7 +16,7 @@
 //     S  = Q Kᵀ            8 SS wgmma m64n128k16 (Q and K K-major, 128-byte swizzled by the TMA)
 //     P  = M ⊙ SiLU(α S)   in registers (the accumulator layout is the A fragment of an RS wgmma;
 //                          with rab, α (S + rab): the tile's rab is loaded into P's registers
-//                          while its S products run)
+//                          while its S products run; a custom mask is loaded then too, as bits)
 //     O += P V             8 RS wgmma m64n128k16 (V MN-major: the transpose bit)
 //   d = 64: the same tiles, P V as 8 RS m64n64k16, 4 stages (a tile is half as large);
 //   d = 256: key tiles of kBN = 64 (two stages of K and V with Q fill 192 KiB): S as 16 SS
@@ -84,9 +84,10 @@ __device__ __forceinline__ float tanh_fast(float x) {
 
 }  // namespace sm90f
 
-// kRab: rab is added to S (a second kernel of the same element type and head size, so that the
-// plain kernel keeps its registers: the d = 256 one spilled twice as much with a runtime flag).
-template <class T, int D, bool kRab>
+// kRab: rab is added to S; kMask: a custom mask tensor decides each element (rows see [0, Lk)).
+// Each is a compile-time variant of the kernel (four per element type and head size), so that the
+// plain kernel keeps its registers (the d = 256 one spilled twice as much with a runtime rab flag).
+template <class T, int D, bool kRab, bool kMask>
 __global__ void __launch_bounds__(sm90f::kThreads, 1)
     hstu_fwd_sm90_kernel(const __grid_constant__ P p, const __grid_constant__ sm90f::Maps m,
                          const int n_qtiles, const int chunk) {
@@ -138,7 +139,14 @@ __global__ void __launch_bounds__(sm90f::kThreads, 1)
   }
   __syncthreads();
   // The CTA's key span: the union of its rows' intervals.
-  if (threadIdx.x < kBM) span_add_row(p, s, i0 + threadIdx.x, &s_lo, &s_hi);
+  if constexpr (kMask) {  // every row of the CTA sees [0, Lk) before its mask (i0 < Lq)
+    if (threadIdx.x == 0 && Lk > 0) {
+      s_lo = 0;
+      s_hi = Lk;
+    }
+  } else if (threadIdx.x < kBM) {
+    span_add_row(p, s, i0 + threadIdx.x, &s_lo, &s_hi);
+  }
   __syncthreads();
   const int t_lo = s_lo < s_hi ? s_lo / kBN : 0;
   const int n_tiles = s_lo < s_hi ? (s_hi + kBN - 1) / kBN - t_lo : 0;
@@ -194,6 +202,20 @@ __global__ void __launch_bounds__(sm90f::kThreads, 1)
     rab_cs = p.rab_s[3];
     rab_pairs = rab_cs == 1 && ((p.rab_s[0] | p.rab_s[1] | p.rab_s[2]) & 1) == 0 &&
                 (reinterpret_cast<uintptr_t>(p.rab) & 3u) == 0;
+  }
+  // Custom mask: this thread's two rows of it as bytes (nullptr past the sequence), the bytes of
+  // an element (1: bool, 2: the dtype) and the column stride in bytes.
+  const unsigned char* mask_row[2] = {nullptr, nullptr};
+  int mask_es = 1;
+  int64_t mask_cs = 0;
+  if constexpr (kMask) {
+    mask_es = p.mask_dtype == DType::boolean ? 1 : 2;
+    const unsigned char* mb =
+        static_cast<const unsigned char*>(p.mask) + (b * p.mask_s[0] + hq * p.mask_s[1]) * mask_es;
+#pragma unroll
+    for (int u = 0; u < 2; ++u)
+      if (ra + 8 * u < s.Lq) mask_row[u] = mb + (ra + 8 * u) * p.mask_s[2] * mask_es;
+    mask_cs = p.mask_s[3] * mask_es;
   }
 
   float o[kOParts][kOW];
@@ -278,6 +300,27 @@ __global__ void __launch_bounds__(sm90f::kThreads, 1)
           }
       }
     };
+    // The custom mask of tile n as bits (bit i: element sc[i] kept): nonzero, in the row's
+    // sequence and before Lk (the spec's rules 1 and 2). Loaded after the tile's S products are
+    // issued and tested at once: the loads' latency runs under the products.
+    uint64_t mbits = 0;
+    auto load_mask = [&](int n) {
+      const int c0 = (t_lo + n) * kBN;
+      uint64_t bits = 0;
+#pragma unroll
+      for (int i = 0; i < kSc; ++i) {
+        const int c = c0 + 8 * (i / 4) + 2 * qd + (i % 2);
+        const unsigned char* r = mask_row[(i % 4) / 2];
+        bool keep = false;
+        if (r != nullptr && c < Lk) {
+          const unsigned char* a = r + c * mask_cs;
+          keep = mask_es == 1 ? __ldg(a) != 0
+                              : (__ldg(reinterpret_cast<const unsigned short*>(a)) & 0x7fffu) != 0;
+        }
+        bits |= static_cast<uint64_t>(keep) << i;
+      }
+      mbits = bits;
+    };
     // P of tile n from the S accumulators, as the A fragments of the 8 k-steps of P V. Three
     // straight passes (SiLU on all 64 values, the mask only when the thread's rows do not cover
     // the tile, then the packing), so that the MUFU latencies overlap: with a branch per group
@@ -302,8 +345,12 @@ __global__ void __launch_bounds__(sm90f::kThreads, 1)
         sc[i] = fmaf(h, tanh_fast(h), h);
       }
       const bool whole =
-          c0 + kBN <= Lk && iv_covers(iv0, c0, c0 + kBN) && iv_covers(iv1, c0, c0 + kBN);
-      if (!whole) {
+          !kMask && c0 + kBN <= Lk && iv_covers(iv0, c0, c0 + kBN) && iv_covers(iv1, c0, c0 + kBN);
+      if constexpr (kMask) {
+#pragma unroll
+        for (int i = 0; i < kSc; ++i)
+          if (!((mbits >> i) & 1u)) sc[i] = 0.f;
+      } else if (!whole) {
         // Branch-free interval test: c in [lo, hi) <=> (unsigned)(c - lo) < (unsigned)(hi - lo).
         auto in = [](int c, int lo, int hi) {
           return static_cast<unsigned>(c - lo) < static_cast<unsigned>(max(hi - lo, 0));
@@ -336,6 +383,7 @@ __global__ void __launch_bounds__(sm90f::kThreads, 1)
       issue_pv(st, cur);
       turn_end();
       if constexpr (kRab) load_rab(n + 1, nxt);
+      if constexpr (kMask) load_mask(n + 1);
       wg::wg_wait<1>();
       make_p(n + 1, nxt);
       wg::wg_wait<0>();
@@ -355,6 +403,7 @@ __global__ void __launch_bounds__(sm90f::kThreads, 1)
     issue_qk(0);
     turn_end();
     if constexpr (kRab) load_rab(0, pa);
+    if constexpr (kMask) load_mask(0);
     wg::wg_wait<0>();
     make_p(0, pa);
     int n = 0;
@@ -389,6 +438,10 @@ __global__ void __launch_bounds__(sm90f::kThreads, 1)
 #endif
 }
 
+// The plain kernel (no rab, no custom mask): the one whose image the binary-version probe reads.
+template <class T, int D>
+inline constexpr auto hstu_fwd_sm90_plain = &hstu_fwd_sm90_kernel<T, D, false, false>;
+
 // cudaFuncAttributes::binaryVersion of the image of the bf16 d = 128 instantiation that the runtime
 // picks on device `device` (90 when the library was built for 90a and the device is a 9.0 one; 0 on
 // error). Defined in inst/fwd_sm90_bf16.cu.
@@ -401,7 +454,7 @@ inline std::string sm90_fwd_refusal(const P& p) {
   if (p.d != p.dv || (p.d != 64 && p.d != 128 && p.d != 256))
     return detail::cat("cuda_sm90's forward needs d = dv = 64, 128 or 256 (got d=", p.d,
                        ", dv=", p.dv, "); cuda_sm80_fa / cuda_sm80 run the rest");
-  if (p.mask || p.func) return "cuda_sm90 takes interval masks only (no custom mask, no func)";
+  if (p.func) return "cuda_sm90 takes no func (cuda_sm80 runs it)";
   if (p.kv_cache) return "cuda_sm90 has no paged KV; cuda_sm80_fa runs it";
   if (p.Sq > (INT_MAX >> 1) || p.Sk > (INT_MAX >> 1))
     return "cuda_sm90 needs sequence lengths below 2^30";
@@ -462,15 +515,20 @@ Status run_fwd_sm90(const P& p, const Context& ctx) {
       &m.k, p.k, p.d, p.Hk, rows_k, 2 * p.k_head, 2 * p.k_row, S::kBN, "hstu_attn_fwd: k"));
   RECOPS_RETURN_IF_ERROR(core::cuda::make_tensor_map_3d_b16(
       &m.v, p.v, p.dv, p.Hk, rows_k, 2 * p.v_head, 2 * p.v_row, S::kBN, "hstu_attn_fwd: v"));
+  const dim3 grid(static_cast<unsigned>(gx)), block(sm90f::kThreads);
+  const size_t smem = static_cast<size_t>(S::kSmemBytes);
+  const int nq = static_cast<int>(n_qtiles);
+  if (p.rab && p.mask)
+    return RECOPS_LAUNCH_KERNEL(kOp, (hstu_fwd_sm90_kernel<T, D, true, true>), grid, block, smem,
+                                ctx.stream, p, m, nq, chunk);
   if (p.rab)
-    return RECOPS_LAUNCH_KERNEL(kOp, (hstu_fwd_sm90_kernel<T, D, true>),
-                                dim3(static_cast<unsigned>(gx)), dim3(sm90f::kThreads),
-                                static_cast<size_t>(S::kSmemBytes), ctx.stream, p, m,
-                                static_cast<int>(n_qtiles), chunk);
-  return RECOPS_LAUNCH_KERNEL(kOp, (hstu_fwd_sm90_kernel<T, D, false>),
-                              dim3(static_cast<unsigned>(gx)), dim3(sm90f::kThreads),
-                              static_cast<size_t>(S::kSmemBytes), ctx.stream, p, m,
-                              static_cast<int>(n_qtiles), chunk);
+    return RECOPS_LAUNCH_KERNEL(kOp, (hstu_fwd_sm90_kernel<T, D, true, false>), grid, block, smem,
+                                ctx.stream, p, m, nq, chunk);
+  if (p.mask)
+    return RECOPS_LAUNCH_KERNEL(kOp, (hstu_fwd_sm90_kernel<T, D, false, true>), grid, block, smem,
+                                ctx.stream, p, m, nq, chunk);
+  return RECOPS_LAUNCH_KERNEL(kOp, (hstu_fwd_sm90_kernel<T, D, false, false>), grid, block, smem,
+                              ctx.stream, p, m, nq, chunk);
 }
 
 }  // namespace recops::ops::hstu_cuda

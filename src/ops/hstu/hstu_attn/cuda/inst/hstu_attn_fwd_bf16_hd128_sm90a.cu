@@ -8,7 +8,7 @@ namespace recops::ops {
 
 int hstu_cuda::hstu_fwd_sm90_binary_version(int device) {
   return core::cuda::kernel_binary_version(
-      reinterpret_cast<const void*>(hstu_fwd_sm90_kernel<__nv_bfloat16, 128, false>), device);
+      reinterpret_cast<const void*>(hstu_fwd_sm90_plain<__nv_bfloat16, 128>), device);
 }
 
 Status hstu_attn_fwd_cuda_sm90_bf16(const HstuAttnParams& p, const Context& ctx) {
