@@ -203,29 +203,19 @@ __global__ void __launch_bounds__(sm90f::kThreads, 1)
     rab_pairs = rab_cs == 1 && ((p.rab_s[0] | p.rab_s[1] | p.rab_s[2]) & 1) == 0 &&
                 (reinterpret_cast<uintptr_t>(p.rab) & 3u) == 0;
   }
-  // Custom mask: this thread's two rows of it as bytes (a row past the sequence reads row 0, in
-  // the mask's extent, and mask_rows drops its bits), the bytes of an element (1: bool, 2: the
-  // dtype), the column stride in bytes, and whether a column pair (c, c + 1), c even, is one
-  // aligned 2-element word (unit column stride, even other strides, aligned base).
+  // Custom mask: this thread's two rows of it as bytes (nullptr past the sequence), the bytes of
+  // an element (1: bool, 2: the dtype) and the column stride in bytes.
   const unsigned char* mask_row[2] = {nullptr, nullptr};
-  uint64_t mask_rows = 0;  // bit i: element sc[i]'s row is in the sequence
   int mask_es = 1;
   int64_t mask_cs = 0;
-  bool mask_pairs = false;
   if constexpr (kMask) {
     mask_es = p.mask_dtype == DType::boolean ? 1 : 2;
     const unsigned char* mb =
         static_cast<const unsigned char*>(p.mask) + (b * p.mask_s[0] + hq * p.mask_s[1]) * mask_es;
 #pragma unroll
-    for (int u = 0; u < 2; ++u) {
-      const bool in = ra + 8 * u < s.Lq;
-      mask_row[u] = mb + (in ? ra + 8 * u : 0) * p.mask_s[2] * mask_es;
-      if (in) mask_rows |= u == 0 ? 0x3333333333333333ull : 0xccccccccccccccccull;
-    }
+    for (int u = 0; u < 2; ++u)
+      if (ra + 8 * u < s.Lq) mask_row[u] = mb + (ra + 8 * u) * p.mask_s[2] * mask_es;
     mask_cs = p.mask_s[3] * mask_es;
-    mask_pairs =
-        p.mask_s[3] == 1 && ((p.mask_s[0] | p.mask_s[1] | p.mask_s[2]) & 1) == 0 &&
-        (reinterpret_cast<uintptr_t>(p.mask) & static_cast<uintptr_t>(2 * mask_es - 1)) == 0;
   }
 
   float o[kOParts][kOW];
@@ -312,57 +302,24 @@ __global__ void __launch_bounds__(sm90f::kThreads, 1)
     };
     // The custom mask of tile n as bits (bit i: element sc[i] kept): nonzero, in the row's
     // sequence and before Lk (the spec's rules 1 and 2). Loaded after the tile's S products are
-    // issued and tested at once: the loads' latency runs under the products. A tile inside the
-    // sequence's keys with pair-aligned mask rows takes one load per column pair (all issued
-    // before the first test; without rab they land in P's registers, free until make_p, else in
-    // registers of their own); otherwise each element inside Lk is loaded alone.
+    // issued and tested at once: the loads' latency runs under the products.
     uint64_t mbits = 0;
-    auto load_mask = [&](int n, uint32_t(&pp)[kPSteps][4]) {
+    auto load_mask = [&](int n) {
       const int c0 = (t_lo + n) * kBN;
       uint64_t bits = 0;
-      if (mask_pairs && c0 + kBN <= Lk) {
-        uint32_t own[kRab ? kSc / 2 : 1];
-        auto raw = [&](int i) -> uint32_t& {
-          if constexpr (kRab)
-            return own[i];
-          else
-            return pp[i / 4][i % 4];
-        };
-        if (mask_es == 1) {
 #pragma unroll
-          for (int i = 0; i < kSc / 2; ++i)
-            raw(i) = __ldg(reinterpret_cast<const unsigned short*>(mask_row[i % 2] + c0 +
-                                                                   8 * (i / 2) + 2 * qd));
-#pragma unroll
-          for (int i = 0; i < kSc / 2; ++i)
-            bits |= static_cast<uint64_t>(((raw(i) & 0xffu) != 0) | (((raw(i) >> 8) != 0) << 1))
-                    << (2 * i);
-        } else {
-#pragma unroll
-          for (int i = 0; i < kSc / 2; ++i)
-            raw(i) = __ldg(reinterpret_cast<const unsigned int*>(mask_row[i % 2] +
-                                                                 2 * (c0 + 8 * (i / 2) + 2 * qd)));
-#pragma unroll
-          for (int i = 0; i < kSc / 2; ++i)
-            bits |= static_cast<uint64_t>(((raw(i) & 0x7fffu) != 0) |
-                                          (((raw(i) & 0x7fff0000u) != 0) << 1))
-                    << (2 * i);
+      for (int i = 0; i < kSc; ++i) {
+        const int c = c0 + 8 * (i / 4) + 2 * qd + (i % 2);
+        const unsigned char* r = mask_row[(i % 4) / 2];
+        bool keep = false;
+        if (r != nullptr && c < Lk) {
+          const unsigned char* a = r + c * mask_cs;
+          keep = mask_es == 1 ? __ldg(a) != 0
+                              : (__ldg(reinterpret_cast<const unsigned short*>(a)) & 0x7fffu) != 0;
         }
-      } else {
-#pragma unroll
-        for (int i = 0; i < kSc; ++i) {
-          const int c = c0 + 8 * (i / 4) + 2 * qd + (i % 2);
-          bool keep = false;
-          if (c < Lk) {
-            const unsigned char* a = mask_row[(i % 4) / 2] + c * mask_cs;
-            keep = mask_es == 1
-                       ? __ldg(a) != 0
-                       : (__ldg(reinterpret_cast<const unsigned short*>(a)) & 0x7fffu) != 0;
-          }
-          bits |= static_cast<uint64_t>(keep) << i;
-        }
+        bits |= static_cast<uint64_t>(keep) << i;
       }
-      mbits = bits & mask_rows;
+      mbits = bits;
     };
     // P of tile n from the S accumulators, as the A fragments of the 8 k-steps of P V. Three
     // straight passes (SiLU on all 64 values, the mask only when the thread's rows do not cover
@@ -426,7 +383,7 @@ __global__ void __launch_bounds__(sm90f::kThreads, 1)
       issue_pv(st, cur);
       turn_end();
       if constexpr (kRab) load_rab(n + 1, nxt);
-      if constexpr (kMask) load_mask(n + 1, nxt);
+      if constexpr (kMask) load_mask(n + 1);
       wg::wg_wait<1>();
       make_p(n + 1, nxt);
       wg::wg_wait<0>();
@@ -446,7 +403,7 @@ __global__ void __launch_bounds__(sm90f::kThreads, 1)
     issue_qk(0);
     turn_end();
     if constexpr (kRab) load_rab(0, pa);
-    if constexpr (kMask) load_mask(0, pa);
+    if constexpr (kMask) load_mask(0);
     wg::wg_wait<0>();
     make_p(0, pa);
     int n = 0;
