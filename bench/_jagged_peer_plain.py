@@ -264,3 +264,28 @@ def concat_1d_gather(va, oa, vb, ob):
     perm[pos_a] = torch.arange(Ta, device=va.device)
     perm[pos_b] = torch.arange(Ta, Ta + Tb, device=va.device)
     return torch.cat([va.reshape(-1), vb.reshape(-1)])[perm], out_off
+
+
+# ---- permute_1D / permute_2D_sparse_data ----------------------------------------------------------
+def permute_sparse_gather(permute, lengths, values, weights):
+    """Output segment i is input segment permute[i] (1-D lengths [S]) or feature row permute[i]
+    (2-D lengths [T, B]): the segments' starts from a cumsum, every output element's source index
+    by repeat_interleave, then one gather of values (and weights)."""
+    two_d = lengths.dim() == 2
+    B = lengths.shape[1] if two_d else 1
+    flat = lengths.reshape(-1).to(torch.int64)
+    starts = torch.zeros(flat.numel() + 1, dtype=torch.int64, device=flat.device)
+    torch.cumsum(flat, 0, out=starts[1:])
+    if two_d:
+        seg = (permute.to(torch.int64)[:, None] * B
+               + torch.arange(B, device=flat.device)[None, :]).reshape(-1)
+    else:
+        seg = permute.to(torch.int64)
+    out_len = flat[seg]
+    total = int(out_len.sum())
+    out_starts = torch.cumsum(out_len, 0) - out_len
+    src = (torch.repeat_interleave(starts[:-1][seg] - out_starts, out_len, output_size=total)
+           + torch.arange(total, device=flat.device))
+    pl = (out_len.reshape(-1, B) if two_d else out_len).to(lengths.dtype)
+    return pl, values[src], (weights[src] if weights is not None else None)
+

@@ -3,8 +3,8 @@
 
 Ops: the conversions, jagged_dense_elementwise_add / _mul, jagged_softmax, jagged_index_select
 (memory-bound shapes S*), jagged_dense_bmm / jagged_jagged_bmm (M*), jagged_dense_flash_attention
-(A*) / multi_head_jagged_flash_attention (H*), segment_sum_csr (G*), the cumsum family (C*) and
-concat_1d_jagged (K*).
+(A*) / multi_head_jagged_flash_attention (H*), segment_sum_csr (G*), the cumsum family (C*),
+concat_1d_jagged (K*) and permute_2D_sparse_data (P*) / permute_1D_sparse_data (Q*).
 Ours is what a user calls, the public ``recops.<op>``; with --phases fwd_bwd also forward+backward
 through autograd (``torch.autograd.grad``) where the op has a backward.
 
@@ -112,6 +112,14 @@ CUMSUM_SHAPES = {
     "C3": dict(shape=(2**28,), dtype=torch.int64, hi=1023),
     "C3r": dict(shape=(2**24,), dtype=torch.int64, hi=1023),
 }
+_P2, _P1 = ("permute_2D_sparse_data",), ("permute_1D_sparse_data",)
+PERMUTE_SHAPES = {  # the ops' perf.yaml shapes: int64 ids, fp32 weights, int32 lengths (mean < 1)
+    "P1": dict(T=400, B=1024, gen="uniform", max=2, weights=True, only=_P2),  # kjt_400x1024
+    "P2": dict(T=1024, B=4096, gen="uniform", max=2, weights=True, only=_P2),  # ..._tiny
+    "P3": dict(T=256, B=16384, gen="skewed", max=64, P=384, weights=False, only=_P2),
+    "Q1": dict(S=4194304, gen="uniform", max=2, weights=True, only=_P1),  # kjt_4M_tiny
+    "Q2": dict(S=65536, gen="skewed", max=256, P=98304, weights=True, only=_P1),  # skewed_64K
+}
 CONCAT_SHAPES = {  # concat_1d_jagged (its perf.yaml's S3 / S5_dense_prefix as 1-D parts)
     "K1": dict(B=1024, max_L=1024, max_L_b=1024, gen="skewed"),  # two jagged parts
     "K2": dict(B=140472, max_L=320, gen="skewed", dense_a=True),  # SLL: a dense [B] part A
@@ -122,16 +130,19 @@ MEM_OPS = ["jagged_to_padded_dense", "dense_to_jagged", "jagged_dense_elementwis
 BMM_OPS = ["jagged_dense_bmm", "jagged_jagged_bmm"]
 ATTN_OPS = ["jagged_dense_flash_attention", "multi_head_jagged_flash_attention"]
 CUMSUM_OPS = ["complete_cumsum", "exclusive_cumsum", "inclusive_cumsum"]
+PERMUTE_OPS = ["permute_1D_sparse_data", "permute_2D_sparse_data"]
 ALL_OPS = (MEM_OPS + BMM_OPS + ATTN_OPS + ["segment_sum_csr"] + CUMSUM_OPS
-           + ["concat_1d_jagged"])
+           + ["concat_1d_jagged"] + PERMUTE_OPS)
 TABLES = [(CONV_SHAPES, MEM_OPS), (BMM_SHAPES, BMM_OPS), (ATTN_SHAPES, ATTN_OPS),
           (SEG_SHAPES, ["segment_sum_csr"]),
-          (CUMSUM_SHAPES, CUMSUM_OPS), (CONCAT_SHAPES, ["concat_1d_jagged"])]
+          (CUMSUM_SHAPES, CUMSUM_OPS), (CONCAT_SHAPES, ["concat_1d_jagged"]),
+          (PERMUTE_SHAPES, PERMUTE_OPS)]
 DEFAULTS = {
     "cuda": ["S1", "S2", "S3", "S4", "S5", "S3h4", "M0", "M1", "M2", "M3", "A1", "A2", "A3",
-             "H1", "H2", "H3", "G1", "G2", "C1", "C2", "C3", "K1", "K2"],
+             "H1", "H2", "H3", "G1", "G2", "C1", "C2", "C3", "K1", "K2", "P1", "P2", "P3", "Q1",
+             "Q2"],
     "cpu": ["S1", "S2", "S3r", "S4", "M0", "M1r", "A1", "H1", "G1", "G2r", "C1", "C2", "C3r",
-            "K1", "K2r"],
+            "K1", "K2r", "P1", "P2", "P3", "Q1", "Q2"],
 }
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 
@@ -639,6 +650,44 @@ def bench_concat_1d(bench, spec, dtype_name):
                      nbytes={"fwd": nb_fwd, "fwd_bwd": nb_fwd + 2 * (Ta + Tb) * es + offs})
 
 
+def bench_permute(bench, op, spec):
+    """permute_1D / permute_2D_sparse_data: output segment i is input segment (1-D) or feature row
+    (2-D) permute[i]; a shuffle of every segment or row, or P draws with repeats. Byte floor: every
+    input once (permute, lengths, values, weights) and every output once. permute and lengths are
+    int32 (a KJT's; FBGEMM's CPU op takes no int64 lengths), values int64 ids, weights fp32."""
+    device = bench.device
+    two_d = op == "permute_2D_sparse_data"
+    n_seg = spec["T"] * spec["B"] if two_d else spec["S"]
+    rows = spec["T"] if two_d else spec["S"]
+    lens = torch.tensor(testing.make_lengths({"gen": spec["gen"], "B": n_seg, "max": spec["max"]},
+                                             2024), dtype=torch.int32, device=device)
+    if two_d:
+        lens = lens.reshape(spec["T"], spec["B"])
+    gen = torch.Generator(device=device).manual_seed(37)
+    if "P" in spec:
+        perm = torch.randint(0, rows, (spec["P"],), device=device, generator=gen)
+    else:
+        perm = torch.randperm(rows, device=device, generator=gen)
+    perm = perm.to(torch.int32)
+    total = int(lens.sum())
+    vals = torch.randint(0, 2**40, (total,), device=device, generator=gen)
+    w = torch.rand(total, device=device, generator=gen) if spec["weights"] else None
+    args = [(perm, lens, vals, w)]
+    out_len = lens[perm] if two_d else lens.reshape(-1)[perm]
+    out_total = int(out_len.sum())
+    per = 8 + (4 if w is not None else 0)
+    nb = perm.numel() * 4 + lens.numel() * 4 + total * per + out_len.numel() * 4 + out_total * per
+    shape = {"segments": n_seg, "permute": perm.numel(), "total": total, "out_total": out_total,
+             "lengths": spec["gen"], "weights": w is not None,
+             "permute_kind": "draws with repeats" if "P" in spec else "shuffle"}
+    if two_d:
+        shape.update(T=spec["T"], B=spec["B"])
+    fn = getattr(recops, op)
+    return bench.run(op, shape, "int64", args, lambda p, ln, v, wt: fn(p, ln, v, wt),
+                     {"torch_plain:gather": plain.permute_sparse_gather},
+                     ext.peers_permute(bench.fb, op), nbytes={"fwd": nb})
+
+
 def run_one(bench, op, sid, dtype_name):
     bench.sid = sid
     if sid in CONV_SHAPES:
@@ -651,6 +700,8 @@ def run_one(bench, op, sid, dtype_name):
         return bench_segment_sum(bench, SEG_SHAPES[sid], dtype_name)
     if sid in CONCAT_SHAPES:
         return bench_concat_1d(bench, CONCAT_SHAPES[sid], dtype_name)
+    if sid in PERMUTE_SHAPES:
+        return bench_permute(bench, op, PERMUTE_SHAPES[sid])
     return bench_cumsum(bench, op, CUMSUM_SHAPES[sid])
 
 

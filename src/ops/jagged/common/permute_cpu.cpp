@@ -1,9 +1,14 @@
 // ops/jagged/common/permute_cpu.cpp: the CPU path of the permute ops (permute_params.h). The entry
 // validated the contents (lengths >= 0 summing to N, permute in [0, T), R = the permuted sum).
-// Steps: the row sums' complete cumsum in_off [T+1] and the permuted row sums' out_off [P+1], each
-// a two-pass parallel scan; permuted_lengths row by row; then threads take output rows balanced
-// by elements plus one per row (select_cpu.h), so millions of tiny or empty segments spread as
-// evenly as a few long ones, and copy each output row's elements as one contiguous run.
+// Steps: permuted_lengths row by row (the one gather from lengths); the row sums' complete cumsum
+// in_off [T+1] and the permuted rows' out_off [P+1] from permuted_lengths, each a two-pass
+// parallel scan over contiguous data; then threads take output rows balanced by elements plus one
+// per row (select_cpu.h), so millions of tiny or empty segments spread as evenly as a few long
+// ones, and copy each output row's elements of every payload (values, weights) as one contiguous
+// run: in_off is read once per output row. With millions of segments of mean length < 1 the
+// gathers from in_off and lengths are the cost (cache misses): the earlier order read in_off
+// at random three times per row (out_off's scan and one copy pass per payload), 2.5x FBGEMM's
+// time at 4M segments with weights on a 2-core Zen 1.
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -75,6 +80,17 @@ Status permute_run_cpu(const PermuteParams& p, const Context& ctx) {
   const auto src_row = [&](int64_t i) {
     return int_at(p.permute, p.permute_int64, i * p.permute_stride);
   };
+  core::parallel_for(p.P, std::max<int64_t>(1, 4096 / p.B), threads, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      const int64_t t = src_row(i);
+      for (int64_t b = 0; b < p.B; ++b) {
+        if (p.lengths_int64)
+          static_cast<int64_t*>(p.out_lengths)[i * p.B + b] = len(t, b);
+        else
+          static_cast<int32_t*>(p.out_lengths)[i * p.B + b] = static_cast<int32_t>(len(t, b));
+      }
+    }
+  });
   std::vector<int64_t> in_off, out_off;
   complete_cumsum(
       p.T, threads,
@@ -87,31 +103,25 @@ Status permute_run_cpu(const PermuteParams& p, const Context& ctx) {
   complete_cumsum(
       p.P, threads,
       [&](int64_t i) {
-        const int64_t t = src_row(i);
-        return in_off[t + 1] - in_off[t];
+        int64_t s = 0;
+        for (int64_t b = 0; b < p.B; ++b) s += int_at(p.out_lengths, p.lengths_int64, i * p.B + b);
+        return s;
       },
       &out_off);
-  core::parallel_for(p.P, std::max<int64_t>(1, 4096 / p.B), threads, [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) {
-      const int64_t t = src_row(i);
-      for (int64_t b = 0; b < p.B; ++b) {
-        if (p.lengths_int64)
-          static_cast<int64_t*>(p.out_lengths)[i * p.B + b] = len(t, b);
-        else
-          static_cast<int32_t*>(p.out_lengths)[i * p.B + b] = static_cast<int32_t>(len(t, b));
-      }
-    }
-  });
-  for (int k = 0; k < p.num_payloads; ++k) {
-    const PermutePayload& pl = p.payload[k];
-    if (pl.D == 0) continue;
-    select_balanced_for(
-        p.P, threads, [&](int64_t i) { return out_off[i] * pl.D; },
-        [&](int64_t i) {
-          const int64_t n = out_off[i + 1] - out_off[i];
-          if (n > 0) copy_rows(pl, in_off[src_row(i)], out_off[i], n);
-        });
-  }
+  // Payloads with elements (a [R, 0] payload has nothing to copy).
+  const PermutePayload* pls[2];
+  int npl = 0;
+  for (int k = 0; k < p.num_payloads; ++k)
+    if (p.payload[k].D > 0) pls[npl++] = &p.payload[k];
+  if (npl == 0) return Status::Ok();
+  select_balanced_for(
+      p.P, threads, [&](int64_t i) { return out_off[i] * pls[0]->D; },
+      [&](int64_t i) {
+        const int64_t n = out_off[i + 1] - out_off[i];
+        if (n == 0) return;
+        const int64_t src = in_off[src_row(i)];
+        for (int k = 0; k < npl; ++k) copy_rows(*pls[k], src, out_off[i], n);
+      });
   return Status::Ok();
 }
 
