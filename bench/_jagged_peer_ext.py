@@ -220,8 +220,7 @@ def peers_permute(fb, op_name):
     """FBGEMM's permute_1D / permute_2D_sparse_data (forward only, as recops' op)."""
     if fb is None:
         return {}
-    op = _needs(fb, op_name)
-    return {"fbgemm": (lambda p, ln, v, w: op(p, ln, v, w), False)}
+    return {"fbgemm": (_needs(fb, op_name), False)}
 
 
 def peers_index_select(fb, tri):

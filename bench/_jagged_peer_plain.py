@@ -288,4 +288,3 @@ def permute_sparse_gather(permute, lengths, values, weights):
            + torch.arange(total, device=flat.device))
     pl = (out_len.reshape(-1, B) if two_d else out_len).to(lengths.dtype)
     return pl, values[src], (weights[src] if weights is not None else None)
-

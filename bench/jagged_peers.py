@@ -673,7 +673,7 @@ def bench_permute(bench, op, spec):
     vals = torch.randint(0, 2**40, (total,), device=device, generator=gen)
     w = torch.rand(total, device=device, generator=gen) if spec["weights"] else None
     args = [(perm, lens, vals, w)]
-    out_len = lens[perm] if two_d else lens.reshape(-1)[perm]
+    out_len = lens[perm]
     out_total = int(out_len.sum())
     per = 8 + (4 if w is not None else 0)
     nb = perm.numel() * 4 + lens.numel() * 4 + total * per + out_len.numel() * 4 + out_total * per
@@ -682,8 +682,7 @@ def bench_permute(bench, op, spec):
              "permute_kind": "draws with repeats" if "P" in spec else "shuffle"}
     if two_d:
         shape.update(T=spec["T"], B=spec["B"])
-    fn = getattr(recops, op)
-    return bench.run(op, shape, "int64", args, lambda p, ln, v, wt: fn(p, ln, v, wt),
+    return bench.run(op, shape, "int64", args, getattr(recops, op),
                      {"torch_plain:gather": plain.permute_sparse_gather},
                      ext.peers_permute(bench.fb, op), nbytes={"fwd": nb})
 
