@@ -123,17 +123,31 @@ wants ctest && step ctest 150 "$OUT/tests.log" ctest --test-dir "$BUILD" --outpu
 # 658 rows, took 193-199 s at e2b0645 and 33533a3 once the HSTU golden ran on all cores).
 # DEVICE_CHECK_SPLIT="hstu jagged stem training" runs one check process per family at once (the
 # fp64 references are CPU work: 3940 rows took over 8 min in one process at 6b902c9) and merges
-# their JSON; a family's failure fails the step.
+# their JSON; a family's failure fails the step. An entry FAMILY:K/N runs shard K of N of that
+# family (`recops check --shard`), e.g. "hstu jagged stem training:1/3 training:2/3 training:3/3".
 check_split() {
-  local pids=() rc=0 f
+  local pids=() rc=0 f n
   for f in $DEVICE_CHECK_SPLIT; do
-    "$RECOPS" check --backend cuda --op "$f" ${DEVICE_CHECK_ARGS:-} -q --json "$OUT/check_cuda_$f.json" \
-      >"$OUT/check_$f.log" 2>&1 &
+    n=${f//\//of}
+    n=${n//:/_}
+    if [[ "$f" == *:* ]]; then
+      set -- --op "${f%%:*}" --shard "${f#*:}"
+    else
+      set -- --op "$f"
+    fi
+    "$RECOPS" check --backend cuda "$@" ${DEVICE_CHECK_ARGS:-} -q --json "$OUT/check_cuda_$n.json" \
+      >"$OUT/check_$n.log" 2>&1 &
     pids+=($!)
   done
   for p in "${pids[@]}"; do wait "$p" || rc=1; done
-  for f in $DEVICE_CHECK_SPLIT; do tail -n 5 "$OUT/check_$f.log"; done
-  python3 - "$OUT/check_cuda.json" $(for f in $DEVICE_CHECK_SPLIT; do echo "$OUT/check_cuda_$f.json"; done) <<'PY'
+  for f in $DEVICE_CHECK_SPLIT; do
+    n=${f//\//of}
+    tail -n 5 "$OUT/check_${n//:/_}.log"
+  done
+  python3 - "$OUT/check_cuda.json" $(for f in $DEVICE_CHECK_SPLIT; do
+    n=${f//\//of}
+    echo "$OUT/check_cuda_${n//:/_}.json"
+  done) <<'PY'
 import json, os, sys
 rows = []
 for f in sys.argv[2:]:
