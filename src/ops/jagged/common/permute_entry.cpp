@@ -1,10 +1,14 @@
-// ops/jagged/common/permute_entry.cpp: see permute_entry.h. All validation of the permute ops
-// happens here, once: ranks, dtypes, devices and strides always; the contents (lengths >= 0 summing
-// to values.size(0), permute in [0, T), permuted_lengths_sum equal to the permuted lengths' sum)
-// always on the CPU and on CUDA under validation (select_host.h reads them, one sync).
+// ops/jagged/common/permute_entry.cpp: see permute_entry.h. The validation of the permute ops:
+// ranks, dtypes, devices and strides always; the contents (lengths >= 0 summing to
+// values.size(0), permute in [0, T), permuted_lengths_sum equal to the permuted lengths' sum)
+// always on the CPU and on CUDA under validation (select_host.h reads them, one sync). On the CPU
+// the last rule is the paths' (permute_rows_error): they gather the permuted lengths anyway.
 #include "ops/jagged/common/permute_entry.h"
 
+#include <utility>
+
 #include "core/offsets.h"
+#include "core/parallel.h"
 #include "ops/jagged/common/select_host.h"
 
 namespace recops::ops {
@@ -85,6 +89,77 @@ Status check_contents(const PermuteOp& op, const PermuteSparseDataArgs& a, const
   return Status::Ok();
 }
 
+// CPU tensors, read in place and in parallel: lengths >= 0 summing to values.size(0) and permute
+// in [0, T) (sequential reads); with `rows`, also the permuted lengths' sum (a gather from
+// lengths: wanted by the shape function, which must size the outputs; the entry leaves it to the
+// CPU paths, permute_rows_error). Any broken rule falls back to check_contents for its message.
+Status check_contents_cpu(const PermuteOp& op, const PermuteSparseDataArgs& a, const Context& ctx,
+                          int64_t* rows) {
+  const TensorView l = flat_lengths(a.lengths);
+  const int64_t T = a.lengths.sizes[0], B = op.two_d ? a.lengths.sizes[1] : 1;
+  const int64_t n = l.sizes[0], P = a.permute.sizes[0];
+  const auto int_at = [](const TensorView& t, int64_t i) -> int64_t {
+    const int64_t k = i * t.strides[0];
+    return t.dtype == DType::int64 ? static_cast<const int64_t*>(t.data)[k]
+                                   : static_cast<const int32_t*>(t.data)[k];
+  };
+  // f(i) over [0, m) in chunks, one per thread: the chunk sums, and whether any item was bad
+  // (f's second result) or a sum overflowed.
+  const auto reduce = [&](int64_t m, auto&& f, int64_t* total) {
+    const int nt = core::max_threads(ctx.num_threads, m >> 15);
+    std::vector<int64_t> sums(static_cast<size_t>(nt), 0);
+    std::vector<char> bad(static_cast<size_t>(nt), 0);
+    core::parallel_for(nt, 1, nt, [&](int64_t c0, int64_t c1) {
+      for (int64_t c = c0; c < c1; ++c) {
+        int64_t sum = 0;
+        bool b = false;
+        for (int64_t i = m * c / nt; i < m * (c + 1) / nt; ++i) {
+          const auto [v, wrong] = f(i);
+          b |= wrong | __builtin_add_overflow(sum, v, &sum);
+        }
+        sums[static_cast<size_t>(c)] = sum;
+        bad[static_cast<size_t>(c)] = b;
+      }
+    });
+    int64_t s = 0;
+    for (int c = 0; c < nt; ++c)
+      if (bad[static_cast<size_t>(c)] ||
+          __builtin_add_overflow(s, sums[static_cast<size_t>(c)], &s))
+        return false;
+    *total = s;
+    return true;
+  };
+  const auto length = [&](int64_t i) {
+    const int64_t v = int_at(l, i);
+    return std::pair{v, v < 0};
+  };
+  const auto in_range = [&](int64_t i) {
+    const int64_t t = int_at(a.permute, i);
+    return std::pair{int64_t{0}, t < 0 || t >= T};
+  };
+  const auto permuted_row = [&](int64_t i) {
+    // a few rows ahead: their random reads overlap
+    if (i + 16 < P)
+      __builtin_prefetch(static_cast<const char*>(l.data) +
+                         int_at(a.permute, i + 16) * B * l.strides[0] * l.itemsize());
+    const int64_t t = int_at(a.permute, i);
+    int64_t r = 0;
+    for (int64_t b = 0; b < B; ++b) r += int_at(l, t * B + b);
+    return std::pair{r, false};
+  };
+  int64_t total = 0, unused = 0, s = 0;
+  const bool ok = reduce(n, length, &total) && total == a.values.sizes[0] &&
+                  reduce(P, in_range, &unused) && (rows == nullptr || reduce(P, permuted_row, &s));
+  if (!ok) {
+    int64_t unused_rows = 0;
+    RECOPS_RETURN_IF_ERROR(check_contents(op, a, ctx, &unused_rows));
+    return Status(StatusCode::internal,
+                  std::string(op.name) + ": the contents check disagrees with itself");
+  }
+  if (rows != nullptr) *rows = s;
+  return Status::Ok();
+}
+
 Status check_out(const char* op, const char* what, const TensorView& t, const Shape& shape,
                  DType dtype, const TensorView& values) {
   RECOPS_RETURN_IF_ERROR(core::check_same_device(op, "values", values, what, t));
@@ -96,6 +171,7 @@ Status check_out(const char* op, const char* what, const TensorView& t, const Sh
 
 PermuteParams params_of(const PermuteOp& op, const PermuteSparseDataArgs& a) {
   PermuteParams p;
+  p.op = op.name;
   p.lengths = a.lengths.data;
   p.lengths_int64 = a.lengths.dtype == DType::int64;
   p.lengths_stride_t = op.two_d ? a.lengths.sizes[1] : a.lengths.strides[0];
@@ -131,7 +207,7 @@ Status permute_shape(const PermuteOp& op, const PermuteSparseDataArgs& a, Shape*
                  ": permuted_lengths_sum must be given for ",
                  a.lengths.device.is_cpu() ? "tensors without data (Meta, torch.compile)"
                                            : "CUDA tensors (computing it would synchronise)");
-    RECOPS_RETURN_IF_ERROR(check_contents(op, a, ctx, &rows));
+    RECOPS_RETURN_IF_ERROR(check_contents_cpu(op, a, ctx, &rows));
   }
   *lengths_shape = {a.permute.sizes[0]};
   if (op.two_d) lengths_shape->push_back(a.lengths.sizes[1]);
@@ -178,12 +254,14 @@ Status permute_entry(const PermuteOp& op, const PermuteSparseDataArgs& a,
   if (a.permuted_lengths_sum)
     RECOPS_CHECK(*a.permuted_lengths_sum == rows, n, ": permuted_values has ", rows,
                  " rows but permuted_lengths_sum is ", *a.permuted_lengths_sum);
-  int64_t want = -1;
-  RECOPS_RETURN_IF_ERROR(check_contents(op, a, ctx, &want));
-  if (want >= 0)
-    RECOPS_CHECK(want == rows, n, ": the permuted lengths sum to ", want,
-                 " but permuted_lengths_sum (permuted_values.size(0)) is ", rows,
-                 "; they must be equal");
+  if (select_host_readable(a.lengths) && select_host_readable(a.permute)) {
+    // The permuted lengths' sum is the CPU paths' to check (permute_rows_error).
+    RECOPS_RETURN_IF_ERROR(check_contents_cpu(op, a, ctx, nullptr));
+  } else {
+    int64_t want = -1;
+    RECOPS_RETURN_IF_ERROR(check_contents(op, a, ctx, &want));
+    if (want >= 0 && want != rows) return permute_rows_error(n, want, rows);
+  }
   PermuteParams p = params_of(op, a);
   if (p.P * p.B == 0) {  // no permuted lengths: they sum to 0, and every output is empty
     RECOPS_CHECK(rows == 0, n, ": the permuted lengths are empty (", shape_str(ls),
@@ -202,6 +280,14 @@ Status permute_entry(const PermuteOp& op, const PermuteSparseDataArgs& a,
   p.workspace = ctx.workspace;
   p.workspace_bytes = ctx.workspace_bytes;
   return core::dispatch(n, op.impls(), dev, p, ctx);
+}
+
+Status permute_rows_error(const char* op, int64_t want, int64_t rows) {
+  RECOPS_CHECK(want >= 0, op, ": the permuted lengths' sum overflows int64");
+  RECOPS_CHECK(want == rows, op, ": the permuted lengths sum to ", want,
+               " but permuted_lengths_sum (permuted_values.size(0)) is ", rows,
+               "; they must be equal");
+  return Status::Ok();
 }
 
 std::string permute_doc(const PermuteOp& op, const char* intro) {

@@ -29,6 +29,7 @@ struct PermutePayload {
 };
 
 struct PermuteParams {
+  const char* op = "";            // the op's name, for the errors of the CPU paths
   const void* lengths = nullptr;  // [T, B], element (t, b) at t * lengths_stride_t + b * stride_b
   bool lengths_int64 = false;
   int64_t lengths_stride_t = 1;
@@ -39,13 +40,19 @@ struct PermuteParams {
   void* out_lengths = nullptr;  // [P, B] dense, lengths' dtype
   int64_t T = 0, B = 1, P = 0;
   int64_t N = 0;  // values rows: the sum of lengths (validated where the data is read)
-  int64_t R = 0;  // output rows: permuted_lengths_sum
+  int64_t R = 0;  // output rows: permuted_lengths_sum (on the CPU, checked by the paths: below)
   PermutePayload payload[2];
   int num_payloads = 1;  // 2 with weights
   int device_index = 0;
   void* workspace = nullptr;  // CUDA: offsets and scan storage (cuda/permute_launch.cu)
   size_t workspace_bytes = 0;
 };
+
+// On the CPU the entry checks lengths and permute but leaves the permuted lengths' sum to the
+// paths, which find it on the way (the gather it takes is most of the op's cost with millions of
+// tiny segments): each returns this error, before writing any values row, when the sum is not R
+// (overflowed: want < 0). The same message as the entry's where it reads the contents itself.
+Status permute_rows_error(const char* op, int64_t want, int64_t rows);
 
 // The shared fast paths; each op lists them before its own golden.
 Status permute_run_cpu(const PermuteParams& p, const Context& ctx);

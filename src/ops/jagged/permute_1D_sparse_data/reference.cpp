@@ -17,6 +17,15 @@ Status run_reference(const PermuteParams& p, const Context&) {
   std::vector<int64_t> start(static_cast<size_t>(p.T + 1), 0);
   for (int64_t s = 0; s < p.T; ++s)
     start[s + 1] = start[s] + at(p.lengths, p.lengths_int64, s * p.lengths_stride_t);
+  // The permuted lengths must sum to R, the output rows (on the CPU the entry leaves this rule to
+  // the implementations).
+  int64_t want = 0;
+  for (int64_t i = 0; i < p.P; ++i) {
+    const int64_t s = at(p.permute, p.permute_int64, i * p.permute_stride);
+    if (__builtin_add_overflow(want, start[s + 1] - start[s], &want)) want = -1;
+    if (want < 0) break;
+  }
+  if (want != p.R) return permute_rows_error(p.op, want, p.R);
   int64_t pos = 0;  // the first output row of output segment i
   for (int64_t i = 0; i < p.P; ++i) {
     const int64_t s = at(p.permute, p.permute_int64, i * p.permute_stride);

@@ -21,6 +21,15 @@ Status run_reference(const PermuteParams& p, const Context&) {
   std::vector<int64_t> first(static_cast<size_t>(p.T * p.B + 1), 0);
   for (int64_t t = 0; t < p.T; ++t)
     for (int64_t b = 0; b < p.B; ++b) first[t * p.B + b + 1] = first[t * p.B + b] + length(t, b);
+  // The permuted lengths must sum to R, the output rows (on the CPU the entry leaves this rule to
+  // the implementations).
+  int64_t want = 0;
+  for (int64_t i = 0; i < p.P && want >= 0; ++i) {
+    const int64_t t = at(p.permute, p.permute_int64, i * p.permute_stride);
+    for (int64_t b = 0; b < p.B && want >= 0; ++b)
+      if (__builtin_add_overflow(want, length(t, b), &want)) want = -1;
+  }
+  if (want != p.R) return permute_rows_error(p.op, want, p.R);
   int64_t pos = 0;  // the first output row of output segment (i, b)
   for (int64_t i = 0; i < p.P; ++i) {
     const int64_t t = at(p.permute, p.permute_int64, i * p.permute_stride);
