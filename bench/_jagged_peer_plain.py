@@ -267,10 +267,11 @@ def concat_1d_gather(va, oa, vb, ob):
 
 
 # ---- permute_1D / permute_2D_sparse_data ----------------------------------------------------------
-def permute_sparse_gather(permute, lengths, values, weights):
+def permute_sparse_gather(permute, lengths, values, weights, permuted_lengths_sum=None):
     """Output segment i is input segment permute[i] (1-D lengths [S]) or feature row permute[i]
     (2-D lengths [T, B]): the segments' starts from a cumsum, every output element's source index
-    by repeat_interleave, then one gather of values (and weights)."""
+    by repeat_interleave, then one gather of values (and weights). The output size is read back
+    unless given."""
     two_d = lengths.dim() == 2
     B = lengths.shape[1] if two_d else 1
     flat = lengths.reshape(-1).to(torch.int64)
@@ -282,7 +283,7 @@ def permute_sparse_gather(permute, lengths, values, weights):
     else:
         seg = permute.to(torch.int64)
     out_len = flat[seg]
-    total = int(out_len.sum())
+    total = int(out_len.sum()) if permuted_lengths_sum is None else permuted_lengths_sum
     out_starts = torch.cumsum(out_len, 0) - out_len
     src = (torch.repeat_interleave(starts[:-1][seg] - out_starts, out_len, output_size=total)
            + torch.arange(total, device=flat.device))

@@ -654,7 +654,8 @@ def bench_permute(bench, op, spec):
     """permute_1D / permute_2D_sparse_data: output segment i is input segment (1-D) or feature row
     (2-D) permute[i]; a shuffle of every segment or row, or P draws with repeats. Byte floor: every
     input once (permute, lengths, values, weights) and every output once. permute and lengths are
-    int32 (a KJT's; FBGEMM's CPU op takes no int64 lengths), values int64 ids, weights fp32."""
+    int32 (a KJT's; FBGEMM's CPU op takes no int64 lengths), values int64 ids, weights fp32.
+    On CUDA the output size is passed to every side; on the CPU each computes it."""
     device = bench.device
     two_d = op == "permute_2D_sparse_data"
     n_seg = spec["T"] * spec["B"] if two_d else spec["S"]
@@ -672,9 +673,11 @@ def bench_permute(bench, op, spec):
     total = int(lens.sum())
     vals = torch.randint(0, 2**40, (total,), device=device, generator=gen)
     w = torch.rand(total, device=device, generator=gen) if spec["weights"] else None
-    args = [(perm, lens, vals, w)]
     out_len = lens[perm]
     out_total = int(out_len.sum())
+    # On CUDA every side gets the output size (permuted_lengths_sum), as a caller that must not
+    # synchronise passes it (recops requires it there; FBGEMM would read it back with .item()).
+    args = [(perm, lens, vals, w) + ((out_total,) if device == "cuda" else ())]
     per = 8 + (4 if w is not None else 0)
     nb = perm.numel() * 4 + lens.numel() * 4 + total * per + out_len.numel() * 4 + out_total * per
     shape = {"segments": n_seg, "permute": perm.numel(), "total": total, "out_total": out_total,

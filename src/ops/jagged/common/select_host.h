@@ -15,7 +15,8 @@
 namespace recops::ops {
 
 // A 1-D int32 or int64 tensor's values as int64 on the host. *read = false (and no error) when
-// the tensor is on CUDA and validation is off or the stream is capturing.
+// the tensor is on CUDA and validation is off or the stream is capturing (*out is then empty
+// and nothing was allocated).
 Status select_read_ints(const TensorView& t, const Context& ctx, std::vector<int64_t>* out,
                         bool* read);
 
