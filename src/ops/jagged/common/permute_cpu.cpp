@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "core/parallel.h"
@@ -25,39 +26,6 @@ namespace recops::ops {
 namespace {
 int64_t int_at(const void* p, bool int64, int64_t i) {
   return int64 ? static_cast<const int64_t*>(p)[i] : static_cast<const int32_t*>(p)[i];
-}
-
-// o[0] = 0, o[i + 1] = count(0) + ... + count(i) for i < n, count called once per i (it may do
-// more: the gather below). Each thread takes a chunk and writes its local prefix sums, then every
-// chunk but the first adds the sum of the chunks before it. *total = o[n]; false when a sum
-// overflows int64 (o is then partial).
-template <class Count>
-bool scan_counts(int64_t n, int threads, Count&& count, int64_t* o, int64_t* total) {
-  o[0] = 0;
-  const int nt = core::max_threads(threads, n >> 15);
-  std::vector<int64_t> base(static_cast<size_t>(nt + 1), 0);
-  std::vector<char> over(static_cast<size_t>(nt), 0);
-  core::parallel_for(nt, 1, nt, [&](int64_t c0, int64_t c1) {
-    for (int64_t c = c0; c < c1; ++c) {
-      int64_t sum = 0;
-      bool ov = false;
-      for (int64_t i = n * c / nt; i < n * (c + 1) / nt; ++i) {
-        ov |= __builtin_add_overflow(sum, count(i), &sum);
-        o[i + 1] = sum;
-      }
-      base[c + 1] = sum;
-      over[c] = ov;
-    }
-  });
-  for (int c = 0; c < nt; ++c)
-    if (over[c] || __builtin_add_overflow(base[c + 1], base[c], &base[c + 1])) return false;
-  if (nt > 1)
-    core::parallel_for(nt - 1, 1, nt - 1, [&](int64_t c0, int64_t c1) {
-      for (int64_t c = c0 + 1; c < c1 + 1; ++c)
-        for (int64_t i = n * c / nt; i < n * (c + 1) / nt; ++i) o[i + 1] += base[c];
-    });
-  *total = base[nt];
-  return true;
 }
 
 // n elements of E bytes each (a fixed-size memcpy per element vectorises; any dtype's bytes).
@@ -98,12 +66,12 @@ Status permute_run_cpu(const PermuteParams& p, const Context& ctx) {
   // in_off [T+1]: the input rows' first elements (the lengths validated: no overflow).
   const std::unique_ptr<int64_t[]> in_off(new int64_t[static_cast<size_t>(p.T + 1)]);
   int64_t unused = 0;
-  scan_counts(
+  chunked_sum(
       p.T, threads,
       [&](int64_t t) {
         int64_t s = 0;
         for (int64_t b = 0; b < p.B; ++b) s += len(t, b);
-        return s;
+        return std::pair{s, false};
       },
       in_off.get(), &unused);
   // The gather: output row i's lengths, its first input row src[i] and its element count, which
@@ -114,7 +82,7 @@ Status permute_run_cpu(const PermuteParams& p, const Context& ctx) {
   const int64_t* oo = out_off.get();
   constexpr int64_t kAhead = 16;  // rows prefetched ahead (their random reads overlap)
   int64_t rows = 0;
-  const bool ok = scan_counts(
+  const bool ok = chunked_sum(
       p.P, threads,
       [&](int64_t i) {
         if (i + kAhead < p.P) __builtin_prefetch(io + src_row(i + kAhead));
@@ -127,7 +95,7 @@ Status permute_run_cpu(const PermuteParams& p, const Context& ctx) {
           else
             static_cast<int32_t*>(p.out_lengths)[i * p.B + b] = static_cast<int32_t>(v);
         }
-        return n;
+        return std::pair{n, false};
       },
       out_off.get(), &rows);
   if (!ok || rows != p.R) return permute_rows_error(p.op, ok ? rows : -1, p.R);

@@ -8,7 +8,7 @@
 #include <utility>
 
 #include "core/offsets.h"
-#include "core/parallel.h"
+#include "ops/jagged/common/select_cpu.h"
 #include "ops/jagged/common/select_host.h"
 
 namespace recops::ops {
@@ -103,32 +103,6 @@ Status check_contents_cpu(const PermuteOp& op, const PermuteSparseDataArgs& a, c
     return t.dtype == DType::int64 ? static_cast<const int64_t*>(t.data)[k]
                                    : static_cast<const int32_t*>(t.data)[k];
   };
-  // f(i) over [0, m) in chunks, one per thread: the chunk sums, and whether any item was bad
-  // (f's second result) or a sum overflowed.
-  const auto reduce = [&](int64_t m, auto&& f, int64_t* total) {
-    const int nt = core::max_threads(ctx.num_threads, m >> 15);
-    std::vector<int64_t> sums(static_cast<size_t>(nt), 0);
-    std::vector<char> bad(static_cast<size_t>(nt), 0);
-    core::parallel_for(nt, 1, nt, [&](int64_t c0, int64_t c1) {
-      for (int64_t c = c0; c < c1; ++c) {
-        int64_t sum = 0;
-        bool b = false;
-        for (int64_t i = m * c / nt; i < m * (c + 1) / nt; ++i) {
-          const auto [v, wrong] = f(i);
-          b |= wrong | __builtin_add_overflow(sum, v, &sum);
-        }
-        sums[static_cast<size_t>(c)] = sum;
-        bad[static_cast<size_t>(c)] = b;
-      }
-    });
-    int64_t s = 0;
-    for (int c = 0; c < nt; ++c)
-      if (bad[static_cast<size_t>(c)] ||
-          __builtin_add_overflow(s, sums[static_cast<size_t>(c)], &s))
-        return false;
-    *total = s;
-    return true;
-  };
   const auto length = [&](int64_t i) {
     const int64_t v = int_at(l, i);
     return std::pair{v, v < 0};
@@ -148,8 +122,10 @@ Status check_contents_cpu(const PermuteOp& op, const PermuteSparseDataArgs& a, c
     return std::pair{r, false};
   };
   int64_t total = 0, unused = 0, s = 0;
-  const bool ok = reduce(n, length, &total) && total == a.values.sizes[0] &&
-                  reduce(P, in_range, &unused) && (rows == nullptr || reduce(P, permuted_row, &s));
+  const int th = ctx.num_threads;
+  const bool ok = chunked_sum(n, th, length, nullptr, &total) && total == a.values.sizes[0] &&
+                  chunked_sum(P, th, in_range, nullptr, &unused) &&
+                  (rows == nullptr || chunked_sum(P, th, permuted_row, nullptr, &s));
   if (!ok) {
     int64_t unused_rows = 0;
     RECOPS_RETURN_IF_ERROR(check_contents(op, a, ctx, &unused_rows));

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
+#include <vector>
 #include <cstring>
 
 #include "core/parallel.h"
@@ -45,6 +46,48 @@ void select_balanced_for(int64_t n, int threads, Cost&& cost, Item&& item,
     const int64_t end = part_begin(t1);
     for (int64_t i = part_begin(t0); i < end; ++i) item(i);
   });
+}
+
+// The sum of count(i) over [0, n) in one chunk per thread, each chunk in order; count returns
+// (value, bad). With o (n + 1 elements), also the prefix sums: o[0] = 0, o[i + 1] = count(0) +
+// ... + count(i) (count is called once per i, so it may do more: the permute gather). False when
+// an item is bad or a sum overflows int64 (*total and o are then unspecified).
+template <class Count>
+bool chunked_sum(int64_t n, int threads, Count&& count, int64_t* o, int64_t* total) {
+  if (o != nullptr) o[0] = 0;
+  const int nt = core::max_threads(threads, n >> 15);
+  std::vector<int64_t> base(static_cast<size_t>(nt + 1), 0);
+  std::vector<char> bad(static_cast<size_t>(nt), 0);
+  // One loop with the prefix stores and one without (a test per item kept the second pass slow).
+  const auto chunk = [&](int64_t c, auto store) {
+    int64_t sum = 0;
+    bool b = false;
+    for (int64_t i = n * c / nt; i < n * (c + 1) / nt; ++i) {
+      const auto [v, wrong] = count(i);
+      b |= wrong | __builtin_add_overflow(sum, v, &sum);
+      if constexpr (decltype(store)::value) o[i + 1] = sum;
+    }
+    base[static_cast<size_t>(c) + 1] = sum;
+    bad[static_cast<size_t>(c)] = b;
+  };
+  core::parallel_for(nt, 1, nt, [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c) {
+      if (o != nullptr)
+        chunk(c, std::true_type{});
+      else
+        chunk(c, std::false_type{});
+    }
+  });
+  for (size_t c = 0; c < static_cast<size_t>(nt); ++c)
+    if (bad[c] || __builtin_add_overflow(base[c + 1], base[c], &base[c + 1])) return false;
+  if (o != nullptr && nt > 1)  // every chunk but the first adds the chunks before it
+    core::parallel_for(nt - 1, 1, nt - 1, [&](int64_t c0, int64_t c1) {
+      for (int64_t c = c0 + 1; c < c1 + 1; ++c)
+        for (int64_t i = n * c / nt; i < n * (c + 1) / nt; ++i)
+          o[i + 1] += base[static_cast<size_t>(c)];
+    });
+  *total = base[static_cast<size_t>(nt)];
+  return true;
 }
 
 // (0 + a) + b rounded once to T (fp16 or bf16), computed in fp32: the same bits as the sum in fp64
