@@ -81,7 +81,11 @@ def force_tuning(op, impl, entries):
 
 
 def git_commit():
-    """The repository's HEAD, 12 hex digits ("unknown" outside a git checkout)."""
+    """$RECOPS_COMMIT when set (the device's copy of the tree carries stale git metadata, so
+    scripts/device.sh passes the commit), else the repository's HEAD, 12 hex digits ("unknown"
+    outside a git checkout)."""
+    if os.environ.get("RECOPS_COMMIT"):
+        return os.environ["RECOPS_COMMIT"]
     root = Path(__file__).resolve().parents[1]
     return subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"],
                           capture_output=True, text=True).stdout.strip() or "unknown"

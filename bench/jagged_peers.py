@@ -238,11 +238,15 @@ def max_err(a, b) -> float:
 
 
 def commit() -> str:
+    """$RECOPS_COMMIT when set (scripts/device.sh passes it: the device's copy of the tree has
+    stale git metadata), else HEAD."""
+    if os.environ.get("RECOPS_COMMIT"):
+        return os.environ["RECOPS_COMMIT"]
     try:
         return subprocess.check_output(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
                                        text=True, stderr=subprocess.DEVNULL).strip()
     except Exception:
-        return os.environ.get("RECOPS_COMMIT", "unknown")
+        return "unknown"
 
 
 def device_name(device: str) -> str:
