@@ -37,7 +37,6 @@ import json
 import math
 import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -58,6 +57,7 @@ from recops import testing  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _jagged_peer_ext as ext  # noqa: E402
 import _jagged_peer_plain as plain  # noqa: E402
+from common import git_commit  # noqa: E402
 
 L2_BYTES = 50 * 2**20  # H200 L2; inputs smaller than this are rotated among copies
 
@@ -238,15 +238,8 @@ def max_err(a, b) -> float:
 
 
 def commit() -> str:
-    """$RECOPS_COMMIT when set (scripts/device.sh passes it: the device's copy of the tree has
-    stale git metadata), else HEAD."""
-    if os.environ.get("RECOPS_COMMIT"):
-        return os.environ["RECOPS_COMMIT"]
-    try:
-        return subprocess.check_output(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
-                                       text=True, stderr=subprocess.DEVNULL).strip()
-    except Exception:
-        return "unknown"
+    """The run's commit (bench/common.py's git_commit: $RECOPS_COMMIT when set, else HEAD)."""
+    return git_commit()
 
 
 def device_name(device: str) -> str:

@@ -125,11 +125,15 @@ wants ctest && step ctest 150 "$OUT/tests.log" ctest --test-dir "$BUILD" --outpu
 # fp64 references are CPU work: 3940 rows took over 8 min in one process at 6b902c9) and merges
 # their JSON; a family's failure fails the step. An entry FAMILY:K/N runs shard K of N of that
 # family (`recops check --shard`), e.g. "hstu jagged stem training:1/3 training:2/3 training:3/3".
+# The file name of a DEVICE_CHECK_SPLIT entry: "training:1/4" -> "training_1of4".
+split_name() {
+  local n=${1//\//of}
+  echo "${n//:/_}"
+}
 check_split() {
   local pids=() rc=0 f n
   for f in $DEVICE_CHECK_SPLIT; do
-    n=${f//\//of}
-    n=${n//:/_}
+    n=$(split_name "$f")
     if [[ "$f" == *:* ]]; then
       set -- --op "${f%%:*}" --shard "${f#*:}"
     else
@@ -140,13 +144,9 @@ check_split() {
     pids+=($!)
   done
   for p in "${pids[@]}"; do wait "$p" || rc=1; done
-  for f in $DEVICE_CHECK_SPLIT; do
-    n=${f//\//of}
-    tail -n 5 "$OUT/check_${n//:/_}.log"
-  done
+  for f in $DEVICE_CHECK_SPLIT; do tail -n 5 "$OUT/check_$(split_name "$f").log"; done
   python3 - "$OUT/check_cuda.json" $(for f in $DEVICE_CHECK_SPLIT; do
-    n=${f//\//of}
-    echo "$OUT/check_cuda_${n//:/_}.json"
+    echo "$OUT/check_cuda_$(split_name "$f").json"
   done) <<'PY'
 import json, os, sys
 rows = []
@@ -162,7 +162,7 @@ PY
   return $rc
 }
 if wants check && [ -n "${DEVICE_CHECK_SPLIT:-}" ]; then
-  export -f check_split  # step runs it under timeout, i.e. in a child bash
+  export -f split_name check_split  # step runs it under timeout, i.e. in a child bash
   step "check cuda" "${DEVICE_CHECK_S:-300}" "$OUT/check_bench.log" bash -c check_split
 elif wants check; then
   step "check cuda" "${DEVICE_CHECK_S:-300}" "$OUT/check_bench.log" \

@@ -14,7 +14,6 @@ import datetime
 import json
 import math
 import os
-import subprocess
 import sys
 
 import torch
@@ -22,7 +21,7 @@ import torch
 import recops
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench"))
-from common import copy_gbps, median_ms  # noqa: E402  (bench/common.py)
+from common import copy_gbps, git_commit, median_ms  # noqa: E402  (bench/common.py)
 
 
 def time_ms(fn, iters=30, warmup=5):
@@ -128,13 +127,7 @@ def main():
     recs += conversions("S4", 2048, 25, 512, "range", torch.bfloat16, gen, 19, 25)
     recs += conversions("S5", 140472, 320, 64, "skewed", torch.bfloat16, gen)
     recs += cumsums(gen)
-    commit = os.environ.get("RECOPS_COMMIT")
-    if not commit:
-        try:
-            commit = subprocess.check_output(["git", "rev-parse", "--short=12", "HEAD"],
-                                             text=True).strip()
-        except Exception:
-            commit = "unknown"
+    commit = git_commit()
     dev = torch.cuda.get_device_name()
     for r in recs:
         gbps = r["bytes"] / r["time_ms"] / 1e6

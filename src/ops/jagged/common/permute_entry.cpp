@@ -98,27 +98,22 @@ Status check_contents_cpu(const PermuteOp& op, const PermuteSparseDataArgs& a, c
   const TensorView l = flat_lengths(a.lengths);
   const int64_t T = a.lengths.sizes[0], B = op.two_d ? a.lengths.sizes[1] : 1;
   const int64_t n = l.sizes[0], P = a.permute.sizes[0];
-  const auto int_at = [](const TensorView& t, int64_t i) -> int64_t {
-    const int64_t k = i * t.strides[0];
-    return t.dtype == DType::int64 ? static_cast<const int64_t*>(t.data)[k]
-                                   : static_cast<const int32_t*>(t.data)[k];
-  };
   const auto length = [&](int64_t i) {
-    const int64_t v = int_at(l, i);
+    const int64_t v = core::offset_at(l, i);
     return std::pair{v, v < 0};
   };
   const auto in_range = [&](int64_t i) {
-    const int64_t t = int_at(a.permute, i);
+    const int64_t t = core::offset_at(a.permute, i);
     return std::pair{int64_t{0}, t < 0 || t >= T};
   };
   const auto permuted_row = [&](int64_t i) {
     // a few rows ahead: their random reads overlap
     if (i + 16 < P)
       __builtin_prefetch(static_cast<const char*>(l.data) +
-                         int_at(a.permute, i + 16) * B * l.strides[0] * l.itemsize());
-    const int64_t t = int_at(a.permute, i);
+                         core::offset_at(a.permute, i + 16) * B * l.strides[0] * l.itemsize());
+    const int64_t t = core::offset_at(a.permute, i);
     int64_t r = 0;
-    for (int64_t b = 0; b < B; ++b) r += int_at(l, t * B + b);
+    for (int64_t b = 0; b < B; ++b) r += core::offset_at(l, t * B + b);
     return std::pair{r, false};
   };
   int64_t total = 0, unused = 0, s = 0;
