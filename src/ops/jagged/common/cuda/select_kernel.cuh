@@ -156,49 +156,6 @@ __global__ void select_rows_kernel(SelectParams p, const int64_t* in_off, const 
     dst[k] = E(0);
 }
 
-// Backward: one warp per input segment s (warps grid-stride), rows [in_off[s], in_off[s+1]) of
-// grad_values. keys/vals: the (input segment, output segment) pairs stably sorted by key, so the
-// output segments of s are vals[first_ge(keys, s) ..) in ascending order (two searches per
-// segment); each lane takes elements (row l, column c) of the segment and sums them over those
-// output segments in that order in fp64 for every dtype (repeated gradients may cancel), rounded
-// once: deterministic, no atomics. Rows past in_off[F*B] (invalid input) get zeros.
-template <class T>
-__global__ void gather_grad_kernel(SelectParams p, const int64_t* in_off, const int64_t* out_off,
-                                   const int64_t* keys, const int64_t* vals) {
-  const T* g = static_cast<const T*>(p.src);
-  T* gv = static_cast<T*>(p.dst);
-  const int lane = threadIdx.x & 31;
-  const int64_t warps = static_cast<int64_t>(gridDim.x) * (blockDim.x >> 5);
-  const int64_t warp = static_cast<int64_t>(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5);
-  const int64_t n_in = p.F * p.B, n_out = p.F * p.K, D = p.D;
-  for (int64_t s = warp; s < n_in; s += warps) {
-    const int64_t r0 = in_off[s] < p.total_L ? in_off[s] : p.total_L;
-    const int64_t r1 = in_off[s + 1] < p.total_L ? in_off[s + 1] : p.total_L;
-    if (r1 <= r0) continue;
-    const int64_t j0 = dev_first_ge(keys, n_out, s), j1 = dev_first_ge(keys, n_out, s + 1);
-    for (int64_t k = lane; k < (r1 - r0) * D; k += 32) {
-      const int64_t l = k / D, c = k - l * D;
-      double acc = 0;
-      for (int64_t j = j0; j < j1; ++j) {
-        const int64_t src_row = out_off[vals[j]] + l;
-        if (src_row < p.out_rows) {
-          if constexpr (std::is_same_v<T, double>)
-            acc += g[src_row * p.src_row_stride + c];
-          else
-            acc += static_cast<double>(core::cuda::to_float(g[src_row * p.src_row_stride + c]));
-        }
-      }
-      if constexpr (std::is_same_v<T, double>)
-        gv[r0 * D + k] = acc;
-      else
-        gv[r0 * D + k] = dev_from_double<T>(acc);
-    }
-  }
-  const int64_t covered = in_off[n_in] < p.total_L ? in_off[n_in] : p.total_L;
-  for (int64_t k = (warp * 32 + lane) + covered * D; k < p.total_L * D; k += warps * 32)
-    gv[k] = dev_from_double<T>(0.0);
-}
-
 // Forward for long segments (select_tiles.h kSegmentElems): one warp per output row r, warps
 // grid-stride over rows. Row r belongs to output segment j (the last j with out_off[j] <= r) and
 // copies input row in_off[source(j)] + r - out_off[j]; E: an unsigned integer of the element's size
@@ -230,44 +187,98 @@ __global__ void select_by_row_kernel(SelectParams p, const int64_t* in_off,
   }
 }
 
-// Backward for long segments: one warp per grad_values row r (input segment s = the last s with
-// in_off[s] <= r, row l = r - in_off[s]). keys/vals: the (input segment, output segment) pairs
-// stably sorted by key, so the output segments of s are vals[first_ge(keys, s) ..) in ascending
-// order; each lane sums its columns over them in that order in fp64 for every dtype (repeated
-// gradients may cancel), rounded once: deterministic, no atomics.
+// Backward: grad_values row r, row l of input segment s, is the sum over the output segments j
+// of s of grad row out_off[j] + l. keys/vals: the (input segment, output segment) pairs stably
+// sorted by key, so the output segments of s are vals[first_ge(keys, s) ..) in ascending order.
+// Each warp takes kGradRows consecutive rows (warps grid-stride over such chunks) and searches
+// for a row's segment and its pairs only where the segment changes, so short and long segments
+// alike give every warp work (one warp per segment left most SMs idle with few segments, one
+// per row paid three searches a row). Lanes take columns, 16 bytes of them at a time when D,
+// the grad's row stride and both pointers allow. Sums in fp64 for every dtype (repeated
+// gradients may cancel), in ascending output segment, rounded once: deterministic, no atomics.
+// Rows past in_off[F*B] (invalid input with validation off) get zeros.
 template <class T>
-__global__ void gather_grad_by_row_kernel(SelectParams p, const int64_t* in_off,
-                                          const int64_t* out_off, const int64_t* keys,
-                                          const int64_t* vals) {
+__device__ __forceinline__ double dev_to_double(T v) {
+  if constexpr (std::is_same_v<T, double>)
+    return v;
+  else if constexpr (std::is_same_v<T, float>)
+    return static_cast<double>(v);
+  else
+    return static_cast<double>(core::cuda::to_float(v));
+}
+
+// Columns [c, c + V) of row r: the sum over the pairs [j0, j1) (row l of each output segment).
+template <class T, int V>
+__device__ __forceinline__ void grad_columns(const SelectParams& p, const T* g, T* gv, int64_t r,
+                                             int64_t l, int64_t c, int64_t j0, int64_t j1,
+                                             const int64_t* out_off, const int64_t* vals) {
+  double acc[V];
+#pragma unroll
+  for (int i = 0; i < V; ++i) acc[i] = 0;
+  for (int64_t j = j0; j < j1; ++j) {
+    const int64_t src_row = out_off[vals[j]] + l;
+    if (src_row >= p.out_rows) continue;
+    const T* q = g + src_row * p.src_row_stride + c;
+    if constexpr (V == 1) {
+      acc[0] += dev_to_double(*q);
+    } else {
+      const uint4 w = *reinterpret_cast<const uint4*>(q);
+      T e[V];
+      memcpy(e, &w, sizeof(w));
+#pragma unroll
+      for (int i = 0; i < V; ++i) acc[i] += dev_to_double(e[i]);
+    }
+  }
+  if constexpr (V == 1) {
+    gv[r * p.D + c] = dev_from_double<T>(acc[0]);
+  } else {
+    T e[V];
+#pragma unroll
+    for (int i = 0; i < V; ++i) e[i] = dev_from_double<T>(acc[i]);
+    uint4 w;
+    memcpy(&w, e, sizeof(w));
+    *reinterpret_cast<uint4*>(gv + r * p.D + c) = w;
+  }
+}
+
+template <class T>
+__global__ void gather_grad_kernel(SelectParams p, const int64_t* in_off, const int64_t* out_off,
+                                   const int64_t* keys, const int64_t* vals) {
+  constexpr int V = 16 / sizeof(T);
   const T* g = static_cast<const T*>(p.src);
   T* gv = static_cast<T*>(p.dst);
   const int lane = threadIdx.x & 31;
   const int64_t warps = static_cast<int64_t>(gridDim.x) * (blockDim.x >> 5);
-  for (int64_t r = static_cast<int64_t>(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5);
-       r < p.total_L; r += warps) {
-    int64_t j0 = 0, j1 = 0, l = 0;
-    const int64_t n_in = p.F * p.B, n_out = p.F * p.K;
-    if (r < in_off[n_in]) {
-      const int64_t s = dev_last_le(in_off, n_in, r);
-      l = r - in_off[s];
-      j0 = dev_first_ge(keys, n_out, s);
-      j1 = dev_first_ge(keys, n_out, s + 1);
-    }
-    for (int64_t c = lane; c < p.D; c += 32) {
-      double acc = 0;
-      for (int64_t j = j0; j < j1; ++j) {
-        const int64_t src_row = out_off[vals[j]] + l;
-        if (src_row < p.out_rows) {
-          if constexpr (std::is_same_v<T, double>)
-            acc += g[src_row * p.src_row_stride + c];
-          else
-            acc += static_cast<double>(core::cuda::to_float(g[src_row * p.src_row_stride + c]));
-        }
+  const int64_t n_in = p.F * p.B, n_out = p.F * p.K, D = p.D;
+  const int64_t covered = in_off[n_in] < p.total_L ? in_off[n_in] : p.total_L;
+  const bool vec = D % V == 0 && p.src_row_stride % V == 0 &&
+                   reinterpret_cast<uintptr_t>(g) % 16 == 0 &&
+                   reinterpret_cast<uintptr_t>(gv) % 16 == 0;
+  const int64_t chunks = (p.total_L + kGradRows - 1) / kGradRows;
+  for (int64_t ch = static_cast<int64_t>(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5);
+       ch < chunks; ch += warps) {
+    const int64_t r_end = (ch + 1) * kGradRows < p.total_L ? (ch + 1) * kGradRows : p.total_L;
+    int64_t seg_start = 0, seg_end = -1, j0 = 0, j1 = 0;  // the current segment and its pairs
+    for (int64_t r = ch * kGradRows; r < r_end; ++r) {
+      if (r >= covered) {
+        for (int64_t c = lane; c < D; c += 32) gv[r * D + c] = dev_from_double<T>(0.0);
+        continue;
       }
-      if constexpr (std::is_same_v<T, double>)
-        gv[r * p.D + c] = acc;
-      else
-        gv[r * p.D + c] = dev_from_double<T>(acc);
+      if (r >= seg_end) {  // the last s with in_off[s] <= r: the non-empty segment holding r
+        const int64_t s = dev_last_le(in_off, n_in, r);
+        seg_start = in_off[s];
+        seg_end = in_off[s + 1];
+        j0 = dev_first_ge(keys, n_out, s);
+        j1 = dev_first_ge(keys, n_out, s + 1);
+      }
+      const int64_t l = r - seg_start;
+      if (vec) {
+        for (int64_t c = lane * V; c < D; c += 32 * V)
+          grad_columns<T, V>(p, g, gv, r, l, c, j0, j1, out_off, vals);
+      } else {
+        for (int64_t c = lane; c < D; c += 32)
+          grad_columns<T, 1>(p, g, gv, r, l, c, j0, j1, out_off, vals);
+      }
     }
   }
 }

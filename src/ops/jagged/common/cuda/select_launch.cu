@@ -94,11 +94,9 @@ Status copy_rows(const SelectParams& p, const int64_t* in_off, const int64_t* ou
 template <class T>
 Status gather(const SelectParams& p, const int64_t* in_off, const int64_t* out_off,
               const int64_t* keys, const int64_t* vals, void* stream) {
-  if (long_segments(p.total_L, p.D, p.F * p.B))
-    return RECOPS_LAUNCH_KERNEL("select_gather", gather_grad_by_row_kernel<T>, row_grid(p.total_L),
-                                dim3(kThreads), 0, stream, p, in_off, out_off, keys, vals);
-  return RECOPS_LAUNCH_KERNEL("select_gather", gather_grad_kernel<T>, row_grid(p.F * p.B),
-                              dim3(kThreads), 0, stream, p, in_off, out_off, keys, vals);
+  return RECOPS_LAUNCH_KERNEL("select_gather", gather_grad_kernel<T>,
+                              row_grid((p.total_L + kGradRows - 1) / kGradRows), dim3(kThreads), 0,
+                              stream, p, in_off, out_off, keys, vals);
 }
 }  // namespace
 
