@@ -172,9 +172,10 @@ __device__ __forceinline__ void tma_prefetch_desc(const void* tmap) {
       "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]),  \
       "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
 
-// D (64 x 128) (+)= A (64 x 16, descriptor da) * B (descriptor db; kTnspB = 1: MN-major B). The
-// accumulators are overwritten when scale_d == 0. T: __nv_bfloat16 or __half.
-template <class T, int kTnspB>
+// D (64 x 128) (+)= A (64 x 16, descriptor da; kTnspA = 1: MN-major A) * B (descriptor db;
+// kTnspB = 1: MN-major B). The accumulators are overwritten when scale_d == 0. T: __nv_bfloat16
+// or __half.
+template <class T, int kTnspB, int kTnspA = 0>
 __device__ __forceinline__ void wgmma_ss(float (&d)[64], uint64_t da, uint64_t db, int scale_d) {
   static_assert(std::is_same_v<T, __nv_bfloat16> || std::is_same_v<T, __half>);
 #if RECOPS_SM90A
@@ -182,16 +183,16 @@ __device__ __forceinline__ void wgmma_ss(float (&d)[64], uint64_t da, uint64_t d
     asm volatile(
         "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
         "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {" RECOPS_WG_ACC64_REGS
-        "}, %64, %65, p, 1, 1, 0, %67;\n}\n"
+        "}, %64, %65, p, 1, 1, %68, %67;\n}\n"
         : RECOPS_WG_ACC64_OPERANDS(d)
-        : "l"(da), "l"(db), "r"(scale_d), "n"(kTnspB));
+        : "l"(da), "l"(db), "r"(scale_d), "n"(kTnspB), "n"(kTnspA));
   } else {
     asm volatile(
         "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
         "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {" RECOPS_WG_ACC64_REGS
-        "}, %64, %65, p, 1, 1, 0, %67;\n}\n"
+        "}, %64, %65, p, 1, 1, %68, %67;\n}\n"
         : RECOPS_WG_ACC64_OPERANDS(d)
-        : "l"(da), "l"(db), "r"(scale_d), "n"(kTnspB));
+        : "l"(da), "l"(db), "r"(scale_d), "n"(kTnspB), "n"(kTnspA));
   }
 #endif
 }

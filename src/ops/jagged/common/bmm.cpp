@@ -22,6 +22,8 @@ std::string mma_accepts(const BmmParams& p) {
 std::vector<core::Impl<BmmParams>> list(Status (*reference)(const BmmParams&, const Context&)) {
   std::vector<core::Impl<BmmParams>> first;  // before cpu_generic and reference
 #ifdef RECOPS_WITH_CUDA
+  first.push_back(
+      {"cuda_sm90", DeviceType::cuda, core::cuda::any_device_reason, sm90_accepts, run_cuda_sm90});
   first.push_back({"cuda_sm80_mma", DeviceType::cuda, core::cuda::any_device_reason, mma_accepts,
                    run_cuda_mma});
   first.push_back({"cuda_sm80", DeviceType::cuda, core::cuda::any_device_reason,

@@ -31,11 +31,13 @@ __device__ __forceinline__ void seq_rows(const BmmParams& p, int64_t b, int64_t*
 
 // One work item of the flattened list (below): sequence b, chunk c, the sequence's GEMM, the tile's
 // origin (i0, j0) and its inner range [k_lo, k_hi) (all of it, or chunk c's part, possibly empty).
-// false: the tile lies past the sequence's rows (jagged_dense_bmm's shorter sequences).
+// false: the tile lies past the sequence's rows (jagged_dense_bmm's shorter sequences). Tm x Tn:
+// the kernel's tile of C (kBm x kBn here, 128 x 128 in bmm_sm90_kernel.cuh).
 struct BmmItem {
   BmmGemm g;
   int64_t b, c, i0, j0, k_lo, k_hi;
 };
+template <int Tm = kBm, int Tn = kBn>
 __device__ __forceinline__ bool bmm_item(const BmmParams& p, int64_t item, int64_t tiles_per_seq,
                                          int64_t col_tiles, BmmItem* w) {
   const int64_t per_seq = p.chunks * tiles_per_seq, t = item % tiles_per_seq;
@@ -44,8 +46,8 @@ __device__ __forceinline__ bool bmm_item(const BmmParams& p, int64_t item, int64
   int64_t o, rows, n;
   seq_rows(p, w->b, &o, &rows, &n);
   w->g = bmm_gemm(p, w->b, o, n);
-  w->i0 = (t / col_tiles) * kBm;
-  w->j0 = (t % col_tiles) * kBn;
+  w->i0 = (t / col_tiles) * Tm;
+  w->j0 = (t % col_tiles) * Tn;
   const int64_t inner = w->g.inner;
   w->k_lo = p.chunks > 1 ? (w->c * p.chunk_rows < inner ? w->c * p.chunk_rows : inner) : 0;
   w->k_hi =
