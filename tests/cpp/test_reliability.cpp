@@ -3,9 +3,15 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
+#ifdef RECOPS_WITH_CUDA
+#include "core/cuda/cublas.h"
+#include "core/cuda/runtime.h"
+#endif
 #include "recops/hstu.h"
 #include "recops/jagged.h"
 #include "recops/sparse_attn.h"
@@ -143,6 +149,28 @@ TEST(Reliability, StemMetadataRefusesNarrowing) {
   a.stem_block_size = (int64_t{1} << 32) + 128;
   expect_error(stem_indexer_metadata_shape(a, &s), {"stem_block_size=4294967424", "int32"});
 }
+
+#ifdef RECOPS_WITH_CUDA
+// Host threads that end give their cuBLAS handle back: 32 threads one after another share one
+// handle (each used to keep its own, and a check run with --threads 8 ran out of device memory).
+TEST(Reliability, CublasHandlesOfEndedThreadsAreReused) {
+  if (core::cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  std::set<cublasHandle_t> seen;
+  for (int t = 0; t < 32; ++t) {
+    cublasHandle_t h = nullptr;
+    Status st;
+    std::thread([&] { st = core::cuda::cublas_handle(nullptr, &h); }).join();
+    ASSERT_TRUE(st.ok()) << st.message();
+    seen.insert(h);
+  }
+  EXPECT_EQ(seen.size(), 1u);
+  // Two live threads hold two different handles.
+  cublasHandle_t a = nullptr, b = nullptr;
+  ASSERT_TRUE(core::cuda::cublas_handle(nullptr, &a).ok());
+  std::thread([&] { ASSERT_TRUE(core::cuda::cublas_handle(nullptr, &b).ok()); }).join();
+  EXPECT_NE(a, b);
+}
+#endif
 
 }  // namespace
 }  // namespace recops

@@ -11,10 +11,12 @@
 
 namespace recops::core::cuda {
 
-// The calling thread's handle for the current device, bound to `stream`. Handles are created on
-// first use and kept for the thread's life (never destroyed: destroying them at process exit can
-// run after the CUDA context is gone). cuBLAS allocates its default workspace at creation, so
-// later calls on the handle may be captured into a CUDA graph.
+// The calling thread's handle for the current device, bound to `stream`. A thread takes a handle
+// on first use (from a process-wide pool, else a new one) and keeps it for its life; when the
+// thread ends the handle goes back to the pool, so short-lived threads reuse handles instead of
+// each leaving one (and its workspace) behind. Handles are never destroyed: destroying them at
+// process exit can run after the CUDA context is gone. cuBLAS allocates its default workspace at
+// creation, so later calls on the handle may be captured into a CUDA graph.
 Status cublas_handle(cudaStream_t stream, cublasHandle_t* out);
 
 inline Status cublas_status(cublasStatus_t s, const char* what, const char* file, int line) {
