@@ -197,15 +197,6 @@ __global__ void select_by_row_kernel(SelectParams p, const int64_t* in_off,
 // the grad's row stride and both pointers allow. Sums in fp64 for every dtype (repeated
 // gradients may cancel), in ascending output segment, rounded once: deterministic, no atomics.
 // Rows past in_off[F*B] (invalid input with validation off) get zeros.
-template <class T>
-__device__ __forceinline__ double dev_to_double(T v) {
-  if constexpr (std::is_same_v<T, double>)
-    return v;
-  else if constexpr (std::is_same_v<T, float>)
-    return static_cast<double>(v);
-  else
-    return static_cast<double>(core::cuda::to_float(v));
-}
 
 // Columns [c, c + V) of row r: the sum over the pairs [j0, j1) (row l of each output segment).
 template <class T, int V>
@@ -220,13 +211,13 @@ __device__ __forceinline__ void grad_columns(const SelectParams& p, const T* g, 
     if (src_row >= p.out_rows) continue;
     const T* q = g + src_row * p.src_row_stride + c;
     if constexpr (V == 1) {
-      acc[0] += dev_to_double(*q);
+      acc[0] += core::cuda::to_double(*q);
     } else {
       const uint4 w = *reinterpret_cast<const uint4*>(q);
       T e[V];
       memcpy(e, &w, sizeof(w));
 #pragma unroll
-      for (int i = 0; i < V; ++i) acc[i] += dev_to_double(e[i]);
+      for (int i = 0; i < V; ++i) acc[i] += core::cuda::to_double(e[i]);
     }
   }
   if constexpr (V == 1) {
