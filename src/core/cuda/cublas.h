@@ -14,7 +14,9 @@ namespace recops::core::cuda {
 // The calling thread's handle for the current device, bound to `stream`. A thread takes a handle
 // on first use (from a process-wide pool, else a new one) and keeps it for its life; when the
 // thread ends the handle goes back to the pool, so short-lived threads reuse handles instead of
-// each leaving one (and its workspace) behind. Handles are never destroyed: destroying them at
+// each leaving one (and its workspace) behind; a pooled handle's next thread binds it to its own
+// stream, as one thread switching streams does (cublasSetStream, which also resets the handle to
+// cuBLAS's default workspace pool). Handles are never destroyed: destroying them at
 // process exit can run after the CUDA context is gone. cuBLAS allocates its default workspace at
 // creation, so later calls on the handle may be captured into a CUDA graph.
 Status cublas_handle(cudaStream_t stream, cublasHandle_t* out);
