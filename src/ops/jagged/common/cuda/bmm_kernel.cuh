@@ -32,7 +32,7 @@ __device__ __forceinline__ void seq_rows(const BmmParams& p, int64_t b, int64_t*
 // One work item of the flattened list (below): sequence b, chunk c, the sequence's GEMM, the tile's
 // origin (i0, j0) and its inner range [k_lo, k_hi) (all of it, or chunk c's part, possibly empty).
 // false: the tile lies past the sequence's rows (jagged_dense_bmm's shorter sequences). Tm x Tn:
-// the kernel's tile of C (kBm x kBn here, 128 x 128 in bmm_sm90_kernel.cuh).
+// the kernel's tile of C (kBm x kBn here, 128 x 128 or 128 x 256 in bmm_sm90_kernel.cuh).
 struct BmmItem {
   BmmGemm g;
   int64_t b, c, i0, j0, k_lo, k_hi;

@@ -1,9 +1,10 @@
 // ops/jagged/common/cuda/bmm_launch.cu: cuda_sm80 of jagged_dense_bmm and jagged_jagged_bmm:
 // dtype switch, grid, checked launches (kernels: bmm_kernel.cuh; with jagged_jagged_bmm's split,
 // bmm_split_chunks() in bmm_params.h, a second kernel adds the chunks' partials in order).
-// Untuned: one 64 x 64 x 16 tile shape for every problem; the Hopper (wgmma) path comes later.
-// Four dtypes x three small kernels, plus the tensor-core tile kernel for fp16 and bf16
-// (cuda_sm80_mma), in this one file (no per-instance files needed).
+// Untuned: one 64 x 64 x 16 tile shape for every problem. Four dtypes x three small kernels, plus
+// the tensor-core tile kernel for fp16 and bf16 (cuda_sm80_mma), in this one file. Also the host
+// side of cuda_sm90 (accept test, operand layout, the same split reduction and zeroing after its
+// kernel); its kernels are instantiated in bmm_sm90_bf16.cu and bmm_sm90_fp16.cu.
 #include <algorithm>
 
 #include "core/cuda/launch.h"
@@ -19,7 +20,6 @@ const char* op_name(const BmmParams& p) {
   return p.mode == BmmMode::jagged_dense ? "jagged_dense_bmm" : "jagged_jagged_bmm";
 }
 
-// kMma: the tiles on tensor cores (bmm_mma_kernel; fp16 and bf16), else bmm_tile_kernel.
 // After the tiles: jagged_jagged_bmm's split reduction and jagged_dense_bmm's truncated rows.
 template <class T, class Acc>
 Status post(const BmmParams& p, void* stream) {
@@ -38,6 +38,7 @@ Status post(const BmmParams& p, void* stream) {
   return Status::Ok();
 }
 
+// kMma: the tiles on tensor cores (bmm_mma_kernel; fp16 and bf16), else bmm_tile_kernel.
 template <class T, class Acc, bool kMma>
 Status launch(const BmmParams& p, void* stream) {
   // Row tiles per sequence: jagged_dense_bmm at most n_b <= min(max_L, total_L) rows (the CTAs

@@ -5,18 +5,18 @@
 // owning rows 64 w .. +64 of the tile. The inner extent goes in k-tiles of 64 through the
 // shared-memory stages (5 at Tn = 128, 4 at 256) filled by cp.async (16-byte copies, zero fill
 // past the edges; every thread loads): tile t + stages - 2 is in flight while tile t is
-// multiplied, and one wgmma group stays pending across the barrier. Each
-// operand is staged in its source layout, in the 128-byte swizzled atoms of core/cuda/sm90.cuh,
-// and read by the wgmma descriptors as K-major or MN-major:
+// multiplied, and one wgmma group stays pending across the barrier. Each operand is staged in its
+// source layout, in the 128-byte swizzled atoms of core/cuda/sm90.cuh, and read by the wgmma
+// descriptors as K-major or MN-major:
 //   A K-major  (x rows, jagged_dense_bmm): 128 rows x 64 k, one atom column;
 //   A MN-major (x_b^T, jagged_jagged_bmm): 64 k-rows x 128 columns, two atoms;
 //   B MN-major (y[b] with unit column stride, or jagged_jagged_bmm's y): 64 k-rows x Tn columns;
 //   B K-major  (y[b] with unit k stride: the backward's y^T): Tn n-rows x 64 k.
-// The host (bmm_sm90_launch.cu) accepts only operands whose unit-stride dimension starts 16-byte
-// aligned in every row (base aligned, other strides multiples of 8 elements). The accumulators go
-// straight to global memory (bounds-checked; element pairs as one 32-bit store where aligned), or
-// to the split's fp32 partials. Each output's products are summed in a fixed order: bit-identical
-// across runs, no atomics. 64-bit index math.
+// The host (sm90_layout() in bmm_launch.cu) accepts only operands whose unit-stride dimension
+// starts 16-byte aligned in every row (base aligned, other strides multiples of 8 elements). The
+// accumulators go straight to global memory (bounds-checked; element pairs as one 32-bit store
+// where aligned), or to the split's fp32 partials. Each output's products are summed in a fixed
+// order: bit-identical across runs, no atomics. 64-bit index math.
 #pragma once
 
 #include "core/cuda/launch.h"
@@ -135,10 +135,11 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int64_t nk = (w.k_hi - w.k_lo + kSm90Bk - 1) / kSm90Bk;
     float acc[Tn / 128][64];
 #pragma unroll
-    for (int h = 0; h < Tn / 128; ++h)
+    for (int h = 0; h < Tn / 128; ++h) {
 #pragma unroll
       for (int e = 0; e < 64; ++e) acc[h][e] = 0.f;
-        // Prologue: k-tiles 0 .. S - 3 (one commit group each, empty past nk).
+    }
+    // Prologue: k-tiles 0 .. S - 3 (one commit group each, empty past nk).
 #pragma unroll
     for (int s = 0; s < S - 2; ++s) {
       if (s < nk)
