@@ -20,6 +20,19 @@ namespace recops::ops::bmm {
 inline constexpr int kThreads = 256;  // 16 x 16 threads, 4 x 4 outputs each
 inline constexpr int kBm = 64, kBn = 64, kBk = 16;
 
+// The op's name in launch errors.
+inline const char* bmm_op_name(const BmmParams& p) {
+  return p.mode == BmmMode::jagged_dense ? "jagged_dense_bmm" : "jagged_jagged_bmm";
+}
+
+// The rows of C a sequence may have, which the row tiles cover: jagged_dense_bmm at most
+// n_b <= min(max_L, total_L) (the CTAs of tiles past a shorter sequence's rows skip them),
+// jagged_jagged_bmm M.
+inline int64_t bmm_tile_rows(const BmmParams& p) {
+  if (p.mode == BmmMode::jagged_dense) return p.max_L < p.total_L ? p.max_L : p.total_L;
+  return p.M;
+}
+
 // Sequence b's rows [*o, *o + *rows), offsets clamped; *n = min(rows, max_L).
 __device__ __forceinline__ void seq_rows(const BmmParams& p, int64_t b, int64_t* o, int64_t* rows,
                                          int64_t* n) {

@@ -16,10 +16,6 @@ namespace recops::ops::bmm {
 namespace {
 constexpr int64_t kMaxBlocks = 8192;  // grid-stride beyond this (H200: 132 SMs)
 
-const char* op_name(const BmmParams& p) {
-  return p.mode == BmmMode::jagged_dense ? "jagged_dense_bmm" : "jagged_jagged_bmm";
-}
-
 // After the tiles: jagged_jagged_bmm's split reduction and jagged_dense_bmm's truncated rows.
 template <class T, class Acc>
 Status post(const BmmParams& p, void* stream) {
@@ -27,13 +23,13 @@ Status post(const BmmParams& p, void* stream) {
   if (p.chunks > 1) {  // jagged_jagged_bmm's split: the chunks' partials added in order
     const dim3 grid(
         static_cast<unsigned>(std::min((p.B * p.M * p.N + kThreads - 1) / kThreads, kMaxBlocks)));
-    RECOPS_RETURN_IF_ERROR(RECOPS_LAUNCH_KERNEL(op_name(p), (bmm_split_reduce_kernel<T, Acc>), grid,
-                                                block, 0, stream, p));
+    RECOPS_RETURN_IF_ERROR(RECOPS_LAUNCH_KERNEL(bmm_op_name(p), (bmm_split_reduce_kernel<T, Acc>),
+                                                grid, block, 0, stream, p));
   }
   if (p.mode == BmmMode::jagged_dense && p.max_L < p.total_L) {  // some rows may be truncated
     const dim3 grid(static_cast<unsigned>(std::min(p.B, kMaxBlocks)));
-    RECOPS_RETURN_IF_ERROR(
-        RECOPS_LAUNCH_KERNEL(op_name(p), bmm_zero_truncated_kernel<T>, grid, block, 0, stream, p));
+    RECOPS_RETURN_IF_ERROR(RECOPS_LAUNCH_KERNEL(bmm_op_name(p), bmm_zero_truncated_kernel<T>, grid,
+                                                block, 0, stream, p));
   }
   return Status::Ok();
 }
@@ -41,19 +37,16 @@ Status post(const BmmParams& p, void* stream) {
 // kMma: the tiles on tensor cores (bmm_mma_kernel; fp16 and bf16), else bmm_tile_kernel.
 template <class T, class Acc, bool kMma>
 Status launch(const BmmParams& p, void* stream) {
-  // Row tiles per sequence: jagged_dense_bmm at most n_b <= min(max_L, total_L) rows (the CTAs
-  // of tiles past a shorter sequence's rows return at once); jagged_jagged_bmm M rows.
-  const int64_t rows = p.mode == BmmMode::jagged_dense ? std::min(p.max_L, p.total_L) : p.M;
   const int64_t col_tiles = (p.N + kBn - 1) / kBn;
-  const int64_t tiles_per_seq = (rows + kBm - 1) / kBm * col_tiles;
+  const int64_t tiles_per_seq = (bmm_tile_rows(p) + kBm - 1) / kBm * col_tiles;
   const dim3 block(kThreads);
   if (tiles_per_seq > 0) {
     const dim3 grid(static_cast<unsigned>(std::min(p.B * p.chunks * tiles_per_seq, kMaxBlocks)));
     if constexpr (kMma)
-      RECOPS_RETURN_IF_ERROR(RECOPS_LAUNCH_KERNEL(op_name(p), bmm_mma_kernel<T>, grid, block, 0,
+      RECOPS_RETURN_IF_ERROR(RECOPS_LAUNCH_KERNEL(bmm_op_name(p), bmm_mma_kernel<T>, grid, block, 0,
                                                   stream, p, tiles_per_seq, col_tiles));
     else
-      RECOPS_RETURN_IF_ERROR(RECOPS_LAUNCH_KERNEL(op_name(p), (bmm_tile_kernel<T, Acc>), grid,
+      RECOPS_RETURN_IF_ERROR(RECOPS_LAUNCH_KERNEL(bmm_op_name(p), (bmm_tile_kernel<T, Acc>), grid,
                                                   block, 0, stream, p, tiles_per_seq, col_tiles));
   }
   return post<T, Acc>(p, stream);

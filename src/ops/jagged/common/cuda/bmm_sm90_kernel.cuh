@@ -203,14 +203,12 @@ __global__ void __launch_bounds__(kThreads, 1)
 // The cuda_sm90 kernel of dtype T over p with 128 x Tn tiles.
 template <class T, int Tn>
 Status launch_sm90_tiles(const BmmParams& p, int layout, void* stream) {
-  const int64_t rows =
-      p.mode == BmmMode::jagged_dense ? (p.max_L < p.total_L ? p.max_L : p.total_L) : p.M;
   const int64_t col_tiles = (p.N + Tn - 1) / Tn;
-  const int64_t tiles_per_seq = (rows + kSm90Tm - 1) / kSm90Tm * col_tiles;
+  const int64_t tiles_per_seq = (bmm_tile_rows(p) + kSm90Tm - 1) / kSm90Tm * col_tiles;
   if (tiles_per_seq == 0) return Status::Ok();
   const int64_t items = p.B * p.chunks * tiles_per_seq;
   const dim3 grid(static_cast<unsigned>(items < kSm90MaxBlocks ? items : kSm90MaxBlocks));
-  const char* op = p.mode == BmmMode::jagged_dense ? "jagged_dense_bmm" : "jagged_jagged_bmm";
+  const char* op = bmm_op_name(p);
   const dim3 block(kThreads);
   constexpr int kSmem = Sm90Plan<Tn>::kSmemBytes;
   switch (layout) {
