@@ -8,5 +8,7 @@
 namespace recops::ops::jagged_dense_flash_attention_ns {
 
 RECOPS_DECLARE_IMPLS(Params, run_reference, run_cpu, run_cuda);
+// cuda_sm80_mma (cuda/mma_kernel.cuh via cuda/launch.cu): the forward on tensor cores.
+Status run_cuda_mma(const Params& p, const Context& ctx);
 
 }  // namespace recops::ops::jagged_dense_flash_attention_ns

@@ -3,6 +3,7 @@
 // accepts. At the end: the registration (OpInfos and the argument tables of the three ops).
 #include "ops/jagged/jagged_dense_flash_attention/jagged_dense_flash_attention.h"
 
+#include <cstdint>
 #include <string>
 
 #include "core/dispatch.h"
@@ -25,11 +26,38 @@ std::string cuda_accepts(const Params& p) {
     why = "D=" + std::to_string(p.D) + " > 256: the CUDA kernels take D <= 256";
   return why;
 }
+
+bool aligned16(const void* ptr) {
+  return reinterpret_cast<uintptr_t>(ptr) % 16 == 0;
+}
+
+// cuda_sm80_mma: the forward in fp16 / bf16 with 8 <= D <= 256, D % 8 == 0, and rows of q, v and
+// out starting 16-byte aligned (its copies and stores move 16 bytes); k and attn_bias any strides.
+std::string mma_accepts(const Params& p) {
+  if (p.backward) return "cuda_sm80_mma has no backward yet (cuda_sm80 runs it)";
+  if (p.dtype != DType::fp16 && p.dtype != DType::bf16)
+    return "cuda_sm80_mma runs fp16 and bf16 (cuda_sm80 runs fp32 and fp64)";
+  if (p.D % 8 != 0 || p.D < 8 || p.D > 256)
+    return "cuda_sm80_mma needs D a multiple of 8 in [8, 256] (got D=" + std::to_string(p.D) +
+           "); cuda_sm80 runs the rest";
+  if (!aligned16(p.q) || !aligned16(p.v) || !aligned16(p.out) || p.q_row % 8 != 0 ||
+      p.v_row % 8 != 0 || p.out_st % 8 != 0 || p.out_sb % 8 != 0)
+    return "cuda_sm80_mma needs 16-byte aligned rows of q, v and out; cuda_sm80 runs this";
+  return cuda_accepts(p);
+}
 #endif
 
 const std::vector<core::Impl<Params>>& impls() {
-  static const auto list = jagged_flash::impls<Params>(
-      RECOPS_IF_CUDA(run_cuda), RECOPS_IF_CUDA(cuda_accepts), run_cpu, run_reference);
+  static const auto list = [] {
+    auto l = jagged_flash::impls<Params>(RECOPS_IF_CUDA(run_cuda), RECOPS_IF_CUDA(cuda_accepts),
+                                         run_cpu, run_reference);
+#ifdef RECOPS_WITH_CUDA
+    l.insert(l.begin(),
+             core::Impl<Params>{"cuda_sm80_mma", DeviceType::cuda, core::cuda::any_device_reason,
+                                mma_accepts, run_cuda_mma});
+#endif
+    return l;
+  }();
   return list;
 }
 

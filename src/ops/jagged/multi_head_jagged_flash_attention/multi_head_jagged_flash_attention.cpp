@@ -3,12 +3,14 @@
 // implementation that accepts. At the end: the OpInfos and the argument tables.
 #include "ops/jagged/multi_head_jagged_flash_attention/multi_head_jagged_flash_attention.h"
 
+#include <cstdint>
 #include <string>
 
 #include "core/dispatch.h"
 #include "core/kit/op_def.h"
 #include "core/offsets.h"
 #include "ops/jagged/common/flash_entry.h"
+#include "ops/jagged/multi_head_jagged_flash_attention/cuda/tiles.h"
 #include "ops/jagged/multi_head_jagged_flash_attention/impls.h"
 
 namespace recops::ops::multi_head_jagged_flash_attention_ns {
@@ -27,11 +29,45 @@ std::string cuda_accepts(const Params& p) {
     return "D=" + std::to_string(p.D) + " > 256: the CUDA kernels take D <= 256 (q.size(2))";
   return core::cuda_capability_at_least<80, Params>(p);
 }
+
+bool aligned16(const void* ptr) {
+  return reinterpret_cast<uintptr_t>(ptr) % 16 == 0;
+}
+bool rows_aligned16(const HeadRows& t) {
+  return aligned16(t.data) && t.hs % 8 == 0 && t.rs % 8 == 0;
+}
+
+// cuda_sm80_mma: fp16 / bf16, 8 <= D <= 128 with D % 8 == 0, every row of every operand starting
+// 16-byte aligned (its copies and stores move 16 bytes).
+std::string mma_accepts(const Params& p) {
+  if (p.dtype != DType::fp16 && p.dtype != DType::bf16)
+    return "cuda_sm80_mma runs fp16 and bf16 (q is " + std::string(dtype_name(p.dtype)) +
+           "; cuda_sm80 runs fp32)";
+  if (p.D % 8 != 0 || p.D < 8 || p.D > kMmaMaxD)
+    return "cuda_sm80_mma needs D a multiple of 8 in [8, " + std::to_string(kMmaMaxD) +
+           "] (got D=" + std::to_string(p.D) + "); cuda_sm80 runs the rest";
+  bool al = rows_aligned16(p.q) && rows_aligned16(p.k) && rows_aligned16(p.v);
+  if (p.backward)
+    al = al && rows_aligned16(p.grad) && rows_aligned16(p.o) && aligned16(p.dq) &&
+         aligned16(p.dk) && aligned16(p.dv);
+  else
+    al = al && aligned16(p.out);
+  if (!al) return "cuda_sm80_mma needs 16-byte aligned rows of every operand; cuda_sm80 runs this";
+  return cuda_accepts(p);
+}
 #endif
 
 const std::vector<core::Impl<Params>>& impls() {
-  static const auto list = jagged_flash::impls<Params>(
-      RECOPS_IF_CUDA(run_cuda), RECOPS_IF_CUDA(cuda_accepts), run_cpu, run_reference, run_cpu_avx2);
+  static const auto list = [] {
+    auto l = jagged_flash::impls<Params>(RECOPS_IF_CUDA(run_cuda), RECOPS_IF_CUDA(cuda_accepts),
+                                         run_cpu, run_reference, run_cpu_avx2);
+#ifdef RECOPS_WITH_CUDA
+    l.insert(l.begin(),
+             core::Impl<Params>{"cuda_sm80_mma", DeviceType::cuda, core::cuda::any_device_reason,
+                                mma_accepts, run_cuda_mma});
+#endif
+    return l;
+  }();
   return list;
 }
 

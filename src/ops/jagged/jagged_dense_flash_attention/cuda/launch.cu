@@ -1,5 +1,6 @@
-// jagged/jagged_dense_flash_attention/cuda/launch.cu: cuda_sm80's dtype switch. The fp32, fp16
-// and bf16 launchers are instantiated in inst/; fp64, which scripts/gen_instances.py has no file
+// jagged/jagged_dense_flash_attention/cuda/launch.cu: the dtype switches of cuda_sm80 and of
+// cuda_sm80_mma (forward only). The launchers are instantiated in inst/; fp64, which
+// scripts/gen_instances.py has no file
 // name for, here.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -23,6 +24,14 @@ Status run_cuda(const Params& p, const Context& ctx) {
       return Status(StatusCode::internal,
                     "jagged_dense_flash_attention: cuda_sm80 reached with a bad dtype");
   }
+}
+
+Status run_cuda_mma(const Params& p, const Context& ctx) {
+  if (!p.backward && p.dtype == DType::fp16) return launch_fwd_mma<__half>(p, ctx);
+  if (!p.backward && p.dtype == DType::bf16) return launch_fwd_mma<__nv_bfloat16>(p, ctx);
+  return Status(
+      StatusCode::internal,
+      "jagged_dense_flash_attention: cuda_sm80_mma reached with a backward or a bad dtype");
 }
 
 }  // namespace recops::ops::jagged_dense_flash_attention_ns

@@ -15,4 +15,8 @@ inline constexpr int kMaxD = 256;                      // the one D bucket: D <=
 inline constexpr int kMaxNi = kMaxD / 32;              // row elements per lane
 inline constexpr int64_t kMaxGrid = int64_t{1} << 20;  // grid-stride beyond this many CTAs
 
+// cuda_sm80_mma's forward (cuda/mma_kernel.cuh): 4 warps a block, 16 target columns a warp.
+inline constexpr int kMmaThreads = 128;
+inline constexpr int kMmaCols = 64;  // target columns of a block's tile
+
 }  // namespace recops::ops::jagged_dense_flash_attention_ns

@@ -1,6 +1,7 @@
-// jagged/multi_head_jagged_flash_attention/cuda/launch.cu: cuda_sm80 (also the path on sm90): the
-// dtype switch to the per-dtype launchers of inst/. fp64 and D > 256 never get here (the entry's
-// list refuses them for CUDA).
+// jagged/multi_head_jagged_flash_attention/cuda/launch.cu: cuda_sm80_mma and cuda_sm80 (also the
+// paths on sm90): the dtype switches to the per-dtype launchers of inst/. What the entry's accept
+// tests refuse (fp64, D > 256; for cuda_sm80_mma fp32, D not a multiple of 8 up to 128, unaligned
+// rows) never gets here.
 #include "ops/jagged/multi_head_jagged_flash_attention/cuda/launch.h"
 
 #include <cuda_bf16.h>
@@ -19,6 +20,19 @@ Status run_cuda(const Params& p, const Context& ctx) {
     default:
       return Status(StatusCode::internal,
                     "multi_head_jagged_flash_attention: cuda_sm80 reached with a bad dtype");
+  }
+}
+
+Status run_cuda_mma(const Params& p, const Context& ctx) {
+  switch (p.dtype) {
+    case DType::fp16:
+      return p.backward ? launch_bwd_mma<__half>(p, ctx) : launch_fwd_mma<__half>(p, ctx);
+    case DType::bf16:
+      return p.backward ? launch_bwd_mma<__nv_bfloat16>(p, ctx)
+                        : launch_fwd_mma<__nv_bfloat16>(p, ctx);
+    default:
+      return Status(StatusCode::internal,
+                    "multi_head_jagged_flash_attention: cuda_sm80_mma reached with a bad dtype");
   }
 }
 

@@ -10,4 +10,9 @@ inline constexpr int kKeys = 16;   // keys (or queries) staged in shared memory 
 inline constexpr int kMaxD = 256;  // the widest bucket: 8 elements per lane
 inline constexpr long long kMaxGrid = 1LL << 30;  // blocks per launch; more are looped over
 
+// cuda_sm80_mma (cuda/mma_kernel.cuh): 4 warps a block, 16 rows a warp.
+inline constexpr int kMmaThreads = 128;
+inline constexpr int kMmaRows = 64;   // query rows (forward, dq) or key rows (dk, dv) a block
+inline constexpr int kMmaMaxD = 128;  // the widest D bucket
+
 }  // namespace recops::ops::multi_head_jagged_flash_attention_ns

@@ -1,0 +1,228 @@
+// jagged/jagged_dense_flash_attention/cuda/mma_kernel.cuh: cuda_sm80_mma's forward, on tensor
+// cores (fp16 / bf16, D a multiple of 8 up to 256, 16-byte aligned rows of q, v and out; compiled
+// for sm_80 and sm_90a). The backward stays on cuda_sm80.
+//
+// The problem is attention with the T target columns of k[b] as the queries and the jagged rows
+// of q (keys) and v (values): a block of 4 warps owns 64 target columns of one sample b, 16 a
+// warp. The block gathers its columns of k (any strides) transposed into a [64][D] shared tile
+// once; row tiles of q and v (kBk rows: 64, or 32 in the 256 bucket) stream through a two-stage
+// cp.async pipeline (ops/jagged/common/cuda/flash_mma.cuh). Per tile and warp the scores start as
+// attn_bias (read from global memory into the accumulators before the products, any strides;
+// rows past n_b -inf), S += k_colsᵀ q_tileᵀ on mma.sync m16n8k16, then the online softmax in base
+// 2 (a running max of -inf counts as 0, so that -inf scores add nothing), P rounded to the dtype
+// and repacked in registers as the A operand of O += P v_tile. At the end a column with no finite
+// score (n_b = 0, or every score -inf) gets out 0 and lse -inf, as cuda_sm80 and the reference
+// do; otherwise out = O / l and lse = m + log l. Work items (b, column tile) are walked
+// grid-stride; index math is 64-bit.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+#include "core/cuda/launch.h"
+#include "core/cuda/numeric.cuh"
+#include "ops/jagged/common/cuda/flash_mma.cuh"
+#include "ops/jagged/jagged_dense_flash_attention/cuda/launch.h"
+#include "ops/jagged/jagged_dense_flash_attention/cuda/tiles.h"
+
+namespace recops::ops::jagged_dense_flash_attention_ns {
+namespace mma {
+
+namespace fm = jagged_flash_mma;
+using core::cuda::cp_async_commit;
+using core::cuda::cp_async_wait;
+using core::cuda::from_float;
+using core::cuda::to_float;
+using fm::kLn2;
+using fm::kLog2e;
+using fm::Lanes;
+
+constexpr int kThreads = kMmaThreads;
+constexpr int kCols = kMmaCols;  // target columns per block, 16 a warp
+
+struct Cfg {
+  int64_t ctiles;  // column tiles per sample
+  int64_t items;   // B * ctiles
+  int nks;         // 16-wide k-steps over D
+  int ntv;         // 8-wide output column tiles (D / 8)
+  int dch;         // 16-byte chunks per row (D / 8)
+  int dch_pad;     // chunks written per shared row (2 nks)
+};
+
+struct Seq {
+  int64_t start, n;
+};
+
+__device__ __forceinline__ int64_t offset_at(const Params& p, int64_t i) {
+  const int64_t k = i * p.offsets_stride;
+  const int64_t v = p.offsets_int64 ? static_cast<const int64_t*>(p.seq_offsets)[k]
+                                    : static_cast<const int32_t*>(p.seq_offsets)[k];
+  return v < 0 ? 0 : (v > p.total_L ? p.total_L : v);
+}
+// Sample b's rows clamped into [0, total_L] (corrupted offsets never read out of bounds).
+__device__ __forceinline__ Seq seq_of(const Params& p, int64_t b) {
+  const int64_t a = offset_at(p, b);
+  const int64_t e = max(a, offset_at(p, b + 1));
+  return {a, min(e - a, p.max_L)};
+}
+
+// kBk: rows of q / v per pipeline stage (the 256 bucket halves it so that two blocks fit an SM).
+template <class T, int kD, int kBk>
+__global__ void __launch_bounds__(kThreads, 2) fwd_kernel(const Params p, const Cfg c) {
+  constexpr int kLd = kD + 8, kTile = kBk * kLd;
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  T* sQ = reinterpret_cast<T*>(smem_raw);  // k's columns: [kCols][kLd]
+  T* sK = sQ + kCols * kLd;                // q rows, two stages
+  T* sV = sK + 2 * kTile;                  // v rows, two stages
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const int wrow0 = warp * 16;
+  const Lanes ln(lane);
+  const T* kp = static_cast<const T*>(p.k);
+  const T* bias = static_cast<const T*>(p.bias);
+
+  for (int64_t item = blockIdx.x; item < c.items; item += gridDim.x) {
+    const int64_t b = item / c.ctiles, t0 = item % c.ctiles * kCols;
+    const Seq s = seq_of(p, b);
+    const int nt = static_cast<int>(min(int64_t{kCols}, p.T - t0));
+    const int64_t nkt = (s.n + kBk - 1) / kBk;
+    __syncthreads();  // the previous item's reads of shared memory are done
+    auto load_qv = [&](int64_t kt, int stage) {
+      const int nk = static_cast<int>(min(int64_t{kBk}, s.n - kt * kBk));
+      const int64_t r0 = s.start + kt * kBk;
+      fm::load_rows<T, kD, kBk, kThreads>(sK + stage * kTile,
+                                          static_cast<const T*>(p.q) + r0 * p.q_row, p.q_row, nk,
+                                          c.dch, c.dch_pad);
+      fm::load_rows<T, kD, kBk, kThreads>(sV + stage * kTile,
+                                          static_cast<const T*>(p.v) + r0 * p.v_row, p.v_row, nk,
+                                          c.dch, c.dch_pad);
+    };
+    if (nkt > 0) load_qv(0, 0);
+    cp_async_commit();
+    // k[b, :, t0 + j] transposed into sQ[j][:], j fastest (k's usual layout has T contiguous);
+    // zero past nt and past D up to the k-steps' width.
+    const int dpad = 16 * c.nks;
+    for (int i = threadIdx.x; i < kCols * dpad; i += kThreads) {
+      const int j = i % kCols, d = i / kCols;
+      const bool ok = j < nt && d < p.D;
+      sQ[j * kLd + d] = ok ? kp[b * p.k_sb + d * p.k_sd + (t0 + j) * p.k_st] : from_float<T>(0.f);
+    }
+    // The warp's target columns: row half u is t0 + wrow0 + g + 8 u.
+    const bool warp_rows = wrow0 < nt;  // warp-uniform: whether the warp has a column to compute
+    int64_t tcol[2];
+    bool tok[2];
+#pragma unroll
+    for (int u = 0; u < 2; ++u) {
+      tok[u] = wrow0 + g + 8 * u < nt;
+      tcol[u] = t0 + wrow0 + g + 8 * u;
+    }
+
+    float o[kD / 8][4];
+    fm::zero(o);
+    float mrow[2] = {-INFINITY, -INFINITY}, lrow[2] = {0.f, 0.f};  // m in log2 units
+    int stage = 0;
+    for (int64_t kt = 0; kt < nkt; ++kt) {
+      if (kt + 1 < nkt) load_qv(kt + 1, stage ^ 1);
+      cp_async_commit();
+      cp_async_wait<1>();
+      __syncthreads();
+      if (warp_rows) {
+        // Scores start as the bias (-inf past n_b).
+        float sc[kBk / 8][4];
+        const int64_t c0 = kt * kBk;
+#pragma unroll
+        for (int j = 0; j < kBk / 8; ++j)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int u = e >> 1;
+            const int64_t l = c0 + 8 * j + 2 * t + (e & 1);
+            float x = -INFINITY;
+            if (l < s.n)
+              x = tok[u] ? to_float(bias[b * p.bias_sb + l * p.bias_sl + tcol[u] * p.bias_st])
+                         : 0.f;
+            sc[j][e] = x;
+          }
+        fm::mma_abt<T, kD, kBk>(sc, sQ, wrow0, sK + stage * kTile, ln, c.nks);
+#pragma unroll
+        for (int u = 0; u < 2; ++u) {
+          float mx = -INFINITY;
+#pragma unroll
+          for (int j = 0; j < kBk / 8; ++j) mx = fmaxf(mx, fmaxf(sc[j][2 * u], sc[j][2 * u + 1]));
+          const float mnew = fmaxf(mrow[u], fm::quad_max(mx) * kLog2e);
+          const float muse = mnew == -INFINITY ? 0.f : mnew;
+          const float corr = exp2f(mrow[u] - muse);
+          mrow[u] = mnew;
+          float sum = 0.f;
+#pragma unroll
+          for (int j = 0; j < kBk / 8; ++j)
+#pragma unroll
+            for (int e = 2 * u; e < 2 * u + 2; ++e) {
+              sc[j][e] = exp2f(fmaf(sc[j][e], kLog2e, -muse));
+              sum += sc[j][e];
+            }
+          lrow[u] = lrow[u] * corr + sum;
+#pragma unroll
+          for (int j = 0; j < kD / 8; ++j) {
+            o[j][2 * u] *= corr;
+            o[j][2 * u + 1] *= corr;
+          }
+        }
+        fm::mma_xv<T, kD, kBk>(o, sc, sV + stage * kTile, ln, c.ntv);
+      }
+      __syncthreads();  // the stage is free for the next prefetch
+      stage ^= 1;
+    }
+    cp_async_wait<0>();
+    if (!warp_rows) continue;  // warp-uniform; no block-wide barrier follows in this item
+
+    float f[2];
+#pragma unroll
+    for (int u = 0; u < 2; ++u) {
+      const float l = fm::quad_sum(lrow[u]);
+      const bool none = mrow[u] == -INFINITY && l == 0.f;  // no row, or every score -inf
+      f[u] = none ? 0.f : 1.f / l;
+      if (p.lse && t == 0 && tok[u])
+        static_cast<float*>(p.lse)[b * p.lse_sb + tcol[u] * p.lse_st] =
+            none ? -INFINITY : mrow[u] * kLn2 + logf(l);
+    }
+    // The warp's own rows of sQ: only this warp read them.
+    fm::stage_acc<T, kD>(sQ, wrow0, o, f, lane, c.ntv);
+    __syncwarp();
+    fm::store_rows<T, kD>(static_cast<T*>(p.out) + b * p.out_sb + t0 * p.out_st, p.out_st, sQ,
+                          wrow0, 16, nt, lane, 32, c.dch);
+  }
+}
+
+inline Cfg cfg_of(const Params& p) {
+  Cfg c{};
+  c.ctiles = (p.T + kCols - 1) / kCols;
+  c.items = p.B * c.ctiles;
+  c.nks = static_cast<int>((p.D + 15) / 16);
+  c.ntv = static_cast<int>(p.D / 8);
+  c.dch = static_cast<int>(p.D / 8);
+  c.dch_pad = 2 * c.nks;
+  return c;
+}
+
+}  // namespace mma
+
+template <class T>
+Status launch_fwd_mma(const Params& p, const Context& ctx) {
+  const mma::Cfg c = mma::cfg_of(p);
+  if (c.items == 0) return Status::Ok();
+  const dim3 grid(static_cast<unsigned>(std::min<int64_t>(c.items, kMaxGrid)));
+  auto go = [&](auto d, auto bk) {
+    constexpr int kD = decltype(d)::value, kBk = decltype(bk)::value;
+    const size_t bytes = size_t{mma::kCols + 4 * kBk} * (kD + 8) * sizeof(T);
+    return RECOPS_LAUNCH_KERNEL("jagged_dense_flash_attention", (mma::fwd_kernel<T, kD, kBk>), grid,
+                                dim3(mma::kThreads), bytes, ctx.stream, p, c);
+  };
+  if (p.D <= 64) return go(std::integral_constant<int, 64>{}, std::integral_constant<int, 64>{});
+  if (p.D <= 128) return go(std::integral_constant<int, 128>{}, std::integral_constant<int, 64>{});
+  return go(std::integral_constant<int, 256>{}, std::integral_constant<int, 32>{});
+}
+
+}  // namespace recops::ops::jagged_dense_flash_attention_ns
