@@ -1,5 +1,5 @@
 // jagged/jagged_dense_flash_attention/cuda/launch.cu: the dtype switches of cuda_sm80 and of
-// cuda_sm80_mma (forward only). The launchers are instantiated in inst/; fp64, which
+// cuda_sm80_mma. The launchers are instantiated in inst/; fp64, which
 // scripts/gen_instances.py has no file
 // name for, here.
 #include <cuda_bf16.h>
@@ -27,11 +27,16 @@ Status run_cuda(const Params& p, const Context& ctx) {
 }
 
 Status run_cuda_mma(const Params& p, const Context& ctx) {
-  if (!p.backward && p.dtype == DType::fp16) return launch_fwd_mma<__half>(p, ctx);
-  if (!p.backward && p.dtype == DType::bf16) return launch_fwd_mma<__nv_bfloat16>(p, ctx);
-  return Status(
-      StatusCode::internal,
-      "jagged_dense_flash_attention: cuda_sm80_mma reached with a backward or a bad dtype");
+  switch (p.dtype) {
+    case DType::fp16:
+      return p.backward ? launch_bwd_mma<__half>(p, ctx) : launch_fwd_mma<__half>(p, ctx);
+    case DType::bf16:
+      return p.backward ? launch_bwd_mma<__nv_bfloat16>(p, ctx)
+                        : launch_fwd_mma<__nv_bfloat16>(p, ctx);
+    default:
+      return Status(StatusCode::internal,
+                    "jagged_dense_flash_attention: cuda_sm80_mma reached with a bad dtype");
+  }
 }
 
 }  // namespace recops::ops::jagged_dense_flash_attention_ns

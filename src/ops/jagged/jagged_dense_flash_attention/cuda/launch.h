@@ -13,8 +13,10 @@ template <class T>
 Status launch_fwd(const Params& p, const Context& ctx);
 template <class T>
 Status launch_bwd(const Params& p, const Context& ctx);
-// cuda_sm80_mma's forward (cuda/mma_kernel.cuh), T = __half or __nv_bfloat16.
+// cuda_sm80_mma (cuda/mma_kernel.cuh), T = __half or __nv_bfloat16.
 template <class T>
 Status launch_fwd_mma(const Params& p, const Context& ctx);
+template <class T>
+Status launch_bwd_mma(const Params& p, const Context& ctx);
 
 }  // namespace recops::ops::jagged_dense_flash_attention_ns

@@ -1,6 +1,6 @@
-// jagged/jagged_dense_flash_attention/cuda/mma_kernel.cuh: cuda_sm80_mma's forward, on tensor
-// cores (fp16 / bf16, D a multiple of 8 up to 256, 16-byte aligned rows of q, v and out; compiled
-// for sm_80 and sm_90a). The backward stays on cuda_sm80.
+// jagged/jagged_dense_flash_attention/cuda/mma_kernel.cuh: cuda_sm80_mma, on tensor cores (fp16 /
+// bf16, D a multiple of 8, 16-byte aligned rows of q, v, out and grad; compiled for sm_80 and
+// sm_90a): the forward for D up to 256, the backward (below) for D up to 128.
 //
 // The problem is attention with the T target columns of k[b] as the queries and the jagged rows
 // of q (keys) and v (values): a block of 4 warps owns 64 target columns of one sample b, 16 a
@@ -23,6 +23,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "core/cuda/check.h"
 #include "core/cuda/launch.h"
 #include "core/cuda/numeric.cuh"
 #include "ops/jagged/common/cuda/flash_mma.cuh"
@@ -45,7 +46,7 @@ constexpr int kThreads = kMmaThreads;
 constexpr int kCols = kMmaCols;  // target columns per block, 16 a warp
 
 struct Cfg {
-  int64_t ctiles;  // column tiles per sample
+  int64_t ctiles;  // column tiles (row tiles: bwd_rows_kernel) per sample
   int64_t items;   // B * ctiles
   int nks;         // 16-wide k-steps over D
   int ntv;         // 8-wide output column tiles (D / 8)
@@ -196,6 +197,213 @@ __global__ void __launch_bounds__(kThreads, 2) fwd_kernel(const Params p, const 
   }
 }
 
+// ---- backward (D <= 128) ----
+//
+// bwd_rows_kernel: a block of 4 warps owns 64 rows l of one sample (16 a warp), q and v rows
+// staged once; per step of kBn target columns (64, or 32 in the 128 bucket so that dq, dv, Sᵀ and
+// dPᵀ fit in registers) it stages k's columns transposed, grad's rows, lse (+inf for a column
+// past T or with lse -inf, so that its p is 0) and delta = out . grad (from global memory), then
+//   Sᵀ = bias + q kᵀ,  P = exp(Sᵀ - lse),  dPᵀ = v gradᵀ,  dS = P (dPᵀ - delta)
+// writes dbias (rows l < n_b), and accumulates dv += P grad, dq += dS kᵀ in registers.
+// bwd_dk_kernel: a block owns 64 target columns of one sample (16 a warp) and walks the rows in
+// tiles of 64: dkᵀ += dSᵀ q, dS read back from dbias (the rows kernel wrote it rounded to the
+// dtype, which is what a product of it uses anyway), q rows through a two-stage cp.async
+// pipeline; dk [B, D, T] is staged transposed and written with t fastest. The launcher clears dq,
+// dv and dbias first (truncated rows and dbias rows n_b <= l < S stay 0); every dk element is
+// written (0 for an empty sequence).
+template <class T, int kD, int kBn>
+__global__ void __launch_bounds__(kThreads, 2) bwd_rows_kernel(const Params p, const Cfg c) {
+  constexpr int kLd = kD + 8, kTile = kCols * kLd;
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  T* sQ = reinterpret_cast<T*>(smem_raw);                  // q rows [64][kLd]
+  T* sV = sQ + kTile;                                      // v rows [64][kLd]
+  T* sK = sV + kTile;                                      // k's columns [kBn][kLd]
+  T* sG = sK + kBn * kLd;                                  // grad rows [kBn][kLd]
+  float* sLse = reinterpret_cast<float*>(sG + kBn * kLd);  // [kBn], log2 units
+  float* sDl = sLse + kBn;                                 // [kBn], delta
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const int wrow0 = warp * 16;
+  const Lanes ln(lane);
+  const T* kp = static_cast<const T*>(p.k);
+  const T* bias = static_cast<const T*>(p.bias);
+  const T* outp = static_cast<const T*>(p.out);
+  const T* gradp = static_cast<const T*>(p.grad);
+  T* dbias = static_cast<T*>(p.dbias);
+  constexpr int kTpc = kThreads / kBn;  // threads per column for delta
+
+  for (int64_t item = blockIdx.x; item < c.items; item += gridDim.x) {
+    const int64_t b = item / c.ctiles, r0 = item % c.ctiles * kCols;
+    const Seq s = seq_of(p, b);
+    if (r0 >= s.n) continue;  // uniform over the block
+    const int nr = static_cast<int>(min(int64_t{kCols}, s.n - r0));
+    __syncthreads();  // the previous item's reads of shared memory are done
+    fm::load_rows<T, kD, kCols, kThreads>(sQ, static_cast<const T*>(p.q) + (s.start + r0) * p.q_row,
+                                          p.q_row, nr, c.dch, c.dch_pad);
+    fm::load_rows<T, kD, kCols, kThreads>(sV, static_cast<const T*>(p.v) + (s.start + r0) * p.v_row,
+                                          p.v_row, nr, c.dch, c.dch_pad);
+    cp_async_commit();
+    int64_t lrow[2];
+    bool rok[2];
+#pragma unroll
+    for (int u = 0; u < 2; ++u) {
+      rok[u] = wrow0 + g + 8 * u < nr;
+      lrow[u] = r0 + wrow0 + g + 8 * u;
+    }
+    float dq[kD / 8][4], dv[kD / 8][4];
+    fm::zero(dq);
+    fm::zero(dv);
+    const int dpad = 16 * c.nks;
+    for (int64_t c0 = 0; c0 < p.T; c0 += kBn) {
+      const int nt = static_cast<int>(min(int64_t{kBn}, p.T - c0));
+      __syncthreads();  // the previous step's reads of sK, sG, sLse, sDl are done
+      fm::load_rows<T, kD, kBn, kThreads>(sG, gradp + b * p.grad_sb + c0 * p.grad_st, p.grad_st, nt,
+                                          c.dch, c.dch_pad);
+      cp_async_commit();
+      for (int i = threadIdx.x; i < kBn * dpad; i += kThreads) {
+        const int j = i % kBn, d = i / kBn;
+        const bool ok = j < nt && d < p.D;
+        sK[j * kLd + d] = ok ? kp[b * p.k_sb + d * p.k_sd + (c0 + j) * p.k_st] : from_float<T>(0.f);
+      }
+      {
+        const int j = threadIdx.x / kTpc, part = threadIdx.x % kTpc;
+        float acc = 0.f;
+        if (j < nt) {
+          const T* orow = outp + b * p.out_sb + (c0 + j) * p.out_st;
+          const T* grow = gradp + b * p.grad_sb + (c0 + j) * p.grad_st;
+          for (int64_t d = part; d < p.D; d += kTpc) acc += to_float(orow[d]) * to_float(grow[d]);
+        }
+#pragma unroll
+        for (int sh = 1; sh < kTpc; sh <<= 1) acc += __shfl_xor_sync(0xffffffffu, acc, sh);
+        if (part == 0) {
+          float l2 = INFINITY;
+          if (j < nt) {
+            const float L = static_cast<const float*>(p.lse)[b * p.lse_sb + (c0 + j) * p.lse_st];
+            if (L != -INFINITY) l2 = L * kLog2e;
+          }
+          sLse[j] = l2;
+          sDl[j] = acc;
+        }
+      }
+      cp_async_wait<0>();
+      __syncthreads();
+      float sc[kBn / 8][4], dp[kBn / 8][4];
+#pragma unroll
+      for (int j = 0; j < kBn / 8; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int u = e >> 1;
+          const int64_t tc = c0 + 8 * j + 2 * t + (e & 1);
+          sc[j][e] = rok[u] && tc < p.T
+                         ? to_float(bias[b * p.bias_sb + lrow[u] * p.bias_sl + tc * p.bias_st])
+                         : 0.f;
+          dp[j][e] = 0.f;
+        }
+      fm::mma_abt<T, kD, kBn>(sc, sQ, wrow0, sK, ln, c.nks);
+      fm::mma_abt<T, kD, kBn>(dp, sV, wrow0, sG, ln, c.nks);
+#pragma unroll
+      for (int j = 0; j < kBn / 8; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int u = e >> 1, col = 8 * j + 2 * t + (e & 1);
+          const float pr = exp2f(fmaf(sc[j][e], kLog2e, -sLse[col]));
+          const float ds = pr * (dp[j][e] - sDl[col]);
+          if (rok[u] && c0 + col < p.T)
+            dbias[(b * p.S + lrow[u]) * p.T + c0 + col] = from_float<T>(ds);
+          sc[j][e] = pr;
+          dp[j][e] = ds;
+        }
+      fm::mma_xv<T, kD, kBn>(dv, sc, sG, ln, c.ntv);
+      fm::mma_xv<T, kD, kBn>(dq, dp, sK, ln, c.ntv);
+    }
+    cp_async_wait<0>();
+    // The warp's own rows of sQ and sV: only this warp read them.
+    const float one[2] = {1.f, 1.f};
+    fm::stage_acc<T, kD>(sQ, wrow0, dq, one, lane, c.ntv);
+    fm::stage_acc<T, kD>(sV, wrow0, dv, one, lane, c.ntv);
+    __syncwarp();
+    const int64_t at = (s.start + r0) * p.D;
+    fm::store_rows<T, kD>(static_cast<T*>(p.dq) + at, p.D, sQ, wrow0, 16, nr, lane, 32, c.dch);
+    fm::store_rows<T, kD>(static_cast<T*>(p.dv) + at, p.D, sV, wrow0, 16, nr, lane, 32, c.dch);
+  }
+}
+
+template <class T, int kD>
+__global__ void __launch_bounds__(kThreads, 2) bwd_dk_kernel(const Params p, const Cfg c) {
+  constexpr int kLd = kD + 8, kTile = kCols * kLd, kLdS = kCols + 8;
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  T* sQ = reinterpret_cast<T*>(smem_raw);  // q rows, two stages
+  T* sS = sQ + 2 * kTile;                  // dS [64 rows][kLdS]
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int wcol0 = warp * 16;
+  const Lanes ln(lane);
+  const T* dbias = static_cast<const T*>(p.dbias);
+
+  for (int64_t item = blockIdx.x; item < c.items; item += gridDim.x) {
+    const int64_t b = item / c.ctiles, t0 = item % c.ctiles * kCols;
+    const Seq s = seq_of(p, b);
+    const int nt = static_cast<int>(min(int64_t{kCols}, p.T - t0));
+    const int64_t nrt = (s.n + kCols - 1) / kCols;
+    __syncthreads();
+    auto load_q = [&](int64_t rt, int stage) {
+      const int nr = static_cast<int>(min(int64_t{kCols}, s.n - rt * kCols));
+      fm::load_rows<T, kD, kCols, kThreads>(
+          sQ + stage * kTile, static_cast<const T*>(p.q) + (s.start + rt * kCols) * p.q_row,
+          p.q_row, nr, c.dch, c.dch_pad);
+    };
+    if (nrt > 0) load_q(0, 0);
+    cp_async_commit();
+    float dk[kD / 8][4];
+    fm::zero(dk);
+    const bool warp_cols = wcol0 < nt;
+    int stage = 0;
+    for (int64_t rt = 0; rt < nrt; ++rt) {
+      if (rt + 1 < nrt) load_q(rt + 1, stage ^ 1);
+      cp_async_commit();
+      const int nr = static_cast<int>(min(int64_t{kCols}, s.n - rt * kCols));
+      for (int i = threadIdx.x; i < kCols * kCols; i += kThreads) {
+        const int r = i / kCols, j = i % kCols;
+        sS[r * kLdS + j] = r < nr && j < nt ? dbias[(b * p.S + rt * kCols + r) * p.T + t0 + j]
+                                            : from_float<T>(0.f);
+      }
+      cp_async_wait<1>();
+      __syncthreads();
+      if (warp_cols) {
+        const T* tQ = sQ + stage * kTile;
+#pragma unroll
+        for (int kk = 0; kk < kCols / 16; ++kk) {
+          uint32_t a[4];  // dSᵀ (16 columns x 16 rows) from the [row][column] tile
+          core::cuda::ldsm_x4_t(
+              core::cuda::smem_u32(sS + (kk * 16 + ln.b_row) * kLdS + wcol0 + ln.b_col), a);
+#pragma unroll
+          for (int np = 0; np < kD / 16; ++np) {
+            if (2 * np < c.ntv) {
+              uint32_t bq[4];
+              core::cuda::ldsm_x4_t(
+                  core::cuda::smem_u32(tQ + (kk * 16 + ln.t_row) * kLd + np * 16 + ln.t_col), bq);
+              core::cuda::mma_16816<T>(dk[2 * np], a, bq[0], bq[1]);
+              core::cuda::mma_16816<T>(dk[2 * np + 1], a, bq[2], bq[3]);
+            }
+          }
+        }
+      }
+      __syncthreads();
+      stage ^= 1;
+    }
+    cp_async_wait<0>();
+    // dkᵀ [64 columns][D] into stage 0 of sQ (every read of it is done), then dk[b, d, t0 + j]
+    // with j fastest.
+    const float one[2] = {1.f, 1.f};
+    fm::stage_acc<T, kD>(sQ, wcol0, dk, one, lane, c.ntv);
+    __syncthreads();
+    T* dkp = static_cast<T*>(p.dk) + b * p.D * p.T + t0;
+    for (int i = threadIdx.x; i < kCols * p.D; i += kThreads) {
+      const int j = i % kCols;
+      const int64_t d = i / kCols;
+      if (j < nt) dkp[d * p.T + j] = sQ[j * kLd + d];
+    }
+  }
+}
+
 inline Cfg cfg_of(const Params& p) {
   Cfg c{};
   c.ctiles = (p.T + kCols - 1) / kCols;
@@ -223,6 +431,41 @@ Status launch_fwd_mma(const Params& p, const Context& ctx) {
   if (p.D <= 64) return go(std::integral_constant<int, 64>{}, std::integral_constant<int, 64>{});
   if (p.D <= 128) return go(std::integral_constant<int, 128>{}, std::integral_constant<int, 64>{});
   return go(std::integral_constant<int, 256>{}, std::integral_constant<int, 32>{});
+}
+
+template <class T>
+Status launch_bwd_mma(const Params& p, const Context& ctx) {
+  constexpr const char* kOp = "jagged_dense_flash_attention_bwd";
+  auto stream = static_cast<cudaStream_t>(ctx.stream);
+  const size_t rows = static_cast<size_t>(p.total_L * p.D) * sizeof(T);
+  const size_t bias = static_cast<size_t>(p.B * p.S * p.T) * sizeof(T);
+  if (rows) RECOPS_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(p.dq, 0, rows, stream));
+  if (rows) RECOPS_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(p.dv, 0, rows, stream));
+  if (bias) RECOPS_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(p.dbias, 0, bias, stream));
+  mma::Cfg rc =
+      mma::cfg_of(p);  // rows: tiles of 64 rows that can be valid (l < min(max_L, total_L))
+  rc.ctiles = (std::min(p.max_L, p.total_L) + mma::kCols - 1) / mma::kCols;
+  rc.items = p.T > 0 ? p.B * rc.ctiles : 0;
+  const mma::Cfg kc = mma::cfg_of(p);  // dk: tiles of 64 target columns
+  auto go = [&](auto d) -> Status {
+    constexpr int kD = decltype(d)::value, kBn = kD > 64 ? 32 : 64;
+    if (rc.items > 0) {
+      const size_t bytes =
+          size_t{2 * mma::kCols + 2 * kBn} * (kD + 8) * sizeof(T) + size_t{2 * kBn} * sizeof(float);
+      RECOPS_RETURN_IF_ERROR(
+          RECOPS_LAUNCH_KERNEL(kOp, (mma::bwd_rows_kernel<T, kD, kBn>),
+                               dim3(static_cast<unsigned>(std::min<int64_t>(rc.items, kMaxGrid))),
+                               dim3(mma::kThreads), bytes, ctx.stream, p, rc));
+    }
+    if (kc.items == 0) return Status::Ok();
+    const size_t bytes = size_t{2 * mma::kCols} * (kD + 8) * sizeof(T) +
+                         size_t{mma::kCols} * (mma::kCols + 8) * sizeof(T);
+    return RECOPS_LAUNCH_KERNEL(kOp, (mma::bwd_dk_kernel<T, kD>),
+                                dim3(static_cast<unsigned>(std::min<int64_t>(kc.items, kMaxGrid))),
+                                dim3(mma::kThreads), bytes, ctx.stream, p, kc);
+  };
+  if (p.D <= 64) return go(std::integral_constant<int, 64>{});
+  return go(std::integral_constant<int, 128>{});
 }
 
 }  // namespace recops::ops::jagged_dense_flash_attention_ns
