@@ -28,6 +28,7 @@
 #include "core/cuda/numeric.cuh"
 #include "ops/jagged/common/cuda/flash_mma.cuh"
 #include "ops/jagged/jagged_dense_flash_attention/cuda/launch.h"
+#include "ops/jagged/jagged_dense_flash_attention/cuda/seq.cuh"
 #include "ops/jagged/jagged_dense_flash_attention/cuda/tiles.h"
 
 namespace recops::ops::jagged_dense_flash_attention_ns {
@@ -53,23 +54,6 @@ struct Cfg {
   int dch;         // 16-byte chunks per row (D / 8)
   int dch_pad;     // chunks written per shared row (2 nks)
 };
-
-struct Seq {
-  int64_t start, n;
-};
-
-__device__ __forceinline__ int64_t offset_at(const Params& p, int64_t i) {
-  const int64_t k = i * p.offsets_stride;
-  const int64_t v = p.offsets_int64 ? static_cast<const int64_t*>(p.seq_offsets)[k]
-                                    : static_cast<const int32_t*>(p.seq_offsets)[k];
-  return v < 0 ? 0 : (v > p.total_L ? p.total_L : v);
-}
-// Sample b's rows clamped into [0, total_L] (corrupted offsets never read out of bounds).
-__device__ __forceinline__ Seq seq_of(const Params& p, int64_t b) {
-  const int64_t a = offset_at(p, b);
-  const int64_t e = max(a, offset_at(p, b + 1));
-  return {a, min(e - a, p.max_L)};
-}
 
 // sQ[j][d] = k[b, d, t0 + j] for j < nt, d < D; 0 for j < kN past nt and for D <= d < dpad.
 // j fastest (k's usual layout has T contiguous); the loads of 8 elements a thread are issued

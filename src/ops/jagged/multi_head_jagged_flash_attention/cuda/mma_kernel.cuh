@@ -37,6 +37,7 @@
 #include "core/cuda/mma.cuh"
 #include "ops/jagged/common/cuda/flash_mma.cuh"
 #include "ops/jagged/multi_head_jagged_flash_attention/cuda/launch.h"
+#include "ops/jagged/multi_head_jagged_flash_attention/cuda/seq.cuh"
 #include "ops/jagged/multi_head_jagged_flash_attention/cuda/tiles.h"
 
 namespace recops::ops::multi_head_jagged_flash_attention_ns {
@@ -68,23 +69,6 @@ struct Cfg {
   int dch;         // 16-byte chunks per row (D / 8)
   int dch_pad;     // chunks written per shared row (2 nks; zero filled past dch)
 };
-
-struct Seq {
-  int64_t o, len, n;
-};
-
-__device__ __forceinline__ int64_t offset_at(const Params& p, int64_t i) {
-  const int64_t k = i * p.offsets_stride;
-  return p.offsets_int64 ? static_cast<const int64_t*>(p.seq_offsets)[k]
-                         : static_cast<const int32_t*>(p.seq_offsets)[k];
-}
-
-// Sequence b clamped into [0, total_L] (corrupted offsets never read out of bounds).
-__device__ __forceinline__ Seq seq_of(const Params& p, int64_t b) {
-  const int64_t o = min(max(offset_at(p, b), int64_t{0}), p.total_L);
-  const int64_t e = min(max(offset_at(p, b + 1), o), p.total_L);
-  return {o, e - o, min(e - o, p.max_L)};
-}
 
 // Rows [r0, r0 + nvalid) of head h of t into a [kR][kD + 8] shared tile (fm::load_rows).
 template <class T, int kD, int kR>
