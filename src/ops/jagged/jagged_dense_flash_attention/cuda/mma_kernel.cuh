@@ -178,6 +178,9 @@ __global__ void __launch_bounds__(kThreads, 2) fwd_kernel(const Params p, const 
       stage ^= 1;
     }
     cp_async_wait<0>();
+    // With n_b = 0 the loop above had no barrier: every thread's gather stores into sQ must be
+    // done before a warp stages its output rows there.
+    __syncthreads();
     if (!warp_rows) continue;  // warp-uniform; no block-wide barrier follows in this item
 
     float f[2];
