@@ -25,6 +25,18 @@ using core::cuda::smem_u32;
 inline constexpr float kLog2e = 1.4426950408889634f;
 inline constexpr float kLn2 = 0.6931471805599453f;
 
+// The widths a launch derives from D (a multiple of 8); every field of the kernels' tiles over D.
+struct Widths {
+  int nks;      // 16-wide k-steps over D
+  int ntv;      // 8-wide output column tiles (D / 8)
+  int dch;      // 16-byte chunks per row (D / 8)
+  int dch_pad;  // chunks written per shared row (2 nks; zero filled past dch)
+};
+inline Widths widths_of(int64_t D) {
+  const int nks = static_cast<int>((D + 15) / 16);
+  return {nks, static_cast<int>(D / 8), static_cast<int>(D / 8), 2 * nks};
+}
+
 // Rows r < kR of `src` (row r at src + r * row_stride, 16-byte aligned) into a [kR][kD + 8] shared
 // tile with cp.async by the block's kThreads threads: chunks of 8 elements x < dch read; chunks
 // dch <= x < dch_pad and rows r >= nvalid zero filled (their products then add 0). src is not

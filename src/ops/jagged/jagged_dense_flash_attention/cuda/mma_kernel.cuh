@@ -49,10 +49,7 @@ constexpr int kCols = kMmaCols;  // target columns per block, 16 a warp
 struct Cfg {
   int64_t ctiles;  // column tiles (row tiles: bwd_rows_kernel) per sample
   int64_t items;   // B * ctiles
-  int nks;         // 16-wide k-steps over D
-  int ntv;         // 8-wide output column tiles (D / 8)
-  int dch;         // 16-byte chunks per row (D / 8)
-  int dch_pad;     // chunks written per shared row (2 nks)
+  fm::Widths w;    // from D
 };
 
 // sQ[j][d] = k[b, d, t0 + j] for j < nt, d < D; 0 for j < kN past nt and for D <= d < dpad.
@@ -103,15 +100,15 @@ __global__ void __launch_bounds__(kThreads, 2) fwd_kernel(const Params p, const 
       const int64_t r0 = s.start + kt * kBk;
       fm::load_rows<T, kD, kBk, kThreads>(sK + stage * kTile,
                                           static_cast<const T*>(p.q) + r0 * p.q_row, p.q_row, nk,
-                                          c.dch, c.dch_pad);
+                                          c.w.dch, c.w.dch_pad);
       fm::load_rows<T, kD, kBk, kThreads>(sV + stage * kTile,
                                           static_cast<const T*>(p.v) + r0 * p.v_row, p.v_row, nk,
-                                          c.dch, c.dch_pad);
+                                          c.w.dch, c.w.dch_pad);
     };
     if (nkt > 0) load_qv(0, 0);
     cp_async_commit();
     // k[b, :, t0 + j] transposed into sQ[j][:] (zero past nt and past D up to the k-steps).
-    gather_cols<T, kD, kCols>(sQ, p, b, t0, nt, 16 * c.nks);
+    gather_cols<T, kD, kCols>(sQ, p, b, t0, nt, 16 * c.w.nks);
     // The warp's target columns: row half u is t0 + wrow0 + g + 8 u.
     const bool warp_rows = wrow0 < nt;  // warp-uniform: whether the warp has a column to compute
     int64_t tcol[2];
@@ -147,7 +144,7 @@ __global__ void __launch_bounds__(kThreads, 2) fwd_kernel(const Params p, const 
                          : 0.f;
             sc[j][e] = x;
           }
-        fm::mma_abt<T, kD, kBk>(sc, sQ, wrow0, sK + stage * kTile, ln, c.nks);
+        fm::mma_abt<T, kD, kBk>(sc, sQ, wrow0, sK + stage * kTile, ln, c.w.nks);
 #pragma unroll
         for (int u = 0; u < 2; ++u) {
           float mx = -INFINITY;
@@ -172,7 +169,7 @@ __global__ void __launch_bounds__(kThreads, 2) fwd_kernel(const Params p, const 
             o[j][2 * u + 1] *= corr;
           }
         }
-        fm::mma_xv<T, kD, kBk>(o, sc, sV + stage * kTile, ln, c.ntv);
+        fm::mma_xv<T, kD, kBk>(o, sc, sV + stage * kTile, ln, c.w.ntv);
       }
       __syncthreads();  // the stage is free for the next prefetch
       stage ^= 1;
@@ -194,10 +191,10 @@ __global__ void __launch_bounds__(kThreads, 2) fwd_kernel(const Params p, const 
             none ? -INFINITY : mrow[u] * kLn2 + logf(l);
     }
     // The warp's own rows of sQ: only this warp read them.
-    fm::stage_acc<T, kD>(sQ, wrow0, o, f, lane, c.ntv);
+    fm::stage_acc<T, kD>(sQ, wrow0, o, f, lane, c.w.ntv);
     __syncwarp();
     fm::store_rows<T, kD>(static_cast<T*>(p.out) + b * p.out_sb + t0 * p.out_st, p.out_st, sQ,
-                          wrow0, 16, nt, lane, 32, c.dch);
+                          wrow0, 16, nt, lane, 32, c.w.dch);
   }
 }
 
@@ -243,9 +240,9 @@ __global__ void __launch_bounds__(kThreads, 2) bwd_rows_kernel(const Params p, c
     const int nr = static_cast<int>(min(int64_t{kCols}, s.n - r0));
     __syncthreads();  // the previous item's reads of shared memory are done
     fm::load_rows<T, kD, kCols, kThreads>(sQ, static_cast<const T*>(p.q) + (s.start + r0) * p.q_row,
-                                          p.q_row, nr, c.dch, c.dch_pad);
+                                          p.q_row, nr, c.w.dch, c.w.dch_pad);
     fm::load_rows<T, kD, kCols, kThreads>(sV, static_cast<const T*>(p.v) + (s.start + r0) * p.v_row,
-                                          p.v_row, nr, c.dch, c.dch_pad);
+                                          p.v_row, nr, c.w.dch, c.w.dch_pad);
     cp_async_commit();
     int64_t lrow[2];
     bool rok[2];
@@ -257,12 +254,12 @@ __global__ void __launch_bounds__(kThreads, 2) bwd_rows_kernel(const Params p, c
     float dq[kD / 8][4], dv[kD / 8][4];
     fm::zero(dq);
     fm::zero(dv);
-    const int dpad = 16 * c.nks;
+    const int dpad = 16 * c.w.nks;
     for (int64_t c0 = 0; c0 < p.T; c0 += kBn) {
       const int nt = static_cast<int>(min(int64_t{kBn}, p.T - c0));
       __syncthreads();  // the previous step's reads of sK, sG, sLse, sDl are done
       fm::load_rows<T, kD, kBn, kThreads>(sG, gradp + b * p.grad_sb + c0 * p.grad_st, p.grad_st, nt,
-                                          c.dch, c.dch_pad);
+                                          c.w.dch, c.w.dch_pad);
       cp_async_commit();
       gather_cols<T, kD, kBn>(sK, p, b, c0, nt, dpad);
       {
@@ -300,8 +297,8 @@ __global__ void __launch_bounds__(kThreads, 2) bwd_rows_kernel(const Params p, c
                          : 0.f;
           dp[j][e] = 0.f;
         }
-      fm::mma_abt<T, kD, kBn>(sc, sQ, wrow0, sK, ln, c.nks);
-      fm::mma_abt<T, kD, kBn>(dp, sV, wrow0, sG, ln, c.nks);
+      fm::mma_abt<T, kD, kBn>(sc, sQ, wrow0, sK, ln, c.w.nks);
+      fm::mma_abt<T, kD, kBn>(dp, sV, wrow0, sG, ln, c.w.nks);
 #pragma unroll
       for (int j = 0; j < kBn / 8; ++j)
 #pragma unroll
@@ -314,18 +311,18 @@ __global__ void __launch_bounds__(kThreads, 2) bwd_rows_kernel(const Params p, c
           sc[j][e] = pr;
           dp[j][e] = ds;
         }
-      fm::mma_xv<T, kD, kBn>(dv, sc, sG, ln, c.ntv);
-      fm::mma_xv<T, kD, kBn>(dq, dp, sK, ln, c.ntv);
+      fm::mma_xv<T, kD, kBn>(dv, sc, sG, ln, c.w.ntv);
+      fm::mma_xv<T, kD, kBn>(dq, dp, sK, ln, c.w.ntv);
     }
     cp_async_wait<0>();
     // The warp's own rows of sQ and sV: only this warp read them.
     const float one[2] = {1.f, 1.f};
-    fm::stage_acc<T, kD>(sQ, wrow0, dq, one, lane, c.ntv);
-    fm::stage_acc<T, kD>(sV, wrow0, dv, one, lane, c.ntv);
+    fm::stage_acc<T, kD>(sQ, wrow0, dq, one, lane, c.w.ntv);
+    fm::stage_acc<T, kD>(sV, wrow0, dv, one, lane, c.w.ntv);
     __syncwarp();
     const int64_t at = (s.start + r0) * p.D;
-    fm::store_rows<T, kD>(static_cast<T*>(p.dq) + at, p.D, sQ, wrow0, 16, nr, lane, 32, c.dch);
-    fm::store_rows<T, kD>(static_cast<T*>(p.dv) + at, p.D, sV, wrow0, 16, nr, lane, 32, c.dch);
+    fm::store_rows<T, kD>(static_cast<T*>(p.dq) + at, p.D, sQ, wrow0, 16, nr, lane, 32, c.w.dch);
+    fm::store_rows<T, kD>(static_cast<T*>(p.dv) + at, p.D, sV, wrow0, 16, nr, lane, 32, c.w.dch);
   }
 }
 
@@ -350,7 +347,7 @@ __global__ void __launch_bounds__(kThreads, 2) bwd_dk_kernel(const Params p, con
       const int nr = static_cast<int>(min(int64_t{kCols}, s.n - rt * kCols));
       fm::load_rows<T, kD, kCols, kThreads>(
           sQ + stage * kTile, static_cast<const T*>(p.q) + (s.start + rt * kCols) * p.q_row,
-          p.q_row, nr, c.dch, c.dch_pad);
+          p.q_row, nr, c.w.dch, c.w.dch_pad);
     };
     if (nrt > 0) load_q(0, 0);
     cp_async_commit();
@@ -378,7 +375,7 @@ __global__ void __launch_bounds__(kThreads, 2) bwd_dk_kernel(const Params p, con
               core::cuda::smem_u32(sS + (kk * 16 + ln.b_row) * kLdS + wcol0 + ln.b_col), a);
 #pragma unroll
           for (int np = 0; np < kD / 16; ++np) {
-            if (2 * np < c.ntv) {
+            if (2 * np < c.w.ntv) {
               uint32_t bq[4];
               core::cuda::ldsm_x4_t(
                   core::cuda::smem_u32(tQ + (kk * 16 + ln.t_row) * kLd + np * 16 + ln.t_col), bq);
@@ -395,7 +392,7 @@ __global__ void __launch_bounds__(kThreads, 2) bwd_dk_kernel(const Params p, con
     // dkᵀ [64 columns][D] into stage 0 of sQ (every read of it is done), then dk[b, d, t0 + j]
     // with j fastest.
     const float one[2] = {1.f, 1.f};
-    fm::stage_acc<T, kD>(sQ, wcol0, dk, one, lane, c.ntv);
+    fm::stage_acc<T, kD>(sQ, wcol0, dk, one, lane, c.w.ntv);
     __syncthreads();
     T* dkp = static_cast<T*>(p.dk) + b * p.D * p.T + t0;
     for (int i = threadIdx.x; i < kCols * p.D; i += kThreads) {
@@ -410,10 +407,7 @@ inline Cfg cfg_of(const Params& p) {
   Cfg c{};
   c.ctiles = (p.T + kCols - 1) / kCols;
   c.items = p.B * c.ctiles;
-  c.nks = static_cast<int>((p.D + 15) / 16);
-  c.ntv = static_cast<int>(p.D / 8);
-  c.dch = static_cast<int>(p.D / 8);
-  c.dch_pad = 2 * c.nks;
+  c.w = fm::widths_of(p.D);
   return c;
 }
 

@@ -60,14 +60,11 @@ constexpr int kRows = kMmaRows;  // query rows (fwd, dq) or key rows (dkdv) per 
 using fm::kLn2;
 using fm::kLog2e;
 
-// Per-launch sizes derived from D (a multiple of 8).
+// Per-launch sizes: the work list and the widths derived from D (a multiple of 8).
 struct Cfg {
   int64_t ntiles;  // row tiles per (head, sequence)
   int64_t items;   // H * B * ntiles
-  int nks;         // 16-wide k-steps over D
-  int ntv;         // 8-wide output column tiles (D / 8)
-  int dch;         // 16-byte chunks per row (D / 8)
-  int dch_pad;     // chunks written per shared row (2 nks; zero filled past dch)
+  fm::Widths w;    // from D
 };
 
 // Rows [r0, r0 + nvalid) of head h of t into a [kR][kD + 8] shared tile (fm::load_rows).
@@ -75,7 +72,7 @@ template <class T, int kD, int kR>
 __device__ __forceinline__ void load_rows(T* dst, const HeadRows& t, int64_t h, int64_t r0,
                                           int nvalid, const Cfg& c) {
   fm::load_rows<T, kD, kR, kThreads>(dst, static_cast<const T*>(t.data) + h * t.hs + r0 * t.rs,
-                                     t.rs, nvalid, c.dch, c.dch_pad);
+                                     t.rs, nvalid, c.w.dch, c.w.dch_pad);
 }
 
 // Stores the 16 rows of this warp (row0 = its first) of a shared tile, those < nvalid, to rows
@@ -85,7 +82,7 @@ __device__ __forceinline__ void store_warp_rows(void* out, const Params& p, int6
                                                 const T* src, int row0, int nvalid, int lane,
                                                 const Cfg& c) {
   fm::store_rows<T, kD>(static_cast<T*>(out) + (h * p.total_L + r0) * p.D, p.D, src, row0, 16,
-                        nvalid, lane, 32, c.dch);
+                        nvalid, lane, 32, c.w.dch);
 }
 
 // Zeroes this item's share of rows [n, len) of up to three outputs (16-byte stores; D % 8 == 0
@@ -152,7 +149,7 @@ __global__ void __launch_bounds__(kThreads, 2) fwd_kernel(const Params p, const 
       __syncthreads();
       float sc[kRows / 8][4];
       zero(sc);
-      mma_abt<T, kD, kRows>(sc, sQ, wrow0, sK + stage * kTile, ln, c.nks);
+      mma_abt<T, kD, kRows>(sc, sQ, wrow0, sK + stage * kTile, ln, c.w.nks);
       const int64_t c0 = kt * kRows;
       if (c0 + kRows > s.n) {
 #pragma unroll
@@ -185,7 +182,7 @@ __global__ void __launch_bounds__(kThreads, 2) fwd_kernel(const Params p, const 
           o[j][2 * u + 1] *= corr;
         }
       }
-      mma_xv<T, kD, kRows>(o, sc, sV + stage * kTile, ln, c.ntv);
+      mma_xv<T, kD, kRows>(o, sc, sV + stage * kTile, ln, c.w.ntv);
       __syncthreads();  // the stage is free for the next prefetch
       stage ^= 1;
     }
@@ -202,7 +199,7 @@ __global__ void __launch_bounds__(kThreads, 2) fwd_kernel(const Params p, const 
             (mrow[u] == -INFINITY ? -INFINITY : mrow[u] * kLn2) + logf(l);
     }
     // The warp's own rows of sQ: only this warp read them.
-    stage_acc<T, kD>(sQ, wrow0, o, f, lane, c.ntv);
+    stage_acc<T, kD>(sQ, wrow0, o, f, lane, c.w.ntv);
     __syncwarp();
     store_warp_rows<T, kD>(p.out, p, h, s.o + m0, sQ, wrow0, nq, lane, c);
   }
@@ -289,8 +286,8 @@ __global__ void __launch_bounds__(kThreads, 2) dq_kernel(const Params p, const C
       float sc[kRows / 8][4], dp[kRows / 8][4];
       zero(sc);
       zero(dp);
-      mma_abt<T, kD, kRows>(sc, sQ, wrow0, tK, ln, c.nks);
-      mma_abt<T, kD, kRows>(dp, sG, wrow0, sV + stage * kTile, ln, c.nks);
+      mma_abt<T, kD, kRows>(sc, sQ, wrow0, tK, ln, c.w.nks);
+      mma_abt<T, kD, kRows>(dp, sG, wrow0, sV + stage * kTile, ln, c.w.nks);
       const int64_t c0 = kt * kRows;
       const bool edge = c0 + kRows > s.n;
 #pragma unroll
@@ -302,13 +299,13 @@ __global__ void __launch_bounds__(kThreads, 2) dq_kernel(const Params p, const C
           if (edge && c0 + 8 * j + 2 * t + (e & 1) >= s.n) pr = 0.f;
           sc[j][e] = pr * (dp[j][e] - dl[u]);
         }
-      mma_xv<T, kD, kRows>(dq, sc, tK, ln, c.ntv);
+      mma_xv<T, kD, kRows>(dq, sc, tK, ln, c.w.ntv);
       __syncthreads();
       stage ^= 1;
     }
     cp_async_wait<0>();
     const float one[2] = {1.f, 1.f};
-    stage_acc<T, kD>(sQ, wrow0, dq, one, lane, c.ntv);
+    stage_acc<T, kD>(sQ, wrow0, dq, one, lane, c.w.ntv);
     __syncwarp();
     store_warp_rows<T, kD>(p.dq, p, h, s.o + m0, sQ, wrow0, nq, lane, c);
   }
@@ -373,7 +370,7 @@ __global__ void __launch_bounds__(kThreads, 2) dkdv_kernel(const Params p, const
         const T* orow = sO + stage * kQt + r * kLd;
         const T* grow = tG + r * kLd;
         float acc = 0.f;
-        for (int d = 2 * part; d < 16 * c.nks; d += 2 * kTpr) {
+        for (int d = 2 * part; d < 16 * c.w.nks; d += 2 * kTpr) {
           float o0, o1, g0, g1;
           unpack2<T>(*reinterpret_cast<const uint32_t*>(orow + d), o0, o1);
           unpack2<T>(*reinterpret_cast<const uint32_t*>(grow + d), g0, g1);
@@ -387,8 +384,8 @@ __global__ void __launch_bounds__(kThreads, 2) dkdv_kernel(const Params p, const
       float sc[kBn / 8][4], dp[kBn / 8][4];
       zero(sc);
       zero(dp);
-      mma_abt<T, kD, kBn>(sc, sK, wrow0, tQ, ln, c.nks);
-      mma_abt<T, kD, kBn>(dp, sV, wrow0, tG, ln, c.nks);
+      mma_abt<T, kD, kBn>(sc, sK, wrow0, tQ, ln, c.w.nks);
+      mma_abt<T, kD, kBn>(dp, sV, wrow0, tG, ln, c.w.nks);
       const float* lse2 = sLse + stage * kBn;
       const float* dl = sDl + stage * kBn;
 #pragma unroll
@@ -400,16 +397,16 @@ __global__ void __launch_bounds__(kThreads, 2) dkdv_kernel(const Params p, const
           sc[j][e] = pr;
           dp[j][e] = pr * (dp[j][e] - dl[q]);
         }
-      mma_xv<T, kD, kBn>(dv, sc, tG, ln, c.ntv);
-      mma_xv<T, kD, kBn>(dk, dp, tQ, ln, c.ntv);
+      mma_xv<T, kD, kBn>(dv, sc, tG, ln, c.w.ntv);
+      mma_xv<T, kD, kBn>(dk, dp, tQ, ln, c.w.ntv);
       __syncthreads();
       stage ^= 1;
     }
     cp_async_wait<0>();
     // The warp's own rows of sK and sV: only this warp read them.
     const float one[2] = {1.f, 1.f};
-    stage_acc<T, kD>(sK, wrow0, dk, one, lane, c.ntv);
-    stage_acc<T, kD>(sV, wrow0, dv, one, lane, c.ntv);
+    stage_acc<T, kD>(sK, wrow0, dk, one, lane, c.w.ntv);
+    stage_acc<T, kD>(sV, wrow0, dv, one, lane, c.w.ntv);
     __syncwarp();
     store_warp_rows<T, kD>(p.dk, p, h, s.o + k0, sK, wrow0, nk, lane, c);
     store_warp_rows<T, kD>(p.dv, p, h, s.o + k0, sV, wrow0, nk, lane, c);
@@ -421,10 +418,7 @@ inline Cfg cfg_of(const Params& p) {
   // n_b <= min(max_L, total_L); at least one tile, so that max_L = 0 still zeroes the rows.
   c.ntiles = std::max<int64_t>(1, (std::min(p.max_L, p.total_L) + kRows - 1) / kRows);
   c.items = p.H * p.B * c.ntiles;
-  c.nks = static_cast<int>((p.D + 15) / 16);
-  c.ntv = static_cast<int>(p.D / 8);
-  c.dch = static_cast<int>(p.D / 8);
-  c.dch_pad = 2 * c.nks;
+  c.w = fm::widths_of(p.D);
   return c;
 }
 
