@@ -31,22 +31,20 @@ bool aligned16(const void* ptr) {
   return reinterpret_cast<uintptr_t>(ptr) % 16 == 0;
 }
 
-// cuda_sm80_mma: fp16 / bf16 with D % 8 == 0, 8 <= D <= 256 (the backward: D <= 128), and rows of
-// q, v and out (backward: grad, dq, dv) starting 16-byte aligned (its copies and stores move 16
-// bytes); k and attn_bias any strides.
+// cuda_sm80_mma: fp16 / bf16 with D % 8 == 0, 8 <= D <= 256, and rows of q, v and out (backward:
+// also grad, dq, dv) starting 16-byte aligned (its copies, loads and stores move 16 bytes); k and
+// attn_bias any strides.
 std::string mma_accepts(const Params& p) {
   if (p.dtype != DType::fp16 && p.dtype != DType::bf16)
     return "cuda_sm80_mma runs fp16 and bf16 (cuda_sm80 runs fp32 and fp64)";
-  const int64_t max_d = p.backward ? 128 : 256;
-  if (p.D % 8 != 0 || p.D < 8 || p.D > max_d)
-    return "cuda_sm80_mma needs D a multiple of 8 in [8, " + std::to_string(max_d) +
-           "] (got D=" + std::to_string(p.D) + "); cuda_sm80 runs the rest";
-  bool al = aligned16(p.q) && aligned16(p.v) && p.q_row % 8 == 0 && p.v_row % 8 == 0;
+  if (p.D % 8 != 0 || p.D < 8 || p.D > 256)
+    return "cuda_sm80_mma needs D a multiple of 8 in [8, 256] (got D=" + std::to_string(p.D) +
+           "); cuda_sm80 runs the rest";
+  bool al = aligned16(p.q) && aligned16(p.v) && p.q_row % 8 == 0 && p.v_row % 8 == 0 &&
+            aligned16(p.out) && p.out_st % 8 == 0 && p.out_sb % 8 == 0;
   if (p.backward)
     al = al && aligned16(p.grad) && p.grad_st % 8 == 0 && p.grad_sb % 8 == 0 && aligned16(p.dq) &&
          aligned16(p.dv);
-  else
-    al = al && aligned16(p.out) && p.out_st % 8 == 0 && p.out_sb % 8 == 0;
   if (!al)
     return "cuda_sm80_mma needs 16-byte aligned rows of q, v, out / grad; cuda_sm80 runs this";
   return cuda_accepts(p);

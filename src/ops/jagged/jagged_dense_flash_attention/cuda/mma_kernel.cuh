@@ -1,6 +1,6 @@
 // jagged/jagged_dense_flash_attention/cuda/mma_kernel.cuh: cuda_sm80_mma, on tensor cores (fp16 /
 // bf16, D a multiple of 8, 16-byte aligned rows of q, v, out and grad; compiled for sm_80 and
-// sm_90a): the forward for D up to 256, the backward (below) for D up to 128.
+// sm_90a), forward and backward, D up to 256.
 //
 // The problem is attention with the T target columns of k[b] as the queries and the jagged rows
 // of q (keys) and v (values): a block of 4 warps owns 64 target columns of one sample b, 16 a
@@ -46,10 +46,14 @@ using fm::Lanes;
 constexpr int kThreads = kMmaThreads;
 constexpr int kCols = kMmaCols;  // target columns per block, 16 a warp
 
+// What a bwd_rows_kernel instance computes: dq and dbias (kPartDq), dv (kPartDv), or both.
+inline constexpr int kPartDq = 1, kPartDv = 2;
+
 struct Cfg {
   int64_t ctiles;  // column tiles (row tiles: bwd_rows_kernel) per sample
   int64_t items;   // B * ctiles
   fm::Widths w;    // from D
+  bool ds_async;   // bwd_dk_kernel: dS tiles by cp.async (T % 8 == 0, dbias 16-byte aligned)
 };
 
 // sQ[j][d] = k[b, d, t0 + j] for j < nt, d < D; 0 for j < kN past nt and for D <= d < dpad.
@@ -107,8 +111,6 @@ __global__ void __launch_bounds__(kThreads, 2) fwd_kernel(const Params p, const 
     };
     if (nkt > 0) load_qv(0, 0);
     cp_async_commit();
-    // k[b, :, t0 + j] transposed into sQ[j][:] (zero past nt and past D up to the k-steps).
-    gather_cols<T, kD, kCols>(sQ, p, b, t0, nt, 16 * c.w.nks);
     // The warp's target columns: row half u is t0 + wrow0 + g + 8 u.
     const bool warp_rows = wrow0 < nt;  // warp-uniform: whether the warp has a column to compute
     int64_t tcol[2];
@@ -118,6 +120,25 @@ __global__ void __launch_bounds__(kThreads, 2) fwd_kernel(const Params p, const 
       tok[u] = wrow0 + g + 8 * u < nt;
       tcol[u] = t0 + wrow0 + g + 8 * u;
     }
+
+    // attn_bias of row tile kt, element (j, e) at row l = kt kBk + 8 j + 2 t + (e & 1) of the
+    // column of row half e >> 1: loaded one tile ahead into registers (raw T) so that the loads
+    // of tile kt + 1 are in flight during tile kt's products; 0 past n_b and past nt.
+    T bn[kBk / 8][4];
+    auto load_bias = [&](int64_t kt) {
+#pragma unroll
+      for (int j = 0; j < kBk / 8; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int u = e >> 1;
+          const int64_t l = kt * kBk + 8 * j + 2 * t + (e & 1);
+          bn[j][e] = l < s.n && tok[u] ? bias[b * p.bias_sb + l * p.bias_sl + tcol[u] * p.bias_st]
+                                       : from_float<T>(0.f);
+        }
+    };
+    if (warp_rows && nkt > 0) load_bias(0);
+    // k[b, :, t0 + j] transposed into sQ[j][:] (zero past nt and past D up to the k-steps).
+    gather_cols<T, kD, kCols>(sQ, p, b, t0, nt, 16 * c.w.nks);
 
     float o[kD / 8][4];
     fm::zero(o);
@@ -129,21 +150,15 @@ __global__ void __launch_bounds__(kThreads, 2) fwd_kernel(const Params p, const 
       cp_async_wait<1>();
       __syncthreads();
       if (warp_rows) {
-        // Scores start as the bias (-inf past n_b).
+        // Scores start as the bias (-inf past n_b); then the next tile's bias is requested.
         float sc[kBk / 8][4];
         const int64_t c0 = kt * kBk;
 #pragma unroll
         for (int j = 0; j < kBk / 8; ++j)
 #pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int u = e >> 1;
-            const int64_t l = c0 + 8 * j + 2 * t + (e & 1);
-            float x = -INFINITY;
-            if (l < s.n)
-              x = tok[u] ? to_float(bias[b * p.bias_sb + l * p.bias_sl + tcol[u] * p.bias_st])
-                         : 0.f;
-            sc[j][e] = x;
-          }
+          for (int e = 0; e < 4; ++e)
+            sc[j][e] = c0 + 8 * j + 2 * t + (e & 1) < s.n ? to_float(bn[j][e]) : -INFINITY;
+        if (kt + 1 < nkt) load_bias(kt + 1);
         fm::mma_abt<T, kD, kBk>(sc, sQ, wrow0, sK + stage * kTile, ln, c.w.nks);
 #pragma unroll
         for (int u = 0; u < 2; ++u) {
@@ -198,24 +213,28 @@ __global__ void __launch_bounds__(kThreads, 2) fwd_kernel(const Params p, const 
   }
 }
 
-// ---- backward (D <= 128) ----
+// ---- backward ----
 //
 // bwd_rows_kernel: a block of 4 warps owns 64 rows l of one sample (16 a warp), q and v rows
-// staged once; per step of kBn target columns (64, or 32 in the 128 bucket so that dq, dv, Sᵀ and
-// dPᵀ fit in registers) it stages k's columns transposed, grad's rows, lse (+inf for a column
-// past T or with lse -inf, so that its p is 0) and delta = out . grad (from global memory), then
+// staged once; per step of kBn target columns (64, or 32 in the 128 and 256 buckets so that the
+// accumulators, Sᵀ and dPᵀ fit in registers) it reads the step's attn_bias into registers, stages
+// k's columns transposed and grad's rows, and reads lse (+inf for a column past T or with lse
+// -inf, so that its p is 0) and delta = out . grad (16-byte loads from global memory), then
 // (p by expf of s - lse in natural units, as the baseline: a score near -1e4 then loses nothing to
 // the rounding of lse log2 e)
 //   Sᵀ = bias + q kᵀ,  P = exp(Sᵀ - lse),  dPᵀ = v gradᵀ,  dS = P (dPᵀ - delta)
-// writes dbias (rows l < n_b), and accumulates dv += P grad, dq += dS kᵀ in registers.
+// writes dbias (rows l < n_b), and accumulates dv += P grad, dq += dS kᵀ in registers. With
+// D = 256 one instance computes dq and dbias (kPartDq) and a second one dv (kPartDv: S and P
+// only, no v, dP or delta), each with one 16 x 256 fp32 accumulator a warp.
 // bwd_dk_kernel: a block owns 64 target columns of one sample (16 a warp) and walks the rows in
 // tiles of 64: dkᵀ += dSᵀ q, dS read back from dbias (the rows kernel wrote it rounded to the
-// dtype, which is what a product of it uses anyway), q rows through a two-stage cp.async
-// pipeline; dk [B, D, T] is staged transposed and written with t fastest. The launcher clears dq,
-// dv and dbias first (truncated rows and dbias rows n_b <= l < S stay 0); every dk element is
-// written (0 for an empty sequence).
-template <class T, int kD, int kBn>
+// dtype, which is what a product of it uses anyway) one tile ahead into registers, q rows through
+// a two-stage cp.async pipeline; dk [B, D, T] is staged transposed and written with t fastest. The
+// launcher clears dq, dv and dbias first (truncated rows and dbias rows n_b <= l < S stay 0); every
+// dk element is written (0 for an empty sequence).
+template <class T, int kD, int kBn, int kPart>
 __global__ void __launch_bounds__(kThreads, 2) bwd_rows_kernel(const Params p, const Cfg c) {
+  constexpr bool kDq = kPart & kPartDq, kDv = kPart & kPartDv;
   constexpr int kLd = kD + 8, kTile = kCols * kLd;
   extern __shared__ __align__(128) unsigned char smem_raw[];
   T* sQ = reinterpret_cast<T*>(smem_raw);                  // q rows [64][kLd]
@@ -241,8 +260,10 @@ __global__ void __launch_bounds__(kThreads, 2) bwd_rows_kernel(const Params p, c
     __syncthreads();  // the previous item's reads of shared memory are done
     fm::load_rows<T, kD, kCols, kThreads>(sQ, static_cast<const T*>(p.q) + (s.start + r0) * p.q_row,
                                           p.q_row, nr, c.w.dch, c.w.dch_pad);
-    fm::load_rows<T, kD, kCols, kThreads>(sV, static_cast<const T*>(p.v) + (s.start + r0) * p.v_row,
-                                          p.v_row, nr, c.w.dch, c.w.dch_pad);
+    if constexpr (kDq)
+      fm::load_rows<T, kD, kCols, kThreads>(sV,
+                                            static_cast<const T*>(p.v) + (s.start + r0) * p.v_row,
+                                            p.v_row, nr, c.w.dch, c.w.dch_pad);
     cp_async_commit();
     int64_t lrow[2];
     bool rok[2];
@@ -251,28 +272,61 @@ __global__ void __launch_bounds__(kThreads, 2) bwd_rows_kernel(const Params p, c
       rok[u] = wrow0 + g + 8 * u < nr;
       lrow[u] = r0 + wrow0 + g + 8 * u;
     }
-    float dq[kD / 8][4], dv[kD / 8][4];
-    fm::zero(dq);
-    fm::zero(dv);
+    float dq[kDq ? kD / 8 : 1][4], dv[kDv ? kD / 8 : 1][4];
+    if constexpr (kDq) fm::zero(dq);
+    if constexpr (kDv) fm::zero(dv);
     const int dpad = 16 * c.w.nks;
     for (int64_t c0 = 0; c0 < p.T; c0 += kBn) {
       const int nt = static_cast<int>(min(int64_t{kBn}, p.T - c0));
       __syncthreads();  // the previous step's reads of sK, sG, sLse, sDl are done
+      // This step's attn_bias into registers first (raw T; 0 past n_b and T): their latency
+      // overlaps the copies, the gather and delta below.
+      T bz[kBn / 8][4];
+#pragma unroll
+      for (int j = 0; j < kBn / 8; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int u = e >> 1;
+          const int64_t tc = c0 + 8 * j + 2 * t + (e & 1);
+          bz[j][e] = rok[u] && tc < p.T ? bias[b * p.bias_sb + lrow[u] * p.bias_sl + tc * p.bias_st]
+                                        : from_float<T>(0.f);
+        }
       fm::load_rows<T, kD, kBn, kThreads>(sG, gradp + b * p.grad_sb + c0 * p.grad_st, p.grad_st, nt,
                                           c.w.dch, c.w.dch_pad);
       cp_async_commit();
       gather_cols<T, kD, kBn>(sK, p, b, c0, nt, dpad);
       {
+        // lse (+inf for a column past T or with lse -inf) and, for dq, delta = out . grad of
+        // column j by kTpc threads with 16-byte loads, 4 chunks each in flight.
         const int j = threadIdx.x / kTpc, part = threadIdx.x % kTpc;
         float acc = 0.f;
-        if (j < nt) {
-          const T* orow = outp + b * p.out_sb + (c0 + j) * p.out_st;
-          const T* grow = gradp + b * p.grad_sb + (c0 + j) * p.grad_st;
-#pragma unroll 4
-          for (int64_t d = part; d < p.D; d += kTpc) acc += to_float(orow[d]) * to_float(grow[d]);
-        }
+        if constexpr (kDq) {
+          if (j < nt) {
+            const T* orow = outp + b * p.out_sb + (c0 + j) * p.out_st;
+            const T* grow = gradp + b * p.grad_sb + (c0 + j) * p.grad_st;
+            constexpr int kPer = (kD / 8 + kTpc - 1) / kTpc, kU = kPer < 4 ? kPer : 4;
 #pragma unroll
-        for (int sh = 1; sh < kTpc; sh <<= 1) acc += __shfl_xor_sync(0xffffffffu, acc, sh);
+            for (int i0 = 0; i0 < kPer; i0 += kU) {
+              uint4 ov[kU], gv[kU];
+#pragma unroll
+              for (int i = 0; i < kU; ++i) {
+                const int x = part + (i0 + i) * kTpc;
+                const bool ok = x < c.w.dch;
+                ov[i] = ok ? *reinterpret_cast<const uint4*>(orow + 8 * x) : uint4{0, 0, 0, 0};
+                gv[i] = ok ? *reinterpret_cast<const uint4*>(grow + 8 * x) : uint4{0, 0, 0, 0};
+              }
+#pragma unroll
+              for (int i = 0; i < kU; ++i) {
+                const T* oe = reinterpret_cast<const T*>(&ov[i]);
+                const T* ge = reinterpret_cast<const T*>(&gv[i]);
+#pragma unroll
+                for (int k = 0; k < 8; ++k) acc = fmaf(to_float(oe[k]), to_float(ge[k]), acc);
+              }
+            }
+          }
+#pragma unroll
+          for (int sh = 1; sh < kTpc; sh <<= 1) acc += __shfl_xor_sync(0xffffffffu, acc, sh);
+        }
         if (part == 0) {
           float L = INFINITY;
           if (j < nt) {
@@ -290,48 +344,48 @@ __global__ void __launch_bounds__(kThreads, 2) bwd_rows_kernel(const Params p, c
       for (int j = 0; j < kBn / 8; ++j)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          const int u = e >> 1;
-          const int64_t tc = c0 + 8 * j + 2 * t + (e & 1);
-          sc[j][e] = rok[u] && tc < p.T
-                         ? to_float(bias[b * p.bias_sb + lrow[u] * p.bias_sl + tc * p.bias_st])
-                         : 0.f;
+          sc[j][e] = to_float(bz[j][e]);
           dp[j][e] = 0.f;
         }
       fm::mma_abt<T, kD, kBn>(sc, sQ, wrow0, sK, ln, c.w.nks);
-      fm::mma_abt<T, kD, kBn>(dp, sV, wrow0, sG, ln, c.w.nks);
+      if constexpr (kDq) fm::mma_abt<T, kD, kBn>(dp, sV, wrow0, sG, ln, c.w.nks);
 #pragma unroll
       for (int j = 0; j < kBn / 8; ++j)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const int u = e >> 1, col = 8 * j + 2 * t + (e & 1);
           const float pr = expf(sc[j][e] - sLse[col]);
-          const float ds = pr * (dp[j][e] - sDl[col]);
-          if (rok[u] && c0 + col < p.T)
-            dbias[(b * p.S + lrow[u]) * p.T + c0 + col] = from_float<T>(ds);
           sc[j][e] = pr;
-          dp[j][e] = ds;
+          if constexpr (kDq) {
+            const float ds = pr * (dp[j][e] - sDl[col]);
+            if (rok[u] && c0 + col < p.T)
+              dbias[(b * p.S + lrow[u]) * p.T + c0 + col] = from_float<T>(ds);
+            dp[j][e] = ds;
+          }
         }
-      fm::mma_xv<T, kD, kBn>(dv, sc, sG, ln, c.w.ntv);
-      fm::mma_xv<T, kD, kBn>(dq, dp, sK, ln, c.w.ntv);
+      if constexpr (kDv) fm::mma_xv<T, kD, kBn>(dv, sc, sG, ln, c.w.ntv);
+      if constexpr (kDq) fm::mma_xv<T, kD, kBn>(dq, dp, sK, ln, c.w.ntv);
     }
     cp_async_wait<0>();
     // The warp's own rows of sQ and sV: only this warp read them.
     const float one[2] = {1.f, 1.f};
-    fm::stage_acc<T, kD>(sQ, wrow0, dq, one, lane, c.w.ntv);
-    fm::stage_acc<T, kD>(sV, wrow0, dv, one, lane, c.w.ntv);
+    if constexpr (kDq) fm::stage_acc<T, kD>(sQ, wrow0, dq, one, lane, c.w.ntv);
+    if constexpr (kDv) fm::stage_acc<T, kD>(sV, wrow0, dv, one, lane, c.w.ntv);
     __syncwarp();
     const int64_t at = (s.start + r0) * p.D;
-    fm::store_rows<T, kD>(static_cast<T*>(p.dq) + at, p.D, sQ, wrow0, 16, nr, lane, 32, c.w.dch);
-    fm::store_rows<T, kD>(static_cast<T*>(p.dv) + at, p.D, sV, wrow0, 16, nr, lane, 32, c.w.dch);
+    if constexpr (kDq)
+      fm::store_rows<T, kD>(static_cast<T*>(p.dq) + at, p.D, sQ, wrow0, 16, nr, lane, 32, c.w.dch);
+    if constexpr (kDv)
+      fm::store_rows<T, kD>(static_cast<T*>(p.dv) + at, p.D, sV, wrow0, 16, nr, lane, 32, c.w.dch);
   }
 }
 
 template <class T, int kD>
 __global__ void __launch_bounds__(kThreads, 2) bwd_dk_kernel(const Params p, const Cfg c) {
-  constexpr int kLd = kD + 8, kTile = kCols * kLd, kLdS = kCols + 8;
+  constexpr int kLd = kD + 8, kTile = kCols * kLd, kLdS = kCols + 8, kSTile = kCols * kLdS;
   extern __shared__ __align__(128) unsigned char smem_raw[];
   T* sQ = reinterpret_cast<T*>(smem_raw);  // q rows, two stages
-  T* sS = sQ + 2 * kTile;                  // dS [64 rows][kLdS]
+  T* sS = sQ + 2 * kTile;                  // dS [64 rows][kLdS], two stages
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int wcol0 = warp * 16;
   const Lanes ln(lane);
@@ -343,36 +397,45 @@ __global__ void __launch_bounds__(kThreads, 2) bwd_dk_kernel(const Params p, con
     const int nt = static_cast<int>(min(int64_t{kCols}, p.T - t0));
     const int64_t nrt = (s.n + kCols - 1) / kCols;
     __syncthreads();
-    auto load_q = [&](int64_t rt, int stage) {
+    // Row tile rt of q and (c.ds_async: T % 8 == 0, dbias 16-byte aligned) of dS by cp.async.
+    auto load_tile = [&](int64_t rt, int stage) {
       const int nr = static_cast<int>(min(int64_t{kCols}, s.n - rt * kCols));
       fm::load_rows<T, kD, kCols, kThreads>(
           sQ + stage * kTile, static_cast<const T*>(p.q) + (s.start + rt * kCols) * p.q_row,
           p.q_row, nr, c.w.dch, c.w.dch_pad);
+      if (c.ds_async)
+        fm::load_rows<T, kCols, kCols, kThreads>(sS + stage * kSTile,
+                                                 dbias + (b * p.S + rt * kCols) * p.T + t0, p.T, nr,
+                                                 nt / 8, kCols / 8);
     };
-    if (nrt > 0) load_q(0, 0);
+    if (nrt > 0) load_tile(0, 0);
     cp_async_commit();
     float dk[kD / 8][4];
     fm::zero(dk);
     const bool warp_cols = wcol0 < nt;
     int stage = 0;
     for (int64_t rt = 0; rt < nrt; ++rt) {
-      if (rt + 1 < nrt) load_q(rt + 1, stage ^ 1);
+      if (rt + 1 < nrt) load_tile(rt + 1, stage ^ 1);
       cp_async_commit();
-      const int nr = static_cast<int>(min(int64_t{kCols}, s.n - rt * kCols));
-      for (int i = threadIdx.x; i < kCols * kCols; i += kThreads) {
-        const int r = i / kCols, j = i % kCols;
-        sS[r * kLdS + j] = r < nr && j < nt ? dbias[(b * p.S + rt * kCols + r) * p.T + t0 + j]
-                                            : from_float<T>(0.f);
+      if (!c.ds_async) {  // dS element by element (T % 8 != 0 or dbias not 16-byte aligned)
+        const int nr = static_cast<int>(min(int64_t{kCols}, s.n - rt * kCols));
+        T* tS = sS + stage * kSTile;
+        for (int i = threadIdx.x; i < kCols * kCols; i += kThreads) {
+          const int r = i / kCols, j = i % kCols;
+          tS[r * kLdS + j] = r < nr && j < nt ? dbias[(b * p.S + rt * kCols + r) * p.T + t0 + j]
+                                              : from_float<T>(0.f);
+        }
       }
       cp_async_wait<1>();
       __syncthreads();
       if (warp_cols) {
         const T* tQ = sQ + stage * kTile;
+        const T* tS = sS + stage * kSTile;
 #pragma unroll
         for (int kk = 0; kk < kCols / 16; ++kk) {
           uint32_t a[4];  // dSᵀ (16 columns x 16 rows) from the [row][column] tile
           core::cuda::ldsm_x4_t(
-              core::cuda::smem_u32(sS + (kk * 16 + ln.b_row) * kLdS + wcol0 + ln.b_col), a);
+              core::cuda::smem_u32(tS + (kk * 16 + ln.b_row) * kLdS + wcol0 + ln.b_col), a);
 #pragma unroll
           for (int np = 0; np < kD / 16; ++np) {
             if (2 * np < c.w.ntv) {
@@ -442,26 +505,39 @@ Status launch_bwd_mma(const Params& p, const Context& ctx) {
       mma::cfg_of(p);  // rows: tiles of 64 rows that can be valid (l < min(max_L, total_L))
   rc.ctiles = (std::min(p.max_L, p.total_L) + mma::kCols - 1) / mma::kCols;
   rc.items = p.T > 0 ? p.B * rc.ctiles : 0;
-  const mma::Cfg kc = mma::cfg_of(p);  // dk: tiles of 64 target columns
+  mma::Cfg kc = mma::cfg_of(p);  // dk: tiles of 64 target columns
+  kc.ds_async = p.T % 8 == 0 && reinterpret_cast<uintptr_t>(p.dbias) % 16 == 0;
   auto go = [&](auto d) -> Status {
     constexpr int kD = decltype(d)::value, kBn = kD > 64 ? 32 : 64;
     if (rc.items > 0) {
       const size_t bytes =
           size_t{2 * mma::kCols + 2 * kBn} * (kD + 8) * sizeof(T) + size_t{2 * kBn} * sizeof(float);
-      RECOPS_RETURN_IF_ERROR(
-          RECOPS_LAUNCH_KERNEL(kOp, (mma::bwd_rows_kernel<T, kD, kBn>),
-                               dim3(static_cast<unsigned>(std::min<int64_t>(rc.items, kMaxGrid))),
-                               dim3(mma::kThreads), bytes, ctx.stream, p, rc));
+      const dim3 grid(static_cast<unsigned>(std::min<int64_t>(rc.items, kMaxGrid)));
+      // D = 256: dq (with dbias) and dv in two passes, each with one 16 x 256 accumulator a warp
+      // (both at once would need 256 fp32 registers a thread); the dv pass recomputes only S.
+      if constexpr (kD > 128) {
+        RECOPS_RETURN_IF_ERROR(
+            RECOPS_LAUNCH_KERNEL(kOp, (mma::bwd_rows_kernel<T, kD, kBn, mma::kPartDq>), grid,
+                                 dim3(mma::kThreads), bytes, ctx.stream, p, rc));
+        RECOPS_RETURN_IF_ERROR(
+            RECOPS_LAUNCH_KERNEL(kOp, (mma::bwd_rows_kernel<T, kD, kBn, mma::kPartDv>), grid,
+                                 dim3(mma::kThreads), bytes, ctx.stream, p, rc));
+      } else {
+        RECOPS_RETURN_IF_ERROR(RECOPS_LAUNCH_KERNEL(
+            kOp, (mma::bwd_rows_kernel<T, kD, kBn, mma::kPartDq | mma::kPartDv>), grid,
+            dim3(mma::kThreads), bytes, ctx.stream, p, rc));
+      }
     }
     if (kc.items == 0) return Status::Ok();
     const size_t bytes = size_t{2 * mma::kCols} * (kD + 8) * sizeof(T) +
-                         size_t{mma::kCols} * (mma::kCols + 8) * sizeof(T);
+                         size_t{2 * mma::kCols} * (mma::kCols + 8) * sizeof(T);
     return RECOPS_LAUNCH_KERNEL(kOp, (mma::bwd_dk_kernel<T, kD>),
                                 dim3(static_cast<unsigned>(std::min<int64_t>(kc.items, kMaxGrid))),
                                 dim3(mma::kThreads), bytes, ctx.stream, p, kc);
   };
   if (p.D <= 64) return go(std::integral_constant<int, 64>{});
-  return go(std::integral_constant<int, 128>{});
+  if (p.D <= 128) return go(std::integral_constant<int, 128>{});
+  return go(std::integral_constant<int, 256>{});
 }
 
 }  // namespace recops::ops::jagged_dense_flash_attention_ns
