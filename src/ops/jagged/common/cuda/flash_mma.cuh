@@ -85,52 +85,78 @@ struct Lanes {
         t_col((lane >> 4) * 8) {}
 };
 
-// acc[j] (16 x 8 n-tiles, j < kN / 8) += A Bᵀ: A the 16 rows of sa from row ra, B the kN rows of sb
-// from row 0 (both [row][k] over D), over the first nks 16-wide k-steps.
-template <class T, int kD, int kN>
-__device__ __forceinline__ void mma_abt(float (&acc)[kN / 8][4], const T* sa, int ra, const T* sb,
-                                        const Lanes& ln, int nks) {
+// acc[mi][j] (16 x 8 n-tiles, j < kN / 8) += A_mi Bᵀ for kM row fragments: A_mi the 16 rows of sa
+// from row ra + 16 mi, B the kN rows of sb from row 0 (both [row][k] over D), over the first nks
+// 16-wide k-steps. Every B fragment serves the kM row fragments (kM = 2 halves the ldmatrix
+// traffic per mma, at the cost of registers).
+template <class T, int kD, int kN, int kM>
+__device__ __forceinline__ void mma_abt(float (&acc)[kM][kN / 8][4], const T* sa, int ra,
+                                        const T* sb, const Lanes& ln, int nks) {
   constexpr int kLd = kD + 8;
 #pragma unroll
   for (int kk = 0; kk < kD / 16; ++kk) {
     if (kk < nks) {
-      uint32_t a[4];
-      ldsm_x4(smem_u32(sa + (ra + ln.a_row) * kLd + kk * 16 + ln.a_col), a);
+      uint32_t a[kM][4];
+#pragma unroll
+      for (int mi = 0; mi < kM; ++mi)
+        ldsm_x4(smem_u32(sa + (ra + 16 * mi + ln.a_row) * kLd + kk * 16 + ln.a_col), a[mi]);
 #pragma unroll
       for (int np = 0; np < kN / 16; ++np) {
         uint32_t b[4];
         ldsm_x4(smem_u32(sb + (np * 16 + ln.b_row) * kLd + kk * 16 + ln.b_col), b);
-        mma_16816<T>(acc[2 * np], a, b[0], b[1]);
-        mma_16816<T>(acc[2 * np + 1], a, b[2], b[3]);
+#pragma unroll
+        for (int mi = 0; mi < kM; ++mi) {
+          mma_16816<T>(acc[mi][2 * np], a[mi], b[0], b[1]);
+          mma_16816<T>(acc[mi][2 * np + 1], a[mi], b[2], b[3]);
+        }
       }
     }
   }
 }
-
-// acc[j] (16 x kD, n-tiles j < ntv computed) += X V: X the 16 x kN accumulator tile x rounded to T
-// and repacked in registers as the A operand, V the kN rows of sv ([k][n] over D, transposed
-// loads).
+// One row fragment.
 template <class T, int kD, int kN>
-__device__ __forceinline__ void mma_xv(float (&acc)[kD / 8][4], const float (&x)[kN / 8][4],
+__device__ __forceinline__ void mma_abt(float (&acc)[kN / 8][4], const T* sa, int ra, const T* sb,
+                                        const Lanes& ln, int nks) {
+  mma_abt<T, kD, kN, 1>(reinterpret_cast<float(&)[1][kN / 8][4]>(acc), sa, ra, sb, ln, nks);
+}
+
+// acc[mi][j] (16 x kD, n-tiles j < ntv computed) += X_mi V for kM row fragments: X_mi the 16 x kN
+// accumulator tile x[mi] rounded to T and repacked in registers as the A operand, V the kN rows of
+// sv ([k][n] over D, transposed loads, each serving the kM fragments).
+template <class T, int kD, int kN, int kM>
+__device__ __forceinline__ void mma_xv(float (&acc)[kM][kD / 8][4], const float (&x)[kM][kN / 8][4],
                                        const T* sv, const Lanes& ln, int ntv) {
   constexpr int kLd = kD + 8;
 #pragma unroll
   for (int kk = 0; kk < kN / 16; ++kk) {
-    uint32_t a[4];
-    a[0] = pack2<T>(x[2 * kk][0], x[2 * kk][1]);
-    a[1] = pack2<T>(x[2 * kk][2], x[2 * kk][3]);
-    a[2] = pack2<T>(x[2 * kk + 1][0], x[2 * kk + 1][1]);
-    a[3] = pack2<T>(x[2 * kk + 1][2], x[2 * kk + 1][3]);
+    uint32_t a[kM][4];
+#pragma unroll
+    for (int mi = 0; mi < kM; ++mi) {
+      a[mi][0] = pack2<T>(x[mi][2 * kk][0], x[mi][2 * kk][1]);
+      a[mi][1] = pack2<T>(x[mi][2 * kk][2], x[mi][2 * kk][3]);
+      a[mi][2] = pack2<T>(x[mi][2 * kk + 1][0], x[mi][2 * kk + 1][1]);
+      a[mi][3] = pack2<T>(x[mi][2 * kk + 1][2], x[mi][2 * kk + 1][3]);
+    }
 #pragma unroll
     for (int np = 0; np < kD / 16; ++np) {
       if (2 * np < ntv) {
         uint32_t b[4];
         ldsm_x4_t(smem_u32(sv + (kk * 16 + ln.t_row) * kLd + np * 16 + ln.t_col), b);
-        mma_16816<T>(acc[2 * np], a, b[0], b[1]);
-        mma_16816<T>(acc[2 * np + 1], a, b[2], b[3]);
+#pragma unroll
+        for (int mi = 0; mi < kM; ++mi) {
+          mma_16816<T>(acc[mi][2 * np], a[mi], b[0], b[1]);
+          mma_16816<T>(acc[mi][2 * np + 1], a[mi], b[2], b[3]);
+        }
       }
     }
   }
+}
+// One row fragment.
+template <class T, int kD, int kN>
+__device__ __forceinline__ void mma_xv(float (&acc)[kD / 8][4], const float (&x)[kN / 8][4],
+                                       const T* sv, const Lanes& ln, int ntv) {
+  mma_xv<T, kD, kN, 1>(reinterpret_cast<float(&)[1][kD / 8][4]>(acc),
+                       reinterpret_cast<const float(&)[1][kN / 8][4]>(x), sv, ln, ntv);
 }
 
 template <int kN>

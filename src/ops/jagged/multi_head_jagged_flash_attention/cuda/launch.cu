@@ -7,9 +7,35 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <string>
+
+#include "core/tuning.h"
 #include "ops/jagged/multi_head_jagged_flash_attention/impls.h"
 
 namespace recops::ops::multi_head_jagged_flash_attention_ns {
+
+std::vector<TuneConfig> mma_fwd_candidates() {
+  return core::config_grid({{"fragments", {1, 2}}});
+}
+
+Status mma_fwd_fragments(const Params& p, const Context& ctx, int64_t* fragments) {
+  static const std::vector<TuneConfig> candidates = mma_fwd_candidates();
+  core::TuneQuery q;
+  q.op = "multi_head_jagged_flash_attention";
+  q.impl = "cuda_sm80_mma";
+  q.backend = DeviceType::cuda;
+  q.device_index = p.device_index;
+  q.dtype = p.dtype;
+  // The D bucket and max_L's class: how many query rows a sequence fills decides whether 128-row
+  // blocks pay (long sequences) or idle half their warps (short ones).
+  q.bucket = std::string(p.D <= 64 ? "D=64" : "D=128") + ",max_L=" + core::pow2_bucket(p.max_L, 2);
+  q.candidates = &candidates;
+  q.fallback.set("fragments", 1);
+  TuneConfig cfg;
+  RECOPS_RETURN_IF_ERROR(core::resolve_config(q, ctx, &cfg));
+  *fragments = cfg.get("fragments", 1);
+  return Status::Ok();
+}
 
 Status run_cuda(const Params& p, const Context& ctx) {
   switch (p.dtype) {

@@ -3,12 +3,14 @@
 // sm_90a): FlashAttention-2 style kernels on mma.sync m16n8k16 with fp32 accumulators, in D
 // buckets of 64 and 128 (columns past D zero filled in shared memory, k-steps past D skipped).
 //
-// Forward (fwd_kernel): a block of 4 warps owns 64 query rows of one (head, sequence), 16 a warp.
-// Q is copied to shared memory once; key tiles of 64 rows (K and V) stream through a two-stage
-// cp.async pipeline. Per tile and warp: S = Q Kᵀ in registers, keys past n_b set to -inf, the
-// online softmax in base 2 (row max over the quad by shuffles; a row max of -inf is taken as 0 so
-// that an all -inf prefix gives zeros, not NaN), P rounded to the dtype and repacked in registers
-// as the A operand of O += P V. At the end out = O / (l max_L) and lse = m + log l.
+// Forward (fwd_kernel): a block of 4 warps owns 64 kM query rows of one (head, sequence), kM
+// 16-row fragments a warp that share every K and V fragment (kM, the tune parameter `fragments`:
+// 1 or 2). Q is copied to shared memory once; key tiles (K and V; 64 rows, 32 with two fragments
+// in the 128 bucket) stream through a two-stage cp.async pipeline. Per tile and warp: S = Q Kᵀ in
+// registers, keys past n_b set to -inf, the online softmax in base 2 (row max over the quad by
+// shuffles; a row max of -inf is taken as 0 so that an all -inf prefix gives zeros, not NaN), P
+// rounded to the dtype and repacked in registers as the A operand of O += P V. At the end out = O /
+// (l max_L) and lse = m + log l.
 //
 // Backward, deterministic and without a workspace or atomics, in two kernels that recompute P:
 //   dq_kernel   (64 query rows a block): Δ = max_L out·g for its rows; per key tile
@@ -75,13 +77,13 @@ __device__ __forceinline__ void load_rows(T* dst, const HeadRows& t, int64_t h, 
                                      t.rs, nvalid, c.w.dch, c.w.dch_pad);
 }
 
-// Stores the 16 rows of this warp (row0 = its first) of a shared tile, those < nvalid, to rows
+// Stores `rows` rows of this warp (row0 = its first) of a shared tile, those < nvalid, to rows
 // r0 + r of head h of a dense [H, total_L, D] output.
 template <class T, int kD>
 __device__ __forceinline__ void store_warp_rows(void* out, const Params& p, int64_t h, int64_t r0,
-                                                const T* src, int row0, int nvalid, int lane,
-                                                const Cfg& c) {
-  fm::store_rows<T, kD>(static_cast<T*>(out) + (h * p.total_L + r0) * p.D, p.D, src, row0, 16,
+                                                const T* src, int row0, int rows, int nvalid,
+                                                int lane, const Cfg& c) {
+  fm::store_rows<T, kD>(static_cast<T*>(out) + (h * p.total_L + r0) * p.D, p.D, src, row0, rows,
                         nvalid, lane, 32, c.w.dch);
 }
 
@@ -106,15 +108,16 @@ __device__ void zero_tail(const Params& p, int64_t h, const Seq& s, int64_t tile
       lse[row0 + m] = -INFINITY;
 }
 
-template <class T, int kD>
+// kM: 16-row fragments a warp (the block owns 64 kM query rows; key tiles of kBk rows).
+template <class T, int kD, int kM, int kBk>
 __global__ void __launch_bounds__(kThreads, 2) fwd_kernel(const Params p, const Cfg c) {
-  constexpr int kLd = kD + 8, kTile = kRows * kLd;
+  constexpr int kBq = 64 * kM, kLd = kD + 8, kQTile = kBq * kLd, kKTile = kBk * kLd;
   extern __shared__ __align__(128) unsigned char smem_raw[];
   T* sQ = reinterpret_cast<T*>(smem_raw);
-  T* sK = sQ + kTile;      // two stages
-  T* sV = sK + 2 * kTile;  // two stages
+  T* sK = sQ + kQTile;      // two stages
+  T* sV = sK + 2 * kKTile;  // two stages
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  const int wrow0 = warp * 16;
+  const int wrow0 = warp * 16 * kM;
   const Lanes ln(lane);
   const float inv_maxl = 1.f / static_cast<float>(p.max_L);
 
@@ -123,85 +126,102 @@ __global__ void __launch_bounds__(kThreads, 2) fwd_kernel(const Params p, const 
     const int64_t h = hb / p.B;
     const Seq s = seq_of(p, hb % p.B);
     zero_tail<T>(p, h, s, tile, c.ntiles, p.out, nullptr, nullptr, p.lse);
-    const int64_t m0 = tile * kRows;
+    const int64_t m0 = tile * kBq;
     if (m0 >= s.n) continue;  // uniform over the block
-    const int nq = static_cast<int>(min(int64_t{kRows}, s.n - m0));
-    const int64_t nkt = (s.n + kRows - 1) / kRows;
+    const int nq = static_cast<int>(min(int64_t{kBq}, s.n - m0));
+    const int64_t nkt = (s.n + kBk - 1) / kBk;
     __syncthreads();  // the previous item's reads of shared memory are done
-    load_rows<T, kD, kRows>(sQ, p.q, h, s.o + m0, nq, c);
+    load_rows<T, kD, kBq>(sQ, p.q, h, s.o + m0, nq, c);
     cp_async_commit();
     auto load_kv = [&](int64_t kt, int stage) {
-      const int nk = static_cast<int>(min(int64_t{kRows}, s.n - kt * kRows));
-      load_rows<T, kD, kRows>(sK + stage * kTile, p.k, h, s.o + kt * kRows, nk, c);
-      load_rows<T, kD, kRows>(sV + stage * kTile, p.v, h, s.o + kt * kRows, nk, c);
+      const int nk = static_cast<int>(min(int64_t{kBk}, s.n - kt * kBk));
+      load_rows<T, kD, kBk>(sK + stage * kKTile, p.k, h, s.o + kt * kBk, nk, c);
+      load_rows<T, kD, kBk>(sV + stage * kKTile, p.v, h, s.o + kt * kBk, nk, c);
     };
     load_kv(0, 0);
     cp_async_commit();
 
-    float o[kD / 8][4];
-    zero(o);
-    float mrow[2] = {-INFINITY, -INFINITY}, lrow[2] = {0.f, 0.f};  // m in log2 units
+    float o[kM][kD / 8][4];
+    // Row h = 2 mi + u of this thread: row g + 8 u of fragment mi. m in log2 units.
+    float mrow[2 * kM], lrow[2 * kM];
+#pragma unroll
+    for (int mi = 0; mi < kM; ++mi) {
+      zero(o[mi]);
+      mrow[2 * mi] = mrow[2 * mi + 1] = -INFINITY;
+      lrow[2 * mi] = lrow[2 * mi + 1] = 0.f;
+    }
     int stage = 0;
     for (int64_t kt = 0; kt < nkt; ++kt) {
       if (kt + 1 < nkt) load_kv(kt + 1, stage ^ 1);
       cp_async_commit();
       cp_async_wait<1>();
       __syncthreads();
-      float sc[kRows / 8][4];
-      zero(sc);
-      mma_abt<T, kD, kRows>(sc, sQ, wrow0, sK + stage * kTile, ln, c.w.nks);
-      const int64_t c0 = kt * kRows;
-      if (c0 + kRows > s.n) {
+      float sc[kM][kBk / 8][4];
 #pragma unroll
-        for (int j = 0; j < kRows / 8; ++j)
+      for (int mi = 0; mi < kM; ++mi) zero(sc[mi]);
+      mma_abt<T, kD, kBk, kM>(sc, sQ, wrow0, sK + stage * kKTile, ln, c.w.nks);
+      const int64_t c0 = kt * kBk;
+      if (c0 + kBk > s.n) {
 #pragma unroll
-          for (int e = 0; e < 4; ++e)
-            if (c0 + 8 * j + 2 * t + (e & 1) >= s.n) sc[j][e] = -INFINITY;
+        for (int mi = 0; mi < kM; ++mi)
+#pragma unroll
+          for (int j = 0; j < kBk / 8; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e)
+              if (c0 + 8 * j + 2 * t + (e & 1) >= s.n) sc[mi][j][e] = -INFINITY;
       }
 #pragma unroll
-      for (int u = 0; u < 2; ++u) {
-        float mx = -INFINITY;
+      for (int mi = 0; mi < kM; ++mi)
 #pragma unroll
-        for (int j = 0; j < kRows / 8; ++j) mx = fmaxf(mx, fmaxf(sc[j][2 * u], sc[j][2 * u + 1]));
-        const float mnew = fmaxf(mrow[u], quad_max(mx) * kLog2e);
-        const float muse = mnew == -INFINITY ? 0.f : mnew;
-        const float corr = exp2f(mrow[u] - muse);
-        mrow[u] = mnew;
-        float sum = 0.f;
+        for (int u = 0; u < 2; ++u) {
+          const int r = 2 * mi + u;
+          float mx = -INFINITY;
 #pragma unroll
-        for (int j = 0; j < kRows / 8; ++j)
+          for (int j = 0; j < kBk / 8; ++j)
+            mx = fmaxf(mx, fmaxf(sc[mi][j][2 * u], sc[mi][j][2 * u + 1]));
+          const float mnew = fmaxf(mrow[r], quad_max(mx) * kLog2e);
+          const float muse = mnew == -INFINITY ? 0.f : mnew;
+          const float corr = exp2f(mrow[r] - muse);
+          mrow[r] = mnew;
+          float sum = 0.f;
 #pragma unroll
-          for (int e = 2 * u; e < 2 * u + 2; ++e) {
-            sc[j][e] = exp2f(fmaf(sc[j][e], kLog2e, -muse));
-            sum += sc[j][e];
+          for (int j = 0; j < kBk / 8; ++j)
+#pragma unroll
+            for (int e = 2 * u; e < 2 * u + 2; ++e) {
+              sc[mi][j][e] = exp2f(fmaf(sc[mi][j][e], kLog2e, -muse));
+              sum += sc[mi][j][e];
+            }
+          lrow[r] = lrow[r] * corr + sum;
+#pragma unroll
+          for (int j = 0; j < kD / 8; ++j) {
+            o[mi][j][2 * u] *= corr;
+            o[mi][j][2 * u + 1] *= corr;
           }
-        lrow[u] = lrow[u] * corr + sum;
-#pragma unroll
-        for (int j = 0; j < kD / 8; ++j) {
-          o[j][2 * u] *= corr;
-          o[j][2 * u + 1] *= corr;
         }
-      }
-      mma_xv<T, kD, kRows>(o, sc, sV + stage * kTile, ln, c.w.ntv);
+      mma_xv<T, kD, kBk, kM>(o, sc, sV + stage * kKTile, ln, c.w.ntv);
       __syncthreads();  // the stage is free for the next prefetch
       stage ^= 1;
     }
     cp_async_wait<0>();
 
-    float f[2];
 #pragma unroll
-    for (int u = 0; u < 2; ++u) {
-      const float l = quad_sum(lrow[u]);
-      f[u] = inv_maxl / l;
-      const int r = wrow0 + g + 8 * u;
-      if (p.lse && t == 0 && r < nq)
-        p.lse[h * p.total_L + s.o + m0 + r] =
-            (mrow[u] == -INFINITY ? -INFINITY : mrow[u] * kLn2) + logf(l);
+    for (int mi = 0; mi < kM; ++mi) {
+      float f[2];
+#pragma unroll
+      for (int u = 0; u < 2; ++u) {
+        const int r = 2 * mi + u;
+        const float l = quad_sum(lrow[r]);
+        f[u] = inv_maxl / l;
+        const int row = wrow0 + 16 * mi + g + 8 * u;
+        if (p.lse && t == 0 && row < nq)
+          p.lse[h * p.total_L + s.o + m0 + row] =
+              (mrow[r] == -INFINITY ? -INFINITY : mrow[r] * kLn2) + logf(l);
+      }
+      // The warp's own rows of sQ: only this warp read them.
+      stage_acc<T, kD>(sQ, wrow0 + 16 * mi, o[mi], f, lane, c.w.ntv);
     }
-    // The warp's own rows of sQ: only this warp read them.
-    stage_acc<T, kD>(sQ, wrow0, o, f, lane, c.w.ntv);
     __syncwarp();
-    store_warp_rows<T, kD>(p.out, p, h, s.o + m0, sQ, wrow0, nq, lane, c);
+    store_warp_rows<T, kD>(p.out, p, h, s.o + m0, sQ, wrow0, 16 * kM, nq, lane, c);
   }
 }
 
@@ -307,7 +327,7 @@ __global__ void __launch_bounds__(kThreads, 2) dq_kernel(const Params p, const C
     const float one[2] = {1.f, 1.f};
     stage_acc<T, kD>(sQ, wrow0, dq, one, lane, c.w.ntv);
     __syncwarp();
-    store_warp_rows<T, kD>(p.dq, p, h, s.o + m0, sQ, wrow0, nq, lane, c);
+    store_warp_rows<T, kD>(p.dq, p, h, s.o + m0, sQ, wrow0, 16, nq, lane, c);
   }
 }
 
@@ -408,15 +428,16 @@ __global__ void __launch_bounds__(kThreads, 2) dkdv_kernel(const Params p, const
     stage_acc<T, kD>(sK, wrow0, dk, one, lane, c.w.ntv);
     stage_acc<T, kD>(sV, wrow0, dv, one, lane, c.w.ntv);
     __syncwarp();
-    store_warp_rows<T, kD>(p.dk, p, h, s.o + k0, sK, wrow0, nk, lane, c);
-    store_warp_rows<T, kD>(p.dv, p, h, s.o + k0, sV, wrow0, nk, lane, c);
+    store_warp_rows<T, kD>(p.dk, p, h, s.o + k0, sK, wrow0, 16, nk, lane, c);
+    store_warp_rows<T, kD>(p.dv, p, h, s.o + k0, sV, wrow0, 16, nk, lane, c);
   }
 }
 
-inline Cfg cfg_of(const Params& p) {
+// rows: the rows of a tile (kRows; the forward's 64 kM).
+inline Cfg cfg_of(const Params& p, int64_t rows = kRows) {
   Cfg c{};
   // n_b <= min(max_L, total_L); at least one tile, so that max_L = 0 still zeroes the rows.
-  c.ntiles = std::max<int64_t>(1, (std::min(p.max_L, p.total_L) + kRows - 1) / kRows);
+  c.ntiles = std::max<int64_t>(1, (std::min(p.max_L, p.total_L) + rows - 1) / rows);
   c.items = p.H * p.B * c.ntiles;
   c.w = fm::widths_of(p.D);
   return c;
@@ -424,6 +445,13 @@ inline Cfg cfg_of(const Params& p) {
 
 inline unsigned grid_of(const Cfg& c) {
   return static_cast<unsigned>(std::min<int64_t>(c.items, kMaxGrid));
+}
+
+// The forward's key tile rows for kM row fragments of 16 a warp: 64, or 32 with two fragments in
+// the 128 bucket so that O and S of both fit in registers.
+template <int kD, int kM>
+constexpr int fwd_key_rows() {
+  return kM > 1 && kD > 64 ? 32 : 64;
 }
 
 template <int kD>
@@ -439,17 +467,26 @@ Status by_bucket(int64_t D, F&& f) {
 
 }  // namespace mma
 
+// The forward with the tune parameter `fragments` (mma_fwd_candidates): 16-row fragments a warp,
+// 1 (64 query rows a block) or 2 (128 rows; every K and V fragment serves both).
 template <class T>
 Status launch_fwd_mma(const Params& p, const Context& ctx) {
-  const mma::Cfg c = mma::cfg_of(p);
-  if (c.items == 0) return Status::Ok();
-  return mma::by_bucket(p.D, [&](auto d) {
-    constexpr int kD = decltype(d)::value;
-    const size_t bytes = size_t{5} * mma::kRows * (kD + 8) * sizeof(T);
-    return RECOPS_LAUNCH_KERNEL("multi_head_jagged_flash_attention", (mma::fwd_kernel<T, kD>),
-                                dim3(mma::grid_of(c)), dim3(mma::kThreads), bytes, ctx.stream, p,
-                                c);
-  });
+  int64_t frags = 1;
+  RECOPS_RETURN_IF_ERROR(mma_fwd_fragments(p, ctx, &frags));
+  auto go = [&](auto m) {
+    constexpr int kM = decltype(m)::value;
+    const mma::Cfg c = mma::cfg_of(p, 64 * kM);
+    if (c.items == 0) return Status::Ok();
+    return mma::by_bucket(p.D, [&](auto d) {
+      constexpr int kD = decltype(d)::value, kBk = mma::fwd_key_rows<kD, kM>();
+      const size_t bytes = size_t{64 * kM + 4 * kBk} * (kD + 8) * sizeof(T);
+      return RECOPS_LAUNCH_KERNEL("multi_head_jagged_flash_attention",
+                                  (mma::fwd_kernel<T, kD, kM, kBk>), dim3(mma::grid_of(c)),
+                                  dim3(mma::kThreads), bytes, ctx.stream, p, c);
+    });
+  };
+  if (frags == 2) return go(std::integral_constant<int, 2>{});
+  return go(std::integral_constant<int, 1>{});
 }
 
 template <class T>
