@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <numbers>
 #include <optional>
@@ -49,7 +50,11 @@ std::vector<int64_t> make_lengths(const LengthsSpec& spec, uint64_t case_seed) {
 
 std::vector<int64_t> offsets_from_lengths(const std::vector<int64_t>& lengths) {
   std::vector<int64_t> o(lengths.size() + 1, 0);
-  for (size_t i = 0; i < lengths.size(); ++i) o[i + 1] = o[i] + lengths[i];
+  // Saturated at the int64 limits: a case file's lengths may be anything, and the sizes they give
+  // are then refused when allocated instead of wrapping.
+  for (size_t i = 0; i < lengths.size(); ++i)
+    if (__builtin_add_overflow(o[i], lengths[i], &o[i + 1]))
+      o[i + 1] = lengths[i] > 0 ? INT64_MAX : INT64_MIN;
   return o;
 }
 

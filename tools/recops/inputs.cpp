@@ -13,6 +13,18 @@ Status case_error(const CaseRow& row, const std::string& msg) {
                 "case '" + row.spec->id + "' (" + row.op + "): " + msg);
 }
 
+namespace {
+// The product of `sizes` into *out; false when it leaves int64 (a case file's sizes may be
+// anything, and a wrapped product would size a buffer wrongly).
+bool size_product(const std::vector<int64_t>& sizes, int64_t* out) {
+  int64_t n = 1;
+  for (int64_t v : sizes)
+    if (__builtin_mul_overflow(n, v, &n)) return false;
+  *out = n;
+  return true;
+}
+}  // namespace
+
 Status make_offsets_input(const CaseRow& row, Input* out, std::vector<int64_t>* values) {
   const CaseSpec& cs = *row.spec;
   if (cs.lengths) {
@@ -31,7 +43,9 @@ Status make_offsets_input(const CaseRow& row, Input* out, std::vector<int64_t>* 
   Shape shape = {n};
   if (cs.offsets_shape) {
     int64_t m = 1;
-    for (int64_t s : *cs.offsets_shape) m *= s;
+    if (!size_product(*cs.offsets_shape, &m))
+      return case_error(row, "offsets_shape " + shape_str(*cs.offsets_shape) +
+                                 ": its element count overflows int64");
     if (m != n)
       return case_error(row, "offsets_shape " + shape_str(*cs.offsets_shape) + " holds " +
                                  std::to_string(m) + " elements, the offsets have " +
@@ -51,10 +65,12 @@ Status make_rowpadded_input(const CaseRow& row, const std::string& name, DType d
                             const Shape& lead, const std::vector<int64_t>& E, int64_t row_pad,
                             uint64_t slot, Input* out) {
   const CaseSpec& cs = *row.spec;
-  int64_t rows = 1, D = 1;
-  for (int64_t s : lead) rows *= s;
-  for (int64_t s : E) D *= s;
-  const int64_t width = D + row_pad;
+  int64_t rows = 1, D = 1, width = 0, total = 0;
+  if (!size_product(lead, &rows) || !size_product(E, &D) ||
+      __builtin_add_overflow(D, row_pad, &width) || !size_product({rows, width}, &total))
+    return case_error(row, name + ": rows " + shape_str(lead) + " x (" + shape_str(E) +
+                               " + row_pad " + std::to_string(row_pad) +
+                               ") elements overflow int64");
   out->name = name;
   out->buf = Tensor::empty({rows, width}, dtype);
   Shape shape = lead, stride(lead.size() + E.size());

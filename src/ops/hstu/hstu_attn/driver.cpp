@@ -25,10 +25,12 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <map>
 #include <sstream>
 
+#include "core/hash_rng.h"
 #include "core/kit/op_def.h"
 #include "recops/hstu.h"
 #include "tools/recops/inputs.h"
@@ -73,11 +75,17 @@ int64_t mask_type_named(const std::string& name) {
 }
 
 // Random integer in [lo, hi] from (seed, i).
+// The int64 generator of gen.h's fills, taken directly (exact past 2^53, where the fills' double
+// would round).
 int64_t rand_int(uint64_t seed, uint64_t i, int64_t lo, int64_t hi) {
-  FillSpec f;
-  f.seed = seed;
-  f.range = std::pair{lo, hi};
-  return static_cast<int64_t>(generated_value(DType::int64, f, i));
+  return core::uniform_int(seed, i, lo, hi);
+}
+
+// a + b, saturated at the int64 limits (case-file tags may be anything; a wrapped length would
+// size a tensor wrongly; a saturated one is refused by the allocation with an error).
+int64_t sat_add(int64_t a, int64_t b) {
+  int64_t r = 0;
+  return __builtin_add_overflow(a, b, &r) ? (b > 0 ? INT64_MAX : INT64_MIN) : r;
 }
 
 class HstuAttn final : public Driver {
@@ -139,14 +147,17 @@ class HstuAttn final : public Driver {
     std::vector<int64_t> Lnew(Lq.size()), cached(Lq.size(), 0), Lk(Lq.size());
     int64_t max_lk = 0;
     for (int64_t b = 0; b < B; ++b) {
-      Lnew[b] = std::max<int64_t>(0, Lq[b] + delta);
-      if (ps > 0) cached[b] = rand_int(cs.seed, 1000 + static_cast<uint64_t>(b), 0, 3 * ps);
-      Lk[b] = cached[b] + Lnew[b];
+      Lnew[b] = std::max<int64_t>(0, sat_add(Lq[b], delta));
+      // Up to 3 pages cached (the bound saturates for a page size past int64 / 3).
+      if (ps > 0)
+        cached[b] = rand_int(cs.seed, 1000 + static_cast<uint64_t>(b), 0,
+                             ps > INT64_MAX / 3 ? INT64_MAX : 3 * ps);
+      Lk[b] = sat_add(cached[b], Lnew[b]);
       max_lk = std::max(max_lk, Lk[b]);
     }
     const std::vector<int64_t> off_k = offsets_from_lengths(Lnew);
     const int64_t Sq = cs.max_seq_len.value_or(max_lq);
-    const int64_t Sk = tag_int("max_k", dense ? max_lq + delta : max_lk);
+    const int64_t Sk = tag_int("max_k", dense ? sat_add(max_lq, delta) : max_lk);
     const int64_t total_q = off_q.empty() ? 0 : off_q.back();
     const int64_t total_k = off_k.empty() ? 0 : off_k.back();
     const int64_t nq_tok = dense ? B * max_lq : total_q;
@@ -154,8 +165,8 @@ class HstuAttn final : public Driver {
 
     // q, k, v.
     const Shape qs = dense ? Shape{B, max_lq, Hq, d} : Shape{total_q, Hq, d};
-    Shape ks = dense ? Shape{B, max_lq + delta, Hk, d} : Shape{total_k, Hk, d};
-    Shape vs = dense ? Shape{B, max_lq + delta, Hk, dv} : Shape{total_k, Hk, dv};
+    Shape ks = dense ? Shape{B, sat_add(max_lq, delta), Hk, d} : Shape{total_k, Hk, d};
+    Shape vs = dense ? Shape{B, sat_add(max_lq, delta), Hk, dv} : Shape{total_k, Hk, dv};
     if (bad == "k_d") ks.back() = d + 1;
     if (bad == "v_heads") vs[vs.size() - 2] = Hk + 1;
     if (bad == "k_rank") ks = Shape{1, total_k, Hk, d};
@@ -231,7 +242,7 @@ class HstuAttn final : public Driver {
     if (ps > 0) {
       std::vector<int64_t> page_off = {0}, last(static_cast<size_t>(B));
       for (int64_t b = 0; b < B; ++b) {
-        const int64_t np = (cached[b] + ps - 1) / ps;
+        const int64_t np = cached[b] / ps + (cached[b] % ps != 0);
         page_off.push_back(page_off.back() + np);
         last[b] = np == 0 ? 0 : cached[b] - (np - 1) * ps;
       }
