@@ -51,25 +51,37 @@ class BlockSparseAttentionDriver final : public StemDriver {
     Lens L;
     RECOPS_RETURN_IF_ERROR(make_lens(row, tags, &L));
     const int64_t B = L.B, Bs = tag_int(tags, "bs", 128);
-    const bool causal = !has(tags, "noncausal");
-    const std::string bad = tag_str(tags, "bad"), sel = tag_str(tags, "sel");
+    const bool causal = !tag_flag(tags, "noncausal");
+    // Named values: an unknown one is an error naming the tag, not a silent default.
+    const std::string bad = tag_choice(tags, "bad",
+                                       {"dup_id", "oob_id", "cu_not_monotone", "dtype_mix",
+                                        "no_kv_layout", "page_id", "both_kv_layouts"});
+    const std::string sel = tag_choice(tags, "sel", {"all", "rand", "empty"});
+    tag_choice(tags, "fa_rows", {"16", "32"});
     uint64_t slot = 1;
     RECOPS_RETURN_IF_ERROR(make_qkv(row, tags, L, p->dtype, Nq, Nk, D, D, &slot, p));
-    // The selection: per row (b, hq, i), ids of [0, Kb) in a shuffled order.
-    const int64_t Qmax = tag_int(tags, "qmax", max_blocks(L.q, Bs)),
-                  Kmax = tag_int(tags, "kmax", max_blocks(L.kv, Bs));
-    std::vector<int64_t> ids(static_cast<size_t>(B * Nq * Qmax * Kmax), -1),
-        lens(static_cast<size_t>(B * Nq * Qmax), 0);
+    // The selection: per row (b, hq, i), ids of [0, Kb) in a shuffled order. A block size <= 0
+    // is the op's error to report; the selection is then made with blocks of one token (bs=0
+    // divided by zero here). Its size is checked: qmax=2^62 wrapped the product.
+    const int64_t gbs = Bs > 0 ? Bs : 1;
+    const int64_t Qmax = tag_int_at_least(tags, "qmax", max_blocks(L.q, gbs), 0),
+                  Kmax = tag_int_at_least(tags, "kmax", max_blocks(L.kv, gbs), 0);
+    const int64_t nrows = TensorView::mul_sat(TensorView::mul_sat(B, Nq), Qmax);
+    if (nrows > (int64_t{1} << 32) || TensorView::mul_sat(nrows, Kmax) > (int64_t{1} << 32))
+      return case_error(row, "qmax=" + std::to_string(Qmax) + ", kmax=" + std::to_string(Kmax) +
+                                 ": the selection [B, Nq, Qmax, Kmax] has more than 2^32 ids");
+    std::vector<int64_t> ids(static_cast<size_t>(nrows * Kmax), -1),
+        lens(static_cast<size_t>(nrows), 0);
     const uint64_t ss = tensor_seed(cs.seed, slot++);
     ops::stem::StemRules r;
     r.causal = causal;
-    r.Bs = Bs;
+    r.Bs = gbs;
     uint64_t n = 0;
     for (int64_t b = 0; b < B; ++b)
       for (int64_t hq = 0; hq < Nq; ++hq)
-        for (int64_t i = 0; i < std::min(Qmax, ops::stem::ceil_div(L.q[b], Bs)); ++i) {
+        for (int64_t i = 0; i < std::min(Qmax, ops::stem::ceil_div(L.q[b], gbs)); ++i) {
           const int64_t row_id = (b * Nq + hq) * Qmax + i;
-          const int64_t Kb = ops::stem::ceil_div(L.kv[b], Bs);
+          const int64_t Kb = ops::stem::ceil_div(L.kv[b], gbs);
           std::vector<int64_t> pool;
           if (sel == "all") {
             for (int64_t j = 0; j < ops::stem::visible_blocks(r, L.q[b], L.kv[b], L.kv[b], i); ++j)
@@ -82,6 +94,8 @@ class BlockSparseAttentionDriver final : public StemDriver {
             std::swap(pool[t], pool[rand_u(ss, n++) % (t + 1)]);
           if (bad == "dup_id" && pool.size() >= 2) pool[1] = pool[0];
           if (bad == "oob_id" && !pool.empty()) pool[0] = Kb;
+          // A row holds at most Kmax ids (kmax= below the batch's Kb wrote past the row).
+          if (static_cast<int64_t>(pool.size()) > Kmax) pool.resize(static_cast<size_t>(Kmax));
           for (size_t t = 0; t < pool.size(); ++t) ids[row_id * Kmax + t] = pool[t];
           lens[row_id] = static_cast<int64_t>(pool.size());
         }

@@ -14,6 +14,15 @@
 
 namespace recops::cli::stem {
 
+namespace {
+// bad= as make_qkv and make_kv read it: the driver's make checked it first against its own list
+// (tag_choice), which holds the values these two act on.
+std::string checked_bad(const Tags& t) {
+  auto it = t.find("bad");
+  return it == t.end() ? "" : it->second;
+}
+}  // namespace
+
 Tags tags_of(const CaseSpec& cs) {
   Tags m;
   for (const auto& t : cs.tags) {
@@ -30,20 +39,31 @@ bool has(const Tags& t, const std::string& k) {
 }
 int64_t tag_int(const Tags& t, const std::string& k, int64_t d) {
   auto it = t.find(k);
-  return it == t.end() || it->second.empty() ? d : tag_to_int(k, it->second);
+  return it == t.end() ? d : tag_to_int(k, it->second);
+}
+int64_t tag_int_at_least(const Tags& t, const std::string& k, int64_t d, int64_t lo) {
+  auto it = t.find(k);
+  return it == t.end() ? d : tag_to_int_at_least(k, it->second, lo);
 }
 double tag_double(const Tags& t, const std::string& k, double d) {
   auto it = t.find(k);
-  if (it == t.end() || it->second.empty()) return d;
-  return tag_to_double(k, it->second);
+  return it == t.end() ? d : tag_to_double(k, it->second);
 }
-std::string tag_str(const Tags& t, const std::string& k) {
+std::string tag_choice(const Tags& t, const std::string& k,
+                       std::initializer_list<std::string_view> accepted) {
   auto it = t.find(k);
-  return it == t.end() ? "" : it->second;
+  return it == t.end() ? "" : tag_to_choice(k, it->second, accepted);
+}
+bool tag_flag(const Tags& t, const std::string& k) {
+  auto it = t.find(k);
+  if (it == t.end()) return false;
+  tag_no_value(k, it->second);
+  return true;
 }
 std::vector<int64_t> tag_list(const Tags& t, const std::string& k) {
   std::vector<int64_t> v;
-  std::stringstream ss(tag_str(t, k));
+  auto it = t.find(k);
+  std::stringstream ss(it == t.end() ? "" : it->second);
   std::string item;
   while (std::getline(ss, item, ':'))
     if (!item.empty()) v.push_back(tag_to_int(k, item));
@@ -102,8 +122,13 @@ int64_t max_blocks(const std::vector<int64_t>& v, int64_t bs) {
 
 Status make_kv(const CaseRow& row, const Tags& tags, const Lens& L, DType dt, int64_t Nk, int64_t D,
                int64_t Dv, uint64_t seed_k, uint64_t seed_v, double scale, Problem* p) {
-  const int64_t ps = tag_int(tags, "paged", 0);
-  const std::string bad = tag_str(tags, "bad");
+  const int64_t ps = tag_int_at_least(tags, "paged", 0, 1);
+  const std::string bad = checked_bad(tags);
+  // A layout's violation asked of the other layout would silently do nothing.
+  if (ps == 0 && (bad == "page_id" || bad == "both_kv_layouts"))
+    return case_error(row, "bad=" + bad + " needs paged K/V (paged=PS)");
+  if (ps != 0 && (bad == "dtype_mix" || bad == "no_kv_layout"))
+    return case_error(row, "bad=" + bad + " needs packed K/V (no paged=)");
   if (ps == 0) {
     std::vector<int64_t> cu = {0};
     for (int64_t x : L.kv) cu.push_back(cu.back() + x);
@@ -149,7 +174,7 @@ Status make_qkv(const CaseRow& row, const Tags& tags, const Lens& L, DType dt, i
       data_input("q", dt, {cu.back(), Nq, D}, tensor_seed(cs.seed, (*slot)++), cs.scale));
   const uint64_t sk = tensor_seed(cs.seed, (*slot)++), sv = tensor_seed(cs.seed, (*slot)++);
   RECOPS_RETURN_IF_ERROR(make_kv(row, tags, L, dt, Nk, D, Dv, sk, sv, cs.scale, p));
-  if (tag_str(tags, "bad") == "cu_not_monotone" && cu.size() > 2) std::swap(cu[1], cu[2]);
+  if (checked_bad(tags) == "cu_not_monotone" && cu.size() > 2) std::swap(cu[1], cu[2]);
   p->inputs.push_back(int_input("cu_seqlens_q", DType::int32, cu));
   p->inputs.push_back(int_input("kv_seq_lens", DType::int32, L.kv));
   return Status::Ok();

@@ -13,10 +13,12 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -29,11 +31,19 @@ using Tags = std::map<std::string, std::string>;
 
 Tags tags_of(const CaseSpec& cs);
 bool has(const Tags& t, const std::string& k);
-// The tag's value, or `d` when it is absent or has no value.
+// The tag's value, or `d` when it is absent; a present tag needs a number (a bare `bs` or a `bs=`
+// is an error, not the default).
 int64_t tag_int(const Tags& t, const std::string& k, int64_t d);
+// As tag_int, with the value >= lo (an error naming the tag, the value and the bound otherwise).
+int64_t tag_int_at_least(const Tags& t, const std::string& k, int64_t d, int64_t lo);
 // As tag_int; "nan" and "inf" are read as such.
 double tag_double(const Tags& t, const std::string& k, double d);
-std::string tag_str(const Tags& t, const std::string& k);
+// The value of a tag that takes one of `accepted` ("" when it is absent); any other value,
+// none included, is an error naming the tag, the value and the accepted values.
+std::string tag_choice(const Tags& t, const std::string& k,
+                       std::initializer_list<std::string_view> accepted);
+// Whether the bare tag `k` (e.g. `noncausal`) is there; `k=value` is an error.
+bool tag_flag(const Tags& t, const std::string& k);
 // A ':'-separated list of integers (empty when the tag is absent).
 std::vector<int64_t> tag_list(const Tags& t, const std::string& k);
 
@@ -59,9 +69,10 @@ Status make_lens(const CaseRow& row, const Tags& tags, Lens* L);
 // max over v of ceil(x / bs).
 int64_t max_blocks(const std::vector<int64_t>& v, int64_t bs);
 
-// K/V inputs of prepare and attention: packed (with cu_seqlens_kv) or paged (page size PS, with
-// a shuffled block table and spare pages). bad=dtype_mix|no_kv_layout (packed),
-// bad=page_id|both_kv_layouts (paged).
+// K/V inputs of prepare and attention: packed (with cu_seqlens_kv) or paged (page size PS >= 1,
+// with a shuffled block table and spare pages). bad=dtype_mix|no_kv_layout (packed),
+// bad=page_id|both_kv_layouts (paged; each is an error with the other layout). The caller checked
+// bad= with tag_choice, its list holding these and make_qkv's.
 Status make_kv(const CaseRow& row, const Tags& tags, const Lens& L, DType dt, int64_t Nk, int64_t D,
                int64_t Dv, uint64_t seed_k, uint64_t seed_v, double scale, Problem* p);
 

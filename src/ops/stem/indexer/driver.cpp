@@ -18,13 +18,15 @@
 //                      the output rows, as large Kmax runs; 2 our scoring GEMM + selection;
 //                      3 cuBLAS scoring GEMM + selection) through Context::tune_config and skip
 //                      cuda_sm90 unless --impl names it (the CPU implementations ignore it);
-//                      gemm_rows=256|512 with path=3: the query blocks per cuBLAS GEMM
+//                      gemm_rows=N (>= 1, e.g. 256 or 512) with path=3: the query blocks per
+//                      cuBLAS GEMM
 //   scores=zero|vbias_j|vbias_negj|near_tie|inf_nan   special score patterns (default random)
 //   kslice             kflat is every other batch of a [2B, ...] tensor (non-contiguous)
 //   bs=N, ts=N         stem_block_size / stem_stride
 //   bad=WHAT           one deliberate spec §10 violation (see make).
 // stem_indexer_metadata reads shape, lengths, kv= / delta=, bs=, ts=, noncausal, window= and
-// bad=lens_dtype.
+// bad=lens_dtype. A value a tag does not take (scores=zipf, noncausal=1, bad=typo, prec=4) is an
+// error naming the tag, the value and the values it takes.
 //
 // Judging: stem_indexer by spec §11 rules 2-5 (exact sparse_seq_len, -1 padding, valid prefixes,
 // equal sets but for boundary ties within the score tolerance of the golden's κ*),
@@ -51,10 +53,10 @@ class StemIndexerDriver final : public StemDriver {
   StemIndexerDriver()
       : StemDriver(
             {"stem_indexer", "stem_indexer_metadata"}, "stem/indexer",
-            {"alpha",     "bad",        "bias_large",  "bias_medium", "bs",     "delta",
-             "gemm_rows", "initial",    "kmax",        "kslice",      "kv",     "meta",
-             "noncausal", "paged",      "path",        "prec",        "prompt", "prompt_extra",
-             "qmax",      "rate_large", "rate_medium", "scores",      "ts",     "window"}) {}
+            {"alpha",      "bad",         "bias_large", "bias_medium", "bs",           "delta",
+             "gemm_rows",  "initial",     "kmax",       "kslice",      "kv",           "meta",
+             "noncausal",  "path",        "prec",       "prompt",      "prompt_extra", "qmax",
+             "rate_large", "rate_medium", "scores",     "ts",          "window"}) {}
 
   Status make(const CaseRow& row, Problem* p) const override {
     const CaseSpec& cs = *row.spec;
@@ -66,9 +68,26 @@ class StemIndexerDriver final : public StemDriver {
     Lens L;
     RECOPS_RETURN_IF_ERROR(make_lens(row, tags, &L));
     const int64_t B = L.B, Bs = tag_int(tags, "bs", 128), Ts = tag_int(tags, "ts", 16);
-    const std::string bad = tag_str(tags, "bad");
+    // Named values and flags first, for both ops: an unknown value is an error naming the tag,
+    // not a silent default (scores=zipf gave random scores).
+    const bool noncausal = tag_flag(tags, "noncausal"), meta = tag_flag(tags, "meta");
+    const bool kslice = tag_flag(tags, "kslice");
+    const std::string scores =
+        tag_choice(tags, "scores", {"zero", "vbias_j", "vbias_negj", "near_tie", "inf_nan"});
+    const std::string bad =
+        row.op == "stem_indexer_metadata"
+            ? tag_choice(tags, "bad", {"lens_dtype"})
+            : tag_choice(tags, "bad",
+                         {"qflat_dtype", "qflat_rank", "df_mismatch", "vbias_shape", "vbias_dtype",
+                          "neg_len", "lens_dtype", "meta_stale", "meta_numel"});
+    if ((bad == "meta_stale" || bad == "meta_numel") && !meta)
+      return case_error(row, "bad=" + bad + " needs the tag `meta`");
+    tag_choice(tags, "prec", {"1", "2", "3"});
+    tag_choice(tags, "path", {"0", "1", "2", "3"});
+    if (tag_int_at_least(tags, "gemm_rows", 0, 1) > 0 && tag_int(tags, "path", -1) != 3)
+      return case_error(row, "gemm_rows= is path 3's and needs path=3");
     p->sizes = {{"B", B}, {"Nq", Nq}, {"Nk", Nk}, {"Df", Df}, {"bs", Bs}, {"ts", Ts}};
-    p->sizes.push_back({"causal", has(tags, "noncausal") ? 0 : 1});
+    p->sizes.push_back({"causal", noncausal ? 0 : 1});
     p->sizes.push_back({"window", tag_int(tags, "window", 4)});
     if (row.op == "stem_indexer_metadata") {
       p->inputs.push_back(int_input("q_seq_lens", DType::int32, L.q));
@@ -93,13 +112,11 @@ class StemIndexerDriver final : public StemDriver {
     p->sizes.push_back({"Kmax", Kmax});
     uint64_t slot = 1;
     auto seed = [&] { return tensor_seed(cs.seed, slot++); };
-    const std::string scores = tag_str(tags, "scores");
     const DType qt = bad == "qflat_dtype" ? DType::fp32 : DType::bf16;
     Shape qs = {B, Nq, Qmax, Df};
     if (bad == "qflat_rank") qs = {B * Nq, Qmax, Df};
     p->inputs.push_back(data_input("qflat", qt, qs, seed(), cs.scale));
     // kflat: every other batch of a [2B, ...] buffer when kslice.
-    const bool kslice = has(tags, "kslice");
     const int64_t kdf = bad == "df_mismatch" ? Df + Ts : Df;
     Input k =
         data_input("kflat", DType::bf16, {kslice ? 2 * B : B, Nk, Kmax, kdf}, seed(), cs.scale);
@@ -138,9 +155,11 @@ class StemIndexerDriver final : public StemDriver {
     p->inputs.push_back(int_input("q_seq_lens", DType::int32, ql));
     p->inputs.push_back(
         int_input("kv_seq_lens", bad == "lens_dtype" ? DType::int64 : DType::int32, kl));
+    if (has(tags, "prompt") && has(tags, "prompt_extra"))
+      return case_error(row, "prompt= and prompt_extra= exclude each other");
     if (has(tags, "prompt") || has(tags, "prompt_extra")) {
       std::vector<int64_t> lp = tag_list(tags, "prompt");
-      if (lp.empty())
+      if (has(tags, "prompt_extra"))
         for (int64_t x : L.kv) lp.push_back(x + tag_int(tags, "prompt_extra", 0));
       if (static_cast<int64_t>(lp.size()) != B)
         return case_error(row, "prompt= needs one length per batch");
@@ -156,7 +175,7 @@ class StemIndexerDriver final : public StemDriver {
     p->sizes.push_back({"prec", prec});
     p->sizes.push_back({"path", tag_int(tags, "path", -1)});
     p->sizes.push_back({"gemm_rows", tag_int(tags, "gemm_rows", 0)});
-    if (has(tags, "meta")) {
+    if (meta) {
       // The plan as the binding would make it, for these lengths and heads (or stale ones).
       StemIndexerMetadataArgs m;
       std::vector<int64_t> mq = L.q;
@@ -167,7 +186,7 @@ class StemIndexerDriver final : public StemDriver {
       m.kv_seq_lens = mkl.view;
       m.q_heads = Nq;
       m.kv_heads = Nk;
-      m.causal = !has(tags, "noncausal");
+      m.causal = !noncausal;
       m.stem_block_size = Bs;
       m.dim_qkflat = Df;
       m.window_size = tag_int(tags, "window", 4);

@@ -46,6 +46,12 @@ class StemPrepareDriver final : public StemDriver {
       return case_error(row, "needs `shape: [Nq, Nk, D]` or `[Nq, Nk, D, Dv]`");
     const int64_t Nq = (*cs.shape)[0], Nk = (*cs.shape)[1], D = (*cs.shape)[2];
     const int64_t Dv = cs.shape->size() == 4 ? (*cs.shape)[3] : D;
+    // Named values first: an unknown one is an error naming the tag, not a silent default.
+    tag_choice(tags, "bad",
+               {"cu_not_monotone", "dtype_mix", "no_kv_layout", "page_id", "both_kv_layouts"});
+    const std::string qscale = tag_choice(tags, "qscale", {"tensor", "token"});
+    const std::string kscale = tag_choice(tags, "kscale", {"tensor", "token"});
+    const std::string vscale = tag_choice(tags, "vscale", {"tensor", "head"});
     Lens L;
     RECOPS_RETURN_IF_ERROR(make_lens(row, tags, &L));
     uint64_t slot = 1;
@@ -60,14 +66,12 @@ class StemPrepareDriver final : public StemDriver {
     };
     const int64_t ps = tag_int(tags, "paged", 0);
     const Shape& kshape = p->inputs[1].view.shape();
-    if (has(tags, "qscale"))
-      scale_input("q_scale", tag_str(tags, "qscale") == "token" ? Shape{Tq, Nq} : Shape{1});
-    if (has(tags, "kscale"))
-      scale_input("k_scale", tag_str(tags, "kscale") != "token" ? Shape{1}
-                             : ps                               ? Shape{kshape[0], ps, Nk}
-                                                                : Shape{kshape[0], Nk});
-    if (has(tags, "vscale"))
-      scale_input("v_scale", tag_str(tags, "vscale") == "head" ? Shape{Nk} : Shape{1});
+    if (!qscale.empty()) scale_input("q_scale", qscale == "token" ? Shape{Tq, Nq} : Shape{1});
+    if (!kscale.empty())
+      scale_input("k_scale", kscale != "token" ? Shape{1}
+                             : ps              ? Shape{kshape[0], ps, Nk}
+                                               : Shape{kshape[0], Nk});
+    if (!vscale.empty()) scale_input("v_scale", vscale == "head" ? Shape{Nk} : Shape{1});
     p->sizes = {{"B", L.B}, {"Nq", Nq}, {"Nk", Nk}, {"D", D}, {"Dv", Dv}, {"page_size", ps}};
     p->sizes.push_back({"bs", tag_int(tags, "bs", 128)});
     p->sizes.push_back({"ts", tag_int(tags, "ts", 16)});
