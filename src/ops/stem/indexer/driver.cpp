@@ -393,7 +393,7 @@ class StemIndexerDriver final : public StemDriver {
         static_cast<const float*>(v.data)[b * v.strides[0] + hk * v.strides[1] + j * v.strides[2]];
     float s = static_cast<float>(dot / (R * R) + vb);
     if (s != s) s = -INFINITY;
-    if (prec == 2) s = ops::stem::round_bf16(s);
+    if (prec == 2) s = static_cast<float>(to_double(bf16_from_double(s)));
     return s;
   }
 
@@ -415,11 +415,19 @@ class StemIndexerDriver final : public StemDriver {
     const auto* kl = static_cast<const int32_t*>(a0.kv_seq_lens.data);
     const int32_t* pl =
         a0.num_prompt_tokens ? static_cast<const int32_t*>(a0.num_prompt_tokens->data) : kl;
-    ops::stem::StemRules r;
-    r.causal = a0.causal;
-    r.Bs = a0.stem_block_size;
-    r.initial_blocks = a0.initial_blocks;
-    r.window_size = a0.window_size;
+    // V and F (spec §3.2 steps 2-3) written here apart from stem_rules.h, which the
+    // implementations compile, so that a mistake there cannot pass as its own yardstick.
+    const int64_t Bs = a0.stem_block_size, I = a0.initial_blocks, Wn = a0.window_size;
+    auto nblocks = [&](int64_t tokens) { return tokens <= 0 ? 0 : (tokens - 1) / Bs + 1; };
+    auto visible = [&](int64_t b, int64_t i) -> int64_t {
+      const int64_t Qb = nblocks(ql[b]), Kb = nblocks(kl[b]);
+      if (i >= Qb) return 0;
+      if (!a0.causal || (ql[b] == 1 && pl[b] >= kl[b])) return Kb;
+      return std::clamp<int64_t>(Kb - Qb + i + 1, 0, Kb);
+    };
+    auto forced = [&](int64_t V, int64_t jj) {
+      return jj < std::min(I, V) || jj >= std::max<int64_t>(V - Wn, 0);
+    };
     const double rtol = prec == 1 ? 1e-3 : 0x1p-7;
     std::vector<char> in_a(static_cast<size_t>(Kmax)), in_e(static_cast<size_t>(Kmax));
     for (int64_t b = 0; b < B; ++b)
@@ -444,8 +452,7 @@ class StemIndexerDriver final : public StemDriver {
               ok = false;
             }
           if (!ok) continue;
-          const int64_t V = ops::stem::visible_blocks(r, ql[b], kl[b], pl[b], i);
-          const auto F = ops::stem::forced_set(r, V);
+          const int64_t V = visible(b, i);
           std::fill(in_a.begin(), in_a.end(), 0);
           std::fill(in_e.begin(), in_e.end(), 0);
           for (int64_t t = 0; t < L && ok; ++t) {
@@ -461,7 +468,7 @@ class StemIndexerDriver final : public StemDriver {
           }
           if (!ok) continue;
           for (int64_t jj = 0; jj < V && ok; ++jj)
-            if (ops::stem::is_forced(F, jj) && !in_a[jj]) {
+            if (forced(V, jj) && !in_a[jj]) {
               fail(at + ": forced id " + std::to_string(jj) + " missing");
               ok = false;
             }
@@ -472,7 +479,7 @@ class StemIndexerDriver final : public StemDriver {
           if (!differ) continue;
           float beta = INFINITY;
           for (int64_t jj = 0; jj < V; ++jj)
-            if (in_e[jj] && !ops::stem::is_forced(F, jj))
+            if (in_e[jj] && !forced(V, jj))
               beta = std::min(beta, golden_key(p, b, hq, i, jj, prec));
           for (int64_t jj = 0; jj < V && ok; ++jj) {
             if (in_a[jj] == in_e[jj]) continue;

@@ -4,7 +4,6 @@
 #include <cmath>
 #include <vector>
 
-#include "ops/stem/common/stem_rules.h"
 #include "ops/stem/prepare/impls.h"
 
 namespace recops::ops {
@@ -25,7 +24,7 @@ Status stem_prepare_reference(const StemPrepareParams& p, const Context&) {
   const int64_t Df = p.Ts * p.D;
   for (int64_t b = 0; b < p.B; ++b) {
     const int64_t Lq = p.cu_q[b + 1] - p.cu_q[b], Lk = p.Lk[b];
-    const int64_t Kb = stem::ceil_div(Lk, p.Bs);
+    const int64_t Kb = Lk <= 0 ? 0 : (Lk - 1) / p.Bs + 1;  // §2: a tail block counts as one
     // out[b, h, i, slot·D + d] = bf16(Σ_r x(t, h, d)) over the block's group g (slot g, or Ts-1-g
     // mirrored) of the first `len` tokens, t = i·Bs + g + r·Ts; x already scaled.
     auto group_sums = [&](int64_t H, int64_t NB, int64_t len, bool mirrored, uint16_t* out,
