@@ -131,7 +131,9 @@ RECOPS_STEM_HD int64_t budget_k(const StemRules& r, const BatchRules& b, int64_t
     const float ke = f32_mul(ksf, r.alpha);
     const float d = f32_sub(ke, ksf);
     const int64_t k = static_cast<int64_t>(floorf(f32_fma(t, d, ksf)));
-    K = k < 1 ? 1 : (k > Ks ? Ks : k);
+    // min(max(k, 1), Ks) in this order: Ks = 0 (a rate and a bias of 0) gives 0, not 1.
+    K = k < 1 ? 1 : k;
+    if (K > Ks) K = Ks;
   }
   if (K < 0) K = 0;
   if (K > kBudgetCap) K = kBudgetCap;
