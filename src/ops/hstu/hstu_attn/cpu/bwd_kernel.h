@@ -143,7 +143,6 @@ Status bwd_tiled(const HstuAttnParams& p, const Context& ctx) {
   const int64_t group = p.Hq / p.Hk, max_iv = (p.nfunc + 1) / 2 + 2;
   const bool head_sum = p.drab && p.rab_heads == 1;  // pass A items own every head
   const int64_t heads_a = head_sum ? p.Hq : 1;
-  const int nt = core::max_threads(ctx.num_threads);
   const float alpha = static_cast<float>(p.alpha);
   // drab: every element is written; pass A overwrites the tiles it visits.
   if (p.drab) {
@@ -174,6 +173,8 @@ Status bwd_tiled(const HstuAttnParams& p, const Context& ctx) {
     for (int64_t kh = 0; kh < p.Hk; ++kh)
       for (int64_t c0 = 0; c0 < p.len_k(b); c0 += kBk) items_b[nb++] = {b, kh, c0};
   }
+  // No more threads than the larger pass has tiles (each thread allocates its scratch).
+  const int nt = core::max_threads(ctx.num_threads, std::max(na, nb));
   bool oom = false;
 
 #pragma omp parallel num_threads(nt)

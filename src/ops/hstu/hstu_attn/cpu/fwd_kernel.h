@@ -381,7 +381,7 @@ Status fwd_tiled(const HstuAttnParams& p, const Context& ctx) {
   const int64_t max_iv = (p.nfunc + 1) / 2 + 2;
   const int64_t d = p.d, dv = p.dv, dvp = (dv + kCb - 1) / kCb * kCb;
   const float alpha = static_cast<float>(p.alpha);
-  const int nt = core::max_threads(ctx.num_threads);
+  const int nt = core::max_threads(ctx.num_threads, n);  // no more threads than tiles
   bool oom = false;
 
 #pragma omp parallel num_threads(nt)

@@ -56,8 +56,8 @@ Status block_sparse_attention_cpu(const BlockSparseAttentionParams& p, const Con
   const int64_t D = p.D, Bs = p.Bs;
   const float scale = static_cast<float>(p.scale);
   const float ninf = -std::numeric_limits<float>::infinity();
-  const int nt = core::max_threads(ctx.num_threads);
   const int64_t tasks = p.B * p.Nq * p.Qmax;
+  const int nt = core::max_threads(ctx.num_threads, tasks);
 #pragma omp parallel num_threads(nt)
   {
     std::vector<float> qb, kb, vb, acc, m, l, x(static_cast<size_t>(Bs));

@@ -75,8 +75,8 @@ Status stem_indexer_cpu(const StemIndexerParams& p, const Context& ctx) {
   const std::vector<StemWorkItem> items = stem_work_items(plan, p.Nk, p.Lq, r.Bs);
   const float inv_r2 = 1.0f / static_cast<float>(p.R * p.R);
   const int64_t Df = p.Df, G = p.G;
-  const int nt = core::max_threads(ctx.num_threads);
   const int64_t n_items = static_cast<int64_t>(items.size());
+  const int nt = core::max_threads(ctx.num_threads, n_items);
 
 #pragma omp parallel num_threads(nt)
   {

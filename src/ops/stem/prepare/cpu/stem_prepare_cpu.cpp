@@ -71,14 +71,14 @@ int64_t elem_bytes(DType t) {
 
 Status stem_prepare_cpu(const StemPrepareParams& p, const Context& ctx) {
   const int64_t Df = p.Ts * p.D, es = elem_bytes(p.dtype);
-  const int nt = core::max_threads(ctx.num_threads);
   const auto* qb = static_cast<const char*>(p.q);
   const auto* kb = static_cast<const char*>(p.k);
   const auto* vb = static_cast<const char*>(p.v);
   // qflat: one (b, h, i) block per task. With Df = 0 qflat and kflat are empty (and Qmax, Kmax
   // may be huge): no tasks.
   const int64_t nq = Df > 0 ? p.B * p.Nq * p.Qmax : 0;
-#pragma omp parallel for schedule(dynamic, 4) num_threads(nt)
+  // Each loop starts no more threads than it has tasks.
+#pragma omp parallel for schedule(dynamic, 4) num_threads(core::max_threads(ctx.num_threads, nq))
   for (int64_t task = 0; task < nq; ++task) {
     const int64_t b = task / (p.Nq * p.Qmax), h = task / p.Qmax % p.Nq, i = task % p.Qmax;
     const int64_t Lq = p.cu_q[b + 1] - p.cu_q[b];
@@ -96,7 +96,7 @@ Status stem_prepare_cpu(const StemPrepareParams& p, const Context& ctx) {
   }
   // kflat: one (b, h, j) block per task, groups mirrored.
   const int64_t nk = Df > 0 ? p.B * p.Nk * p.Kmax : 0;
-#pragma omp parallel for schedule(dynamic, 4) num_threads(nt)
+#pragma omp parallel for schedule(dynamic, 4) num_threads(core::max_threads(ctx.num_threads, nk))
   for (int64_t task = 0; task < nk; ++task) {
     const int64_t b = task / (p.Nk * p.Kmax), h = task / p.Kmax % p.Nk, j = task % p.Kmax;
     const int64_t Lk = p.Lk[b];
@@ -118,7 +118,8 @@ Status stem_prepare_cpu(const StemPrepareParams& p, const Context& ctx) {
     for (int64_t i = 0; i < p.B * p.Nk * p.Kmax; ++i) p.vbias[i] = 0.0f;
     return Status::Ok();
   }
-#pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
+#pragma omp parallel for schedule(dynamic, 1) \
+    num_threads(core::max_threads(ctx.num_threads, p.B* p.Nk))
   for (int64_t task = 0; task < p.B * p.Nk; ++task) {
     const int64_t b = task / p.Nk, h = task % p.Nk, Lk = p.Lk[b];
     const int64_t Kb = stem::ceil_div(Lk, p.Bs), n = p.R * Kb;
