@@ -122,18 +122,20 @@ def test_hstu_huge_window_is_unbounded(window):
     assert bool(m.all()), m
 
 
-def test_hstu_zero_heads_gives_empty_output():
-    q = torch.randn(6, 0, 8, requires_grad=True)
-    out = recops.hstu_attn(q, q, q, torch.tensor([0, 6]))
+# `device`: cpu, and cuda where there is one (conftest.py).
+def test_hstu_zero_heads_gives_empty_output(device):
+    q = torch.randn(6, 0, 8, device=device, requires_grad=True)
+    out = recops.hstu_attn(q, q, q, torch.tensor([0, 6], device=device))
     assert out.shape == (6, 0, 8)
     out.sum().backward()
     assert q.grad.shape == (6, 0, 8)
 
 
-def test_hstu_empty_batch_accepted():
-    q = torch.randn(0, 2, 8)
-    assert recops.hstu_attn(q, q, q, torch.tensor([0])).shape == (0, 2, 8)
-    assert recops.hstu_attn(q, q, q, torch.tensor([0, 0])).shape == (0, 2, 8)
+def test_hstu_empty_batch_accepted(device):
+    for dtype in (torch.float32, torch.bfloat16):
+        q = torch.randn(0, 2, 8, device=device, dtype=dtype)
+        for off in ([0], [0, 0]):
+            assert recops.hstu_attn(q, q, q, torch.tensor(off, device=device)).shape == (0, 2, 8)
 
 
 @pytest.mark.parametrize("window", [(1,), None, (1, 2, 3), 5])
