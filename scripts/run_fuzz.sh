@@ -8,7 +8,7 @@
 # untouched); a crash leaves fuzz-artifacts/<target>/crash-* and a non-zero exit. Turn each
 # finding into a regression: a case in the op's cases.yaml, or the input under
 # tests/fuzz/corpus/<target>/ (named after what it caught), once it is fixed.
-# Nine targets at 10 s each keep the suite's fuzz step near 5 minutes on 2 cores (the build of
+# Ten targets at 10 s each keep the suite's fuzz step near 5 minutes on 2 cores (the build of
 # build-fuzz is most of it; the suite runs them from its build-asan instead); give more seconds
 # for a longer hunt.
 set -euo pipefail
@@ -17,8 +17,9 @@ SECONDS_PER_TARGET=${1:-10}
 shift || true
 TARGETS=("$@")
 [ ${#TARGETS[@]} -gt 0 ] ||
-  TARGETS=(fuzz_casefile fuzz_jagged_entries fuzz_attention_entries fuzz_training_entries
-           fuzz_training2_entries fuzz_gdn_entries fuzz_kda_entries fuzz_safetensors fuzz_tuning)
+  TARGETS=(fuzz_casefile fuzz_case_inputs fuzz_jagged_entries fuzz_attention_entries
+           fuzz_training_entries fuzz_training2_entries fuzz_gdn_entries fuzz_kda_entries
+           fuzz_safetensors fuzz_tuning)
 BUILD=${RECOPS_FUZZ_BUILD:-build-fuzz}
 JOBS=${JOBS:-$(nproc)}
 

@@ -87,6 +87,11 @@ int64_t sat_add(int64_t a, int64_t b) {
   int64_t r = 0;
   return __builtin_add_overflow(a, b, &r) ? (b > 0 ? INT64_MAX : INT64_MIN) : r;
 }
+// a - b, saturated likewise (explicit offsets may be anything).
+int64_t sat_sub(int64_t a, int64_t b) {
+  int64_t r = 0;
+  return __builtin_sub_overflow(a, b, &r) ? (b < 0 ? INT64_MAX : INT64_MIN) : r;
+}
 
 class HstuAttn final : public Driver {
  public:
@@ -135,7 +140,7 @@ class HstuAttn final : public Driver {
     std::vector<int64_t> Lq(static_cast<size_t>(std::max<int64_t>(B, 0)));
     int64_t max_lq = 0;
     for (int64_t b = 0; b < B; ++b) {
-      Lq[b] = off_q[b + 1] - off_q[b];
+      Lq[b] = sat_sub(off_q[b + 1], off_q[b]);
       max_lq = std::max(max_lq, Lq[b]);
     }
     if (dense) {
@@ -160,15 +165,15 @@ class HstuAttn final : public Driver {
     const int64_t Sk = tag_int("max_k", dense ? sat_add(max_lq, delta) : max_lk);
     const int64_t total_q = off_q.empty() ? 0 : off_q.back();
     const int64_t total_k = off_k.empty() ? 0 : off_k.back();
-    const int64_t nq_tok = dense ? B * max_lq : total_q;
+    const int64_t nq_tok = dense ? TensorView::mul_sat(B, max_lq) : total_q;
     const double scale = cs.scale;
 
     // q, k, v.
     const Shape qs = dense ? Shape{B, max_lq, Hq, d} : Shape{total_q, Hq, d};
     Shape ks = dense ? Shape{B, sat_add(max_lq, delta), Hk, d} : Shape{total_k, Hk, d};
     Shape vs = dense ? Shape{B, sat_add(max_lq, delta), Hk, dv} : Shape{total_k, Hk, dv};
-    if (bad == "k_d") ks.back() = d + 1;
-    if (bad == "v_heads") vs[vs.size() - 2] = Hk + 1;
+    if (bad == "k_d") ks.back() = sat_add(d, 1);
+    if (bad == "v_heads") vs[vs.size() - 2] = sat_add(Hk, 1);
     if (bad == "k_rank") ks = Shape{1, total_k, Hk, d};
     p->inputs.push_back(data_input("q", dt, qs, seed(), scale));
     p->inputs.push_back(
@@ -198,7 +203,7 @@ class HstuAttn final : public Driver {
     const bool custom = static_cast<HstuMaskType>(mask_type) == HstuMaskType::custom;
     if (custom || bad == "mask_no_custom") {
       const int64_t hm = tag_int("mask_heads", Hq);
-      Shape ms = {B, hm, Sq, bad == "mask_shape" ? Sk + 1 : Sk};
+      Shape ms = {B, hm, Sq, bad == "mask_shape" ? sat_add(Sk, 1) : Sk};
       Input m;
       m.name = "mask";
       m.buf = Tensor::empty(ms, DType::boolean);
@@ -211,30 +216,42 @@ class HstuAttn final : public Driver {
       if (bad == "mask_no_custom") mask_type = static_cast<int64_t>(HstuMaskType::causal);
     }
     if (tag("func")) {
-      const int64_t nf = tag_int("func", 3), hf = 1;
-      std::vector<int64_t> f(static_cast<size_t>(hf * nf * nq_tok));
+      // The tensor first: its size is checked (func=2^62 overflowed a host vector's size).
+      const int64_t nf = tags["func"].empty() ? 3 : tag_to_int_at_least("func", tags["func"], 0);
+      const int64_t hf = 1;
+      Input fi;
+      fi.name = "func";
+      fi.buf = Tensor::empty(Shape{hf, nf, nq_tok}, DType::int32);
+      fi.view = fi.buf.view();
+      std::memset(fi.buf.data(), 0, static_cast<size_t>(fi.buf.nbytes()));
       const uint64_t s = seed();
-      for (int64_t b = 0; b < B; ++b)
-        for (int64_t i = 0; i < Lq[b]; ++i) {
-          const int64_t tok = dense ? b * max_lq + i : off_q[b] + i;
+      for (int64_t b = 0; b < B && fi.buf.numel() > 0; ++b) {
+        // The tokens of sequence b that are in the tensor (explicit offsets may be invalid).
+        const int64_t first = dense ? b * max_lq : off_q[b];
+        const int64_t lo = std::max<int64_t>(0, sat_sub(0, first));
+        const int64_t hi = std::min(Lq[b], sat_sub(nq_tok, first));
+        for (int64_t i = lo; i < hi; ++i) {
+          const int64_t tok = first + i;
           int64_t prev = 0;
           for (int64_t j = 0; j < nf; ++j) {
             const int64_t step = rand_int(s, static_cast<uint64_t>(tok * nf + j), 0,
                                           std::max<int64_t>(1, Lk[b] / 2));
-            prev = std::min(prev + step, Lk[b] + 1);
-            f[static_cast<size_t>(j * nq_tok + tok)] = prev;
+            prev = std::min(sat_add(prev, step), sat_add(Lk[b], 1));
+            store_int(static_cast<int32_t*>(fi.buf.data()) + j * nq_tok + tok, DType::int32, prev);
           }
         }
-      p->inputs.push_back(int_input("func", DType::int32, f, Shape{hf, nf, nq_tok}));
+      }
+      p->inputs.push_back(std::move(fi));
     }
     if (tag("rab")) {
       const int64_t hr = tags["rab"] == "1" ? 1 : Hq;
-      p->inputs.push_back(
-          data_input("rab", dt, Shape{B, hr, Sq, bad == "rab_shape" ? Sk + 3 : Sk}, seed(), scale));
+      p->inputs.push_back(data_input(
+          "rab", dt, Shape{B, hr, Sq, bad == "rab_shape" ? sat_add(Sk, 3) : Sk}, seed(), scale));
     }
     if (tag("attn_scale")) {
-      Input a = data_input("attn_scale", DType::fp32,
-                           Shape{bad == "attn_scale_shape" ? nq_tok + 1 : nq_tok}, seed(), 0.5);
+      Input a =
+          data_input("attn_scale", DType::fp32,
+                     Shape{bad == "attn_scale_shape" ? sat_add(nq_tok, 1) : nq_tok}, seed(), 0.5);
       auto* ap = static_cast<float*>(a.buf.data());
       for (int64_t i = 0; i < a.buf.numel(); ++i) ap[i] += 1.0f;
       p->inputs.push_back(std::move(a));
@@ -279,7 +296,7 @@ class HstuAttn final : public Driver {
                           std::bit_cast<int64_t>(tag_to_double("silu_scale", tags["silu_scale"]))});
     if (row.op == "hstu_attn_bwd") {
       Shape os = qs;
-      os.back() = dv + (bad == "dout_shape" ? 1 : 0);
+      os.back() = sat_add(dv, bad == "dout_shape" ? 1 : 0);
       p->inputs.push_back(data_input("dout", dt, os, seed(), scale));
     }
 

@@ -110,9 +110,13 @@ Status make_lens(const CaseRow& row, const Tags& tags, Lens* L) {
       return case_error(row, "kv= needs one length per batch");
   } else {
     const int64_t delta = tag_int(tags, "delta", 0);
-    for (int64_t x : L->q) L->kv.push_back(std::max<int64_t>(0, x + delta));
+    for (int64_t x : L->q) L->kv.push_back(std::max<int64_t>(0, sat_add(x, delta)));
   }
   return Status::Ok();
+}
+int64_t sat_add(int64_t a, int64_t b) {
+  int64_t r = 0;
+  return __builtin_add_overflow(a, b, &r) ? (b > 0 ? INT64_MAX : INT64_MIN) : r;
 }
 int64_t max_blocks(const std::vector<int64_t>& v, int64_t bs) {
   int64_t m = 0;
@@ -131,7 +135,7 @@ Status make_kv(const CaseRow& row, const Tags& tags, const Lens& L, DType dt, in
     return case_error(row, "bad=" + bad + " needs packed K/V (no paged=)");
   if (ps == 0) {
     std::vector<int64_t> cu = {0};
-    for (int64_t x : L.kv) cu.push_back(cu.back() + x);
+    for (int64_t x : L.kv) cu.push_back(sat_add(cu.back(), x));
     const DType kdt = bad == "dtype_mix" ? (dt == DType::bf16 ? DType::fp16 : DType::bf16) : dt;
     p->inputs.push_back(data_input("k", kdt, {cu.back(), Nk, D}, seed_k, scale));
     p->inputs.push_back(data_input("v", dt, {cu.back(), Nk, Dv}, seed_v, scale));
@@ -141,8 +145,15 @@ Status make_kv(const CaseRow& row, const Tags& tags, const Lens& L, DType dt, in
   int64_t max_pages = 0, used = 0;
   for (int64_t x : L.kv) {
     max_pages = std::max(max_pages, ops::stem::ceil_div(x, ps));
-    used += ops::stem::ceil_div(x, ps);
+    used = sat_add(used, ops::stem::ceil_div(x, ps));
   }
+  // Page ids and the block table are int32 (and the permutation and the table below are host
+  // vectors of those sizes): kv=2^62 with paged=1 overflowed `used` and sized them past int64.
+  const int64_t width = std::max<int64_t>(max_pages, 1);
+  if (used > INT32_MAX - 3 || TensorView::mul_sat(L.B, width) > INT32_MAX)
+    return case_error(row, "paged=" + std::to_string(ps) + ": " + std::to_string(used) +
+                               " pages, a block table of " + std::to_string(L.B) + " x " +
+                               std::to_string(width) + ": more than int32 holds");
   const int64_t pages = used + 3;
   std::vector<int64_t> perm(static_cast<size_t>(pages));
   for (int64_t i = 0; i < pages; ++i) perm[i] = i;
@@ -169,7 +180,7 @@ Status make_qkv(const CaseRow& row, const Tags& tags, const Lens& L, DType dt, i
                 int64_t Nk, int64_t D, int64_t Dv, uint64_t* slot, Problem* p) {
   const CaseSpec& cs = *row.spec;
   std::vector<int64_t> cu = {0};
-  for (int64_t x : L.q) cu.push_back(cu.back() + x);
+  for (int64_t x : L.q) cu.push_back(sat_add(cu.back(), x));
   p->inputs.push_back(
       data_input("q", dt, {cu.back(), Nq, D}, tensor_seed(cs.seed, (*slot)++), cs.scale));
   const uint64_t sk = tensor_seed(cs.seed, (*slot)++), sv = tensor_seed(cs.seed, (*slot)++);

@@ -66,6 +66,9 @@ struct Lens {
   int64_t B = 0;
 };
 Status make_lens(const CaseRow& row, const Tags& tags, Lens* L);
+// a + b, saturated at the int64 limits: a case file's lengths and tags may be anything; a wrapped
+// sum would size a tensor wrongly, a saturated one is refused when the tensor is allocated.
+int64_t sat_add(int64_t a, int64_t b);
 // max over v of ceil(x / bs).
 int64_t max_blocks(const std::vector<int64_t>& v, int64_t bs);
 

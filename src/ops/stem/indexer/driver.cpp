@@ -114,19 +114,19 @@ class StemIndexerDriver final : public StemDriver {
     auto seed = [&] { return tensor_seed(cs.seed, slot++); };
     const DType qt = bad == "qflat_dtype" ? DType::fp32 : DType::bf16;
     Shape qs = {B, Nq, Qmax, Df};
-    if (bad == "qflat_rank") qs = {B * Nq, Qmax, Df};
+    if (bad == "qflat_rank") qs = {TensorView::mul_sat(B, Nq), Qmax, Df};
     p->inputs.push_back(data_input("qflat", qt, qs, seed(), cs.scale));
     // kflat: every other batch of a [2B, ...] buffer when kslice.
-    const int64_t kdf = bad == "df_mismatch" ? Df + Ts : Df;
-    Input k =
-        data_input("kflat", DType::bf16, {kslice ? 2 * B : B, Nk, Kmax, kdf}, seed(), cs.scale);
+    const int64_t kdf = bad == "df_mismatch" ? sat_add(Df, Ts) : Df;
+    Input k = data_input("kflat", DType::bf16,
+                         {kslice ? TensorView::mul_sat(2, B) : B, Nk, Kmax, kdf}, seed(), cs.scale);
     if (kslice) {
       k.view.sizes[0] = B;
       k.view.strides[0] *= 2;
     }
     p->inputs.push_back(std::move(k));
     Shape vs = {B, Nk, Kmax};
-    if (bad == "vbias_shape") vs = {B, Nk, Kmax + 1};
+    if (bad == "vbias_shape") vs = {B, Nk, sat_add(Kmax, 1)};
     Input v =
         data_input("vbias", bad == "vbias_dtype" ? DType::bf16 : DType::fp32, vs, seed(), 0.3);
     if (scores == "zero") {
@@ -160,7 +160,7 @@ class StemIndexerDriver final : public StemDriver {
     if (has(tags, "prompt") || has(tags, "prompt_extra")) {
       std::vector<int64_t> lp = tag_list(tags, "prompt");
       if (has(tags, "prompt_extra"))
-        for (int64_t x : L.kv) lp.push_back(x + tag_int(tags, "prompt_extra", 0));
+        for (int64_t x : L.kv) lp.push_back(sat_add(x, tag_int(tags, "prompt_extra", 0)));
       if (static_cast<int64_t>(lp.size()) != B)
         return case_error(row, "prompt= needs one length per batch");
       p->inputs.push_back(int_input("num_prompt_tokens", DType::int32, lp));
@@ -179,7 +179,7 @@ class StemIndexerDriver final : public StemDriver {
       // The plan as the binding would make it, for these lengths and heads (or stale ones).
       StemIndexerMetadataArgs m;
       std::vector<int64_t> mq = L.q;
-      if (bad == "meta_stale" && B > 0) mq[0] += 1;
+      if (bad == "meta_stale" && B > 0) mq[0] = sat_add(mq[0], 1);
       Input mql = int_input("mq", DType::int32, mq);
       Input mkl = int_input("mk", DType::int32, L.kv);
       m.q_seq_lens = mql.view;
