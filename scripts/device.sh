@@ -11,11 +11,12 @@
 #   python3 bench/jagged_peers.py        -> $OUT/peers_cuda.json
 #   python3 bench/jagged_peers.py --device cpu --shapes S3 -> $OUT/peers_cpu.json
 #   compute-sanitizer memcheck and racecheck over a small `recops check` selection
+#   recops check --backend cuda --impl ID, each CUDA implementation in turn -> $OUT/check_cuda_impl_*.json
 #   pytest tests/python (CUDA tests included)
 #   a summary table, last
 #
 # Knobs: DEVICE_STEPS (default "all"; else a subset of: ctest check kernels bench peers peers_cpu
-# sanitizer pytest extra; DEVICE_PYTEST_ARGS / DEVICE_PYTEST_S set the pytest step's paths and limit) and DEVICE_TARGETS (build targets, default all) let a short run build and run only
+# sanitizer impls pytest extra; DEVICE_PYTEST_ARGS / DEVICE_PYTEST_S set the pytest step's paths and limit) and DEVICE_TARGETS (build targets, default all) let a short run build and run only
 # what it needs. Each area may add scripts/device.d/<name>.sh (run as the step "extra:<name>", with
 # ROOT, BUILD, RECOPS, OUT exported and the time left in STEP_LIMIT_S); they write under $OUT.
 # DEVICE_EXTRAS (default all) names the extras to run, e.g. DEVICE_EXTRAS="hstu stem"; each runs
@@ -240,6 +241,34 @@ if wants extra; then
     export STEP_LIMIT_S=$((BUDGET - SECONDS - 20))
     step "extra:$name" "${DEVICE_EXTRA_S:-240}" "$OUT/extra_$name.log" bash "$extra"
   done
+fi
+
+# Every CUDA implementation forced in turn (issue 21): `recops check --backend cuda --impl ID` over
+# every op for each CUDA implementation id the registry lists (an implementation's check selects
+# only the rows it accepts), so that the fallbacks under cuda_sm90 and cuda_sm80_mma (cuda_sm80,
+# ...) are judged too, not only the first implementation that accepts a row. One JSON per id
+# ($OUT/check_cuda_impl_<id>.json), one log. DEVICE_IMPLS_S bounds the step (default 300 s),
+# DEVICE_IMPLS_ARGS narrows it (e.g. "--op jagged --quick").
+impls_forced() {
+  local rc=0 id
+  for id in $("$RECOPS" list --json | python3 -c 'import json, sys
+d = json.load(sys.stdin)
+print(" ".join(sorted({i["id"] for o in d["ops"] for i in o["impls"] if i["backend"] == "cuda"})))'); do
+    echo "--- recops check --backend cuda --impl $id ${DEVICE_IMPLS_ARGS:-}"
+    local log r=0
+    log=$("$RECOPS" check --backend cuda --impl "$id" ${DEVICE_IMPLS_ARGS:-} -q \
+      --json "$OUT/check_cuda_impl_$id.json" 2>&1) || r=$?
+    echo "$log" | tail -n 25
+    # An id that no selected op has (DEVICE_IMPLS_ARGS narrowed the ops) is not a failure.
+    if [ "$r" != 0 ] && ! { [ "$r" = 2 ] && [[ "$log" == *"is not an implementation of"* ]]; }; then
+      rc=1
+    fi
+  done
+  return $rc
+}
+if wants impls; then
+  export -f impls_forced
+  step "impls forced" "${DEVICE_IMPLS_S:-300}" "$OUT/check_impls.log" bash -c impls_forced
 fi
 
 if wants pytest && have_file tests/python; then
