@@ -101,24 +101,13 @@ bool has_op_line(const std::string& text) {
   std::abort();
 }
 
-double problem_bytes(const Problem& p) {
-  double n = 0;
-  for (const auto& x : p.inputs) n += static_cast<double>(x.buf.nbytes());
-  for (const auto& o : p.outputs) {
-    double e = static_cast<double>(dtype_size(o.dtype));
-    for (int64_t s : o.shape) e *= static_cast<double>(s);
-    n += e;
-  }
-  return n;
-}
-
 // What `recops check` does with one row on the CPU backend, bounded in size.
 void check_row(const Driver& d, const CaseRow& row, bool run) {
   Problem p;
   if (recops::Status s = d.make(row, &p); !s.ok()) return say(row, "bad case", s.message());
   (void)d.bytes(p);  // bench's byte floor
   // The FLOP count walks the problem (HSTU's counts its mask): small problems only.
-  if (problem_bytes(p) > kRunBytes) return say(row, "made, not run (bytes)");
+  if (set_bytes(p) > kRunBytes) return say(row, "made, not run (bytes)");
   const double flops = d.flops(p);
   if (!p.shape_error.ok()) return say(row, "shape error", p.shape_error.message());
   if (!run || !(flops <= kRunFlops)) return say(row, "made, not run (flops)");

@@ -359,13 +359,7 @@ int run_bench(const BenchOptions& o) {
           const Device dev = bt == DeviceType::cuda ? Device::cuda(0) : Device::cpu();
 
           // Rotated sets of (inputs, outputs, workspace).
-          double set_bytes = 0;
-          for (const auto& in : p.inputs) set_bytes += static_cast<double>(in.buf.nbytes());
-          for (const auto& out : p.outputs) {
-            double n = static_cast<double>(dtype_size(out.dtype));
-            for (int64_t s : out.shape) n *= static_cast<double>(s);
-            set_bytes += n;
-          }
+          const double set_bytes = cli::set_bytes(p);
           int copies = 1;
           if (set_bytes < kRotateBytes)
             copies = static_cast<int>(

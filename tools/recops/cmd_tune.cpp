@@ -384,13 +384,7 @@ int run_tune(const TuneOptions& o) {
         std::vector<Tensor> out;
         Tensor ws;
       };
-      double set_bytes = 0;
-      for (const auto& in : p.inputs) set_bytes += static_cast<double>(in.buf.nbytes());
-      for (const auto& out : p.outputs) {
-        double n = static_cast<double>(dtype_size(out.dtype));
-        for (int64_t s : out.shape) n *= static_cast<double>(s);
-        set_bytes += n;
-      }
+      const double set_bytes = cli::set_bytes(p);
       const int copies =
           set_bytes < 50e6
               ? static_cast<int>(std::clamp(std::ceil(100e6 / std::max(set_bytes, 1.0)), 2.0, 16.0))

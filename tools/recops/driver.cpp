@@ -43,6 +43,17 @@ Status Driver::golden(const Problem& p, std::vector<Tensor>* out) const {
   return run(p, views(p.inputs), views(*out), ctx);
 }
 
+double set_bytes(const Problem& p) {
+  double n = 0;
+  for (const auto& in : p.inputs) n += static_cast<double>(in.buf.nbytes());
+  for (const auto& out : p.outputs) {
+    double e = static_cast<double>(dtype_size(out.dtype));
+    for (int64_t s : out.shape) e *= static_cast<double>(s);
+    n += e;
+  }
+  return n;
+}
+
 namespace {
 std::vector<std::unique_ptr<Driver> (*)()>& factories() {
   static std::vector<std::unique_ptr<Driver> (*)()> f;

@@ -58,6 +58,10 @@ struct Problem {
   std::vector<std::pair<std::string, int64_t>> sizes;
 };
 
+// The bytes of one set of p's tensors: its inputs' buffers and its outputs at their shapes (what
+// bench and tune rotate copies of; the fuzz harness's size bound).
+double set_bytes(const Problem& p);
+
 // Input views moved to another device (same offsets and strides within each buffer).
 std::vector<Input> inputs_on(const std::vector<Input>& in, Device dev);
 
