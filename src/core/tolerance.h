@@ -41,4 +41,18 @@ inline std::string_view standard_name(Standard s) {
   return s == Standard::exact ? "exact" : s == Standard::single ? "single" : "double";
 }
 
+// What a floating output must do where the golden is non-finite, or becomes so (accuracy.md;
+// cases.yaml's `nonfinite:`, judged on every run; `recops check --nonfinite` makes inputs
+// non-finite):
+//   exact   : the same elements non-finite, each the same value (NaN, +inf or -inf);
+//   pattern : the same elements non-finite; NaN and ±inf interchangeable (a non-finite input
+//             meets inf - inf or 0 * inf in another order than the reference's);
+//   covers  : every element the golden has non-finite is non-finite (never a silent finite
+//             value); the op may make more elements non-finite, those its README names (a blocked
+//             or chunked algorithm spreads a non-finite input over its tile or chunk).
+enum class NonfiniteRule { exact, pattern, covers };
+inline std::string_view nonfinite_rule_name(NonfiniteRule r) {
+  return r == NonfiniteRule::exact ? "exact" : r == NonfiniteRule::pattern ? "pattern" : "covers";
+}
+
 }  // namespace recops::core

@@ -188,6 +188,14 @@ core::Standard to_standard(const Ctx& c, const YAML::Node& n, const std::string&
   c.fail(n, field, "expected exact, single or double, got '" + s + "'");
 }
 
+core::NonfiniteRule to_nonfinite_rule(const Ctx& c, const YAML::Node& n, const std::string& field) {
+  const std::string s = scalar(c, n, field);
+  if (s == "exact") return core::NonfiniteRule::exact;
+  if (s == "pattern") return core::NonfiniteRule::pattern;
+  if (s == "covers") return core::NonfiniteRule::covers;
+  c.fail(n, field, "expected exact, pattern or covers, got '" + s + "'");
+}
+
 // Walks a mapping, rejecting duplicate keys and non-scalar keys.
 template <class F>
 void for_each_key(const Ctx& c, const YAML::Node& map, const std::string& what, F&& fn) {
@@ -449,6 +457,17 @@ CaseFile parse_case_text(const std::string& text, const std::string& path, FileK
             } else {
               f.standard = to_standard(c, v, k);
             }
+          } else if (k == "nonfinite" && kind == FileKind::cases) {
+            if (v.IsMap()) {
+              for_each_key(c, v, "nonfinite",
+                           [&](const std::string& o, const YAML::Node& on, const YAML::Node& r) {
+                             if (!schema.ops.count(o))
+                               c.fail(on, "nonfinite." + o, "unknown op '" + o + "'");
+                             f.nonfinite[o] = to_nonfinite_rule(c, r, "nonfinite." + o);
+                           });
+            } else {
+              f.nonfinite[""] = to_nonfinite_rule(c, v, k);
+            }
           } else if (k == list_key) {
             has_list = true;
             if (!v.IsSequence()) c.fail(v, k, "expected a list of cases");
@@ -498,7 +517,7 @@ CaseFile parse_case_text(const std::string& text, const std::string& path, FileK
           } else {
             c.fail(kn, k,
                    std::string("unknown top-level field (op, standard, note, ") + list_key +
-                       (kind == FileKind::perf ? ", baselines)" : ")"));
+                       (kind == FileKind::perf ? ", baselines)" : ", nonfinite)"));
           }
         });
     if (!has_list) c.fail(root, list_key, "missing field");

@@ -98,6 +98,15 @@ struct CaseFile {
   std::string path;
   std::string op;  // the file's op (the folder's main op)
   core::Standard standard = core::Standard::exact;
+  // `nonfinite:` (core::NonfiniteRule): one rule for every op of the file, or a rule per op
+  // (ops not named: exact).
+  std::map<std::string, core::NonfiniteRule> nonfinite;
+  core::NonfiniteRule nonfinite_of(const std::string& op) const {
+    auto it = nonfinite.find(op);
+    if (it != nonfinite.end()) return it->second;
+    it = nonfinite.find("");
+    return it != nonfinite.end() ? it->second : core::NonfiniteRule::exact;
+  }
   std::vector<CaseSpec> cases;  // `cases:` (cases.yaml) or `shapes:` (perf.yaml)
   // perf.yaml: device name -> key ("op/id/dtype") -> baseline.
   std::map<std::string, std::map<std::string, Baseline>> baselines;

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -60,6 +61,24 @@ const std::vector<void*>& load_streams(DeviceType bt, Device dev, int n) {
     v.push_back(s);
   }
   return v;
+}
+
+// --nonfinite: element h(op, case, dtype, input) mod numel of every floating input (fp8 has no
+// inf, so fp8 inputs are left alone) gets `value`. Inputs are host tensors here; a view may be
+// strided, so the element is addressed through its strides.
+void inject_nonfinite(Problem* p, const std::string& row_key, double value, std::string* where) {
+  for (Input& in : p->inputs) {
+    const TensorView& v = in.view;
+    if (!is_floating(v.dtype) || v.dtype == DType::fp8_e4m3 || v.numel() == 0) continue;
+    uint64_t h = 1469598103934665603ull;  // FNV-1a
+    for (char c : row_key + "/" + in.name)
+      h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+    const int64_t want = static_cast<int64_t>(h % static_cast<uint64_t>(v.numel()));
+    for_each_element_in(v, want, want + 1, [&](int64_t, int64_t off) {
+      store_value(static_cast<char*>(v.data) + off * v.itemsize(), v.dtype, value);
+      *where += (where->empty() ? "" : ", ") + in.name + "[" + std::to_string(want) + "]";
+    });
+  }
 }
 
 std::string first_line(const std::string& s) {
@@ -117,6 +136,7 @@ int run_check(const CheckOptions& o, const std::string& argv0) {
 
       // The golden is computed once per row, lazily, and shared by the backends.
       std::optional<Problem> problem;
+      std::string injected;  // --nonfinite: the input elements set
       Status make_status;
       std::optional<std::vector<Tensor>> gold;
       Status gold_status;
@@ -152,6 +172,7 @@ int run_check(const CheckOptions& o, const std::string& argv0) {
             if (!o.cases_dir.empty()) cmd += " --cases-dir " + shell_word(o.cases_dir);
             if (o.fail_on_ref) cmd += " --fail-on-ref";
             if (o.no_validate) cmd += " --no-validate";
+            if (!o.nonfinite.empty()) cmd += " --nonfinite " + o.nonfinite;
             if (o.repeat > 1) cmd += " --repeat " + std::to_string(o.repeat);
             if (o.threads > 1) cmd += " --threads " + std::to_string(o.threads);
             if (o.threads > 1 && o.streams > 0) cmd += " --streams " + std::to_string(o.streams);
@@ -170,6 +191,12 @@ int run_check(const CheckOptions& o, const std::string& argv0) {
           if (!problem) {
             problem.emplace();
             make_status = d->make(row, &*problem);
+            if (make_status.ok() && !o.nonfinite.empty() && !cs.expect_error)
+              inject_nonfinite(&*problem, row.op + "/" + cs.id + "/" + r.dtype,
+                               o.nonfinite == "nan"   ? std::nan("")
+                               : o.nonfinite == "inf" ? HUGE_VAL
+                                                      : -HUGE_VAL,
+                               &injected);
           }
           if (!make_status.ok()) {
             r.impl = "-";
@@ -222,6 +249,7 @@ int run_check(const CheckOptions& o, const std::string& argv0) {
           }
           JudgeOptions jo;
           jo.standard = file.standard;
+          jo.nonfinite = file.nonfinite_of(row.op);
           // The double standard judges against the plain same-precision baseline too.
           std::vector<Tensor> plain;
           if (file.standard == core::Standard::dbl) {
@@ -257,6 +285,12 @@ int run_check(const CheckOptions& o, const std::string& argv0) {
                 detail = p.outputs[i].name + ": " + j.detail + " (" + std::to_string(j.mismatched) +
                          " mismatched, " + std::to_string(j.unwritten) + " unwritten, " +
                          std::to_string(j.nonfinite) + " non-finite)";
+              if (j.nonfinite)
+                detail += " [non-finite: " + std::to_string(j.nf_missing) + " made finite, " +
+                          std::to_string(j.nf_extra) + " where the golden is finite, " +
+                          std::to_string(j.nf_class) + " of another kind; rule " +
+                          std::string(core::nonfinite_rule_name(jo.nonfinite)) + "]";
+              if (!injected.empty()) detail += " (--nonfinite at " + injected + ")";
             }
           }
           // Elements whose golden equals the first poison: rerun with the second.

@@ -451,6 +451,7 @@ int run_compare(const CompareOptions& o, const std::string& argv0) {
       }
       JudgeOptions jo;
       jo.standard = file.standard;
+      jo.nonfinite = file.nonfinite_of(found->op);
       std::vector<Tensor> base;
       if (file.standard == core::Standard::dbl)
         if (Status s = d->baseline(p, &base); !s.ok()) throw Error(s);

@@ -35,6 +35,9 @@ struct CheckOptions : CommonOptions, RowFilterOptions {
   bool verbose = false;
   bool smoke = false;  // --smoke: each case once (RowFilter::smoke)
   std::string shard;   // --shard K/N (RowFilter::shard)
+  // --nonfinite nan|inf|-inf: one element of every floating input set to this value before the
+  // run (the golden sees the same inputs): the non-finite pattern must match the reference's.
+  std::string nonfinite;
 };
 
 struct BenchOptions : CommonOptions {

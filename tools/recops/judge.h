@@ -33,12 +33,17 @@ struct Judgement {
   int64_t mismatched = 0;            // elements failing the standard
   int64_t unwritten = 0;             // elements still holding the poison
   int64_t nonfinite = 0;             // NaN/Inf where gold is finite (or the wrong non-finite)
+  // The non-finite failures by kind (floating outputs): gold non-finite but out finite (a value
+  // silently made finite), gold finite but out non-finite, both non-finite but different
+  // (NaN vs ±inf, or +inf vs -inf).
+  int64_t nf_missing = 0, nf_extra = 0, nf_class = 0;
   int64_t ambiguous = 0;  // gold equals the poison: needs a second run with the other poison
   std::string detail;     // first failing element, or the failed bound
 };
 
 struct JudgeOptions {
   core::Standard standard = core::Standard::exact;
+  core::NonfiniteRule nonfinite = core::NonfiniteRule::exact;  // cases.yaml's `nonfinite:`
   int poison_variant = 0;
   // `small` = smallest_normal(dtype) * magnitude; magnitude <= 0 means the rms of gold.
   double magnitude = 0;

@@ -118,6 +118,12 @@ int main(int argc, char** argv) {
       "--no-validate", co.no_validate,
       "leave CUDA offsets validation at the library default ($RECOPS_VALIDATE; off in release "
       "builds): bad-input cases that then run count as passed (for compute-sanitizer runs)");
+  check
+      ->add_option("--nonfinite", co.nonfinite,
+                   "set one element of every floating input (its place a hash of op, case and "
+                   "input) to nan, inf or -inf before the run; the golden sees the same inputs, so "
+                   "the outputs' NaN/inf pattern must be the reference's (issue 21's rule)")
+      ->check(CLI::IsMember({"nan", "inf", "-inf"}));
   check->add_flag("-v,--verbose", co.verbose, "print each result as it finishes (stderr)");
   check->add_flag("--smoke", co.smoke,
                   "a representative selection: every case but the `large` ones once, in its first "

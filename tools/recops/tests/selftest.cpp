@@ -124,7 +124,21 @@ void test_nonfinite_pattern() {
       // inlined vector assignment.
       std::copy(gold.begin(), gold.end(), out.begin());
       out[static_cast<size_t>(i)] = v;
-      expect(!judge(view_of(out), view_of(gold), jo).pass, "pattern: a wrong pattern fails");
+      const bool made_finite = std::isfinite(v), extra = !std::isfinite(gold[i]) ? false : true;
+      jo.nonfinite = core::NonfiniteRule::exact;
+      const Judgement j = judge(view_of(out), view_of(gold), jo);
+      expect(!j.pass, "pattern: a wrong pattern fails");
+      expect(j.nf_missing == (made_finite ? 1 : 0) && j.nf_extra == (extra ? 1 : 0) &&
+                 j.nf_class == (!made_finite && !extra ? 1 : 0),
+             "pattern: the failure is counted by kind");
+      // pattern: NaN and the infinities interchangeable; the positions still exact.
+      jo.nonfinite = core::NonfiniteRule::pattern;
+      expect(judge(view_of(out), view_of(gold), jo).pass == (!made_finite && !extra),
+             "rule pattern: only the kind of a non-finite element may differ");
+      // covers: more non-finite elements allowed, never a finite one where the golden has none.
+      jo.nonfinite = core::NonfiniteRule::covers;
+      expect(judge(view_of(out), view_of(gold), jo).pass == !made_finite,
+             "rule covers: only a non-finite made finite fails");
     }
   }
 }
