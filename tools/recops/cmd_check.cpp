@@ -281,16 +281,17 @@ int run_check(const CheckOptions& o, const std::string& argv0) {
             need_second = need_second || j.ambiguous > 0;
             if (!j.pass) {
               pass = false;
-              if (detail.empty())
+              if (detail.empty()) {
                 detail = p.outputs[i].name + ": " + j.detail + " (" + std::to_string(j.mismatched) +
                          " mismatched, " + std::to_string(j.unwritten) + " unwritten, " +
                          std::to_string(j.nonfinite) + " non-finite)";
-              if (j.nonfinite)
-                detail += " [non-finite: " + std::to_string(j.nf_missing) + " made finite, " +
-                          std::to_string(j.nf_extra) + " where the golden is finite, " +
-                          std::to_string(j.nf_class) + " of another kind; rule " +
-                          std::string(core::nonfinite_rule_name(jo.nonfinite)) + "]";
-              if (!injected.empty()) detail += " (--nonfinite at " + injected + ")";
+                if (j.nonfinite)
+                  detail += " [non-finite: " + std::to_string(j.nf_missing) + " made finite, " +
+                            std::to_string(j.nf_extra) + " where the golden is finite, " +
+                            std::to_string(j.nf_class) + " of another kind; rule " +
+                            std::string(core::nonfinite_rule_name(jo.nonfinite)) + "]";
+                if (!injected.empty()) detail += " (--nonfinite at " + injected + ")";
+              }
             }
           }
           // Elements whose golden equals the first poison: rerun with the second.
