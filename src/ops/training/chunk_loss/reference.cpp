@@ -55,7 +55,11 @@ struct Golden {
       zc[j] = cap > 0 ? cap * std::tanh(z[j] / cap) : z[j];
     }
     double m = -INFINITY;
-    for (int64_t j = 0; j < p.V; ++j) m = std::max(m, zc[j]);
+    bool nan = false;
+    for (int64_t j = 0; j < p.V; ++j) m = std::max(m, zc[j]), nan = nan || std::isnan(zc[j]);
+    // A NaN logit gives lse NaN (std::max passes over it: a row of NaN only gave m = -inf, then
+    // lse -inf); a row of -inf only -inf (log 0, torch.logsumexp's).
+    if (nan) return NAN;
     if (m == -INFINITY) return m;
     double s = 0;
     for (int64_t j = 0; j < p.V; ++j) s += std::exp(zc[j] - m);

@@ -31,15 +31,18 @@ struct StdExp {
 };
 
 // exp for fp32 that compilers vectorise: core::exp_poly_f32 (core/exp_poly.h, about 1 ulp; 0 below
-// -87.33, NaN kept, clamped above 88.37); fp64 keeps std::exp. The *_avx2.cpp builds use it: 8
-// lanes with FMA, where std::exp is one scalar libm call per logit.
+// -87.33, NaN kept, clamped above 88.37), +inf above ln(FLT_MAX) as std::exp (a select: the clamp
+// alone made exp(+inf) finite, and a +inf logit's gradient finite); fp64 keeps std::exp. The
+// *_avx2.cpp builds use it: 8 lanes with FMA, where std::exp is one scalar libm call per logit.
 struct PolyExp {
   template <class A>
   static A exp(A x) {
-    if constexpr (std::is_same_v<A, double>)
+    if constexpr (std::is_same_v<A, double>) {
       return std::exp(x);
-    else
-      return core::exp_poly_f32(x);
+    } else {
+      const float v = core::exp_poly_f32(x);
+      return x > 88.7228394f ? INFINITY : v;
+    }
   }
 };
 
@@ -106,7 +109,9 @@ inline A ce_lane_sum(const A (&v)[kCeLanes]) {
 }
 
 // The row's lse and sum of its (capped when cap > 0) logits, in one read of the row; E::exp for
-// the per-logit exponentials.
+// the per-logit exponentials. The lane max passes over a NaN and a block whose logits are all -inf
+// (or NaN) skips its exp sum, so a NaN can miss s; it never misses the plain sum: a NaN sum gives
+// lse NaN (a NaN logit, or +inf with -inf, where m = +inf makes s NaN anyway), as the golden's.
 template <class T, class A, class E = StdExp>
 void ce_row_stats(const T* z, int64_t V, A cap, A* lse, A* sum_z) {
   A buf[kCeBlock];
@@ -141,7 +146,7 @@ void ce_row_stats(const T* z, int64_t V, A cap, A* lse, A* sum_z) {
     for (; k < n; ++k) ls[0] += E::exp(buf[k] - m);
     s += ce_lane_sum(ls);
   }
-  *lse = m + std::log(s);
+  *lse = sz == sz ? m + std::log(s) : sz;  // a row of -inf only: -inf (log 0)
   *sum_z = sz;
 }
 

@@ -42,10 +42,13 @@ void compute(const Params& p) {
   for (int64_t i = 0; i < N; ++i) {
     if (!counted(i)) continue;
     double m = -INFINITY;
-    for (int64_t j = 0; j < V; ++j) m = std::max(m, z(i, j));
+    bool nan = false;
+    for (int64_t j = 0; j < V; ++j) m = std::max(m, z(i, j)), nan = nan || std::isnan(z(i, j));
     double s = 0;
     for (int64_t j = 0; j < V; ++j) s += std::exp(z(i, j) - m);
-    lse[i] = m + std::log(s);
+    // A NaN logit gives lse NaN; a row of -inf only -inf (log 0, as torch.logsumexp), not the
+    // -inf - -inf = NaN of the formula; a +inf logit NaN (inf - inf; torch's loss is NaN too).
+    lse[i] = nan ? NAN : (m == -INFINITY ? m : m + std::log(s));
   }
   if (!p.bwd) {
     double sum_l = 0, sum_z = 0;

@@ -5,6 +5,7 @@
 // channel's dweight/dbias are summed by one thread in a fixed order (per-sequence acc_t
 // partials, then across sequences): deterministic, no workspace. seq_idx takes a scalar, masked
 // loop. acc_t: fp32 (fp64 for fp64).
+#include <algorithm>
 #include <cmath>
 #include <type_traits>
 #include <vector>
@@ -89,7 +90,10 @@ struct Cpu {
       const int64_t id = sid(b, start + t);
       for (int64_t k = 0; k < p.W; ++k) {
         const int64_t tau = t - H + k;
-        if (tau >= 0 && sid(b, start + tau) == id) zp[t] += w(d, k) * xp[t + k];
+        // A tap of another sequence reads 0, and its product is formed (0 · w, NaN for a NaN or
+        // infinite w), as the golden's and Dao's: a select, not a skip.
+        const Acc xv = tau >= 0 && sid(b, start + tau) != id ? Acc(0) : xp[t + k];
+        zp[t] += w(d, k) * xv;
       }
     }
   }
@@ -164,7 +168,9 @@ struct Cpu {
                 const int64_t id = sid(b, start + t);
                 for (int64_t k = 0; k < p.W; ++k) {
                   const int64_t tau = t - H + k;
-                  if (tau >= 0 && sid(b, start + tau) == id) pdw[k] += dz[t] * xb[t + k];
+                  // As the forward's taps: another sequence's x reads 0, the product is formed.
+                  const Acc xv = tau >= 0 && sid(b, start + tau) != id ? Acc(0) : xb[t + k];
+                  pdw[k] += dz[t] * xv;
                 }
               }
             }
@@ -176,7 +182,12 @@ struct Cpu {
               for (int64_t k = 0; k < p.W; ++k) {
                 const Acc wk = w(d, k);
                 const Acc* src = dzp.data() + H - k;
-                for (int64_t c = 0; c < S + L; ++c) g[c] += wk * src[c];
+                // Only the outputs that exist (t = c - S + H - k in [0, L)), as the golden's sum:
+                // no w_k · 0 from the padding, which made a NaN or infinite w_k spread to the
+                // last W - 1 - k positions of dx (and to d_initial_state).
+                const int64_t c0 = std::max<int64_t>(0, S - H + k);
+                const int64_t c1 = std::min<int64_t>(S + L, S - H + k + L);
+                for (int64_t c = c0; c < c1; ++c) g[c] += wk * src[c];
               }
             } else {
               for (int64_t c = 0; c < S + L; ++c) {

@@ -133,7 +133,9 @@ __global__ void __launch_bounds__(kMaxThreads) stats_kernel(Params p, Dev d) {
     }
     cta_combine(ms, sz, sm_ms, sm_z);
     if (threadIdx.x == 0) {
-      d.r_lse[row] = logaddexp(d.r_lse[row], ms.m + logf(ms.s));
+      // A NaN sum (a NaN logit, which x > ms.m passes over, or +inf with -inf): lse NaN, as the
+      // CPU's and the golden's (a tile of NaN only gave -inf).
+      d.r_lse[row] = logaddexp(d.r_lse[row], sz == sz ? ms.m + logf(ms.s) : sz);
       if (!p.bwd || p.fused) {
         d.r_loss[row] += sz;
         if (y >= d.v0 && y < d.v0 + d.vc) d.r_z[row] = capped(z[y - d.v0] + bias_at<T>(p, y), cap);

@@ -123,20 +123,22 @@ void backward(const Params& p, int threads) {
             continue;
           }
           const T* z = logits + i * V;
-          const A a = s * (1 + 2 * lam * lse[i]), bias = s * smooth, l = lse[i];
+          // s multiplies last, as in the golden: a non-finite s, lse or logit then gives the
+          // golden's inf or NaN (s folded into the terms made inf - inf = NaN of s = inf).
+          const A l = lse[i], a = 1 + 2 * lam * l;
           if (cap > 0) {
             for (int64_t j = 0; j < V; ++j) {
               const A t = std::tanh(load<A>(z[j]) / cap);
-              const A d = (a * E::exp(cap * t - l) - bias - (j == y ? s * (1 - eps) : A(0)));
+              const A d = (a * E::exp(cap * t - l) - smooth - (j == y ? 1 - eps : A(0))) * s;
               o[j] = store<T>(d * (1 - t * t));
             }
           } else {
             for (int64_t j = 0; j < V; ++j) {
-              const A d = a * E::exp(load<A>(z[j]) - l) - bias;
+              const A d = (a * E::exp(load<A>(z[j]) - l) - smooth) * s;
               o[j] = store<T>(d);
             }
             const A t = load<A>(z[y]) - l;  // the label's term, recomputed with its one-hot part
-            const A d = a * E::exp(t) - bias - s * (1 - eps);
+            const A d = (a * E::exp(t) - smooth - (1 - eps)) * s;
             o[y] = store<T>(d);
           }
         }

@@ -84,7 +84,9 @@ __global__ void __launch_bounds__(kMaxThreads) fwd_kernel(Params p) {
       }
       cta_combine(ms, sz, sm_ms, sm_z);
       if (threadIdx.x == 0) {
-        r_lse = ms.m + logf(ms.s);
+        // fmaxf passes over a NaN and an all -inf prefix skips its exps: a NaN sum (a NaN logit,
+        // or +inf with -inf) gives lse NaN, as the CPU's and the golden's.
+        r_lse = sz == sz ? ms.m + logf(ms.s) : sz;
         const float zy = capped(to_float(z[y]), cap);
         r_w = weight_at<T>(p, row);
         r_z = lam * r_lse * r_lse;
@@ -147,8 +149,11 @@ __global__ void __launch_bounds__(kMaxThreads) bwd_kernel(Params p) {
     const T* z = static_cast<const T*>(p.logits) + row * V;
     T* o = static_cast<T*>(p.out) + row * V;
     const float l = static_cast<const float*>(p.lse)[row];
-    const float a = s * (1.f + 2.f * lam * l), bias = s * eps / static_cast<float>(V);
-    const float hit = s * (1.f - eps);
+    // d = s ((1 + 2 lam lse) p - eps/V - [j = y](1 - eps)): s multiplies last, as in the golden,
+    // so a non-finite s, lse or logit gives the golden's inf or NaN (not inf - inf from s folded
+    // in).
+    const float a = 1.f + 2.f * lam * l, bias = eps / static_cast<float>(V);
+    const float hit = 1.f - eps;
     for (int64_t v = threadIdx.x; v < nvec; v += blockDim.x) {
       float x[kN];
       if (s == 0.f) {
@@ -161,7 +166,7 @@ __global__ void __launch_bounds__(kMaxThreads) bwd_kernel(Params p) {
           const int64_t j = v * kN + k;
           const float t = cap > 0.f ? tanhf(x[k] / cap) : 0.f;
           const float zc = cap > 0.f ? cap * t : x[k];
-          float d = a * expf(zc - l) - bias - (j == y ? hit : 0.f);
+          const float d = (a * expf(zc - l) - bias - (j == y ? hit : 0.f)) * s;
           x[k] = cap > 0.f ? d * (1.f - t * t) : d;
         }
       }
