@@ -151,7 +151,8 @@ class Golden {
         for (int64_t c = 0; c < p.K; ++c)
           dg += at(q_, (ri * p.H + h) * p.K + c) * dqh[static_cast<size_t>(i * p.K + c)] -
                 at(k_, (ri * p.H + h) * p.K + c) * dkh[static_cast<size_t>(i * p.K + c)];
-        if (i == R - 1) dg += ex(G(rL, hv)) * hdh + kterm;
+        // The state terms are sums over K x V: empty (no term, whatever G is) when K or V is 0.
+        if (i == R - 1 && p.K > 0 && p.V > 0) dg += ex(G(rL, hv)) * hdh + kterm;
         p.dg[ri * p.HV + hv] = static_cast<float>(dg);
       }
     }

@@ -69,7 +69,9 @@ void golden(const Params& p) {
             }
             S f = 1;
             if (p.g) f = ex(gL - static_cast<S>(load(p.g, p.g_dtype, rt * HV + hv)));
-            const S d = static_cast<S>(load(p.dv, p.dv_dtype, (rt * HV + hv) * V + v)) + f * ks;
+            // exp(G_L − G_t) scales a sum over K: no term at all when K is 0 (whatever g is).
+            const S d = static_cast<S>(load(p.dv, p.dv_dtype, (rt * HV + hv) * V + v)) +
+                        (K > 0 ? f * ks : S(0));
             store(p.dv2, p.dv2_dtype, (rt * HV + hv) * V + v, static_cast<double>(d));
             dv2[static_cast<size_t>(t - c0)] =
                 p.plain ? static_cast<S>(round_to(p.dv2_dtype, static_cast<double>(d))) : d;

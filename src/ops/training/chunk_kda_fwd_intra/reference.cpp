@@ -79,8 +79,10 @@ void golden(const Params& p) {
             static_cast<float*>(p.Akk)[ra + j] = j < L ? static_cast<float>(Akk[i * L + j]) : 0.0f;
           }
           for (int64_t d = 0; d < K; ++d) {
+            // Akk is lower triangular: row i reads rows j <= i only (a later row's values,
+            // non-finite ones included, never reach it).
             S acc = 0;
-            for (int64_t j = 0; j < L; ++j)
+            for (int64_t j = 0; j <= i; ++j)
               acc += Akk[i * L + j] * (beta(j) * k(j, d) * e(G(j, d)));
             store(p.w, p.k_dtype, hk_at(i, d), static_cast<double>(acc));
             store(p.qg, p.q_dtype, hk_at(i, d), static_cast<double>(q(i, d) * e(G(i, d))));
@@ -89,7 +91,7 @@ void golden(const Params& p) {
           }
           for (int64_t d = 0; d < V; ++d) {
             S acc = 0;
-            for (int64_t j = 0; j < L; ++j)
+            for (int64_t j = 0; j <= i; ++j)
               acc += Akk[i * L + j] *
                      (beta(j) * static_cast<S>(load(p.v, p.v_dtype, (row(j) * HV + hv) * V + d)));
             store(p.u, p.v_dtype, (row(i) * HV + hv) * V + d, static_cast<double>(acc));

@@ -80,6 +80,15 @@ S dot4(const S* a, const S* b, int64_t n) {
   return (s0 + s1) + (s2 + s3);
 }
 
+// True when x[0, n) holds no NaN or inf. A zero coefficient may skip a row only then: 0·NaN and
+// 0·inf are NaN in the reference's dense product (README, non-finite values).
+template <class S>
+bool finite_row(const S* x, int64_t n) {
+  S s = 0;
+  for (int64_t i = 0; i < n; ++i) s += x[i] * S(0);  // NaN iff some x[i] is NaN or ±inf
+  return s == S(0);
+}
+
 // y[0, n) += c·x[0, n).
 template <class S>
 void axpy(S c, const S* __restrict x, S* __restrict y, int64_t n) {
@@ -123,13 +132,15 @@ void item(const Params& p, const training::TimeChunk& ch, int64_t h, Work<S>& w)
     // ū = Aiᵀ du, w̄ = Aiᵀ dw over the whole R×R block (solve_tril leaves zeros above it).
     std::fill(w.ub.begin(), w.ub.begin() + R * V, S(0));
     std::fill(w.wb.begin(), w.wb.begin() + R * K, S(0));
-    for (int64_t t = 0; t < R; ++t)
+    for (int64_t t = 0; t < R; ++t) {
+      const bool finite = finite_row(w.du.data() + t * V, V) && finite_row(w.dw.data() + t * K, K);
       for (int64_t j = 0; j < R; ++j) {
         const S c = w.a[t * BT + j];
-        if (c == S(0)) continue;
+        if (c == S(0) && finite) continue;
         axpy(c, w.du.data() + t * V, w.ub.data() + j * V, V);
         axpy(c, w.dw.data() + t * K, w.wb.data() + j * K, K);
       }
+    }
     for (int64_t t = 0; t < R; ++t) {
       const S b = w.beta[t], be = b * w.e[t];
       for (int64_t d = 0; d < V; ++d) {
@@ -150,11 +161,13 @@ void item(const Params& p, const training::TimeChunk& ch, int64_t h, Work<S>& w)
       for (int64_t j = 0; j < t; ++j)
         w.dAi[t * BT + j] = dot4(w.du.data() + t * V, w.xv.data() + j * V, V) +
                             dot4(w.dw.data() + t * K, w.xk.data() + j * K, K);
-    for (int64_t r = 1; r < R; ++r)
+    for (int64_t r = 1; r < R; ++r) {
+      const bool finite = finite_row(w.dAi.data() + r * BT, r);
       for (int64_t t = 0; t < R; ++t) {
         const S c = w.a[r * BT + t];
-        if (c != S(0)) axpy(c, w.dAi.data() + r * BT, w.Z.data() + t * BT, r);
+        if (c != S(0) || !finite) axpy(c, w.dAi.data() + r * BT, w.Z.data() + t * BT, r);
       }
+    }
     // dA'_tj = −(Z Aiᵀ)_tj·Γ_tj for t > j, and its terms in dβ, dG and dk.
     for (int64_t t = 1; t < R; ++t) {
       const S bt = w.beta[t];
