@@ -170,11 +170,14 @@ elif wants check; then
     "$RECOPS" check --backend cuda ${DEVICE_CHECK_ARGS:-} --json "$OUT/check_cuda.json"
 fi
 # Load on CUDA streams (issue 21): the quick cases of every op from 8 host threads at once, on 4
-# non-blocking streams round robin, each result bit-identical to the single run. DEVICE_STRESS=0
-# skips it; DEVICE_STRESS_S bounds it (default 120 s), DEVICE_STRESS_ARGS narrows it.
+# non-blocking streams round robin, each result bit-identical to the single run; then for
+# DEVICE_STRESS_MIXED_S (30 s) the 8 threads call rows picked at random, every op mixed
+# (--stress-seconds). DEVICE_STRESS=0 skips it; DEVICE_STRESS_S bounds it (default 120 s: the
+# quick rows must finish by 120 - 30 s), DEVICE_STRESS_ARGS narrows it.
 if wants check && [ "${DEVICE_STRESS:-1}" != 0 ]; then
   step "stress cuda" "${DEVICE_STRESS_S:-120}" "$OUT/check_bench.log" \
-    "$RECOPS" check --backend cuda --quick --threads 8 --streams 4 ${DEVICE_STRESS_ARGS:-} \
+    "$RECOPS" check --backend cuda --quick --threads 8 --streams 4 \
+    --stress-seconds "${DEVICE_STRESS_MIXED_S:-30}" ${DEVICE_STRESS_ARGS:-} \
     --json "$OUT/stress_cuda.json"
 fi
 wants kernels && step kernels 120 "$OUT/check_bench.log" \

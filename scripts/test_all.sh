@@ -57,7 +57,9 @@ step wheel env PY="$PY" JOBS="$JOBS" BUILD="$BUILD" bash scripts/test_wheel.sh
 
 # 3. Every op's cases on the CPU against the fp64 golden, twice bit-identical, and then from 8 host
 #    threads at once, each bit-identical to the single run (the load test of issue 21: registry,
-#    tuning and attribute caches, OpenMP teams started from several threads).
+#    tuning and attribute caches, OpenMP teams started from several threads); then, for 30 s, the
+#    8 threads call rows picked at random from the shard's passing rows, every op mixed
+#    (--stress-seconds: one result row per thread with its call count).
 #    The rows go in $JOBS shards (`check --shard K/N`) run side by side: one process leaves a core
 #    idle while a golden is computed on one thread (at b00964e, 346 s wall for 512 s of CPU on 2
 #    cores); two shards at once took 275 s. Each shard's log is printed whole, in order.
@@ -70,7 +72,8 @@ check_sharded() {
   dir=$(mktemp -d)
   for k in $(seq 1 "$n"); do
     OMP_WAIT_POLICY=passive \
-      "$RECOPS" check --backend cpu --repeat 2 --threads 8 --shard "$k/$n" >"$dir/$k.log" 2>&1 &
+      "$RECOPS" check --backend cpu --repeat 2 --threads 8 --stress-seconds 30 --shard "$k/$n" \
+      >"$dir/$k.log" 2>&1 &
     pids+=($!)
   done
   for k in $(seq 1 "$n"); do

@@ -15,6 +15,7 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <thread>
 
@@ -86,6 +87,101 @@ std::string first_line(const std::string& s) {
   return nl == std::string::npos ? s : s.substr(0, nl) + " ...";
 }
 
+// --stress-seconds: a row that passed, with its inputs on the device and its single-run outputs.
+struct Kept {
+  const Driver* d;
+  Problem p;
+  std::vector<Input> dev_in;
+  std::vector<Tensor> single;
+  Device dev;
+  std::string label;  // op case dtype variant backend
+};
+// The rows kept for the stress phase hold at most this many bytes of inputs and outputs (the
+// rest still ran in the rows).
+constexpr double kStressBytes = 2.0 * (1 << 30);
+
+// Issue 21's load test: o.threads threads call rows of `kept` picked at random (each thread its
+// own sequence) for o.stress_seconds, every op of the selection at once; on CUDA with --streams
+// thread t launches on stream t mod M. Each result must be bit-identical to the row's single run.
+// One result row per thread ("stress", "thread_<t>"): its calls, and its first mismatch.
+void run_stress(const CheckOptions& o, const std::vector<Kept>& kept,
+                std::vector<Result>* results) {
+  const int n = o.threads;
+  struct PerThread {
+    int64_t calls = 0, failed = 0;
+    std::string first_failure;
+    std::set<std::string> ops;
+  };
+  std::vector<PerThread> per(static_cast<size_t>(n));
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto deadline = t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                 std::chrono::duration<double>(o.stress_seconds));
+  std::vector<std::thread> pool;
+  for (int t = 0; t < n && !kept.empty(); ++t)
+    pool.emplace_back([&, t] {
+      PerThread& me = per[static_cast<size_t>(t)];
+      uint64_t x = 0x9e3779b97f4a7c15ull * static_cast<uint64_t>(t + 1);  // splitmix64 state
+      auto next = [&x] {
+        uint64_t z = (x += 0x9e3779b97f4a7c15ull);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        return z ^ (z >> 31);
+      };
+      while (std::chrono::steady_clock::now() < deadline) {
+        const Kept& k = kept[static_cast<size_t>(next() % kept.size())];
+        std::string bad;
+        try {
+          Context tc;
+          tc.impl = o.impl;
+          tc.fail_on_reference = o.fail_on_ref;
+          const std::vector<void*>& streams =
+              load_streams(k.dev.type, k.dev, o.streams);  // created by the row phase already
+          if (!streams.empty()) tc.stream = streams[static_cast<size_t>(t) % streams.size()];
+          RunOut again =
+              run_poisoned(*k.d, k.p, k.dev_in, k.dev, tc, static_cast<int>(me.calls % 2));
+          if (!again.status.ok()) bad = "failed: " + again.status.message();
+          for (size_t i = 0; bad.empty() && i < k.p.outputs.size(); ++i) {
+            int64_t at = -1;
+            if (!bit_identical(again.host_out[i].view(), k.single[i].view(), &at))
+              bad = "differs from the single run in " + k.p.outputs[i].name + " at element " +
+                    std::to_string(at);
+          }
+        } catch (const std::exception& e) {
+          bad = std::string("exception: ") + e.what();
+        }
+        ++me.calls;
+        me.ops.insert(k.p.op);
+        if (!bad.empty() && me.failed++ == 0) me.first_failure = k.label + ": " + bad;
+      }
+    });
+  for (auto& th : pool) th.join();
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::set<std::string> ops;
+  for (const Kept& k : kept) ops.insert(k.p.op);
+  for (int t = 0; t < n; ++t) {
+    const PerThread& me = per[static_cast<size_t>(t)];
+    Result r;
+    r.op = "stress";
+    r.case_id = "thread_" + std::to_string(t);
+    r.dtype = "-";
+    r.backend = kept.empty() ? "-" : backend_name(kept.front().dev.type);
+    r.impl = o.impl.empty() ? "-" : o.impl;
+    r.seconds = secs;
+    r.verdict = me.failed == 0 && !kept.empty() ? "PASS" : "FAIL";
+    r.detail = std::to_string(me.calls) + " calls of " + std::to_string(me.ops.size()) + " ops (" +
+               std::to_string(kept.size()) + " rows of " + std::to_string(ops.size()) +
+               " ops kept) in " + fmt_g(secs, 3) + " s, " + std::to_string(me.failed) +
+               " not bit-identical to the single run" +
+               (me.failed ? "; first: " + me.first_failure : "") +
+               (kept.empty() ? "; no row passed to stress" : "");
+    if (r.verdict != "PASS")
+      r.reproducer = "recops check --threads " + std::to_string(n) + " --stress-seconds " +
+                     fmt_g(o.stress_seconds, 3) + " (same selection)";
+    std::cerr << "stress " << r.case_id << ": " << r.detail << "\n";
+    results->push_back(r);
+  }
+}
+
 }  // namespace
 
 int run_check(const CheckOptions& o, const std::string& argv0) {
@@ -122,6 +218,12 @@ int run_check(const CheckOptions& o, const std::string& argv0) {
     filter.shard = k - 1;
     filter.shards = n;
   }
+  if (o.stress_seconds > 0 && o.threads < 2) {
+    std::cerr << "recops check: --stress-seconds needs --threads N with N >= 2\n";
+    return 2;
+  }
+  std::vector<Kept> kept;
+  double kept_bytes = 0;
   const int64_t total = count_runs(files, filter, sel.backends, o.impl);
   Progress progress("check", total, o.quiet || o.verbose);
 
@@ -366,6 +468,13 @@ int run_check(const CheckOptions& o, const std::string& argv0) {
               }
             }
           }
+          if (pass && cs.deterministic && o.stress_seconds > 0 &&
+              kept_bytes + 2 * set_bytes(p) <= kStressBytes) {
+            kept_bytes += 2 * set_bytes(p);
+            kept.push_back({d, p, dev_in, first.host_out, dev,
+                            r.op + " " + r.case_id + " " + r.dtype +
+                                (r.variant.empty() ? "" : " " + r.variant) + " " + bname});
+          }
           finish(pass, detail);
         } catch (const std::exception& e) {
           if (r.impl.empty()) r.impl = "-";
@@ -374,6 +483,7 @@ int run_check(const CheckOptions& o, const std::string& argv0) {
       }
     }
   }
+  if (o.stress_seconds > 0) run_stress(o, kept, &results);
   for (const auto& id : o.case_ids)
     if (std::find(seen_case_ids.begin(), seen_case_ids.end(), id) == seen_case_ids.end()) {
       std::cerr << "recops check: no case '" << id << "' among the selected ops\n";
@@ -385,9 +495,10 @@ int run_check(const CheckOptions& o, const std::string& argv0) {
   int failed = 0;
   for (const auto& r : results) {
     failed += r.verdict != "PASS";
-    t.add({r.op, r.case_id, r.variant.empty() ? r.dtype : r.dtype + " " + r.variant, r.backend,
-           r.impl, r.max_abs ? fmt_g(*r.max_abs) : "-", r.rel_l2 ? fmt_g(*r.rel_l2) : "-",
-           r.verdict == "PASS" ? (r.max_abs ? "PASS" : "PASS (error)") : "FAIL"});
+    t.add(
+        {r.op, r.case_id, r.variant.empty() ? r.dtype : r.dtype + " " + r.variant, r.backend,
+         r.impl, r.max_abs ? fmt_g(*r.max_abs) : "-", r.rel_l2 ? fmt_g(*r.rel_l2) : "-",
+         r.verdict == "PASS" ? (r.max_abs || r.op == "stress" ? "PASS" : "PASS (error)") : "FAIL"});
   }
   std::cout << t.str();
   if (failed) {

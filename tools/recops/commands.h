@@ -30,6 +30,9 @@ struct CheckOptions : CommonOptions, RowFilterOptions {
   int repeat = 1;
   int threads = 1;  // --threads: also run each case from N host threads at once (the stress rule)
   int streams = 0;  // --streams: on CUDA, the --threads runs launch on N streams (round robin)
+  // --stress-seconds: after the rows, the --threads threads call rows picked at random (every
+  // selected op mixed) for this long, each result bit-identical to the row's single run.
+  double stress_seconds = 0;
   bool fail_on_ref = false;
   bool no_validate = false;
   bool verbose = false;

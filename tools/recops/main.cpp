@@ -112,6 +112,14 @@ int main(int argc, char** argv) {
                    "with --threads on CUDA: thread t launches on stream t mod N of N non-blocking "
                    "streams instead of the default stream")
       ->check(CLI::Range(1, 64));
+  check
+      ->add_option(
+          "--stress-seconds", co.stress_seconds,
+          "with --threads N: after the rows, N threads call rows picked at random from "
+          "those that passed (every selected op at once; on CUDA with --streams, thread t "
+          "on stream t mod M) for S seconds, each result bit-identical to the row's single "
+          "run; one result row per thread with its call count (issue 21's load test)")
+      ->check(CLI::Range(0.0, 86400.0));
   check->add_flag("--fail-on-ref", co.fail_on_ref,
                   "fail a case that only the reference implementation would run");
   check->add_flag(
