@@ -57,12 +57,15 @@ void compute(const Params& p) {
       float* lse = static_cast<float*>(p.lse);
       std::vector<A> s(static_cast<size_t>(n));
       for (int64_t t = 0; t < T_; ++t) {
+        // The max propagates a NaN score (m stays NaN once it is), so that a NaN score makes the
+        // column's lse and out NaN even when every other score is -inf (spec: "a NaN score makes
+        // its column NaN"; a max that skipped it would take the empty column's out 0).
         A m = -inf;
         for (int64_t l = 0; l < n; ++l) {
           s[l] = score(l, t);
-          if (s[l] > m) m = s[l];
+          if (s[l] > m || std::isnan(s[l])) m = s[l];
         }
-        // n = 0 or every score -inf: out 0, lse -inf (a NaN score makes the column NaN).
+        // n = 0 or every score -inf: out 0, lse -inf.
         A sum = 0;
         if (m != -inf)
           for (int64_t l = 0; l < n; ++l) sum += std::exp(s[l] - m);

@@ -83,8 +83,14 @@ struct Golden {
       for (int64_t j = 0; j < n; ++j) s[j] = dot(p.q, o + m, p.k, o + j, h);
       // The plain baseline takes the saved fp32 lse, except for fp64 (a composition in fp64
       // would not round its statistic to fp32).
+      // The golden refines the saved statistic to the exact one only where both are finite:
+      // the op's p is exp(s - lse) with the lse it is given (spec §2.10, upstream), so a
+      // non-finite saved lse reaches its row, and a non-finite score (a NaN or inf in q or k)
+      // reaches the entries that contain it, not, through an exact lse, the whole sequence.
       const bool saved = plain && !std::is_same_v<T, double>;
-      const Acc l = saved ? static_cast<Acc>(p.lse_in[h * p.lse_hs + o + m]) : lse_of(s);
+      const Acc given = static_cast<Acc>(p.lse_in[h * p.lse_hs + o + m]);
+      const Acc exact = saved ? given : lse_of(s);
+      const Acc l = std::isfinite(exact) && std::isfinite(given) ? exact : given;
       const Acc delta = dot(p.o, o + m, p.grad, o + m, h);
       for (int64_t j = 0; j < n; ++j) {
         const Acc pj = std::exp(s[j] - l) / maxl;

@@ -330,11 +330,12 @@ inline bool attends(const P& p, const Interval* riv, int niv, int64_t b, int64_t
 }
 
 // Value rows holding NaN or ±inf are added apart, for the rows that attend to them only, and then
-// zeroed in the tile: the microkernels multiply masked entries by P = 0, and 0·NaN would poison
-// rows the reference leaves finite (masking selects, it does not multiply). `vget(c, y)` reads and
+// zeroed in the tile, and their column of P with them: the microkernels multiply masked entries
+// by P = 0, and 0·NaN would poison rows the reference leaves finite (masking selects, it does not
+// multiply); an infinite P (SiLU(inf)) would meet the zeroed row as inf·0. `vget(c, y)` reads and
 // `vzero(c)` clears value row c of the tile. Rare (non-finite data), so plain loops.
 template <class Get, class Zero>
-inline void add_nonfinite_values(const P& p, const float* s, const Interval* iv, const int* niv,
+inline void add_nonfinite_values(const P& p, float* s, const Interval* iv, const int* niv,
                                  int64_t max_iv, float* acc, int64_t b, int64_t hq, int64_t i0,
                                  int64_t c0, int64_t nq, int64_t nk, int64_t dv, int64_t dvp,
                                  Get vget, Zero vzero) {
@@ -346,6 +347,7 @@ inline void add_nonfinite_values(const P& p, const float* s, const Interval* iv,
       if (!attends(p, iv + r * max_iv, niv[r], b, hq, i0 + r, c0 + c)) continue;
       for (int64_t y = 0; y < dv; ++y) acc[r * dvp + y] += s[r * kBk + c] * vget(c, y);
     }
+    for (int64_t r = 0; r < nq; ++r) s[r * kBk + c] = 0.0f;
     vzero(c);
   }
 }

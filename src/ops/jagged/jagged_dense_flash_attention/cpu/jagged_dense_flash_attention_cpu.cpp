@@ -113,7 +113,9 @@ void forward_item(const Params& p, int64_t b, const Seq& s, int64_t t0, int64_t 
   float* lse = static_cast<float*>(p.lse);
   for (int64_t j = 0; j < w; ++j) {
     const int64_t t = t0 + j;
-    const bool none = m[j] == -inf;  // no row, or every score -inf (NaN never reaches here)
+    // No row, or every score -inf. A NaN score leaves m as it was but makes sum NaN (exp(NaN)), so
+    // a column whose scores are NaN and -inf only is NaN (lse and out), as the reference's.
+    const bool none = m[j] == -inf && sum[j] == Acc(0);
     if (lse)
       lse[b * p.T + t] = none ? -std::numeric_limits<float>::infinity()
                               : static_cast<float>(m[j] + std::log(sum[j]));

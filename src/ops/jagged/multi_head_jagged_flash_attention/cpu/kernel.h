@@ -25,11 +25,16 @@ constexpr int64_t kChunk = 64;  // keys (or queries) converted at once
 
 // exp in the accumulation type: for fp32 in the AVX2 build core::exp_poly_f32 (core/exp_poly.h,
 // about 1 ulp; -inf gives 0, NaN NaN, as std::exp; the arguments here are at most about 0: a score
-// minus its row's running max or lse), else std::exp.
+// minus its row's running max or lse), else std::exp. exp_poly_f32 clamps above 88.37 instead of
+// overflowing: past ln(FLT_MAX) the select gives +inf as std::exp does (a score minus a saved lse
+// it does not belong to, or a +inf score, would otherwise come out as a finite ~2e38).
 template <class Acc>
 inline Acc exp_acc(Acc x) {
 #if defined(__AVX2__) && defined(__FMA__)
-  if constexpr (std::is_same_v<Acc, float>) return core::exp_poly_f32(x);
+  if constexpr (std::is_same_v<Acc, float>) {
+    const float e = core::exp_poly_f32(x);
+    return x > 88.7228394f ? std::numeric_limits<float>::infinity() : e;
+  }
 #endif
   return std::exp(x);
 }
@@ -220,12 +225,15 @@ void forward(const Params& p, int threads) {
   });
 }
 
-// The row's softmax statistic: the given fp32 lse, or for fp64 the exact one (an fp32 lse would
-// put a relative error of |lse|·2^-24 into every fp64 p).
+// The row's softmax statistic: the given fp32 lse, or for fp64 the exact one where it and the
+// given one are finite (an fp32 lse would put a relative error of |lse|·2^-24 into every fp64 p;
+// a non-finite one, given or from a non-finite score, is taken as given, as the reference does).
 template <class Acc>
 Acc row_lse(const Params& p, const Acc* lse_exact, int64_t h, int64_t row) {
-  return lse_exact ? lse_exact[h * p.total_L + row]
-                   : static_cast<Acc>(p.lse_in[h * p.lse_hs + row]);
+  const Acc given = static_cast<Acc>(p.lse_in[h * p.lse_hs + row]);
+  if (!lse_exact) return given;
+  const Acc exact = lse_exact[h * p.total_L + row];
+  return std::isfinite(exact) && std::isfinite(given) ? exact : given;
 }
 
 // fp64 only: lse of every valid row recomputed in fp64 (rows m >= n_b are never read).
