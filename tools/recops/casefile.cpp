@@ -459,12 +459,24 @@ CaseFile parse_case_text(const std::string& text, const std::string& path, FileK
             }
           } else if (k == "nonfinite" && kind == FileKind::cases) {
             if (v.IsMap()) {
-              for_each_key(c, v, "nonfinite",
-                           [&](const std::string& o, const YAML::Node& on, const YAML::Node& r) {
-                             if (!schema.ops.count(o))
-                               c.fail(on, "nonfinite." + o, "unknown op '" + o + "'");
-                             f.nonfinite[o] = to_nonfinite_rule(c, r, "nonfinite." + o);
-                           });
+              for_each_key(
+                  c, v, "nonfinite",
+                  [&](const std::string& o, const YAML::Node& on, const YAML::Node& r) {
+                    if (!schema.ops.count(o))
+                      c.fail(on, "nonfinite." + o, "unknown op '" + o + "'");
+                    if (!r.IsMap()) {
+                      f.nonfinite[o] = to_nonfinite_rule(c, r, "nonfinite." + o);
+                      return;
+                    }
+                    for_each_key(
+                        c, r, "nonfinite." + o,
+                        [&](const std::string& be, const YAML::Node&, const YAML::Node& x) {
+                          if (be != "cpu" && be != "cuda")
+                            c.fail(r, "nonfinite." + o + "." + be, "unknown backend (cpu, cuda)");
+                          f.nonfinite[o + "@" + be] =
+                              to_nonfinite_rule(c, x, "nonfinite." + o + "." + be);
+                        });
+                  });
             } else {
               f.nonfinite[""] = to_nonfinite_rule(c, v, k);
             }

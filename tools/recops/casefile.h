@@ -99,13 +99,15 @@ struct CaseFile {
   std::string op;  // the file's op (the folder's main op)
   core::Standard standard = core::Standard::exact;
   // `nonfinite:` (core::NonfiniteRule): one rule for every op of the file, or a rule per op
-  // (ops not named: exact).
+  // (ops not named: exact), or per op and backend ({op: {cpu: exact, cuda: covers}}). Keys: "" (the
+  // file), "op", "op@cpu", "op@cuda".
   std::map<std::string, core::NonfiniteRule> nonfinite;
-  core::NonfiniteRule nonfinite_of(const std::string& op) const {
-    auto it = nonfinite.find(op);
-    if (it != nonfinite.end()) return it->second;
-    it = nonfinite.find("");
-    return it != nonfinite.end() ? it->second : core::NonfiniteRule::exact;
+  core::NonfiniteRule nonfinite_of(const std::string& op, const std::string& backend = "") const {
+    for (const std::string& key : {op + "@" + backend, op, std::string()}) {
+      auto it = nonfinite.find(key);
+      if (it != nonfinite.end()) return it->second;
+    }
+    return core::NonfiniteRule::exact;
   }
   std::vector<CaseSpec> cases;  // `cases:` (cases.yaml) or `shapes:` (perf.yaml)
   // perf.yaml: device name -> key ("op/id/dtype") -> baseline.

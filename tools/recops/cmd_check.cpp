@@ -351,7 +351,7 @@ int run_check(const CheckOptions& o, const std::string& argv0) {
           }
           JudgeOptions jo;
           jo.standard = file.standard;
-          jo.nonfinite = file.nonfinite_of(row.op);
+          jo.nonfinite = file.nonfinite_of(row.op, bname);
           // The double standard judges against the plain same-precision baseline too.
           std::vector<Tensor> plain;
           if (file.standard == core::Standard::dbl) {

@@ -451,7 +451,8 @@ int run_compare(const CompareOptions& o, const std::string& argv0) {
       }
       JudgeOptions jo;
       jo.standard = file.standard;
-      jo.nonfinite = file.nonfinite_of(found->op);
+      // The recorded backend's rule (its outputs are the ones judged against the golden).
+      jo.nonfinite = file.nonfinite_of(found->op, manifest.value("backend", std::string()));
       std::vector<Tensor> base;
       if (file.standard == core::Standard::dbl)
         if (Status s = d->baseline(p, &base); !s.ok()) throw Error(s);
