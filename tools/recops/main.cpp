@@ -16,6 +16,26 @@ const CLI::Validator kFileNotAFlag(
     },
     "FILE", "not an option");
 
+// A number in [lo, hi]; NaN is refused too (CLI::Range compares, and NaN passes both compares).
+CLI::Validator finite_range(double lo, double hi) {
+  return CLI::Validator(
+      [lo, hi](const std::string& v) {
+        double x = 0;
+        try {
+          size_t used = 0;
+          x = std::stod(v, &used);
+          if (used != v.size()) return "not a number: '" + v + "'";
+        } catch (const std::exception&) {
+          return "not a number: '" + v + "'";
+        }
+        if (!(x >= lo && x <= hi))
+          return "must be in [" + CLI::detail::to_string(lo) + ", " + CLI::detail::to_string(hi) +
+                 "], got " + v;
+        return std::string();
+      },
+      "[" + CLI::detail::to_string(lo) + " - " + CLI::detail::to_string(hi) + "]");
+}
+
 // A subcommand that runs ops (check, bench, tune, record) with the options they all take.
 CLI::App* add_run_command(CLI::App& app, const std::string& name, const std::string& help,
                           recops::cli::CommonOptions& o) {
@@ -70,10 +90,13 @@ int main(int argc, char** argv) {
   bool list_case_ids = false;
   std::vector<std::string> list_ops_sel;
   std::string list_cases_dir;
-  list->add_flag("--cases", list_case_ids,
-                 "the case ids of each op's cases.yaml with their dtypes (for check --case)");
+  auto* list_cases_flag =
+      list->add_flag("--cases", list_case_ids,
+                     "the case ids of each op's cases.yaml with their dtypes (for check --case)");
+  // Without --cases the listing is every op; an --op there would be silently ignored.
   list->add_option("--op", list_ops_sel, "with --cases: only these ops, folders or families")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->needs(list_cases_flag);
   list->add_option("--cases-dir", list_cases_dir,
                    "with --cases or --markdown: the directory holding the ops");
   bool list_markdown = false;
@@ -119,7 +142,7 @@ int main(int argc, char** argv) {
           "those that passed (every selected op at once; on CUDA with --streams, thread t "
           "on stream t mod M) for S seconds, each result bit-identical to the row's single "
           "run; one result row per thread with its call count (issue 21's load test)")
-      ->check(CLI::Range(0.0, 86400.0));
+      ->check(finite_range(0.0, 86400.0));
   check->add_flag("--fail-on-ref", co.fail_on_ref,
                   "fail a case that only the reference implementation would run");
   check->add_flag(
@@ -158,11 +181,15 @@ int main(int argc, char** argv) {
                     "reference times: a JSON file written by `bench --json` (matched by op, shape, "
                     "dtype and backend) or `baseline` (perf.yaml, this device; the default)");
   bench->add_option("--threshold", bo.threshold_pct, "regression threshold in percent (default 5)")
-      ->check(CLI::Range(0.0, 1e6));
-  bench->add_option("--max-seconds", bo.max_seconds,
-                    "time budget per shape after warm-up (default 2)");
-  bench->add_option("--min-reps", bo.min_reps,
-                    "timed repeats at least (default 10 on CPU, 20 on CUDA)");
+      ->check(finite_range(0.0, 1e6));
+  bench
+      ->add_option("--max-seconds", bo.max_seconds,
+                   "time budget per shape after warm-up (default 2)")
+      ->check(finite_range(0.0, 86400.0));
+  bench
+      ->add_option("--min-reps", bo.min_reps,
+                   "timed repeats at least (default 10 on CPU, 20 on CUDA)")
+      ->check(CLI::Range(0, 1000000));
 
   recops::cli::ReportOptions rpo;
   auto* report = app.add_subcommand(
@@ -191,12 +218,14 @@ int main(int argc, char** argv) {
                    "the tuning file to write or update (default: tuning/<device-slug>.json in the "
                    "source tree, one per device)");
   tune->add_option("--max-seconds", to.max_seconds,
-                   "time budget per candidate after warm-up (default 0.3)");
+                   "time budget per candidate after warm-up (default 0.3)")
+      ->check(finite_range(0.0, 86400.0));
   tune->add_option("--min-reps", to.min_reps,
-                   "timed repeats per candidate at least (default 10 on CPU, 20 on CUDA)");
+                   "timed repeats per candidate at least (default 10 on CPU, 20 on CUDA)")
+      ->check(CLI::Range(0, 1000000));
   tune->add_option("--min-gain", to.min_gain_pct,
                    "percent a candidate must beat the default by to replace it (default 2)")
-      ->check(CLI::Range(0.0, 100.0));
+      ->check(finite_range(0.0, 100.0));
   tune->add_option("--rounds", to.rounds,
                    "interleaved default/best block pairs timing the confirmation and --check "
                    "(default 8)")
@@ -206,7 +235,8 @@ int main(int argc, char** argv) {
                  "the default, interleaved; exit 1 when it is slower by more than --threshold "
                  "(--json FILE for the records)");
   tune->add_option("--threshold", to.threshold_pct,
-                   "--check: percent the tuned configuration may be slower (default 3)");
+                   "--check: percent the tuned configuration may be slower (default 3)")
+      ->check(finite_range(0.0, 1e6));
 
   recops::cli::RecordOptions ro;
   auto* record = add_run_command(
