@@ -221,6 +221,23 @@ void check_output_sizes(const kit::OpDef& d, const Args& in,
     if (!st.ok()) check(Status(st.code(), st.message() + size_sources(d, in, specs[i].shape)));
   }
 }
+// An output's allocation; one that cannot be made (torch's allocator refuses or runs out of
+// memory) is an error naming the op, the output, its shape and bytes and the arguments its size
+// came from (issue 21), not the allocator's bare message.
+at::Tensor allocate_output(const kit::OpDef& d, const Args& in, const kit::OutSpec& spec,
+                           const std::string& name, const at::TensorOptions& opts) {
+  try {
+    return new_output(spec.shape, opts);
+  } catch (const c10::Error& e) {
+    int64_t bytes = 0;
+    (void)checked_nbytes(d.name, spec.shape, spec.dtype, &bytes);  // checked before: fits
+    std::string shape;
+    for (int64_t x : spec.shape) shape += (shape.empty() ? "" : ", ") + std::to_string(x);
+    TORCH_CHECK(false, d.name, ": cannot allocate output ", name, " [", shape, "] (", bytes,
+                " bytes on ", opts.device().str(), ")", size_sources(d, in, spec.shape), ": ",
+                e.what_without_backtrace());
+  }
+}
 }  // namespace
 
 void run_boxed(const kit::OpDef& d, torch::jit::Stack* stack, const Context& ctx_in, bool meta) {
@@ -263,7 +280,8 @@ void run_boxed(const kit::OpDef& d, torch::jit::Stack* stack, const Context& ctx
         // The argument itself, written in place (the shape function checked its shape).
         outs.push_back(in[arg_index(d, d.outs[i].mutates)].toTensor());
       } else {
-        outs.push_back(specs[i].present ? new_output(specs[i].shape, opts) : at::empty({0}, opts));
+        outs.push_back(specs[i].present ? allocate_output(d, in, specs[i], d.outs[i].name, opts)
+                                        : at::empty({0}, opts));
       }
       o.present.push_back(specs[i].present);
       o.views.push_back(specs[i].present ? to_view(outs.back(), d.name, d.outs[i].name)

@@ -238,3 +238,15 @@ def test_hstu_silu_of_huge_negative_scores_is_zero():
     k_inf[5, :, 0] = float("-inf")  # a -inf score: SiLU(-inf) = -inf·0 = NaN, as the reference
     got = recops.hstu_attn(q, k_inf, v, off)
     assert bool(got[5:70].isnan().all()) and not bool(got[:5].isnan().any())
+
+
+def test_unallocatable_output_names_op_output_and_argument():
+    """An output that fits int64 bytes but cannot be allocated is an error naming the op, the
+    output, its shape and bytes and the argument its size came from, not the allocator's bare
+    message (the reliability sweep's 'unclear message' probes). 2^48 bytes: past a 47-bit user
+    address space, so no overcommit setting lets the allocation succeed."""
+    v, o = _jagged()
+    with pytest.raises(RuntimeError, match=r"jagged_to_padded_dense: cannot allocate output out "
+                       r"\[1, 35184372088832, 2\] \(281474976710656 bytes on cpu\) \(from "
+                       r"max_seq_len=35184372088832\)"):
+        recops.jagged_to_padded_dense(v, o, 2**45)

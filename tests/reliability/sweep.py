@@ -420,6 +420,12 @@ OVERRIDES: Dict[tuple, tuple] = {
     ("complete_cumsum", "wrong-rank", "t:2d"): ("either", "t may be 2-D [R, n]"),
     ("exclusive_cumsum", "wrong-rank", "t:2d"): ("either", "t may be 2-D [R, n]"),
     ("inclusive_cumsum", "wrong-rank", "t:2d"): ("either", "t may be 2-D [R, n]"),
+    ("exclusive_cumsum", "wrong-rank", "t:0d"):
+        ("either", "any rank, scanned flattened (FBGEMM; torch.cumsum takes a 0-d tensor too)"),
+    ("inclusive_cumsum", "wrong-rank", "t:0d"):
+        ("either", "any rank, scanned flattened (FBGEMM; torch.cumsum takes a 0-d tensor too)"),
+    ("hstu_attn", "zero-size", "target_group_size"):
+        ("either", "0 is the seed's 'no target mask' (hstu_attn README)"),
     ("permute_1D_sparse_data", "mismatched-shape", "permute"):
         ("either", "a permutation may repeat or drop features"),
     ("permute_2D_sparse_data", "mismatched-shape", "permute"):
