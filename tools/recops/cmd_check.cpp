@@ -188,12 +188,7 @@ int run_check(const CheckOptions& o, const std::string& argv0) {
   const auto t0 = std::chrono::steady_clock::now();
   Selection sel;
   if (!select("check", o.cases_dir, o.ops, o.backends, &sel, o.impl)) return 2;
-  for (const auto& lst : {o.dtypes, o.offsets_dtypes, o.out_dtypes})
-    for (const auto& s : lst)
-      if (!dtype_from_name(s)) {
-        std::cerr << "recops check: unknown dtype '" << s << "'\n";
-        return 2;
-      }
+  if (!check_dtype_names("check", o)) return 2;
   // Data-dependent checks on CUDA tensors are part of what check verifies, unless --no-validate
   // asks for the unvalidated path (invalid offsets must then only stay within bounds).
   if (!o.no_validate) set_validate(true);

@@ -169,6 +169,7 @@ int run_record(const RecordOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();
   Selection sel;
   if (!select("record", o.cases_dir, o.ops, o.backends, &sel, o.impl)) return 2;
+  if (!check_dtype_names("record", o)) return 2;
   if (sel.backends.size() != 1) {
     std::cerr << "recops record: give exactly one --backend\n";
     return 2;
@@ -286,6 +287,7 @@ int run_record(const RecordOptions& o) {
 
 int run_compare(const CompareOptions& o, const std::string& argv0) {
   const auto t0 = std::chrono::steady_clock::now();
+  if (!check_dtype_names("compare", o)) return 2;
   json manifest;
   {
     std::ifstream f(o.dir + "/manifest.json");

@@ -150,6 +150,28 @@ std::string backend_unavailable(DeviceType backend) {
   return {};
 }
 
+bool check_dtype_names(const char* command, const RowFilterOptions& o) {
+  const std::pair<const char*, const std::vector<std::string>*> lists[] = {
+      {"--dtype", &o.dtypes},
+      {"--offsets-dtype", &o.offsets_dtypes},
+      {"--out-dtype", &o.out_dtypes}};
+  for (const auto& [flag, lst] : lists)
+    for (const auto& s : *lst) {
+      const auto t = dtype_from_name(s);
+      if (!t) {
+        std::cerr << "recops " << command << ": " << flag << ": unknown dtype '" << s
+                  << "' (fp64 fp32 fp16 bf16 fp8_e4m3 int32 int64 uint8 bool)\n";
+        return false;
+      }
+      if (std::string(flag) == "--offsets-dtype" && *t != DType::int32 && *t != DType::int64) {
+        std::cerr << "recops " << command << ": --offsets-dtype: offsets are int32 or int64, got '"
+                  << s << "'\n";
+        return false;
+      }
+    }
+  return true;
+}
+
 bool select(const char* command, const std::string& cases_dir, const std::vector<std::string>& ops,
             const std::vector<std::string>& backends, Selection* sel, const std::string& impl) {
   try {

@@ -8,6 +8,7 @@
 #include "recops/device.h"
 #include "recops/status.h"
 #include "tools/recops/casefile.h"
+#include "tools/recops/commands.h"
 #include "tools/recops/driver.h"
 
 namespace recops::cli {
@@ -39,6 +40,10 @@ struct Selection {
 // the error lists the ones there are.
 bool select(const char* command, const std::string& cases_dir, const std::vector<std::string>& ops,
             const std::vector<std::string>& backends, Selection* sel, const std::string& impl = {});
+
+// The dtype filters (--dtype, --offsets-dtype, --out-dtype) name dtypes, and --offsets-dtype an
+// integer one (offsets are int32 or int64); else an error on stderr naming the flag, and false.
+bool check_dtype_names(const char* command, const RowFilterOptions& o);
 
 // Every id of `wanted` (case or shape ids of --case / --shape) names a row of `files`; else an
 // error on stderr listing the ids there are, and false.

@@ -42,7 +42,8 @@ Status check_common_scalars(const std::string& op, int64_t B, int64_t Nq, int64_
                op,
                ": the query heads must be a positive multiple of the KV heads (Nq % Nk == 0, "
                "Nk >= 1",
-               no_heads ? "; or both 0" : "", "); got Nq=", Nq, ", Nk=", Nk);
+               no_heads ? "; or both 0" : "", "); got Nq=", Nq, ", Nk=", Nk,
+               " (q_heads and kv_heads, or q's and k's head dims)");
   RECOPS_CHECK(B >= 1 && B <= kMaxBatch, "recops.", op, ": batch size B=", B,
                " must lie in [1, 65536]");
   return Status::Ok();
