@@ -116,6 +116,12 @@ void run_stress(const CheckOptions& o, const std::vector<Kept>& kept,
   const auto t0 = std::chrono::steady_clock::now();
   const auto deadline = t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                  std::chrono::duration<double>(o.stress_seconds));
+  // The CUDA streams once, before the threads (the pool is not safe to grow from several
+  // threads); check runs on CUDA device 0.
+  bool any_cuda = false;
+  for (const Kept& k : kept) any_cuda = any_cuda || k.dev.type == DeviceType::cuda;
+  const std::vector<void*> streams =
+      any_cuda ? load_streams(DeviceType::cuda, Device::cuda(0), o.streams) : std::vector<void*>{};
   std::vector<std::thread> pool;
   for (int t = 0; t < n && !kept.empty(); ++t)
     pool.emplace_back([&, t] {
@@ -134,9 +140,8 @@ void run_stress(const CheckOptions& o, const std::vector<Kept>& kept,
           Context tc;
           tc.impl = o.impl;
           tc.fail_on_reference = o.fail_on_ref;
-          const std::vector<void*>& streams =
-              load_streams(k.dev.type, k.dev, o.streams);  // created by the row phase already
-          if (!streams.empty()) tc.stream = streams[static_cast<size_t>(t) % streams.size()];
+          if (k.dev.type == DeviceType::cuda && !streams.empty())
+            tc.stream = streams[static_cast<size_t>(t) % streams.size()];
           RunOut again =
               run_poisoned(*k.d, k.p, k.dev_in, k.dev, tc, static_cast<int>(me.calls % 2));
           if (!again.status.ok()) bad = "failed: " + again.status.message();
