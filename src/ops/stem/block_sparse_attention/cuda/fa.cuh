@@ -318,7 +318,7 @@ __global__ void __launch_bounds__(kFaThreads / kMt, 2) bsa_fa_kernel(Args a) {
         lt += __shfl_xor_sync(0xffffffffu, lt, 2);
         if (tok[mt][h] - t0 >= nt) continue;
         const int64_t row = q0 + tok[mt][h];  // int64: the address arithmetic below
-        const bool any = lt > 0.0f;
+        const bool any = lt != 0.0f;          // NaN (a NaN score) is not empty: it spreads
         const float inv = any ? 1.0f / lt : 0.0f;
         uint16_t* dst = a.out + (row * a.Nq + hq) * kD + 2 * tig;
 #pragma unroll

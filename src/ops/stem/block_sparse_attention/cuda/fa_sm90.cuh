@@ -313,7 +313,7 @@ __global__ void __launch_bounds__(sm90::kThreads, 1)
     const int t = ta + 8 * u;
     if (t >= Lq) continue;
     const float l = u == 0 ? l0 : l1, mr = u == 0 ? m0 : m1;
-    const bool any = l > 0.f;
+    const bool any = l != 0.f;  // NaN (a NaN score) is not empty: it spreads
     const float inv = any ? 1.f / l : 0.f;
     uint16_t* orow = a.out + ((q0 + t) * a.Nq + hq) * sm90::kD;
 #pragma unroll

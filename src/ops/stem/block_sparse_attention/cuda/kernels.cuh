@@ -191,7 +191,7 @@ __global__ void __launch_bounds__(kThreads) bsa_fwd_kernel(Args a) {
     for (int h = 0; h < 2; ++h) {
       if (tok[h] - t0 >= nt) continue;
       const int64_t row = q0 + tok[h];
-      const bool any = l[h] > 0.0f;
+      const bool any = l[h] != 0.0f;  // NaN (a NaN score) is not empty: it spreads
       const float inv = any ? 1.0f / l[h] : 0.0f;
       uint16_t* dst = a.out + (row * a.Nq + hq) * kD + 2 * tig;
 #pragma unroll

@@ -172,10 +172,13 @@ __global__ void __launch_bounds__(kThreads)
             const S fq = gated ? scale * gate_exp(g_s[r], p.gate_log2) : scale;
             const S fk = gated ? gate_exp(gL - g_s[r], p.gate_log2) : S(1);
             S dq = fq * dqi[m], dk = fk * dki[m];
-            kpart += k_s[r * kPitch + cl] * dk;  // the inter part of dk in dg_L's k-term
+            // Columns past K hold zeros in q_s, k_s: they add no term to dg (not 0 · dq, which is
+            // NaN when a non-finite g or v reached dq through ds).
+            if (col_ok)
+              kpart += k_s[r * kPitch + cl] * dk;  // the inter part of dk in dg_L's k-term
             for (int j = 0; j <= r; ++j) dq += ds_s[r * (BT + 1) + j] * k_s[j * kPitch + cl];
             for (int i = r; i < R; ++i) dk += ds_s[i * (BT + 1) + r] * q_s[i * kPitch + cl];
-            dgp[m] = q_s[r * kPitch + cl] * dq - k_s[r * kPitch + cl] * dk;
+            if (col_ok) dgp[m] = q_s[r * kPitch + cl] * dq - k_s[r * kPitch + cl] * dk;
             acc_q[m] += dq;
             acc_k[m] += dk;
             if (with_dw && col_ok)
@@ -191,7 +194,8 @@ __global__ void __launch_bounds__(kThreads)
             for (int o = kTile / 2; o > 0; o >>= 1) d += __shfl_xor_sync(0xffffffffu, d, o);
             const int r = rl + m * kRowStep;
             if (cl == 0 && r < R) {
-              if (r == R - 1) d += gate_exp(gL, p.gate_log2) * hdh_all + kterm;
+              // The state terms are sums over K × V: none when K or V is 0 (the reference's rule).
+              if (r == R - 1 && K > 0 && V > 0) d += gate_exp(gL, p.gate_log2) * hdh_all + kterm;
               float* out = p.dg + (row0 + r) * HV + hv;
               if (dg_smem) {  // only this thread touches the slot, in tile order
                 S* part = dgp_s + (hv - h * group) * BT + r;
