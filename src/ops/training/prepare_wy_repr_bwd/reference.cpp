@@ -110,11 +110,14 @@ void chunk(const Params& p, int64_t b, int64_t c0, int64_t L) {
         for (int64_t d = 0; d < K; ++d) wk += wb[t * K + d] * kk(t, d);
         db += e(t) * wk;
         S dg = beta(t) * e(t) * wk;
-        for (int64_t j = 0; j < t; ++j) {
-          db += dA[t * L + j] * kdot(t, j);
-          dg += dA[t * L + j] * beta(t) * kdot(t, j);
+        // The k·k terms are sums over K: none when K = 0 (whatever dA is), as dk's.
+        if (K > 0) {
+          for (int64_t j = 0; j < t; ++j) {
+            db += dA[t * L + j] * kdot(t, j);
+            dg += dA[t * L + j] * beta(t) * kdot(t, j);
+          }
+          for (int64_t s = t + 1; s < L; ++s) dg -= dA[s * L + t] * beta(s) * kdot(s, t);
         }
-        for (int64_t s = t + 1; s < L; ++s) dg -= dA[s * L + t] * beta(s) * kdot(s, t);
         store(p.dbeta, p.beta_dtype, row(t) * HV + hv, static_cast<double>(db));
         if (p.dg) p.dg[row(t) * HV + hv] = static_cast<float>(dg);
         // dk of this value head

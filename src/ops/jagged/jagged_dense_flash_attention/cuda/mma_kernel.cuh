@@ -201,6 +201,11 @@ __global__ void __launch_bounds__(kThreads, 2) fwd_kernel(const Params p, const 
       const float l = fm::quad_sum(lrow[u]);
       const bool none = mrow[u] == -INFINITY && l == 0.f;  // no row, or every score -inf
       f[u] = none ? 0.f : 1.f / l;
+      // Such a column's O is Σ 0·v: NaN where a value row is non-finite (0 · inf on the tensor
+      // cores), which the factor 0 would keep. Its out is 0 (the empty column's), so clear it.
+      if (none)
+#pragma unroll
+        for (int j = 0; j < kD / 8; ++j) o[j][2 * u] = o[j][2 * u + 1] = 0.f;
       if (p.lse && t == 0 && tok[u])
         static_cast<float*>(p.lse)[b * p.lse_sb + tcol[u] * p.lse_st] =
             none ? -INFINITY : mrow[u] * kLn2 + logf(l);

@@ -295,7 +295,9 @@ __global__ void __launch_bounds__(kVbiasThreads)
       double sigma = 0;
       if (n > 1) {
         const double var = (s2 - s1 * mu) / static_cast<double>(n - 1);
-        sigma = var > 0 ? sqrt(var) : 0.0;
+        // A negative var is rounding (σ = 0); a NaN one (an infinite ℓ: inf − inf) stays NaN, as
+        // the reference's σ of the deviations is.
+        sigma = var > 0 ? sqrt(var) : (var != var ? var : 0.0);
       }
       stats[0] = static_cast<float>(mu);
       stats[1] = static_cast<float>(1.0 / (sigma + 1e-6));

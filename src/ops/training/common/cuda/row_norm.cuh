@@ -234,22 +234,27 @@ struct FloatPair {
     add_prod(q, c);
     lo = fmaf(qe, c, lo);
   }
+  // A non-finite hi (an inf or NaN term) is the sum: the error terms of an inf are inf − inf = NaN
+  // and must not turn +inf into NaN (the reference's plain sum stays inf).
   __device__ __forceinline__ double value() const {
-    return static_cast<double>(hi) + static_cast<double>(lo);
+    return isfinite(hi) ? static_cast<double>(hi) + static_cast<double>(lo)
+                        : static_cast<double>(hi);
   }
 };
 
 // The split of a double into floats hi + lo (hi = v rounded, lo = the rest rounded).
 __device__ __forceinline__ void split_double(double v, float& hi, float& lo) {
   hi = static_cast<float>(v);
-  lo = static_cast<float>(v - static_cast<double>(hi));
+  lo = isfinite(hi) ? static_cast<float>(v - static_cast<double>(hi)) : 0.f;  // inf: no rest
 }
 
 // a·b − (kh + kl)·x with kh + kl a double split in two floats (split_double): kh·x = q + qe
 // exactly, a·b − q is one fma, so where the terms cancel the result keeps its relative accuracy
 // (a few roundings of the result, not of the terms).
 __device__ __forceinline__ float sub_split_prod(float a, float b, float kh, float kl, float x) {
-  const float q = __fmul_rn(kh, x), qe = fmaf(kh, x, -q);
+  const float q = __fmul_rn(kh, x);
+  if (!isfinite(q)) return fmaf(a, b, -q);  // its error inf − inf would be NaN: a·b − q as is
+  const float qe = fmaf(kh, x, -q);
   return fmaf(-kl, x, fmaf(a, b, -q) - qe);
 }
 

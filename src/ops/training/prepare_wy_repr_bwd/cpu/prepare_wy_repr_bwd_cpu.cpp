@@ -174,11 +174,13 @@ void item(const Params& p, const training::TimeChunk& ch, int64_t h, Work<S>& w)
       for (int64_t j = 0; j < t; ++j) {
         S x = -dot4(w.Z.data() + t * BT, w.a.data() + j * BT, R);
         if (p.g) x *= p.gate_log2 ? std::exp2(w.g[t] - w.g[j]) : std::exp(w.g[t] - w.g[j]);
-        const S kk = w.kk[t * BT + j];
-        w.db[t] += x * kk;
-        const S adA = x * bt * kk;
-        w.dg[t] += adA;
-        w.dg[j] -= adA;
+        if (K > 0) {  // the k·k terms are sums over K: none when K = 0 (the reference's rule)
+          const S kk = w.kk[t * BT + j];
+          w.db[t] += x * kk;
+          const S adA = x * bt * kk;
+          w.dg[t] += adA;
+          w.dg[j] -= adA;
+        }
         axpy(x * bt, w.k.data() + j * K, w.dk.data() + t * K, K);
         axpy(x * bt, w.k.data() + t * K, w.dk.data() + j * K, K);
       }
