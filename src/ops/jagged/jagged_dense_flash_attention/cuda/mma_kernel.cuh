@@ -160,6 +160,13 @@ __global__ void __launch_bounds__(kThreads, 2) fwd_kernel(const Params p, const 
             sc[j][e] = c0 + 8 * j + 2 * t + (e & 1) < s.n ? to_float(bn[j][e]) : -INFINITY;
         if (kt + 1 < nkt) load_bias(kt + 1);
         fm::mma_abt<T, kD, kBk>(sc, sQ, wrow0, sK + stage * kTile, ln, c.w.nks);
+        // Rows past n_b are zeros, and 0 · ±inf (an infinite k element) added NaN to their -inf:
+        // mask them again after the product.
+#pragma unroll
+        for (int j = 0; j < kBk / 8; ++j)
+#pragma unroll
+          for (int e = 0; e < 4; ++e)
+            if (c0 + 8 * j + 2 * t + (e & 1) >= s.n) sc[j][e] = -INFINITY;
 #pragma unroll
         for (int u = 0; u < 2; ++u) {
           float mx = -INFINITY;
