@@ -173,6 +173,12 @@ def make_wrapper(info: dict):
                               f"missing required argument: '{pname}' (None is not a value for "
                               f"it)\")\n")
         params.append(p)
+        if (str(a.type) == "Tensor" and not {"rule", "pair", "names"} & face.keys()
+                and pname not in defaults and not p.endswith("= None")):
+            # A required tensor given as None: say which, instead of the dispatcher's "no
+            # fallback function is registered" (it finds no device to dispatch on).
+            checks.append(f"    if {pname} is None:\n        raise TypeError(\"recops.{name}: "
+                          f"{pname} must be a tensor, got None\")\n")
     call = [f"{a.name}={e}" if a.kwarg_only else e for a, e in call]
     ret = "torch.Tensor" if len(schema.returns) == 1 else "tuple"
     body = f"    return _op({', '.join(call)})\n"

@@ -16,5 +16,6 @@ __all__ = []
 @torch.library.register_fake("recops::dense_to_jagged")
 def _dense_to_jagged_fake(dense, seq_offsets, total_L=None):
     if total_L is None:
-        total_L = unbacked_size("dense_to_jagged", "total_L")
+        total_L = unbacked_size("dense_to_jagged", "total_L", dense=dense,
+                                seq_offsets=seq_offsets)
     return torch.ops.recops._dense_to_jagged_meta(dense, seq_offsets, total_L)

@@ -23,6 +23,7 @@ def _jagged_index_select_fake(values, seq_lengths, indices, num_dense_output_row
             num_dense_output_rows = 0  # nothing selected: the size is known without data
         else:
             num_dense_output_rows = unbacked_size(
-                "jagged_index_select", "num_dense_output_rows (the sum of seq_lengths[indices])")
+                "jagged_index_select", "num_dense_output_rows (the sum of seq_lengths[indices])",
+                values=values, seq_lengths=seq_lengths, indices=indices)
     return torch.ops.recops._jagged_index_select_meta(values, seq_lengths, indices,
                                                       num_dense_output_rows)

@@ -20,7 +20,8 @@ __all__ = []
 def _keyed_jagged_index_select_dim1_fake(values, lengths, offsets, indices, batch_size,
                                          weights=None, selected_lengths_sum=None):
     if selected_lengths_sum is None:
-        selected_lengths_sum = unbacked_size("keyed_jagged_index_select_dim1",
-                                             "selected_lengths_sum")
+        selected_lengths_sum = unbacked_size(
+            "keyed_jagged_index_select_dim1", "selected_lengths_sum", values=values, lengths=lengths,
+            offsets=offsets, indices=indices, weights=weights)
     return torch.ops.recops._keyed_jagged_index_select_dim1_meta(
         values, lengths, offsets, indices, batch_size, weights, selected_lengths_sum)

@@ -20,6 +20,8 @@ __all__ = []
 def _permute_1D_sparse_data_fake(permute, lengths, values, weights=None,
                                    permuted_lengths_sum=None):
     if permuted_lengths_sum is None:
-        permuted_lengths_sum = unbacked_size("permute_1D_sparse_data", "permuted_lengths_sum")
+        permuted_lengths_sum = unbacked_size(
+            "permute_1D_sparse_data", "permuted_lengths_sum", permute=permute, lengths=lengths,
+            values=values, weights=weights)
     return torch.ops.recops._permute_1D_sparse_data_meta(permute, lengths, values, weights,
                                                           permuted_lengths_sum)

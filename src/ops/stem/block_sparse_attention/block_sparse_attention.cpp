@@ -166,7 +166,9 @@ Status make_params(const BlockSparseAttentionArgs& a, const TensorView& out, con
           for (int64_t t = 0; t < L; ++t) {
             const int64_t j = ids[row * p.Kmax + t];
             RECOPS_CHECK(j >= 0 && j < Kb, "recops.", kOp, ": sparse_indices[", b, ", ", hq, ", ",
-                         i, "] holds id ", j, ", outside [0, Kb=", Kb, ")");
+                         i, "] holds id ", j, ", outside [0, Kb=", Kb,
+                         ") (Kb = ceil(kv length / sparse_block_size) = ceil(", p.Lk[b], " / ",
+                         p.Bs, "))");
             RECOPS_CHECK(seen[j] != row, "recops.", kOp, ": sparse_indices[", b, ", ", hq, ", ", i,
                          "] holds id ", j, " twice (ids must be unique)");
             seen[j] = row;

@@ -13,6 +13,11 @@ def causal_conv1d_btd(x, weight, *args, residual=None, **kwargs):
     """
     import recops  # here, not at import time: recops imports this module
 
+    # The [B, T, D] view needs x (and residual) of rank 3; say so before transpose's IndexError.
+    for name, t in (("x", x), ("residual", residual)):
+        if t is not None and getattr(t, "dim", lambda: 3)() != 3:
+            raise ValueError(f"recops.causal_conv1d_btd: {name} must be [B, T, D] (rank 3), "
+                             f"got shape {tuple(t.shape)}")
     if residual is not None:
         residual = residual.transpose(1, 2)
     y, final_state = recops.causal_conv1d(x.transpose(1, 2), weight, *args, residual=residual,
