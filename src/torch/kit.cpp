@@ -207,6 +207,14 @@ std::string size_sources(const kit::OpDef& d, const Args& in, const Shape& shape
     if (v > 1 && std::find(shape.begin(), shape.end(), v) != shape.end())
       s += (s.empty() ? " (from " : ", ") + d.args[i].name + "=" + std::to_string(v);
   }
+  if (!s.empty()) return s + ")";
+  // No size argument gives it: a data-dependent size, read from the integer tensors (offsets,
+  // lengths, indices).
+  for (size_t i = 0; i < d.args.size(); ++i)
+    if (in[i].isTensor() && in[i].toTensor().defined() &&
+        !at::isFloatingType(in[i].toTensor().scalar_type()) &&
+        in[i].toTensor().scalar_type() != at::kBool)
+      s += (s.empty() ? " (sized by the contents of " : ", ") + d.args[i].name;
   return s.empty() ? s : s + ")";
 }
 

@@ -21,6 +21,20 @@ def test_meta_offsets_with_cpu_values_refused():
         recops.jagged_to_padded_dense(v.to("meta"), o, 4)
     with pytest.raises(RuntimeError, match=r"seq_offsets is on meta while dense is on cpu"):
         recops.dense_to_jagged(torch.randn(1, 4, 2), o.to("meta"), total_L=3)
+    # Without total_L the size is data dependent (the fake kernel's path): the same words.
+    with pytest.raises(RuntimeError, match=r"dense_to_jagged: seq_offsets is on meta while dense "
+                       r"is on cpu; every tensor argument must be on the same device"):
+        recops.dense_to_jagged(torch.randn(1, 4, 2), o.to("meta"))
+    with pytest.raises(RuntimeError, match=r"permute_1D_sparse_data: lengths is on cpu while "
+                       r"permute is on meta"):
+        recops.permute_1D_sparse_data(torch.tensor([0], device="meta"), torch.tensor([2]),
+                                      torch.randn(2))
+
+
+@pytest.mark.parametrize("fn", ["l2norm", "exclusive_cumsum", "rms_norm_rstd"])
+def test_none_for_a_required_tensor_names_it(fn):
+    with pytest.raises(TypeError, match=rf"recops\.{fn}: \w+ must be a tensor, got None"):
+        getattr(recops, fn)(None)
 
 
 def test_meta_optional_tensor_refused():
@@ -250,3 +264,7 @@ def test_unallocatable_output_names_op_output_and_argument():
                        r"\[1, 35184372088832, 2\] \(281474976710656 bytes on cpu\) \(from "
                        r"max_seq_len=35184372088832\)"):
         recops.jagged_to_padded_dense(v, o, 2**45)
+    # A size read from the data (dense_to_jagged's total_L from seq_offsets) names the tensor.
+    with pytest.raises(RuntimeError, match=r"dense_to_jagged: cannot allocate output out "
+                       r"\[35184372088832, 2\] .*\(sized by the contents of seq_offsets\)"):
+        recops.dense_to_jagged(torch.randn(1, 4, 2), torch.tensor([0, 2**45]))

@@ -16,6 +16,9 @@ def _as_split_error(e: RuntimeError) -> RuntimeError:
     # function the caller called, and how the names map (grad is values; values_a / values_b
     # stand for the parts).
     msg = str(e).split("\n")[0].replace("concat_1d_jagged_bwd: ", "")
+    # The outputs grad_a / grad_b are the parts; their sizes come from shape_a / shape_b.
+    msg = msg.replace("output grad_a", "output grad_a (part A, of shape_a)")
+    msg = msg.replace("output grad_b", "output grad_b (part B, of shape_b)")
     return RuntimeError(f"split_1d_jagged: {msg} (the split runs concat_1d_jagged_bwd: its grad is values, "
                         f"values_a / values_b the parts A and B)")
 

@@ -16,6 +16,9 @@ def _as_split_error(e: RuntimeError) -> RuntimeError:
     # function the caller called, and how the names map (grad is values; values_a / values_b
     # stand for the parts).
     msg = str(e).split("\n")[0].replace("concat_2d_jagged_bwd: ", "")
+    # The outputs grad_a / grad_b are the parts; their sizes come from rows_a / rows_b.
+    msg = msg.replace("output grad_a", "output grad_a (part A, of rows_a)")
+    msg = msg.replace("output grad_b", "output grad_b (part B, of rows_b)")
     return RuntimeError(f"split_2d_jagged: {msg} (the split runs concat_2d_jagged_bwd: its grad is values, "
                         f"values_a / values_b the parts A and B)")
 
