@@ -2,6 +2,7 @@
 // and the tests. One place; any loosening needs a comment and review.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <string_view>
 
@@ -34,6 +35,30 @@ inline double smallest_normal(DType t) {
     case DType::fp8_e4m3: return 0.015625;
     default: return 0.0;
   }
+}
+
+// The spacing of the dtype's values at |x| (one ulp: the step from |x| to the next larger
+// value; subnormals included). The CLI's golden is the fp64 result rounded once to the output
+// dtype, so an output one correct rounding away from a value within fp32 noise of the exact one
+// can sit one ulp from it (the exact value lay near a midpoint); the double standard's max-abs
+// term allows that one ulp (tools/recops/judge.h). 0 for integer dtypes.
+inline double output_ulp(DType t, double x) {
+  int mant = 0, emin = 0;
+  switch (t) {
+    case DType::fp64: mant = 52, emin = -1022; break;
+    case DType::fp32: mant = 23, emin = -126; break;
+    case DType::fp16: mant = 10, emin = -14; break;
+    case DType::bf16: mant = 7, emin = -126; break;
+    case DType::fp8_e4m3: mant = 3, emin = -6; break;
+    default: return 0.0;
+  }
+  if (!std::isfinite(x)) return 0.0;
+  int e = emin;
+  if (x != 0) {
+    std::frexp(x, &e);  // |x| = m 2^e, m in [0.5, 1): the binade's exponent is e - 1
+    e = std::max(e - 1, emin);
+  }
+  return std::ldexp(1.0, e - mant);
 }
 
 enum class Standard { exact, single, dbl };

@@ -98,6 +98,42 @@ void test_double() {
   expect(!judge(view_of(out), view_of(gold), jo).pass, "double: no baseline fails");
 }
 
+// The double standard against a golden rounded to fp16: one output ulp from it is rounding (an
+// exact value next to a midpoint), two ulps or a one-ulp error everywhere are not.
+void test_double_rounded_golden() {
+  const int n = 256;
+  std::vector<Half> gold(n), base(n), out(n);
+  for (int i = 0; i < n; ++i) gold[i] = half_from_double(0.3 + 0.15 * std::sin(0.7 * i));
+  base = gold;
+  base[9] = half_from_double(to_double(gold[9]) + 0x1p-17);  // the baseline's only flip: tiny
+  auto hv = [](std::vector<Half>& v) {
+    return TensorView(v.data(), DType::fp16, Device::cpu(), {static_cast<int64_t>(v.size())});
+  };
+  TensorView bv = hv(base);
+  JudgeOptions jo;
+  jo.standard = core::Standard::dbl;
+  jo.baseline = &bv;
+  expect(core::output_ulp(DType::fp16, 0.3) == 0x1p-12 &&
+             core::output_ulp(DType::fp16, 1.0) == 0x1p-10 &&
+             core::output_ulp(DType::fp16, 0.0) == 0x1p-24 &&
+             core::output_ulp(DType::bf16, -3.0) == 0x1p-6,
+         "output_ulp: the spacing at |x|");
+  auto step = [](Half h, int k) {  // k ulps up (positive values)
+    return Half{static_cast<uint16_t>(h.bits + k)};
+  };
+  out = gold;
+  int big = 0;  // an element in [0.25, 0.5), where one fp16 ulp (2^-12) exceeds T/8 (2^-13)
+  while (to_double(gold[big]) < 0.25 || to_double(gold[big]) >= 0.5) ++big;
+  out[big] = step(gold[big], 1);
+  Judgement j = judge(hv(out), hv(gold), jo);
+  expect(j.pass && j.max_abs == 0x1p-12, "double (fp16 golden): a one-ulp flip passes");
+  out[big] = step(gold[big], 2);
+  expect(!judge(hv(out), hv(gold), jo).pass, "double (fp16 golden): two ulps fail");
+  for (int i = 0; i < n; ++i) out[i] = step(gold[i], 1);
+  expect(!judge(hv(out), hv(gold), jo).pass,
+         "double (fp16 golden): one ulp everywhere fails (relative L2)");
+}
+
 // Issue 21: every standard compares which entries are NaN / +Inf / -Inf, not only finite values.
 void test_nonfinite_pattern() {
   const core::Standard standards[] = {core::Standard::exact, core::Standard::single,
@@ -321,6 +357,7 @@ int main() {
   test_exact();
   test_single();
   test_double();
+  test_double_rounded_golden();
   test_nonfinite_pattern();
   test_fast_rounding();
   test_parser();
