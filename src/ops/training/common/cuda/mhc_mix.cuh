@@ -27,6 +27,7 @@
 #include <type_traits>
 
 #include "core/cuda/launch.h"
+#include "core/cuda/numeric.cuh"
 #include "recops/status.h"
 
 namespace recops::ops::training::mhc_cuda {
@@ -40,28 +41,15 @@ inline constexpr int64_t kGramMaxBlocks = 16384;  // tokens beyond this: grid-st
 inline constexpr int kGramA = 5;  // accumulator tile: kGramA x kGramB pairs (n = 4 streams + y)
 inline constexpr int kGramB = 4;
 
+// widen / narrow: core/cuda/numeric.cuh's exact widening to double and its single rounding from
+// double to T (correctly rounded, as the CPU path's from_double).
 template <class T>
 __device__ __forceinline__ double widen(T v) {
-  if constexpr (std::is_same_v<T, double>)
-    return v;
-  else if constexpr (std::is_same_v<T, float>)
-    return static_cast<double>(v);
-  else if constexpr (std::is_same_v<T, __half>)
-    return static_cast<double>(__half2float(v));
-  else
-    return static_cast<double>(__bfloat162float(v));
+  return core::cuda::to_double(v);
 }
-// One rounding, fp64 straight to T.
 template <class T>
 __device__ __forceinline__ T narrow(double v) {
-  if constexpr (std::is_same_v<T, double>)
-    return v;
-  else if constexpr (std::is_same_v<T, float>)
-    return __double2float_rn(v);
-  else if constexpr (std::is_same_v<T, __half>)
-    return __double2half(v);
-  else
-    return __double2bfloat16(v);
+  return core::cuda::from_double<T>(v);
 }
 
 // A per-token coefficient table: the value for (token t, input i, output o) sits at element
