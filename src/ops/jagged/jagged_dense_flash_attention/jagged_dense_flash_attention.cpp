@@ -37,11 +37,6 @@ bool aligned16(const void* ptr) {
 std::string mma_accepts(const Params& p) {
   if (p.dtype != DType::fp16 && p.dtype != DType::bf16)
     return "cuda_sm80_mma runs fp16 and bf16 (cuda_sm80 runs fp32 and fp64)";
-  // The tensor-core backward's fp16 rows failed the double standard on an H100 at 68b7da9
-  // (bias_neg_1e4 dq, mma_strided and mma_long dbias: 4x the plain baseline's max error; README,
-  // Implementations): fp16 backward stays on cuda_sm80, checked, until that is found.
-  if (p.backward && p.dtype == DType::fp16)
-    return "cuda_sm80_mma's backward runs bf16 only (fp16: cuda_sm80; README)";
   if (p.D % 8 != 0 || p.D < 8 || p.D > 256)
     return "cuda_sm80_mma needs D a multiple of 8 in [8, 256] (got D=" + std::to_string(p.D) +
            "); cuda_sm80 runs the rest";

@@ -230,8 +230,8 @@ __global__ void __launch_bounds__(kThreads, 2) fwd_kernel(const Params p, const 
 // bwd_rows_kernel: a block of 4 warps owns 64 rows l of one sample (16 a warp), q and v rows
 // staged once; per step of kBn target columns (64, or 32 in the 128 and 256 buckets so that the
 // accumulators, Sᵀ and dPᵀ fit in registers) it reads the step's attn_bias into registers, stages
-// k's columns transposed and grad's rows, and reads lse (+inf for a column past T or with lse
-// -inf, so that its p is 0) and delta = out . grad (16-byte loads from global memory), then
+// k's columns transposed and grad's rows, and reads lse (p = 0 for a column past T or with lse
+// -inf) and delta = out . grad (16-byte loads from global memory), then
 // (p by expf of s - lse in natural units, as the baseline: a score near -1e4 then loses nothing to
 // the rounding of lse log2 e)
 //   Sᵀ = bias + q kᵀ,  P = exp(Sᵀ - lse),  dPᵀ = v gradᵀ,  dS = P (dPᵀ - delta)
@@ -308,7 +308,7 @@ __global__ void __launch_bounds__(kThreads, 2) bwd_rows_kernel(const Params p, c
       cp_async_commit();
       gather_cols<T, kD, kBn>(sK, p, b, c0, nt, dpad);
       {
-        // lse (+inf for a column past T or with lse -inf) and, for dq, delta = out . grad of
+        // lse (+inf for a column past T) and, for dq, delta = out . grad of
         // column j by kTpc threads with 16-byte loads, 4 chunks each in flight.
         const int j = threadIdx.x / kTpc, part = threadIdx.x % kTpc;
         float acc = 0.f;
@@ -343,7 +343,6 @@ __global__ void __launch_bounds__(kThreads, 2) bwd_rows_kernel(const Params p, c
           float L = INFINITY;
           if (j < nt) {
             L = static_cast<const float*>(p.lse)[b * p.lse_sb + (c0 + j) * p.lse_st];
-            if (L == -INFINITY) L = INFINITY;
           }
           sLse[j] = L;
           sDl[j] = acc;
@@ -366,7 +365,11 @@ __global__ void __launch_bounds__(kThreads, 2) bwd_rows_kernel(const Params p, c
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const int u = e >> 1, col = 8 * j + 2 * t + (e & 1);
-          const float pr = expf(sc[j][e] - sLse[col]);
+          // p = 0 for a column with lse -inf (no key: whatever the score, +inf included, as the
+          // reference and cuda_sm80 have it) and for a column past T (its zero-filled k gives
+          // 0 * inf = NaN against a non-finite q, which P grad and dS k would spread to the row).
+          const float L = sLse[col];
+          const float pr = L == -INFINITY || c0 + col >= p.T ? 0.f : expf(sc[j][e] - L);
           sc[j][e] = pr;
           if constexpr (kDq) {
             const float ds = pr * (dp[j][e] - sDl[col]);
