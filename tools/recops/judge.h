@@ -8,7 +8,7 @@
 //          the fp64 result rounded once to the output dtype (accuracy.md's is fp64), so the
 //          max-abs term takes max_i(|out_i - gold_i| - ulp(gold_i)): an element one output ulp
 //          from the rounded golden is a rounding of a value next to a midpoint, not an error
-//          (a bf16/fp16 ulp exceeds T/8 for |gold| >= 1/8). The relative L2 term is unchanged, so
+//          (a bf16/fp16 ulp exceeds T/8 for |gold| >= 1/4). The relative L2 term is unchanged, so
 //          a systematic one-ulp error still fails.
 // Always : an element still holding the poison is unwritten (fails); NaN/Inf where gold is finite
 //          fails; a non-finite gold needs the same non-finite value.
