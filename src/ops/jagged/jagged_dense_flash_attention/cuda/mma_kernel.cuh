@@ -4,15 +4,17 @@
 //
 // The problem is attention with the T target columns of k[b] as the queries and the jagged rows
 // of q (keys) and v (values): a block of 4 warps owns 64 target columns of one sample b, 16 a
-// warp. The block gathers its columns of k (any strides) transposed into a [64][D] shared tile
-// once; row tiles of q and v (kBk rows: 64, or 32 in the 256 bucket) stream through a two-stage
-// cp.async pipeline (ops/jagged/common/cuda/flash_mma.cuh). Per tile and warp the scores start as
-// attn_bias (read from global memory into the accumulators before the products, any strides;
-// rows past n_b -inf), S += k_colsᵀ q_tileᵀ on mma.sync m16n8k16, then the online softmax in base
-// 2 (a running max of -inf counts as 0, so that -inf scores add nothing), P rounded to the dtype
-// and repacked in registers as the A operand of O += P v_tile. At the end a column with no finite
-// score (n_b = 0, or every score -inf) gets out 0 and lse -inf, as cuda_sm80 and the reference
-// do; otherwise out = O / l and lse = m + log l. Work items (b, column tile) are walked
+// warp. The block gathers its columns of k (any strides; 16-byte loads where T % 8 == 0 and k's t
+// stride is 1) transposed into a [64][D] shared tile once; row tiles of q and v (kBk rows: 64, or
+// 32 in the 256 bucket) stream through a two-stage cp.async pipeline
+// (ops/jagged/common/cuda/flash_mma.cuh), with the tile's attn_bias where its rows are chunks of
+// 16 bytes (T % 8 == 0, t stride 1; otherwise each thread reads its score elements from global
+// memory into registers one tile ahead, any strides). Per tile and warp the scores start as
+// attn_bias (rows past n_b -inf), S += k_colsᵀ q_tileᵀ on mma.sync m16n8k16, then the online
+// softmax in base 2 (a running max of -inf counts as 0, so that -inf scores add nothing), P rounded
+// to the dtype and repacked in registers as the A operand of O += P v_tile. At the end a column
+// with no finite score (n_b = 0, or every score -inf) gets out 0 and lse -inf, as cuda_sm80 and the
+// reference do; otherwise out = O / l and lse = m + log l. Work items (b, column tile) are walked
 // grid-stride; index math is 64-bit.
 #pragma once
 
@@ -54,16 +56,50 @@ struct Cfg {
   int64_t items;   // B * ctiles
   fm::Widths w;    // from D
   bool ds_async;   // bwd_dk_kernel: dS tiles by cp.async (T % 8 == 0, dbias 16-byte aligned)
+  bool k_vec;      // gather_cols by 16-byte loads (chunks_of_8 of k)
+  bool bias_tile;  // fwd_kernel: attn_bias tiles by cp.async (chunks_of_8 of attn_bias)
 };
 
+// 16-byte chunks of 8 target columns: T % 8 == 0 (so every column tile, starting at a multiple of
+// 8, holds whole chunks), the t stride 1, the other strides and the base multiples of 8 elements.
+inline bool chunks_of_8(const void* base, int64_t T, int64_t st, int64_t s1, int64_t s2) {
+  return T % 8 == 0 && st == 1 && s1 % 8 == 0 && s2 % 8 == 0 &&
+         reinterpret_cast<uintptr_t>(base) % 16 == 0;
+}
+
 // sQ[j][d] = k[b, d, t0 + j] for j < nt, d < D; 0 for j < kN past nt and for D <= d < dpad.
-// j fastest (k's usual layout has T contiguous); the loads of 8 elements a thread are issued
-// before their stores so that their latencies overlap (a load-store loop waited on each load).
+// vec (Cfg::k_vec): 8 columns of a row d by one 16-byte load, d fastest over the threads so that
+// a warp's transposing stores fall in distinct banks; 8 chunks a thread in flight before their
+// stores. Otherwise element by element, j fastest (k's usual layout has T
+// contiguous), 8 loads a thread issued before their stores so that their latencies overlap (a
+// load-store loop waited on each load).
 template <class T, int kD, int kN>
 __device__ __forceinline__ void gather_cols(T* dst, const Params& p, int64_t b, int64_t t0, int nt,
-                                            int dpad) {
+                                            int dpad, bool vec) {
   constexpr int kLd = kD + 8, kU = 8;
   const T* kp = static_cast<const T*>(p.k) + b * p.k_sb + t0 * p.k_st;
+  if (vec) {
+    const int total = kN / 8 * dpad;  // chunks
+    for (int base = threadIdx.x; base < total; base += kThreads * kU) {
+      uint4 v[kU];
+#pragma unroll
+      for (int u = 0; u < kU; ++u) {
+        const int i = base + u * kThreads, d = i % dpad, ch = i / dpad;
+        v[u] = i < total && 8 * ch < nt && d < p.D
+                   ? *reinterpret_cast<const uint4*>(kp + d * p.k_sd + 8 * ch)
+                   : make_uint4(0, 0, 0, 0);
+      }
+#pragma unroll
+      for (int u = 0; u < kU; ++u) {
+        const int i = base + u * kThreads, d = i % dpad, ch = i / dpad;
+        if (i >= total) continue;
+        const T* e = reinterpret_cast<const T*>(&v[u]);
+#pragma unroll
+        for (int x = 0; x < 8; ++x) dst[(8 * ch + x) * kLd + d] = e[x];
+      }
+    }
+    return;
+  }
   const int total = kN * dpad;
   for (int base = threadIdx.x; base < total; base += kThreads * kU) {
     T v[kU];
@@ -81,13 +117,15 @@ __device__ __forceinline__ void gather_cols(T* dst, const Params& p, int64_t b, 
 }
 
 // kBk: rows of q / v per pipeline stage (the 256 bucket halves it so that two blocks fit an SM).
+// Shared memory: fwd_smem_bytes.
 template <class T, int kD, int kBk>
 __global__ void __launch_bounds__(kThreads, 2) fwd_kernel(const Params p, const Cfg c) {
-  constexpr int kLd = kD + 8, kTile = kBk * kLd;
+  constexpr int kLd = kD + 8, kTile = kBk * kLd, kBLd = kCols + 8, kBTile = kBk * kBLd;
   extern __shared__ __align__(128) unsigned char smem_raw[];
   T* sQ = reinterpret_cast<T*>(smem_raw);  // k's columns: [kCols][kLd]
   T* sK = sQ + kCols * kLd;                // q rows, two stages
   T* sV = sK + 2 * kTile;                  // v rows, two stages
+  T* sB = sV + 2 * kTile;                  // c.bias_tile: attn_bias [kBk][kBLd], two stages
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const int wrow0 = warp * 16;
   const Lanes ln(lane);
@@ -108,6 +146,18 @@ __global__ void __launch_bounds__(kThreads, 2) fwd_kernel(const Params p, const 
       fm::load_rows<T, kD, kBk, kThreads>(sV + stage * kTile,
                                           static_cast<const T*>(p.v) + r0 * p.v_row, p.v_row, nk,
                                           c.w.dch, c.w.dch_pad);
+      if (c.bias_tile) {
+        // attn_bias[b, r0 - s.start + r, t0 + 8 x ...] as chunks of 8 columns; rows past n_b and
+        // chunks past nt zero filled. The padded stride (kCols + 8) spreads the reads of a
+        // score fragment (rows 2 t apart, columns g) over distinct banks.
+        const T* src = bias + b * p.bias_sb + kt * kBk * p.bias_sl + t0;
+        for (int i = threadIdx.x; i < kBk * (kCols / 8); i += kThreads) {
+          const int r = i / (kCols / 8), x = i % (kCols / 8);
+          const bool ok = r < nk && 8 * x < nt;
+          core::cuda::cp_async16(core::cuda::smem_u32(sB + stage * kBTile + r * kBLd + 8 * x),
+                                 ok ? src + r * p.bias_sl + 8 * x : src, ok);
+        }
+      }
     };
     if (nkt > 0) load_qv(0, 0);
     cp_async_commit();
@@ -136,9 +186,9 @@ __global__ void __launch_bounds__(kThreads, 2) fwd_kernel(const Params p, const 
                                        : from_float<T>(0.f);
         }
     };
-    if (warp_rows && nkt > 0) load_bias(0);
+    if (!c.bias_tile && warp_rows && nkt > 0) load_bias(0);
     // k[b, :, t0 + j] transposed into sQ[j][:] (zero past nt and past D up to the k-steps).
-    gather_cols<T, kD, kCols>(sQ, p, b, t0, nt, 16 * c.w.nks);
+    gather_cols<T, kD, kCols>(sQ, p, b, t0, nt, 16 * c.w.nks, c.k_vec);
 
     float o[kD / 8][4];
     fm::zero(o);
@@ -153,12 +203,23 @@ __global__ void __launch_bounds__(kThreads, 2) fwd_kernel(const Params p, const 
         // Scores start as the bias (-inf past n_b); then the next tile's bias is requested.
         float sc[kBk / 8][4];
         const int64_t c0 = kt * kBk;
+        if (c.bias_tile) {
+          const T* sb = sB + stage * kBTile + 2 * t * kBLd + wrow0 + g;
 #pragma unroll
-        for (int j = 0; j < kBk / 8; ++j)
+          for (int j = 0; j < kBk / 8; ++j)
 #pragma unroll
-          for (int e = 0; e < 4; ++e)
-            sc[j][e] = c0 + 8 * j + 2 * t + (e & 1) < s.n ? to_float(bn[j][e]) : -INFINITY;
-        if (kt + 1 < nkt) load_bias(kt + 1);
+            for (int e = 0; e < 4; ++e)
+              sc[j][e] = c0 + 8 * j + 2 * t + (e & 1) < s.n
+                             ? to_float(sb[(8 * j + (e & 1)) * kBLd + 8 * (e >> 1)])
+                             : -INFINITY;
+        } else {
+#pragma unroll
+          for (int j = 0; j < kBk / 8; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e)
+              sc[j][e] = c0 + 8 * j + 2 * t + (e & 1) < s.n ? to_float(bn[j][e]) : -INFINITY;
+          if (kt + 1 < nkt) load_bias(kt + 1);
+        }
         fm::mma_abt<T, kD, kBk>(sc, sQ, wrow0, sK + stage * kTile, ln, c.w.nks);
         // Rows past n_b are zeros, and 0 · ±inf (an infinite k element) added NaN to their -inf:
         // mask them again after the product.
@@ -306,7 +367,7 @@ __global__ void __launch_bounds__(kThreads, 2) bwd_rows_kernel(const Params p, c
       fm::load_rows<T, kD, kBn, kThreads>(sG, gradp + b * p.grad_sb + c0 * p.grad_st, p.grad_st, nt,
                                           c.w.dch, c.w.dch_pad);
       cp_async_commit();
-      gather_cols<T, kD, kBn>(sK, p, b, c0, nt, dpad);
+      gather_cols<T, kD, kBn>(sK, p, b, c0, nt, dpad, c.k_vec);
       {
         // lse (+inf for a column past T) and, for dq, delta = out . grad of
         // column j by kTpc threads with 16-byte loads, 4 chunks each in flight.
@@ -486,7 +547,17 @@ inline Cfg cfg_of(const Params& p) {
   c.ctiles = (p.T + kCols - 1) / kCols;
   c.items = p.B * c.ctiles;
   c.w = fm::widths_of(p.D);
+  c.k_vec = chunks_of_8(p.k, p.T, p.k_st, p.k_sd, p.k_sb);
+  c.bias_tile = chunks_of_8(p.bias, p.T, p.bias_st, p.bias_sl, p.bias_sb);
   return c;
+}
+
+// fwd_kernel's dynamic shared memory: k's columns, two stages of q and v rows, and with
+// c.bias_tile two stages of attn_bias.
+template <class T, int kD, int kBk>
+size_t fwd_smem_bytes(const Cfg& c) {
+  return (size_t{kCols + 4 * kBk} * (kD + 8) + (c.bias_tile ? size_t{2 * kBk} * (kCols + 8) : 0)) *
+         sizeof(T);
 }
 
 }  // namespace mma
@@ -498,7 +569,7 @@ Status launch_fwd_mma(const Params& p, const Context& ctx) {
   const dim3 grid(static_cast<unsigned>(std::min<int64_t>(c.items, kMaxGrid)));
   auto go = [&](auto d, auto bk) {
     constexpr int kD = decltype(d)::value, kBk = decltype(bk)::value;
-    const size_t bytes = size_t{mma::kCols + 4 * kBk} * (kD + 8) * sizeof(T);
+    const size_t bytes = mma::fwd_smem_bytes<T, kD, kBk>(c);
     return RECOPS_LAUNCH_KERNEL("jagged_dense_flash_attention", (mma::fwd_kernel<T, kD, kBk>), grid,
                                 dim3(mma::kThreads), bytes, ctx.stream, p, c);
   };
