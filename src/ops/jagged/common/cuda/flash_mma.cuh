@@ -168,11 +168,15 @@ __device__ __forceinline__ void zero(float (&a)[kN][4]) {
 }
 
 // Rounds this warp's 16 x kD accumulator tile, row half u scaled by f[u], to T into the warp's
-// own 16 rows (from row0) of a [.][kD + 8] shared tile; n-tiles j < ntv.
+// own 16 rows (from row0) of a [.][kD + 8] shared tile; n-tiles j < ntv. The warp's lanes read
+// those rows (ldmatrix of other lanes' addresses) before: __syncwarp() orders those reads before
+// these writes (compute-sanitizer racecheck reported the write-after-read as a warp-level hazard
+// in the jagged-dense backward at f24e8f4).
 template <class T, int kD>
 __device__ __forceinline__ void stage_acc(T* dst, int row0, const float (&acc)[kD / 8][4],
                                           const float (&f)[2], int lane, int ntv) {
   const int g = lane >> 2, t = lane & 3;
+  __syncwarp();
 #pragma unroll
   for (int j = 0; j < kD / 8; ++j)
     if (j < ntv)
