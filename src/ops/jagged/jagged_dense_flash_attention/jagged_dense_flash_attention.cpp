@@ -10,7 +10,6 @@
 #include "core/kit/op_def.h"
 #include "core/offsets.h"
 #include "ops/jagged/common/flash_entry.h"
-#include "ops/jagged/jagged_dense_flash_attention/cuda/launch.h"
 #include "ops/jagged/jagged_dense_flash_attention/impls.h"
 
 namespace recops::ops::jagged_dense_flash_attention_ns {
@@ -59,7 +58,7 @@ const std::vector<core::Impl<Params>>& impls() {
 #ifdef RECOPS_WITH_CUDA
     l.insert(l.begin(),
              core::Impl<Params>{"cuda_sm80_mma", DeviceType::cuda, core::cuda::any_device_reason,
-                                mma_accepts, run_cuda_mma, mma_fwd_candidates});
+                                mma_accepts, run_cuda_mma});
 #endif
     return l;
   }();

@@ -5,36 +5,10 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-#include <string>
-
-#include "core/tuning.h"
 #include "ops/jagged/jagged_dense_flash_attention/cuda/kernel.cuh"
-#include "ops/jagged/jagged_dense_flash_attention/cuda/launch.h"
 #include "ops/jagged/jagged_dense_flash_attention/impls.h"
 
 namespace recops::ops::jagged_dense_flash_attention_ns {
-
-std::vector<TuneConfig> mma_fwd_candidates() {
-  return core::config_grid({{"rows", {64, 32}}});
-}
-
-Status mma_fwd_rows(const Params& p, const Context& ctx, int64_t* rows) {
-  static const std::vector<TuneConfig> candidates = mma_fwd_candidates();
-  core::TuneQuery q;
-  q.op = "jagged_dense_flash_attention";
-  q.impl = "cuda_sm80_mma";
-  q.backend = DeviceType::cuda;
-  q.device_index = p.device_index;
-  q.dtype = p.dtype;
-  // The D bucket and T's class: the column tiles' count and fill set how many blocks run at once.
-  q.bucket = std::string(p.D <= 64 ? "D=64" : "D=128") + ",T=" + core::pow2_bucket(p.T);
-  q.candidates = &candidates;
-  q.fallback.set("rows", 64);
-  TuneConfig cfg;
-  RECOPS_RETURN_IF_ERROR(core::resolve_config(q, ctx, &cfg));
-  *rows = cfg.get("rows", 64);
-  return Status::Ok();
-}
 
 template Status launch_fwd<double>(const Params& p, const Context& ctx);
 template Status launch_bwd<double>(const Params& p, const Context& ctx);

@@ -7,9 +7,9 @@
 // warp. The block gathers its columns of k (any strides; 16-byte loads where T % 8 == 0 and k's t
 // stride is 1) transposed into a [64][D] shared tile once; row tiles of q and v (kBk rows: 64, or
 // 32 in the 256 bucket) stream through a two-stage cp.async pipeline
-// (ops/jagged/common/cuda/flash_mma.cuh), with the tile's attn_bias (by cp.async where its rows
-// are chunks of 16 bytes: T % 8 == 0, t stride 1; otherwise any strides, element loads stored into
-// the same shared stage). Per tile and warp the scores start as
+// (ops/jagged/common/cuda/flash_mma.cuh), with the tile's attn_bias where its rows are chunks of
+// 16 bytes (T % 8 == 0, t stride 1; otherwise each thread reads its score elements from global
+// memory into registers one tile ahead, any strides). Per tile and warp the scores start as
 // attn_bias (rows past n_b -inf), S += k_colsᵀ q_tileᵀ on mma.sync m16n8k16, then the online
 // softmax in base 2 (a running max of -inf counts as 0, so that -inf scores add nothing), P rounded
 // to the dtype and repacked in registers as the A operand of O += P v_tile. At the end a column
@@ -22,7 +22,6 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
-#include <type_traits>
 #include <cmath>
 #include <cstdint>
 
@@ -117,17 +116,16 @@ __device__ __forceinline__ void gather_cols(T* dst, const Params& p, int64_t b, 
   }
 }
 
-// kBk: rows of q / v per pipeline stage (tune parameter `rows`: 64 or 32; 32 in the 256 bucket so
-// that two blocks fit an SM); kMinBlocks: blocks an SM (the register bound). Shared memory:
-// fwd_smem_bytes.
-template <class T, int kD, int kBk, int kMinBlocks>
-__global__ void __launch_bounds__(kThreads, kMinBlocks) fwd_kernel(const Params p, const Cfg c) {
+// kBk: rows of q / v per pipeline stage (the 256 bucket halves it so that two blocks fit an SM).
+// Shared memory: fwd_smem_bytes.
+template <class T, int kD, int kBk>
+__global__ void __launch_bounds__(kThreads, 2) fwd_kernel(const Params p, const Cfg c) {
   constexpr int kLd = kD + 8, kTile = kBk * kLd, kBLd = kCols + 8, kBTile = kBk * kBLd;
   extern __shared__ __align__(128) unsigned char smem_raw[];
   T* sQ = reinterpret_cast<T*>(smem_raw);  // k's columns: [kCols][kLd]
   T* sK = sQ + kCols * kLd;                // q rows, two stages
   T* sV = sK + 2 * kTile;                  // v rows, two stages
-  T* sB = sV + 2 * kTile;                  // attn_bias [kBk][kBLd], two stages
+  T* sB = sV + 2 * kTile;                  // c.bias_tile: attn_bias [kBk][kBLd], two stages
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const int wrow0 = warp * 16;
   const Lanes ln(lane);
@@ -148,33 +146,16 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) fwd_kernel(const Params 
       fm::load_rows<T, kD, kBk, kThreads>(sV + stage * kTile,
                                           static_cast<const T*>(p.v) + r0 * p.v_row, p.v_row, nk,
                                           c.w.dch, c.w.dch_pad);
-      // attn_bias rows of the tile into sB; rows past n_b and columns past nt 0 (their scores
-      // are -inf or never stored). The padded stride (kCols + 8) spreads the reads of a score
-      // fragment (rows 2 t apart, columns g) over distinct banks.
-      T* bt = sB + stage * kBTile;
-      const T* src = bias + b * p.bias_sb + kt * kBk * p.bias_sl + t0 * p.bias_st;
-      if (c.bias_tile) {  // chunks of 8 columns with the q / v rows
+      if (c.bias_tile) {
+        // attn_bias[b, r0 - s.start + r, t0 + 8 x ...] as chunks of 8 columns; rows past n_b and
+        // chunks past nt zero filled. The padded stride (kCols + 8) spreads the reads of a
+        // score fragment (rows 2 t apart, columns g) over distinct banks.
+        const T* src = bias + b * p.bias_sb + kt * kBk * p.bias_sl + t0;
         for (int i = threadIdx.x; i < kBk * (kCols / 8); i += kThreads) {
           const int r = i / (kCols / 8), x = i % (kCols / 8);
           const bool ok = r < nk && 8 * x < nt;
-          core::cuda::cp_async16(core::cuda::smem_u32(bt + r * kBLd + 8 * x),
+          core::cuda::cp_async16(core::cuda::smem_u32(sB + stage * kBTile + r * kBLd + 8 * x),
                                  ok ? src + r * p.bias_sl + 8 * x : src, ok);
-        }
-      } else {  // any strides: element by element, 16 loads a thread in flight, then stored
-        constexpr int kN = kBk * kCols, kU = 16;
-        for (int base = threadIdx.x; base < kN; base += kThreads * kU) {
-          T v[kU];
-#pragma unroll
-          for (int u = 0; u < kU; ++u) {
-            const int i = base + u * kThreads, r = i / kCols, j = i % kCols;
-            v[u] = i < kN && r < nk && j < nt ? src[r * p.bias_sl + j * p.bias_st]
-                                              : from_float<T>(0.f);
-          }
-#pragma unroll
-          for (int u = 0; u < kU; ++u) {
-            const int i = base + u * kThreads;
-            if (i < kN) bt[i / kCols * kBLd + i % kCols] = v[u];
-          }
         }
       }
     };
@@ -190,6 +171,22 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) fwd_kernel(const Params 
       tcol[u] = t0 + wrow0 + g + 8 * u;
     }
 
+    // attn_bias of row tile kt, element (j, e) at row l = kt kBk + 8 j + 2 t + (e & 1) of the
+    // column of row half e >> 1: loaded one tile ahead into registers (raw T) so that the loads
+    // of tile kt + 1 are in flight during tile kt's products; 0 past n_b and past nt.
+    T bn[kBk / 8][4];
+    auto load_bias = [&](int64_t kt) {
+#pragma unroll
+      for (int j = 0; j < kBk / 8; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int u = e >> 1;
+          const int64_t l = kt * kBk + 8 * j + 2 * t + (e & 1);
+          bn[j][e] = l < s.n && tok[u] ? bias[b * p.bias_sb + l * p.bias_sl + tcol[u] * p.bias_st]
+                                       : from_float<T>(0.f);
+        }
+    };
+    if (!c.bias_tile && warp_rows && nkt > 0) load_bias(0);
     // k[b, :, t0 + j] transposed into sQ[j][:] (zero past nt and past D up to the k-steps).
     gather_cols<T, kD, kCols>(sQ, p, b, t0, nt, 16 * c.w.nks, c.k_vec);
 
@@ -203,10 +200,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) fwd_kernel(const Params 
       cp_async_wait<1>();
       __syncthreads();
       if (warp_rows) {
-        // Scores start as the bias (-inf past n_b).
+        // Scores start as the bias (-inf past n_b); then the next tile's bias is requested.
         float sc[kBk / 8][4];
         const int64_t c0 = kt * kBk;
-        {
+        if (c.bias_tile) {
           const T* sb = sB + stage * kBTile + 2 * t * kBLd + wrow0 + g;
 #pragma unroll
           for (int j = 0; j < kBk / 8; ++j)
@@ -215,6 +212,13 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) fwd_kernel(const Params 
               sc[j][e] = c0 + 8 * j + 2 * t + (e & 1) < s.n
                              ? to_float(sb[(8 * j + (e & 1)) * kBLd + 8 * (e >> 1)])
                              : -INFINITY;
+        } else {
+#pragma unroll
+          for (int j = 0; j < kBk / 8; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e)
+              sc[j][e] = c0 + 8 * j + 2 * t + (e & 1) < s.n ? to_float(bn[j][e]) : -INFINITY;
+          if (kt + 1 < nkt) load_bias(kt + 1);
         }
         fm::mma_abt<T, kD, kBk>(sc, sQ, wrow0, sK + stage * kTile, ln, c.w.nks);
         // Rows past n_b are zeros, and 0 · ±inf (an infinite k element) added NaN to their -inf:
@@ -548,13 +552,12 @@ inline Cfg cfg_of(const Params& p) {
   return c;
 }
 
-template <int N>
-using Int = std::integral_constant<int, N>;
-
-// fwd_kernel's dynamic shared memory: k's columns, two stages of q and v rows and of attn_bias.
+// fwd_kernel's dynamic shared memory: k's columns, two stages of q and v rows, and with
+// c.bias_tile two stages of attn_bias.
 template <class T, int kD, int kBk>
-constexpr size_t fwd_smem_bytes() {
-  return (size_t{kCols + 4 * kBk} * (kD + 8) + size_t{2 * kBk} * (kCols + 8)) * sizeof(T);
+size_t fwd_smem_bytes(const Cfg& c) {
+  return (size_t{kCols + 4 * kBk} * (kD + 8) + (c.bias_tile ? size_t{2 * kBk} * (kCols + 8) : 0)) *
+         sizeof(T);
 }
 
 }  // namespace mma
@@ -563,25 +566,16 @@ template <class T>
 Status launch_fwd_mma(const Params& p, const Context& ctx) {
   const mma::Cfg c = mma::cfg_of(p);
   if (c.items == 0) return Status::Ok();
-  int64_t rows = 64;
-  if (p.D <= 128) RECOPS_RETURN_IF_ERROR(mma_fwd_rows(p, ctx, &rows));
   const dim3 grid(static_cast<unsigned>(std::min<int64_t>(c.items, kMaxGrid)));
-  auto go = [&](auto d, auto bk, auto blocks) {
+  auto go = [&](auto d, auto bk) {
     constexpr int kD = decltype(d)::value, kBk = decltype(bk)::value;
-    constexpr int kMinBlocks = decltype(blocks)::value;
-    constexpr size_t kBytes = mma::fwd_smem_bytes<T, kD, kBk>();
-    static_assert(kMinBlocks * (kBytes + 1024) <= 228 * 1024, "blocks an SM exceed shared memory");
-    return RECOPS_LAUNCH_KERNEL("jagged_dense_flash_attention",
-                                (mma::fwd_kernel<T, kD, kBk, kMinBlocks>), grid,
-                                dim3(mma::kThreads), kBytes, ctx.stream, p, c);
+    const size_t bytes = mma::fwd_smem_bytes<T, kD, kBk>(c);
+    return RECOPS_LAUNCH_KERNEL("jagged_dense_flash_attention", (mma::fwd_kernel<T, kD, kBk>), grid,
+                                dim3(mma::kThreads), bytes, ctx.stream, p, c);
   };
-  using mma::Int;
-  // rows 64: 2 blocks an SM (3 in the 64 bucket, whose tiles fit); rows 32: 3 (168 registers).
-  if (p.D <= 64)
-    return rows == 32 ? go(Int<64>{}, Int<32>{}, Int<3>{}) : go(Int<64>{}, Int<64>{}, Int<3>{});
-  if (p.D <= 128)
-    return rows == 32 ? go(Int<128>{}, Int<32>{}, Int<3>{}) : go(Int<128>{}, Int<64>{}, Int<2>{});
-  return go(Int<256>{}, Int<32>{}, Int<2>{});
+  if (p.D <= 64) return go(std::integral_constant<int, 64>{}, std::integral_constant<int, 64>{});
+  if (p.D <= 128) return go(std::integral_constant<int, 128>{}, std::integral_constant<int, 64>{});
+  return go(std::integral_constant<int, 256>{}, std::integral_constant<int, 32>{});
 }
 
 template <class T>
