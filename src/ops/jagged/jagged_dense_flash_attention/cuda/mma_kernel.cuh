@@ -55,7 +55,7 @@ struct Cfg {
   int64_t ctiles;  // column tiles (row tiles: bwd_rows_kernel) per sample
   int64_t items;   // B * ctiles
   fm::Widths w;    // from D
-  bool ds_async;   // bwd_dk_kernel: dS tiles by cp.async (T % 8 == 0, dbias 16-byte aligned)
+  bool ds_async;   // bwd_dk_kernel: dS tiles by cp.async (chunks_of_8 of dbias)
   bool k_vec;      // gather_cols by 16-byte loads (chunks_of_8 of k)
   bool bias_tile;  // fwd_kernel: attn_bias tiles by cp.async (chunks_of_8 of attn_bias)
 };
@@ -70,9 +70,9 @@ inline bool chunks_of_8(const void* base, int64_t T, int64_t st, int64_t s1, int
 // sQ[j][d] = k[b, d, t0 + j] for j < nt, d < D; 0 for j < kN past nt and for D <= d < dpad.
 // vec (Cfg::k_vec): 8 columns of a row d by one 16-byte load, d fastest over the threads so that
 // a warp's transposing stores fall in distinct banks; 8 chunks a thread in flight before their
-// stores. Otherwise element by element, j fastest (k's usual layout has T
-// contiguous), 8 loads a thread issued before their stores so that their latencies overlap (a
-// load-store loop waited on each load).
+// stores. Otherwise element by element, j fastest (k's usual layout has T contiguous), 8 loads a
+// thread issued before their stores so that their latencies overlap (a load-store loop waited on
+// each load).
 template <class T, int kD, int kN>
 __device__ __forceinline__ void gather_cols(T* dst, const Params& p, int64_t b, int64_t t0, int nt,
                                             int dpad, bool vec) {
@@ -200,7 +200,8 @@ __global__ void __launch_bounds__(kThreads, 2) fwd_kernel(const Params p, const 
       cp_async_wait<1>();
       __syncthreads();
       if (warp_rows) {
-        // Scores start as the bias (-inf past n_b); then the next tile's bias is requested.
+        // Scores start as the bias (-inf past n_b); on the register path the next tile's bias is
+        // requested then.
         float sc[kBk / 8][4];
         const int64_t c0 = kt * kBk;
         if (c.bias_tile) {
@@ -592,7 +593,7 @@ Status launch_bwd_mma(const Params& p, const Context& ctx) {
   rc.ctiles = (std::min(p.max_L, p.total_L) + mma::kCols - 1) / mma::kCols;
   rc.items = p.T > 0 ? p.B * rc.ctiles : 0;
   mma::Cfg kc = mma::cfg_of(p);  // dk: tiles of 64 target columns
-  kc.ds_async = p.T % 8 == 0 && reinterpret_cast<uintptr_t>(p.dbias) % 16 == 0;
+  kc.ds_async = mma::chunks_of_8(p.dbias, p.T, 1, p.T, p.S * p.T);  // dbias is contiguous
   auto go = [&](auto d) -> Status {
     constexpr int kD = decltype(d)::value, kBn = kD > 64 ? 32 : 64;
     if (rc.items > 0) {
