@@ -7,9 +7,9 @@
 // warp. The block gathers its columns of k (any strides; 16-byte loads where T % 8 == 0 and k's t
 // stride is 1) transposed into a [64][D] shared tile once; row tiles of q and v (kBk rows: 64, or
 // 32 in the 256 bucket) stream through a two-stage cp.async pipeline
-// (ops/jagged/common/cuda/flash_mma.cuh), with the tile's attn_bias where its rows are chunks of
-// 16 bytes (T % 8 == 0, t stride 1; otherwise each thread reads its score elements from global
-// memory into registers one tile ahead, any strides). Per tile and warp the scores start as
+// (ops/jagged/common/cuda/flash_mma.cuh), with the tile's attn_bias (by cp.async where its rows
+// are chunks of 16 bytes: T % 8 == 0, t stride 1; otherwise any strides, element loads stored into
+// the same shared stage). Per tile and warp the scores start as
 // attn_bias (rows past n_b -inf), S += k_colsᵀ q_tileᵀ on mma.sync m16n8k16, then the online
 // softmax in base 2 (a running max of -inf counts as 0, so that -inf scores add nothing), P rounded
 // to the dtype and repacked in registers as the A operand of O += P v_tile. At the end a column
@@ -117,17 +117,28 @@ __device__ __forceinline__ void gather_cols(T* dst, const Params& p, int64_t b, 
 }
 
 // kBk: rows of q / v per pipeline stage (the 256 bucket halves it so that two blocks fit an SM).
+// kSplit = 2 (T <= 32: one column tile of at most 32 columns, which two warps cover): warps w and
+// w + 2 own the same 16 columns and take the first and the second half of every row tile (kR =
+// kBk / 2 rows each), each with its own online softmax; at the end warp w + 2 hands m, l and O to
+// warp w through shared memory and warp w merges them (O = O_0 2^(m_0 - m) + O_1 2^(m_1 - m)) and
+// writes the columns. Otherwise (kSplit = 1) warp w owns columns 16 w .. 16 w + 15 over every
+// row, so that with T <= 32 two of the four warps would idle.
 // Shared memory: fwd_smem_bytes.
-template <class T, int kD, int kBk>
+template <class T, int kD, int kBk, int kSplit>
 __global__ void __launch_bounds__(kThreads, 2) fwd_kernel(const Params p, const Cfg c) {
   constexpr int kLd = kD + 8, kTile = kBk * kLd, kBLd = kCols + 8, kBTile = kBk * kBLd;
+  constexpr int kR = kBk / kSplit;  // rows of a tile this warp takes
+  static_assert(kSplit == 1 || kSplit == 2, "kSplit: 1 or 2");
+  static_assert(kR % 16 == 0, "a warp's rows of a tile: whole 16-row k-steps of O += P v");
   extern __shared__ __align__(128) unsigned char smem_raw[];
   T* sQ = reinterpret_cast<T*>(smem_raw);  // k's columns: [kCols][kLd]
   T* sK = sQ + kCols * kLd;                // q rows, two stages
   T* sV = sK + 2 * kTile;                  // v rows, two stages
-  T* sB = sV + 2 * kTile;                  // c.bias_tile: attn_bias [kBk][kBLd], two stages
+  T* sB = sV + 2 * kTile;                  // attn_bias [kBk][kBLd], two stages
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  const int wrow0 = warp * 16;
+  // The warp's 16 columns (from wrow0) and its rows of each tile (from hr).
+  const int wrow0 = (kSplit == 1 ? warp : warp & 1) * 16, half = kSplit == 1 ? 0 : warp >> 1;
+  const int hr = half * kR;
   const Lanes ln(lane);
   const T* bias = static_cast<const T*>(p.bias);
 
@@ -146,16 +157,33 @@ __global__ void __launch_bounds__(kThreads, 2) fwd_kernel(const Params p, const 
       fm::load_rows<T, kD, kBk, kThreads>(sV + stage * kTile,
                                           static_cast<const T*>(p.v) + r0 * p.v_row, p.v_row, nk,
                                           c.w.dch, c.w.dch_pad);
-      if (c.bias_tile) {
-        // attn_bias[b, r0 - s.start + r, t0 + 8 x ...] as chunks of 8 columns; rows past n_b and
-        // chunks past nt zero filled. The padded stride (kCols + 8) spreads the reads of a
-        // score fragment (rows 2 t apart, columns g) over distinct banks.
-        const T* src = bias + b * p.bias_sb + kt * kBk * p.bias_sl + t0;
+      // attn_bias rows of the tile into sB; rows past n_b and columns past nt 0 (their scores
+      // are -inf or never stored). The padded stride (kCols + 8) spreads the reads of a score
+      // fragment (rows 2 t apart, columns g) over distinct banks.
+      T* bt = sB + stage * kBTile;
+      const T* src = bias + b * p.bias_sb + kt * kBk * p.bias_sl + t0 * p.bias_st;
+      if (c.bias_tile) {  // chunks of 8 columns by cp.async with the q / v rows
         for (int i = threadIdx.x; i < kBk * (kCols / 8); i += kThreads) {
           const int r = i / (kCols / 8), x = i % (kCols / 8);
           const bool ok = r < nk && 8 * x < nt;
-          core::cuda::cp_async16(core::cuda::smem_u32(sB + stage * kBTile + r * kBLd + 8 * x),
+          core::cuda::cp_async16(core::cuda::smem_u32(bt + r * kBLd + 8 * x),
                                  ok ? src + r * p.bias_sl + 8 * x : src, ok);
+        }
+      } else {  // any strides: element by element, 16 loads a thread in flight, then stored
+        constexpr int kN = kBk * kCols, kU = 16;
+        for (int base = threadIdx.x; base < kN; base += kThreads * kU) {
+          T v[kU];
+#pragma unroll
+          for (int u = 0; u < kU; ++u) {
+            const int i = base + u * kThreads, r = i / kCols, j = i % kCols;
+            v[u] = i < kN && r < nk && j < nt ? src[r * p.bias_sl + j * p.bias_st]
+                                              : from_float<T>(0.f);
+          }
+#pragma unroll
+          for (int u = 0; u < kU; ++u) {
+            const int i = base + u * kThreads;
+            if (i < kN) bt[i / kCols * kBLd + i % kCols] = v[u];
+          }
         }
       }
     };
@@ -171,22 +199,6 @@ __global__ void __launch_bounds__(kThreads, 2) fwd_kernel(const Params p, const 
       tcol[u] = t0 + wrow0 + g + 8 * u;
     }
 
-    // attn_bias of row tile kt, element (j, e) at row l = kt kBk + 8 j + 2 t + (e & 1) of the
-    // column of row half e >> 1: loaded one tile ahead into registers (raw T) so that the loads
-    // of tile kt + 1 are in flight during tile kt's products; 0 past n_b and past nt.
-    T bn[kBk / 8][4];
-    auto load_bias = [&](int64_t kt) {
-#pragma unroll
-      for (int j = 0; j < kBk / 8; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int u = e >> 1;
-          const int64_t l = kt * kBk + 8 * j + 2 * t + (e & 1);
-          bn[j][e] = l < s.n && tok[u] ? bias[b * p.bias_sb + l * p.bias_sl + tcol[u] * p.bias_st]
-                                       : from_float<T>(0.f);
-        }
-    };
-    if (!c.bias_tile && warp_rows && nkt > 0) load_bias(0);
     // k[b, :, t0 + j] transposed into sQ[j][:] (zero past nt and past D up to the k-steps).
     gather_cols<T, kD, kCols>(sQ, p, b, t0, nt, 16 * c.w.nks, c.k_vec);
 
@@ -200,32 +212,24 @@ __global__ void __launch_bounds__(kThreads, 2) fwd_kernel(const Params p, const 
       cp_async_wait<1>();
       __syncthreads();
       if (warp_rows) {
-        // Scores start as the bias (-inf past n_b); on the register path the next tile's bias is
-        // requested then.
-        float sc[kBk / 8][4];
-        const int64_t c0 = kt * kBk;
-        if (c.bias_tile) {
-          const T* sb = sB + stage * kBTile + 2 * t * kBLd + wrow0 + g;
+        // Scores start as the bias (-inf past n_b).
+        float sc[kR / 8][4];
+        const int64_t c0 = kt * kBk + hr;  // the warp's first row of the tile
+        {
+          const T* sb = sB + stage * kBTile + (hr + 2 * t) * kBLd + wrow0 + g;
 #pragma unroll
-          for (int j = 0; j < kBk / 8; ++j)
+          for (int j = 0; j < kR / 8; ++j)
 #pragma unroll
             for (int e = 0; e < 4; ++e)
               sc[j][e] = c0 + 8 * j + 2 * t + (e & 1) < s.n
                              ? to_float(sb[(8 * j + (e & 1)) * kBLd + 8 * (e >> 1)])
                              : -INFINITY;
-        } else {
-#pragma unroll
-          for (int j = 0; j < kBk / 8; ++j)
-#pragma unroll
-            for (int e = 0; e < 4; ++e)
-              sc[j][e] = c0 + 8 * j + 2 * t + (e & 1) < s.n ? to_float(bn[j][e]) : -INFINITY;
-          if (kt + 1 < nkt) load_bias(kt + 1);
         }
-        fm::mma_abt<T, kD, kBk>(sc, sQ, wrow0, sK + stage * kTile, ln, c.w.nks);
+        fm::mma_abt<T, kD, kR>(sc, sQ, wrow0, sK + stage * kTile + hr * kLd, ln, c.w.nks);
         // Rows past n_b are zeros, and 0 · ±inf (an infinite k element) added NaN to their -inf:
         // mask them again after the product.
 #pragma unroll
-        for (int j = 0; j < kBk / 8; ++j)
+        for (int j = 0; j < kR / 8; ++j)
 #pragma unroll
           for (int e = 0; e < 4; ++e)
             if (c0 + 8 * j + 2 * t + (e & 1) >= s.n) sc[j][e] = -INFINITY;
@@ -233,14 +237,14 @@ __global__ void __launch_bounds__(kThreads, 2) fwd_kernel(const Params p, const 
         for (int u = 0; u < 2; ++u) {
           float mx = -INFINITY;
 #pragma unroll
-          for (int j = 0; j < kBk / 8; ++j) mx = fmaxf(mx, fmaxf(sc[j][2 * u], sc[j][2 * u + 1]));
+          for (int j = 0; j < kR / 8; ++j) mx = fmaxf(mx, fmaxf(sc[j][2 * u], sc[j][2 * u + 1]));
           const float mnew = fmaxf(mrow[u], fm::quad_max(mx) * kLog2e);
           const float muse = mnew == -INFINITY ? 0.f : mnew;
           const float corr = exp2f(mrow[u] - muse);
           mrow[u] = mnew;
           float sum = 0.f;
 #pragma unroll
-          for (int j = 0; j < kBk / 8; ++j)
+          for (int j = 0; j < kR / 8; ++j)
 #pragma unroll
             for (int e = 2 * u; e < 2 * u + 2; ++e) {
               sc[j][e] = exp2f(fmaf(sc[j][e], kLog2e, -muse));
@@ -253,7 +257,7 @@ __global__ void __launch_bounds__(kThreads, 2) fwd_kernel(const Params p, const 
             o[j][2 * u + 1] *= corr;
           }
         }
-        fm::mma_xv<T, kD, kBk>(o, sc, sV + stage * kTile, ln, c.w.ntv);
+        fm::mma_xv<T, kD, kR>(o, sc, sV + stage * kTile + hr * kLd, ln, c.w.ntv);
       }
       __syncthreads();  // the stage is free for the next prefetch
       stage ^= 1;
@@ -262,6 +266,40 @@ __global__ void __launch_bounds__(kThreads, 2) fwd_kernel(const Params p, const 
     // With n_b = 0 the loop above had no barrier: every thread's gather stores into sQ must be
     // done before a warp stages its output rows there.
     __syncthreads();
+    if constexpr (kSplit == 2) {
+      // Warp w + 2's state into the q / v stages (free now), lane-major so that lane x of warp w
+      // reads what lane x of warp w + 2 holds (the same fragment positions).
+      constexpr int kPer = kD / 8 * 4 + 4;
+      float* sX = reinterpret_cast<float*>(sK) + (warp & 1) * kPer * 32 + lane;
+      if (half == 1 && warp_rows) {
+#pragma unroll
+        for (int j = 0; j < kD / 8; ++j)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) sX[(4 * j + e) * 32] = o[j][e];
+#pragma unroll
+        for (int u = 0; u < 2; ++u) {
+          sX[(kD / 2 + u) * 32] = mrow[u];
+          sX[(kD / 2 + 2 + u) * 32] = lrow[u];
+        }
+      }
+      __syncthreads();
+      if (half == 1) continue;  // warp-uniform; no block-wide barrier follows in this item
+      if (warp_rows) {
+#pragma unroll
+        for (int u = 0; u < 2; ++u) {
+          const float m1 = sX[(kD / 2 + u) * 32], l1 = sX[(kD / 2 + 2 + u) * 32];
+          const float m = fmaxf(mrow[u], m1), muse = m == -INFINITY ? 0.f : m;
+          const float c0 = exp2f(mrow[u] - muse), c1 = exp2f(m1 - muse);
+          mrow[u] = m;
+          lrow[u] = lrow[u] * c0 + l1 * c1;
+#pragma unroll
+          for (int j = 0; j < kD / 8; ++j)
+#pragma unroll
+            for (int e = 2 * u; e < 2 * u + 2; ++e)
+              o[j][e] = o[j][e] * c0 + sX[(4 * j + e) * 32] * c1;
+        }
+      }
+    }
     if (!warp_rows) continue;  // warp-uniform; no block-wide barrier follows in this item
 
     float f[2];
@@ -594,12 +632,10 @@ inline Cfg cfg_of(const Params& p) {
   return c;
 }
 
-// fwd_kernel's dynamic shared memory: k's columns, two stages of q and v rows, and with
-// c.bias_tile two stages of attn_bias.
+// fwd_kernel's dynamic shared memory: k's columns, two stages of q and v rows and of attn_bias.
 template <class T, int kD, int kBk>
-size_t fwd_smem_bytes(const Cfg& c) {
-  return (size_t{kCols + 4 * kBk} * (kD + 8) + (c.bias_tile ? size_t{2 * kBk} * (kCols + 8) : 0)) *
-         sizeof(T);
+constexpr size_t fwd_smem_bytes() {
+  return (size_t{kCols + 4 * kBk} * (kD + 8) + size_t{2 * kBk} * (kCols + 8)) * sizeof(T);
 }
 
 }  // namespace mma
@@ -609,11 +645,17 @@ Status launch_fwd_mma(const Params& p, const Context& ctx) {
   const mma::Cfg c = mma::cfg_of(p);
   if (c.items == 0) return Status::Ok();
   const dim3 grid(static_cast<unsigned>(std::min<int64_t>(c.items, kMaxGrid)));
+  // T <= 32: one column tile that two warps cover; the other two take half of every row tile.
+  const bool split = p.T <= mma::kCols / 2;
   auto go = [&](auto d, auto bk) {
     constexpr int kD = decltype(d)::value, kBk = decltype(bk)::value;
-    const size_t bytes = mma::fwd_smem_bytes<T, kD, kBk>(c);
-    return RECOPS_LAUNCH_KERNEL("jagged_dense_flash_attention", (mma::fwd_kernel<T, kD, kBk>), grid,
-                                dim3(mma::kThreads), bytes, ctx.stream, p, c);
+    const size_t bytes = mma::fwd_smem_bytes<T, kD, kBk>();
+    return split ? RECOPS_LAUNCH_KERNEL("jagged_dense_flash_attention",
+                                        (mma::fwd_kernel<T, kD, kBk, 2>), grid, dim3(mma::kThreads),
+                                        bytes, ctx.stream, p, c)
+                 : RECOPS_LAUNCH_KERNEL("jagged_dense_flash_attention",
+                                        (mma::fwd_kernel<T, kD, kBk, 1>), grid, dim3(mma::kThreads),
+                                        bytes, ctx.stream, p, c);
   };
   if (p.D <= 64) return go(std::integral_constant<int, 64>{}, std::integral_constant<int, 64>{});
   if (p.D <= 128) return go(std::integral_constant<int, 128>{}, std::integral_constant<int, 64>{});
