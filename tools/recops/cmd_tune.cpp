@@ -3,6 +3,9 @@
 // against the golden with the op's accuracy standard (poisoned outputs) and timed like `bench`
 // (timing.h); the fastest passing one is written, per (device, op, impl, dtype, shape bucket), into
 // the versioned tuning file of the device, which the ops read at run time (recops/tuning.h).
+// With --accuracy cases the candidates are checked on the op's quick check cases instead of the
+// perf shape (whose fp64 golden on the CPU can outlast a whole run at recommender scale), each
+// case with the candidate forced; the perf shape is then only timed.
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -100,10 +103,11 @@ CheckBuffers make_check_buffers(const Problem& p, Device dev, size_t workspace_b
 // One run of the candidate in `ctx` into poisoned outputs, judged against the golden with the
 // op's standard: "" when it passes, else why not. Under the exact standard, outputs bit-identical
 // to a golden holding no poison pass without the element-wise judge (its verdict for them).
+// `run_status` (optional) receives the run's status.
 std::string check_candidate(const Driver& d, const Problem& p, const std::vector<Input>& dev_in,
                             Device dev, const Context& ctx, CheckBuffers& cb,
                             const std::vector<Tensor>& gold, const std::vector<Tensor>& plain,
-                            core::Standard standard) {
+                            core::Standard standard, Status* run_status = nullptr) {
   for (size_t i = 0; i < cb.dev_out.size(); ++i) cb.dev_out[i].copy_from(cb.poisoned[i]);
   Context c = ctx;
   c.workspace = cb.ws.defined() ? cb.ws.data() : nullptr;
@@ -111,6 +115,7 @@ std::string check_candidate(const Driver& d, const Problem& p, const std::vector
   Status s = d.run(p, views(dev_in), views(cb.dev_out), c);
   if (dev.is_cuda())
     if (Status e = core::cuda::synchronize(dev.index); !e.ok() && s.ok()) s = e;
+  if (run_status) *run_status = s;
   if (!s.ok()) return "error: " + s.message();
   JudgeOptions jo;
   jo.standard = standard;
@@ -126,6 +131,68 @@ std::string check_candidate(const Driver& d, const Problem& p, const std::vector
     jo.baseline = i < plain.size() ? &pv : nullptr;
     const Judgement j = judge(out.view(), gold[i].view(), jo);
     if (!j.pass) return "inaccurate: " + p.outputs[i].name + ": " + j.detail;
+  }
+  return "";
+}
+
+// --accuracy cases: one quick check case of the tuned op, prepared once per tuned shape (inputs on
+// the device, golden, the plain baseline for the double standard, poisoned output buffers).
+struct CaseCheck {
+  std::string label;  // case id and dtype
+  Problem p;
+  std::vector<Input> dev_in;
+  std::vector<Tensor> gold, plain;
+  CheckBuffers cb;
+};
+
+// The quick rows of `rows` (the op folder's cases.yaml) for `op` on backend `bt` that
+// implementation `impl` runs with its default configuration `dflt` (rows it refuses, expected
+// errors and rows the shape function refuses are left out).
+std::vector<CaseCheck> prepare_case_checks(const std::vector<CaseRow>& rows, const std::string& op,
+                                           DeviceType bt, const std::string& impl,
+                                           const TuneConfig& dflt, core::Standard standard) {
+  const Driver* d = driver_for(op);
+  const Device dev = bt == DeviceType::cuda ? Device::cuda(0) : Device::cpu();
+  const RowFilter filter{{op}, {}, {}, {}, {}, true};
+  std::vector<CaseCheck> out;
+  for (const CaseRow& row : rows) {
+    if (row.op != op || !row_selected(row, filter) || !backend_selected(row, bt, impl) ||
+        row.spec->expect_error)
+      continue;
+    CaseCheck cc;
+    cc.label =
+        row.spec->id + " " + std::string(dtype_name(row.dtype.value_or(d->default_dtype(op))));
+    if (!d->make(row, &cc.p).ok() || !cc.p.shape_error.ok()) continue;
+    if (Status s = d->golden(cc.p, &cc.gold); !s.ok()) throw Error(s);
+    if (standard == core::Standard::dbl)
+      if (Status s = d->baseline(cc.p, &cc.plain); !s.ok()) throw Error(s);
+    cc.dev_in = inputs_on(cc.p.inputs, dev);
+    cc.cb = make_check_buffers(cc.p, dev, 0, cc.gold);
+    if (const size_t wb = d->workspace_bytes(cc.p, views(cc.dev_in), views(cc.cb.dev_out)))
+      cc.cb.ws = Tensor::empty({static_cast<int64_t>(wb)}, DType::uint8, dev);
+    Context ctx;
+    ctx.impl = impl;
+    ctx.tune_config = &dflt;
+    Status st;
+    check_candidate(*d, cc.p, cc.dev_in, dev, ctx, cc.cb, cc.gold, cc.plain, standard, &st);
+    if (st.code() == StatusCode::not_implemented) continue;  // the implementation refuses it
+    out.push_back(std::move(cc));
+  }
+  return out;
+}
+
+// Configuration `cfg` of `impl` on every prepared case: "" when each passes, else the first
+// failure with its case.
+std::string check_on_cases(std::vector<CaseCheck>& cases, DeviceType bt, const std::string& impl,
+                           const TuneConfig& cfg, core::Standard standard) {
+  const Device dev = bt == DeviceType::cuda ? Device::cuda(0) : Device::cpu();
+  Context ctx;
+  ctx.impl = impl;
+  ctx.tune_config = &cfg;
+  for (CaseCheck& cc : cases) {
+    const std::string r = check_candidate(*driver_for(cc.p.op), cc.p, cc.dev_in, dev, ctx, cc.cb,
+                                          cc.gold, cc.plain, standard);
+    if (!r.empty()) return "case " + cc.label + ": " + r;
   }
   return "";
 }
@@ -204,14 +271,20 @@ int run_tune(const TuneOptions& o) {
     return 2;
   }
   if (!ids_known("tune", "shape", files, sel, o.shape_ids)) return 2;
-  // The accuracy standard of each op: its folder's cases.yaml.
+  // The accuracy standard of each op: its folder's cases.yaml (kept, with its rows, for
+  // --accuracy cases).
   std::map<std::string, core::Standard> standards;
+  std::map<std::string, CaseFile> case_files;             // by folder
+  std::map<std::string, std::vector<CaseRow>> case_rows;  // by folder
   for (const auto& op : sel.ops) {
     const Driver* d = driver_for(op);
     try {
-      standards[op] =
-          load_case_file(sel.dir + "/" + d->folder() + "/cases.yaml", FileKind::cases, schema)
-              .standard;
+      if (!case_files.count(d->folder())) {
+        case_files.emplace(d->folder(), load_case_file(sel.dir + "/" + d->folder() + "/cases.yaml",
+                                                       FileKind::cases, schema));
+        if (o.accuracy == "cases") case_rows[d->folder()] = expand(case_files.at(d->folder()));
+      }
+      standards[op] = case_files.at(d->folder()).standard;
     } catch (const CaseFileError& e) {
       std::cerr << "error: " << e.what() << "\n";
       return 2;
@@ -372,11 +445,25 @@ int run_tune(const TuneOptions& o) {
       res.impl = used.impl;
       res.bucket = used.bucket;
       const std::vector<TuneConfig> cands = candidates_of(row.op, res.impl, bt);
-      std::vector<Tensor> gold, plain;
-      if (Status s = d->golden(p, &gold); !s.ok()) throw Error(s);
       const core::Standard standard = standards.at(row.op);
-      if (standard == core::Standard::dbl)
-        if (Status s = d->baseline(p, &plain); !s.ok()) throw Error(s);
+      const bool on_cases = o.accuracy == "cases";
+      std::vector<Tensor> gold, plain;
+      std::vector<CaseCheck> case_checks;
+      if (on_cases) {
+        case_checks = prepare_case_checks(case_rows.at(d->folder()), row.op, bt, res.impl, cands[0],
+                                          standard);
+        if (case_checks.empty())
+          throw std::runtime_error("--accuracy cases: no quick case of " + row.op +
+                                   " in its cases.yaml runs on " + res.impl);
+        if (!o.quiet)
+          std::cerr << "[tune] " << row.op << " " << row.spec->id << " " << res.dtype
+                    << ": candidates checked on " << case_checks.size() << " quick case(s) of "
+                    << res.impl << "\n";
+      } else {
+        if (Status s = d->golden(p, &gold); !s.ok()) throw Error(s);
+        if (standard == core::Standard::dbl)
+          if (Status s = d->baseline(p, &plain); !s.ok()) throw Error(s);
+      }
 
       // Rotated sets of inputs and outputs, as bench does.
       struct Set {
@@ -397,8 +484,11 @@ int run_tune(const TuneOptions& o) {
         if (wb) s.ws = Tensor::empty({static_cast<int64_t>(wb)}, DType::uint8, dev);
       }
 
-      CheckBuffers checks = make_check_buffers(
-          p, dev, sets[0].ws.defined() ? static_cast<size_t>(sets[0].ws.nbytes()) : 0, gold);
+      CheckBuffers checks =
+          on_cases ? CheckBuffers{}
+                   : make_check_buffers(
+                         p, dev,
+                         sets[0].ws.defined() ? static_cast<size_t>(sets[0].ws.nbytes()) : 0, gold);
       // The calls timed for configuration `cfg`, rotating over the sets.
       auto call_with = [&](const TuneConfig* cfg) {
         return [&, cfg](int k) {
@@ -411,10 +501,15 @@ int run_tune(const TuneOptions& o) {
           return d->run(p, views(s.in), views(s.out), tc);
         };
       };
-      // A trial of configuration *cfg, checked against the golden (`rejected` says why it fails).
+      // A trial of configuration *cfg, checked against the golden (`rejected` says why it fails):
+      // the perf shape's, or with --accuracy cases each quick case's.
       auto checked = [&](const TuneConfig* cfg) {
         Trial tr;
         tr.config = *cfg;
+        if (on_cases) {
+          tr.rejected = check_on_cases(case_checks, bt, res.impl, *cfg, standard);
+          return tr;
+        }
         Context ctx;
         ctx.impl = res.impl;
         ctx.tune_config = cfg;

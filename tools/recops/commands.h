@@ -72,12 +72,13 @@ struct CompareOptions : RowFilterOptions {
 struct TuneOptions : CommonOptions {
   std::string impl, shapes, out;
   std::vector<std::string> dtypes, shape_ids;
-  double max_seconds = 0.3;    // per candidate, after warm-up
-  int min_reps = 0;            // 0: 10 on CPU, 20 on CUDA
-  double min_gain_pct = 2.0;   // a candidate replaces the default only when this much faster
-  int rounds = 8;              // interleaved default/best block pairs (confirmation, --check)
-  bool check = false;          // time the configuration the tuning files give against the default
-  double threshold_pct = 3.0;  // --check: tuned slower than the default by more than this fails
+  double max_seconds = 0.3;   // per candidate, after warm-up
+  int min_reps = 0;           // 0: 10 on CPU, 20 on CUDA
+  double min_gain_pct = 2.0;  // a candidate replaces the default only when this much faster
+  int rounds = 8;             // interleaved default/best block pairs (confirmation, --check)
+  bool check = false;         // time the configuration the tuning files give against the default
+  std::string accuracy = "shape";  // where candidates are judged: the perf shape, or "cases"
+  double threshold_pct = 3.0;      // --check: tuned slower than the default by more than this fails
 };
 
 // report: plots and a summary of bench results JSON files, drawn by bench/plot.py.

@@ -237,6 +237,12 @@ int main(int argc, char** argv) {
   tune->add_option("--threshold", to.threshold_pct,
                    "--check: percent the tuned configuration may be slower (default 3)")
       ->check(finite_range(0.0, 1e6));
+  tune->add_option("--accuracy", to.accuracy,
+                   "where each candidate is checked against the golden: `shape` (the perf shape, "
+                   "the default) or `cases` (every quick case of the op's cases.yaml that the "
+                   "implementation runs, with the candidate forced; the perf shape is then only "
+                   "timed: for shapes whose fp64 golden on the CPU takes minutes)")
+      ->check(CLI::IsMember({"shape", "cases"}));
 
   recops::cli::RecordOptions ro;
   auto* record = add_run_command(
