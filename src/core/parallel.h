@@ -37,7 +37,10 @@ inline int max_threads(int requested, int64_t work) {
 }
 
 // Calls fn(begin, end) over [0, n) split into contiguous chunks of at least `grain` items,
-// statically scheduled so that results never depend on timing.
+// statically scheduled so that results never depend on timing. The split follows the team OpenMP
+// actually starts, which can be smaller than asked: one thread when called from inside another
+// parallel region (nesting is off by default), fewer under OMP_DYNAMIC=true or OMP_THREAD_LIMIT.
+// Splitting by the requested count there left all but the first share of [0, n) undone.
 template <class F>
 void parallel_for(int64_t n, int64_t grain, int threads, F&& fn) {
   if (n <= 0) return;
@@ -50,8 +53,8 @@ void parallel_for(int64_t n, int64_t grain, int threads, F&& fn) {
 #ifdef _OPENMP
 #pragma omp parallel num_threads(nt)
   {
-    const int t = omp_get_thread_num();
-    const int64_t begin = n * t / nt, end = n * (t + 1) / nt;
+    const int t = omp_get_thread_num(), team = omp_get_num_threads();
+    const int64_t begin = n * t / team, end = n * (t + 1) / team;
     if (begin < end) fn(begin, end);
   }
 #else

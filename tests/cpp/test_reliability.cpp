@@ -172,5 +172,43 @@ TEST(Reliability, CublasHandlesOfEndedThreadsAreReused) {
 }
 #endif
 
+#ifdef _OPENMP
+// core::parallel_for split [0, n) by the thread count it asked OpenMP for, so where the team came
+// out smaller (a call from inside the caller's own parallel region, where nesting is off; under
+// OMP_DYNAMIC=true or OMP_THREAD_LIMIT) only the first share of every output was written. A call
+// from inside a parallel region must give the same bytes as one outside it.
+TEST(Reliability, CpuOpsCompleteInsideCallersParallelRegion) {
+  const int64_t B = 256, L = 32, D = 8;
+  std::vector<int64_t> off(B + 1);
+  for (int64_t b = 0; b <= B; ++b) off[static_cast<size_t>(b)] = b * L - (b > 0 ? b % 3 : 0);
+  off[B] = B * L;
+  const Tensor offsets = ints64(off), values = filled({B * L, D}, 9);
+  const Tensor counts = ints64(std::vector<int64_t>(4096, 3));
+  Context ctx;
+  ctx.num_threads = 4;
+  auto run = [&](Tensor* dense, Tensor* sums) {
+    *dense = Tensor::empty({B, L, D}, DType::fp32);
+    *sums = Tensor::empty({4097}, DType::int64);
+    for (int64_t i = 0; i < dense->numel(); ++i) dense->view().ptr<float>()[i] = -7.f;
+    for (int64_t i = 0; i < sums->numel(); ++i) sums->view().ptr<int64_t>()[i] = -7;
+    return jagged_to_padded_dense(values, offsets, L, 0.5, *dense, ctx).ok() &&
+           complete_cumsum(counts, *sums, ctx).ok();
+  };
+  Tensor want_dense, want_sums, got_dense, got_sums;
+  ASSERT_TRUE(run(&want_dense, &want_sums));
+  bool ok = false;
+#pragma omp parallel num_threads(2)
+  {
+#pragma omp single
+    ok = run(&got_dense, &got_sums);
+  }
+  ASSERT_TRUE(ok);
+  for (int64_t i = 0; i < want_dense.numel(); ++i)
+    ASSERT_EQ(got_dense.view().ptr<float>()[i], want_dense.view().ptr<float>()[i]) << "dense " << i;
+  for (int64_t i = 0; i < want_sums.numel(); ++i)
+    ASSERT_EQ(got_sums.view().ptr<int64_t>()[i], 3 * i) << "complete_cumsum " << i;
+}
+#endif
+
 }  // namespace
 }  // namespace recops
