@@ -63,3 +63,38 @@ def test_permute(seed, keys, B, weighted):
     assert torch.equal(got.values(), want.values())
     if weighted:
         assert torch.equal(got.weights(), want.weights())
+
+
+VBE = [(0, [2], [0], False), (1, [1, 4, 0], [2, 0, 0, 1], True), (2, [3, 0, 2, 5], [3, 1], True),
+       (3, [2, 2], [], False)]
+
+
+@pytest.mark.parametrize("seed,strides,order,weighted", VBE)
+def test_permute_variable_batch(seed, strides, order, weighted):
+    """A KJT with a batch size per key (stride_per_key_per_rank) is permuted as TorchRec's own
+    permute does: whole keys move with their lengths, values, weights and strides."""
+    g = torch.Generator().manual_seed(seed)
+    lengths = torch.randint(0, 4, (sum(strides),), generator=g)
+    values = torch.randn(int(lengths.sum()), generator=g)
+    weights = torch.rand(values.shape, generator=g) if weighted else None
+    kjt = KeyedJaggedTensor(keys=[f"f{i}" for i in range(len(strides))], values=values,
+                            lengths=lengths, weights=weights,
+                            stride_per_key_per_rank=[[s] for s in strides])
+    got, want = rt.kjt_permute(kjt, order), kjt.permute(order)
+    assert got.keys() == want.keys()
+    assert got.stride_per_key() == want.stride_per_key() and got.stride() == want.stride()
+    assert torch.equal(got.lengths(), want.lengths())
+    assert torch.equal(got.values(), want.values())
+    assert torch.equal(got.offsets(), want.offsets())
+    if weighted:
+        assert torch.equal(got.weights(), want.weights())
+
+
+def test_variable_batch_refusals():
+    kjt = KeyedJaggedTensor(keys=["a", "b"], values=torch.arange(7.),
+                            lengths=torch.tensor([1, 2, 1, 1, 2]), stride_per_key_per_rank=[[2], [3]])
+    with pytest.raises(ValueError, match=r"kjt_index_select_dim1: kjt has a batch size per key "
+                       r"\(\[2, 3\]\)"):
+        rt.kjt_index_select_dim1(kjt, torch.tensor([0]))
+    with pytest.raises(IndexError, match=r"kjt_permute: index 2 is out of range for 2 keys"):
+        rt.kjt_permute(kjt, [2])
