@@ -28,7 +28,9 @@ def jagged_to_padded_dense(values: torch.Tensor, offsets: List[torch.Tensor],
 
 def dense_to_jagged(dense: torch.Tensor, offsets: List[torch.Tensor],
                     total_L: Optional[int] = None) -> Tuple[torch.Tensor, List[torch.Tensor]]:
-    """FBGEMM form: returns ``(values, offsets)`` with the offsets list passed in."""
+    """FBGEMM form: returns ``(values, offsets)`` with the offsets list passed in. ``total_L``
+    must equal ``offsets[0][-1]`` (jagged_ops.md §2.2): FBGEMM's CPU op pads a larger one with
+    zero rows, recops raises (slice or pad the result instead)."""
     off = _one(offsets, "offsets", "dense_to_jagged")
     return _ops.dense_to_jagged(dense, off, total_L), list(offsets)
 
