@@ -148,13 +148,96 @@ def test_fused_linear_cross_entropy(reduction, with_bias):
         liger.liger_fused_linear_cross_entropy(h, w, y, ce_weight=torch.ones(17))
 
 
-@pytest.mark.parametrize("name,op", [("liger_rope", "inplace_rope_"),
-                                     ("liger_layer_norm", "layer_norm")])
-def test_not_served(name, op):
-    with pytest.raises(NotImplementedError, match=op):
+@pytest.mark.parametrize("name", ["liger_rope", "liger_rotary_pos_emb", "liger_qwen2vl_mrope"])
+def test_not_served(name):
+    with pytest.raises(NotImplementedError, match=r"rotate-half .* inplace_rope_ is DeepSeek V4's "
+                       r"interleaved"):
         getattr(liger, name)()
-    with pytest.raises(NotImplementedError, match="inplace_rope_"):
+    with pytest.raises(NotImplementedError, match="rope: Llama's rotate-half"):
         liger.apply_recops_to_llama(rope=True)
+    with pytest.raises(NotImplementedError, match="needs the recops op 'geglu'"):
+        liger.liger_geglu()
+
+
+def _ln_ref(x, w, b, eps):
+    return F.layer_norm(x.double(), x.shape[-1:], None if w is None else w.double(),
+                        None if b is None else b.double(), eps)
+
+
+@pytest.mark.parametrize("with_weight,with_bias", [(True, True), (True, False), (False, False)])
+def test_layer_norm(with_weight, with_bias):
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn(3, 4, 33, generator=g, requires_grad=True)
+    w = torch.randn(33, generator=g, requires_grad=True) if with_weight else None
+    b = torch.randn(33, generator=g, requires_grad=True) if with_bias else None
+    y = liger.liger_layer_norm(x, w, b, 1e-6)
+    assert y.dtype == x.dtype
+    _close(y, _ln_ref(x, w, b, 1e-6))
+    ins = [t for t in (x, w, b) if t is not None]
+    dy = torch.randn(y.shape, generator=g)
+    ref_ins = [t.detach().double().requires_grad_() for t in ins]
+    rw = ref_ins[1] if with_weight else None
+    rb = ref_ins[2] if with_bias else None
+    want = torch.autograd.grad(_ln_ref(ref_ins[0], rw, rb, 1e-6), ref_ins, dy.double())
+    for a, c in zip(torch.autograd.grad(y, ins, dy), want):
+        _close(a, c)
+    m = liger.LigerLayerNorm(33, eps=1e-5, bias=True)
+    _close(m(x), _ln_ref(x, m.weight, m.bias, 1e-5))
+    assert torch.equal(liger.LigerLayerNorm(8).bias, torch.zeros(8))
+    assert torch.equal(liger.LigerLayerNorm(8, init_fn="zeros").weight, torch.zeros(8))
+    with pytest.raises(ValueError, match="init_fn"):
+        liger.LigerLayerNorm(8, init_fn="twos")
+
+
+@pytest.mark.parametrize("dt", [torch.bfloat16, torch.float16])
+def test_norms_with_fp32_parameters(dt):
+    """fp32 weights with 16-bit activations (autocast training): the output in the activations'
+    dtype, within one rounding of it of the fp32 result; the parameter gradients in fp32."""
+    g = torch.Generator().manual_seed(6)
+    x = torch.randn(5, 48, generator=g).to(dt).requires_grad_()
+    w = torch.randn(48, generator=g, requires_grad=True)
+    b = torch.randn(48, generator=g, requires_grad=True)
+    for y, ref in [(liger.liger_rms_norm(x, w, 1e-6), _rms_ref(x, w, 1e-6)),
+                   (liger.liger_layer_norm(x, w, b, 1e-6), _ln_ref(x, w, b, 1e-6))]:
+        assert y.dtype == dt
+        ulp = 2.0**-8 if dt == torch.bfloat16 else 2.0**-11
+        torch.testing.assert_close(y.double(), ref, rtol=ulp, atol=ulp)
+        grads = torch.autograd.grad(y.float().sum(), [x, w])
+        assert grads[0].dtype == dt and grads[1].dtype == torch.float32
+    m = liger.LigerRMSNorm(48)
+    assert m(x).dtype == dt
+
+
+def test_fused_add_rms_norm():
+    g = torch.Generator().manual_seed(9)
+    x = torch.randn(4, 24, generator=g, dtype=torch.float64, requires_grad=True)
+    r = torch.randn(4, 24, generator=g, dtype=torch.float64, requires_grad=True)
+    w = torch.randn(24, generator=g, dtype=torch.float64, requires_grad=True)
+    y, s = liger.liger_fused_add_rms_norm(x, r, w, 1e-6, offset=1.0)
+    want_s = x + r
+    want_y = _rms_ref(want_s, w, 1e-6, 1.0)
+    _close(s, want_s, 1e-12)
+    _close(y, want_y, 1e-12)
+    dy, ds = torch.randn(y.shape, generator=g, dtype=torch.float64), torch.randn(
+        s.shape, generator=g, dtype=torch.float64)
+    got = torch.autograd.grad((y, s), (x, r, w), (dy, ds))
+    ref = torch.autograd.grad((want_y, want_s), (x, r, w), (dy, ds))
+    for a, b in zip(got, ref):
+        _close(a, b, 1e-10)
+    m = liger.LigerFusedAddRMSNorm(24, eps=1e-6)
+    _close(m(x, r)[0], _rms_ref(want_s, m.weight, 1e-6), 1e-12)
+    with pytest.raises(ValueError, match="R must have X's shape"):
+        liger.liger_fused_add_rms_norm(x, r[:2], w, 1e-6)
+
+
+def test_fused_linear_cross_entropy_chunk_mem_const():
+    g = torch.Generator().manual_seed(8)
+    h, w = torch.randn(6, 4, generator=g), torch.randn(10, 4, generator=g)
+    y = torch.randint(0, 10, (6,), generator=g)
+    want = F.cross_entropy(h @ w.T, y)
+    _close(liger.liger_fused_linear_cross_entropy(h, w, y, chunk_mem_const=4), want, 1e-5)
+    with pytest.raises(ValueError, match="chunk_mem_const must be a positive integer, got 0"):
+        liger.liger_fused_linear_cross_entropy(h, w, y, chunk_mem_const=0)
 
 
 # ---- HF Llama ----------------------------------------------------------------------------------
@@ -218,6 +301,66 @@ def test_llama_patch_trains_like_unpatched():
     print("llama 5 steps: losses", want, "max rel diff", max(rel))
     assert max(rel) <= 2**-13, (got, want)
     assert want[-1] < want[0]  # it does train
+
+
+@needs_hf
+def test_llama_patch_fused_linear_cross_entropy():
+    """fused_linear_cross_entropy: the training loss from chunk_loss without logits (None, as
+    Liger's), the same losses as the unpatched model within the fp32 standard (as above); eval
+    with labels keeps HF's logits and loss."""
+    base = _tiny_llama()
+    state = copy.deepcopy(base.state_dict())
+    want = _train(base)
+    try:
+        liger.apply_recops_to_llama(fused_linear_cross_entropy=True)
+        patched = _tiny_llama()
+        patched.load_state_dict(state)
+        ids = torch.randint(0, 128, (2, 16), generator=torch.Generator().manual_seed(7))
+        assert patched(input_ids=ids, labels=ids).logits is None
+        got = _train(patched)
+        patched.eval()
+        with torch.no_grad():
+            out = patched(input_ids=ids, labels=ids)
+            ref = base.eval()(input_ids=ids, labels=ids)
+        assert out.logits.shape == (2, 16, 128)
+        assert abs(out.loss.item() - ref.loss.item()) <= 2**-13 * abs(ref.loss.item())
+    finally:
+        liger.revert_recops_llama()
+    from transformers.models.llama import modeling_llama
+    assert modeling_llama.LlamaForCausalLM.forward is not liger._lce_forward
+    rel = [abs(a - b) / abs(b) for a, b in zip(got, want)]
+    assert max(rel) <= 2**-13, (got, want)
+
+
+@needs_hf
+def test_llama_patch_under_autocast():
+    """bf16 autocast with fp32 parameters (mixed-precision training): the patched model runs
+    (the norms get fp32 weights and bf16 activations) and its losses follow the unpatched
+    model's within bf16 resolution."""
+    def train(model, steps=3):
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+        ids = torch.randint(0, 128, (2, 16), generator=torch.Generator().manual_seed(7))
+        losses = []
+        for _ in range(steps):
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                loss = model(input_ids=ids, labels=ids).loss
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        return losses
+    base = _tiny_llama()
+    state = copy.deepcopy(base.state_dict())
+    want = train(base)
+    try:
+        liger.apply_recops_to_llama(fused_linear_cross_entropy=True)
+        patched = _tiny_llama()
+        patched.load_state_dict(state)
+        got = train(patched)
+    finally:
+        liger.revert_recops_llama()
+    rel = [abs(a - b) / abs(b) for a, b in zip(got, want)]
+    assert max(rel) <= 2**-6, (got, want)
 
 
 @needs_hf

@@ -1,7 +1,9 @@
 """Liger-Kernel's names and argument orders (``liger_kernel.transformers``, checked against
 liger-kernel 0.8.5) over the recops training ops, for drop-in use.
 
-Served: ``liger_rms_norm`` / ``LigerRMSNorm`` (recops ``rms_norm``), ``liger_cross_entropy`` /
+Served: ``liger_rms_norm`` / ``LigerRMSNorm`` (recops ``rms_norm``), ``liger_fused_add_rms_norm``
+/ ``LigerFusedAddRMSNorm`` (an add, then ``rms_norm``), ``liger_layer_norm`` /
+``LigerLayerNorm`` (``layer_norm``), ``liger_cross_entropy`` /
 ``LigerCrossEntropyLoss`` (``fused_cross_entropy``), ``liger_fused_linear_cross_entropy`` /
 ``LigerFusedLinearCrossEntropyLoss`` (``chunk_loss``), ``liger_swiglu`` / ``LigerSwiGLUMLP``
 (``clipped_swiglu`` with alpha=1, no clipping, no linear offset, non-interleaved), and
@@ -20,9 +22,15 @@ Differences from Liger, all deliberate:
   in the parameters' dtype (recops ``accum_dtype=hidden.dtype``), ``torch.float32`` in fp32 (the
   recops default). The loss and gradients use fp32 logits (Liger rounds them to the input dtype).
 - ``liger_swiglu(a, b)`` concatenates a and b (one extra copy) because recops' op reads ``[..., 2I]``.
+- Weights of another dtype than the activations (fp32 parameters with bf16 / fp16 activations, as
+  under autocast): the norms then run on copies of both in the promoted dtype (fp32 there) and
+  round the output to the activations' dtype (one extra pass each way), where recops' ops take
+  one dtype; Liger reads mixed dtypes in its kernels. The weight gradient comes back in the weight's dtype.
+  ``chunk_mem_const`` (a chunking hint of Liger's fused linear CE) is accepted and ignored.
 
-Not served (NotImplementedError naming the missing recops op): rope (``inplace_rope_``), layer_norm, group_norm, geglu, jsd, kl_div, tvd, dyt,
-sparsemax, qwen2vl_mrope.
+Not served (NotImplementedError naming why): rope and qwen2vl_mrope (Llama's rotate-half RoPE;
+recops' ``inplace_rope_`` is DeepSeek V4's interleaved form), group_norm, geglu, jsd, kl_div, tvd,
+dyt, sparsemax.
 """
 
 from dataclasses import dataclass
@@ -32,18 +40,32 @@ from typing import Callable, Optional
 import torch
 from torch import nn
 
-from .. import chunk_loss, clipped_swiglu, fused_cross_entropy, rms_norm
+from .. import chunk_loss, clipped_swiglu, fused_cross_entropy, layer_norm, rms_norm
 
 
-def _missing(liger_name: str, recops_op: str) -> Callable:
+def _missing(liger_name: str, recops_op: str, why: str = "") -> Callable:
     def fn(*args, **kwargs):
         raise NotImplementedError(
-            f"recops.compat.liger.{liger_name}: needs the recops op '{recops_op}', which is not "
-            "implemented yet")
+            f"recops.compat.liger.{liger_name}: "
+            + (why or f"needs the recops op '{recops_op}', which is not implemented yet"))
 
     fn.__name__ = liger_name
-    fn.__doc__ = f"Not served: needs the recops op ``{recops_op}``."
+    fn.__doc__ = f"Not served: {why or f'needs the recops op ``{recops_op}``'}."
     return fn
+
+
+def _in_dtype_of(x: torch.Tensor, *params: Optional[torch.Tensor]):
+    """The op's inputs where params (weight, bias) may have another dtype than x (fp32 parameters
+    under autocast): copies of all of them in the promoted dtype then (bf16 with fp32: fp32; fp64
+    with fp32: fp64), else as they are; and the dtype to round the output to (None: already
+    x's)."""
+    if all(p is None or p.dtype == x.dtype for p in params):
+        return (x, *params), None
+    wide = x.dtype
+    for p in params:
+        if p is not None:
+            wide = torch.promote_types(wide, p.dtype)
+    return (x.to(wide), *(None if p is None else p.to(wide) for p in params)), x.dtype
 
 
 # ---- RMSNorm -----------------------------------------------------------------------------------
@@ -56,7 +78,13 @@ def liger_rms_norm(X: torch.Tensor, W: Optional[torch.Tensor], eps: float, offse
         raise ValueError(f"liger_rms_norm: casting_mode must be 'llama', 'gemma' or 'none', got "
                          f"{casting_mode!r}")
     del in_place
-    return rms_norm(X, W, eps=float(eps), weight_offset=float(offset))
+    return _rms_norm(X, W, eps, offset)
+
+
+def _rms_norm(X, W, eps, offset):
+    (x, w), out_dtype = _in_dtype_of(X, W)
+    y = rms_norm(x, w, eps=float(eps), weight_offset=float(offset))
+    return y if out_dtype is None else y.to(out_dtype)
 
 
 class LigerRMSNorm(nn.Module):
@@ -86,6 +114,84 @@ class LigerRMSNorm(nn.Module):
     def extra_repr(self):
         shape = tuple(self.weight.shape) if self.weight is not None else None
         return f"weight_shape={shape}, eps={self.variance_epsilon}, offset={self.offset}"
+
+
+def liger_fused_add_rms_norm(X: torch.Tensor, R: torch.Tensor, W: Optional[torch.Tensor],
+                             eps: float, offset: float = 0.0, casting_mode: str = "llama",
+                             in_place: bool = True):
+    """Liger's residual-add RMSNorm: ``S = X + R`` (in X's dtype, rounded once, as Liger stores
+    it) and ``Y = liger_rms_norm(S, W, eps, offset)``; returns ``(Y, S)``. Here a composition: the
+    add is its own pass (Liger fuses it into the norm's kernel); ``in_place`` is ignored."""
+    if casting_mode not in ("llama", "gemma", "none"):
+        raise ValueError(f"liger_fused_add_rms_norm: casting_mode must be 'llama', 'gemma' or "
+                         f"'none', got {casting_mode!r}")
+    if R.shape != X.shape:
+        raise ValueError(f"liger_fused_add_rms_norm: R must have X's shape {tuple(X.shape)}, got "
+                         f"{tuple(R.shape)}")
+    S = X + R.to(X.dtype)
+    return _rms_norm(S, W, eps, offset), S
+
+
+class LigerFusedAddRMSNorm(nn.Module):
+    """``liger_kernel.transformers.LigerFusedAddRMSNorm``: the same constructor and parameter;
+    ``forward(hidden_states, residual)`` returns ``(normed, hidden_states + residual)``."""
+
+    def __init__(self, hidden_size, eps=1e-6, offset=0.0, casting_mode="llama", init_fn="ones",
+                 in_place=False):
+        super().__init__()
+        if init_fn not in ("ones", "zeros"):
+            raise ValueError(f"LigerFusedAddRMSNorm: init_fn must be 'ones' or 'zeros', got "
+                             f"{init_fn!r}")
+        self.weight = nn.Parameter(torch.ones(hidden_size) if init_fn == "ones"
+                                   else torch.zeros(hidden_size))
+        self.variance_epsilon, self.offset = eps, offset
+        self.casting_mode, self.in_place = casting_mode, in_place
+
+    def forward(self, hidden_states, residual):
+        return liger_fused_add_rms_norm(hidden_states, residual, self.weight, self.variance_epsilon,
+                                        self.offset, self.casting_mode, self.in_place)
+
+    def extra_repr(self):
+        return (f"{tuple(self.weight.shape)}, eps={self.variance_epsilon}, offset={self.offset}, "
+                f"in_place={self.in_place}")
+
+
+# ---- LayerNorm ---------------------------------------------------------------------------------
+
+
+def liger_layer_norm(X: torch.Tensor, W: Optional[torch.Tensor], B: Optional[torch.Tensor],
+                     eps: float) -> torch.Tensor:
+    """``(X - mean) * rsqrt(var + eps) * W + B`` over the last dim (biased variance; W / B None:
+    1 / 0), X's dtype; differentiable in X, W and B (recops ``layer_norm``)."""
+    (x, w, b), out_dtype = _in_dtype_of(X, W, B)
+    y = layer_norm(x, w, b, eps=float(eps))
+    return y if out_dtype is None else y.to(out_dtype)
+
+
+class LigerLayerNorm(nn.Module):
+    """``liger_kernel.transformers.LigerLayerNorm``: the same constructor and parameters (weight
+    ones or zeros by ``init_fn``; bias zeros, or random with ``bias=True`` as Liger draws it).
+    ``impl`` / ``mode`` / ``backend`` select Liger's kernels and are kept but not read."""
+
+    def __init__(self, hidden_size, eps=1e-6, bias=False, init_fn="ones", impl=None, mode=None,
+                 backend=None):
+        super().__init__()
+        if init_fn not in ("ones", "zeros"):
+            raise ValueError(f"LigerLayerNorm: init_fn must be 'ones' or 'zeros', got {init_fn!r}")
+        self.hidden_size = hidden_size
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(hidden_size) if init_fn == "ones"
+                                   else torch.zeros(hidden_size))
+        self.bias = nn.Parameter(torch.randn(hidden_size) if bias else torch.zeros(hidden_size))
+        self.variance_epsilon = eps
+        self.impl = impl if impl is not None else backend
+        self.mode = mode
+
+    def forward(self, hidden_states):
+        return liger_layer_norm(hidden_states, self.weight, self.bias, self.variance_epsilon)
+
+    def extra_repr(self):
+        return f"{self.hidden_size}, eps={self.eps}"
 
 
 # ---- cross entropy -----------------------------------------------------------------------------
@@ -172,10 +278,16 @@ def liger_fused_linear_cross_entropy(input, weight, target, bias=None, ce_weight
                                      softcap: Optional[float] = None, return_z_loss: bool = False,
                                      accum_dtype=None, use_token_scaling: bool = False,
                                      return_token_accuracy: bool = False,
-                                     return_predicted_tokens: bool = False):
+                                     return_predicted_tokens: bool = False,
+                                     chunk_mem_const: int = 1):
     """Cross entropy of ``input [N, D] @ weight[V, D].T (+ bias)`` against ``target [N]`` without
     the ``[N, V]`` logits (recops ``chunk_loss``). Returns the loss, or
-    ``CrossEntropyOutput(loss, z_loss)`` when ``return_z_loss``."""
+    ``CrossEntropyOutput(loss, z_loss)`` when ``return_z_loss``. ``chunk_mem_const`` (Liger's chunk
+    size hint, a positive int) is checked and not read: chunk_loss plans its own chunks."""
+    if isinstance(chunk_mem_const, bool) or not isinstance(chunk_mem_const, int) or \
+            chunk_mem_const < 1:
+        raise ValueError(f"liger_fused_linear_cross_entropy: chunk_mem_const must be a positive "
+                         f"integer, got {chunk_mem_const!r}")
     if ce_weight is not None:
         raise NotImplementedError(
             "liger_fused_linear_cross_entropy: ce_weight (a per-class weight [V]) is not served; "
@@ -276,11 +388,13 @@ class LigerSwiGLUMLP(nn.Module):
 
 # ---- not served --------------------------------------------------------------------------------
 
-liger_rope = _missing("liger_rope", "inplace_rope_")
-liger_rotary_pos_emb = _missing("liger_rotary_pos_emb", "inplace_rope_")
-liger_qwen2vl_mrope = _missing("liger_qwen2vl_mrope", "inplace_rope_ (mrope sections)")
-liger_layer_norm = _missing("liger_layer_norm", "layer_norm")
-LigerLayerNorm = _missing("LigerLayerNorm", "layer_norm")
+_ROPE_WHY = ("Llama's rotate-half (NeoX) RoPE with cos / sin of the full head is not served; "
+             "recops' inplace_rope_ is DeepSeek V4's interleaved (GPT-J) rotation of a trailing "
+             "slice")
+liger_rope = _missing("liger_rope", "inplace_rope_", _ROPE_WHY)
+liger_rotary_pos_emb = _missing("liger_rotary_pos_emb", "inplace_rope_", _ROPE_WHY)
+liger_qwen2vl_mrope = _missing("liger_qwen2vl_mrope", "inplace_rope_",
+                               _ROPE_WHY + " (nor mrope sections)")
 liger_group_norm = _missing("liger_group_norm", "group_norm")
 liger_geglu = _missing("liger_geglu", "geglu")
 liger_jsd = _missing("liger_jsd", "jsd")
@@ -294,8 +408,8 @@ liger_sparsemax = _missing("liger_sparsemax", "sparsemax")
 
 
 def _rms_norm_module_forward(self, hidden_states):
-    return rms_norm(hidden_states, self.weight, eps=float(self.variance_epsilon),
-                    weight_offset=float(getattr(self, "offset", 0.0)))
+    return _rms_norm(hidden_states, self.weight, self.variance_epsilon,
+                     getattr(self, "offset", 0.0))
 
 
 def _fixed_cross_entropy(source, target, num_items_in_batch=None, ignore_index: int = -100,
@@ -330,6 +444,48 @@ def _import_llama():
     return modeling_llama, loss_utils
 
 
+def _lce_forward(self, input_ids=None, attention_mask=None, position_ids=None,
+                 past_key_values=None, inputs_embeds=None, labels=None, use_cache=None,
+                 cache_position=None, logits_to_keep=0, **kwargs):
+    """``LlamaForCausalLM.forward`` with Liger's fused linear cross entropy: in training with
+    labels the loss comes from recops ``chunk_loss`` on the last hidden states and lm_head's
+    weight, without the [tokens, vocab] logits (returned as None), with HF's label shift and
+    ``num_items_in_batch`` (sum / count) as ``ForCausalLMLoss``; otherwise HF's own path."""
+    from transformers.modeling_outputs import CausalLMOutputWithPast
+    num_items = kwargs.pop("num_items_in_batch", None)
+    shift_labels = kwargs.pop("shift_labels", None)
+    outputs = self.model(input_ids=input_ids, attention_mask=attention_mask,
+                         position_ids=position_ids, past_key_values=past_key_values,
+                         inputs_embeds=inputs_embeds, use_cache=use_cache,
+                         cache_position=cache_position, **kwargs)
+    hidden = outputs.last_hidden_state
+    loss = logits = None
+    if self.training and (labels is not None or shift_labels is not None):
+        if shift_labels is None:  # as ForCausalLMLoss: position i predicts label i + 1
+            shift_labels = torch.nn.functional.pad(labels, (0, 1), value=-100)[..., 1:]
+        h = hidden.reshape(-1, hidden.size(-1))
+        w, b = self.lm_head.weight, self.lm_head.bias
+        if w.dtype != h.dtype:  # fp32 parameters under autocast: lm_head would run in h's dtype
+            w, b = w.to(h.dtype), (None if b is None else b.to(h.dtype))
+        reduction = "sum" if num_items is not None else "mean"
+        loss, _ = chunk_loss(h, w, shift_labels.reshape(-1).to(h.device), b, ignore_index=-100,
+                             reduction=reduction)
+        if num_items is not None:
+            loss = loss / (num_items.to(loss.device) if torch.is_tensor(num_items) else num_items)
+    else:
+        keep = slice(-logits_to_keep, None) if isinstance(logits_to_keep, int) else logits_to_keep
+        logits = self.lm_head(hidden[:, keep, :])
+        if labels is not None or shift_labels is not None:
+            loss = self.loss_function(logits=logits, labels=labels,
+                                      vocab_size=self.config.vocab_size,
+                                      num_items_in_batch=num_items, shift_labels=shift_labels,
+                                      **kwargs)
+    return CausalLMOutputWithPast(loss=loss, logits=logits,
+                                  past_key_values=outputs.past_key_values,
+                                  hidden_states=outputs.hidden_states,
+                                  attentions=outputs.attentions)
+
+
 def apply_recops_to_llama(rms_norm: bool = True, cross_entropy: bool = True, swiglu: bool = True,
                           model: Optional[nn.Module] = None, rope: bool = False,
                           fused_linear_cross_entropy: bool = False) -> None:
@@ -337,18 +493,16 @@ def apply_recops_to_llama(rms_norm: bool = True, cross_entropy: bool = True, swi
     ``apply_liger_kernel_to_llama`` does with Liger: ``LlamaRMSNorm`` -> ``LigerRMSNorm`` (recops
     ``rms_norm``), ``LlamaMLP`` -> ``LigerSwiGLUMLP``, and the causal-LM loss's
     ``transformers.loss.loss_utils.fixed_cross_entropy`` -> recops ``fused_cross_entropy`` (Liger
-    replaces ``torch.nn.functional.cross_entropy`` process-wide instead). The class patches act
-    on models built afterwards; pass ``model`` to also patch an existing instance's modules.
-    ``revert_recops_llama()`` undoes the module-level patches. rope and fused linear CE raise
-    NotImplementedError (recops ``inplace_rope_`` / ``chunk_loss`` are not there yet)."""
+    replaces ``torch.nn.functional.cross_entropy`` process-wide instead).
+    ``fused_linear_cross_entropy``: ``LlamaForCausalLM.forward`` computes the training loss by
+    recops ``chunk_loss`` without materialising the logits (Liger's ``lce_forward``; the logits
+    are None then, as Liger's); evaluation and calls without labels keep HF's path, whose loss
+    the cross_entropy patch serves. The class patches act on models built afterwards (and the
+    forward on existing ones); pass ``model`` to also patch an existing instance's modules.
+    ``revert_recops_llama()`` undoes the module-level patches. rope raises NotImplementedError
+    (Llama's rotate-half RoPE; recops' ``inplace_rope_`` is the interleaved form)."""
     if rope:
-        raise NotImplementedError(
-            "apply_recops_to_llama: rope needs the recops op 'inplace_rope_', which is not "
-            "implemented yet")
-    if fused_linear_cross_entropy:
-        raise NotImplementedError(
-            "apply_recops_to_llama: fused_linear_cross_entropy needs the recops op 'chunk_loss', "
-            "which is not implemented yet")
+        raise NotImplementedError("apply_recops_to_llama: rope: " + _ROPE_WHY)
     modeling_llama, loss_utils = _import_llama()
     original_rms = _SAVED.get((modeling_llama, "LlamaRMSNorm"), modeling_llama.LlamaRMSNorm)
     original_mlp = _SAVED.get((modeling_llama, "LlamaMLP"), modeling_llama.LlamaMLP)
@@ -361,6 +515,9 @@ def apply_recops_to_llama(rms_norm: bool = True, cross_entropy: bool = True, swi
     if cross_entropy:
         _save(loss_utils, "fixed_cross_entropy")
         loss_utils.fixed_cross_entropy = _fixed_cross_entropy
+    if fused_linear_cross_entropy:
+        _save(modeling_llama.LlamaForCausalLM, "forward")
+        modeling_llama.LlamaForCausalLM.forward = _lce_forward
     if model is None:
         return
     for module in model.modules():
