@@ -610,3 +610,26 @@ def test_chunk_kda_dropin_matches_recurrence_and_gates():
         fla.chunk_kda(q, k, v, g.detach(), braw, return_intermediate_states=True)
     with pytest.raises(TypeError, match="unexpected keyword"):
         fla.chunk_kda(q, k, v, g.detach(), braw, bogus=1)
+
+
+def test_layer_norm_is_rms_norm_flag():
+    """fla's layer_norm(..., is_rms_norm=True) is its rms_norm (one kernel with a flag there)."""
+    x, w, b = _rand(3, 7, 20, seed=21), _rand(20, seed=22), _rand(20, seed=23)
+    r = _rand(3, 7, 20, seed=24, grad=False)
+    got = fla.layer_norm(x, w, b, r, 1e-6, True, False, is_rms_norm=True)
+    want = fla.rms_norm(x, w, b, r, 1e-6, True, False)
+    for a, c in zip(got, want):
+        _close(a, c, 0)
+
+
+def test_chunk_local_cumsum_fla_signature():
+    """fla 0.6.0's argument list: use_graph in the 8th place (accepted), head_first removed."""
+    g = _rand(2, 37, 3, seed=25, grad=False)
+    want = fla.chunk_local_cumsum(g, 16)
+    _close(fla.chunk_local_cumsum(g, 16, False, None, None, torch.float, None, True), want, 0)
+    ref = torch.cat([c.double().cumsum(1) for c in g.split(16, dim=1)], dim=1)
+    _close(want, ref, 1e-6)
+    with pytest.raises(DeprecationWarning, match="head_first has been removed"):
+        fla.chunk_local_cumsum(g, 16, head_first=False)
+    with pytest.raises(TypeError, match=r"unexpected keyword arguments \['nope'\]"):
+        fla.chunk_local_cumsum(g, 16, nope=1)

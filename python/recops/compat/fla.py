@@ -173,9 +173,12 @@ class RMSNorm(_Norm):
 
 def layer_norm(x: torch.Tensor, weight: Optional[torch.Tensor], bias: Optional[torch.Tensor],
                residual: Optional[torch.Tensor] = None, eps: float = 1e-5, prenorm: bool = False,
-               residual_in_fp32: bool = False):
+               residual_in_fp32: bool = False, is_rms_norm: bool = False):
     """``fla.modules.layernorm.layer_norm``: ``layernorm(x [+ residual]) * weight + bias``; with
-    ``prenorm`` also returns ``x + residual``."""
+    ``prenorm`` also returns ``x + residual``; ``is_rms_norm`` makes it ``rms_norm`` (fla's flag
+    on the same kernel)."""
+    if is_rms_norm:
+        return rms_norm(x, weight, bias, residual, eps, prenorm, residual_in_fp32)
     res_out = _with_residual(x, residual, residual_in_fp32)
     w = weight.to(res_out.dtype) if weight is not None else None
     b = bias.to(res_out.dtype) if bias is not None else None
@@ -272,16 +275,19 @@ class RMSNormGated(nn.Module):
 def chunk_local_cumsum(g: torch.Tensor, chunk_size: int = 64, reverse: bool = False,
                        scale: Optional[float] = None, cu_seqlens: Optional[torch.Tensor] = None,
                        output_dtype: Optional[torch.dtype] = torch.float,
-                       chunk_indices: Optional[torch.Tensor] = None,
-                       head_first: bool = False) -> torch.Tensor:
+                       chunk_indices: Optional[torch.Tensor] = None, use_graph: bool = False,
+                       **kwargs) -> torch.Tensor:
     """``fla.ops.utils.cumsum.chunk_local_cumsum``: per chunk of ``chunk_size`` positions
     (restarting at each ``cu_seqlens`` sequence start, B = 1), the inclusive cumsum over time of g
     ``[B, T, H]`` or ``[B, T, H, K]``, towards the chunk's end with ``reverse``, times ``scale``
-    (None: 1), in ``output_dtype`` (None: g's dtype)."""
-    if head_first:
-        raise NotImplementedError("chunk_local_cumsum: head_first=True is not served; g must be "
-                                  "[B, T, H] or [B, T, H, K] (fla removed head_first as well)")
-    del chunk_indices  # fla's schedule for cu_seqlens; recops derives its own
+    (None: 1), in ``output_dtype`` (None: g's dtype). ``use_graph`` (fla's CUDA-graph schedule)
+    is accepted and not needed."""
+    if "head_first" in kwargs:  # as fla 0.6.0: head_first was removed
+        raise DeprecationWarning(
+            "head_first has been removed. Inputs must be in `[B, T, H, ...]` format.")
+    if kwargs:
+        raise TypeError(f"chunk_local_cumsum: unexpected keyword arguments {sorted(kwargs)}")
+    del chunk_indices, use_graph  # fla's schedule for cu_seqlens; recops derives its own
     return _chunk_local_cumsum(g, int(chunk_size), bool(reverse),
                                1.0 if scale is None else float(scale), cu_seqlens,
                                out_dtype=output_dtype or g.dtype)
