@@ -546,3 +546,23 @@ def test_sll_multi_head_jagged_flash_attention(sll_ops, seed, B, L, D, H, dt):
     keep = _keep_rows(off, total, L)
     for a, b in zip((got,) + gg, (want,) + wg):
         _close_k(a[:, keep], b[:, keep], D + L)
+
+
+def test_keyword_names_are_fbgemms():
+    """Callers who pass FBGEMM's argument names by keyword: every compat function's parameters
+    carry the names of the FBGEMM op's schema, in its order."""
+    import inspect
+    for name in ("asynchronous_complete_cumsum", "asynchronous_exclusive_cumsum",
+                 "asynchronous_inclusive_cumsum", "dense_to_jagged", "jagged_to_padded_dense",
+                 "jagged_dense_elementwise_add_jagged_output", "jagged_index_select",
+                 "keyed_jagged_index_select_dim1", "permute_2D_sparse_data", "segment_sum_csr",
+                 "jagged_softmax", "jagged_dense_bmm", "jagged_jagged_bmm"):
+        want = [a.name for a in getattr(F, name).default._schema.arguments]
+        got = list(inspect.signature(getattr(compat, name)).parameters)
+        assert got == want, (name, got, want)
+    t = torch.tensor([3, 0, 2])
+    _exact(compat.asynchronous_complete_cumsum(t_in=t), F.asynchronous_complete_cumsum(t_in=t))
+    d = torch.randn(2, 3, 4)
+    off = torch.tensor([0, 2, 5])
+    _exact(compat.dense_to_jagged(dense=d, x_offsets=[off])[0],
+           F.dense_to_jagged(dense=d, x_offsets=[off])[0])

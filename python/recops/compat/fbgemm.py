@@ -26,13 +26,13 @@ def jagged_to_padded_dense(values: torch.Tensor, offsets: List[torch.Tensor],
     return _ops.jagged_to_padded_dense(values, off, max_l, padding_value)
 
 
-def dense_to_jagged(dense: torch.Tensor, offsets: List[torch.Tensor],
+def dense_to_jagged(dense: torch.Tensor, x_offsets: List[torch.Tensor],
                     total_L: Optional[int] = None) -> Tuple[torch.Tensor, List[torch.Tensor]]:
     """FBGEMM form: returns ``(values, offsets)`` with the offsets list passed in. ``total_L``
     must equal ``offsets[0][-1]`` (jagged_ops.md §2.2): FBGEMM's CPU op pads a larger one with
     zero rows, recops raises (slice or pad the result instead)."""
-    off = _one(offsets, "offsets", "dense_to_jagged")
-    return _ops.dense_to_jagged(dense, off, total_L), list(offsets)
+    off = _one(x_offsets, "x_offsets", "dense_to_jagged")
+    return _ops.dense_to_jagged(dense, off, total_L), list(x_offsets)
 
 
 def jagged_2d_to_dense(values: torch.Tensor, offsets: torch.Tensor,
@@ -131,17 +131,17 @@ def batched_dense_vec_jagged_2d_mul(v: torch.Tensor, a_values: torch.Tensor,
     return torch.cat(outs, dim=1).reshape(B * H, D)
 
 
-def asynchronous_complete_cumsum(t: torch.Tensor) -> torch.Tensor:
+def asynchronous_complete_cumsum(t_in: torch.Tensor) -> torch.Tensor:
     """``[n]`` -> ``[n+1]`` (``[R, n]`` -> ``[R, n+1]``), input dtype."""
-    return _ops.asynchronous_complete_cumsum(t)
+    return _ops.asynchronous_complete_cumsum(t_in)
 
 
-def asynchronous_exclusive_cumsum(t: torch.Tensor) -> torch.Tensor:
-    return _ops.asynchronous_exclusive_cumsum(t)
+def asynchronous_exclusive_cumsum(t_in: torch.Tensor) -> torch.Tensor:
+    return _ops.asynchronous_exclusive_cumsum(t_in)
 
 
-def asynchronous_inclusive_cumsum(t: torch.Tensor) -> torch.Tensor:
-    return _ops.asynchronous_inclusive_cumsum(t)
+def asynchronous_inclusive_cumsum(t_in: torch.Tensor) -> torch.Tensor:
+    return _ops.asynchronous_inclusive_cumsum(t_in)
 
 
 def _max_len(y: torch.Tensor) -> int:
