@@ -255,12 +255,13 @@ def _tiny_llama():
     return LlamaForCausalLM(cfg).float()
 
 
-def _train(model, steps=5):
+def _train(model, steps=5, autocast=False):
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     ids = torch.randint(0, 128, (2, 16), generator=torch.Generator().manual_seed(7))
     losses = []
     for _ in range(steps):
-        loss = model(input_ids=ids, labels=ids).loss
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+            loss = model(input_ids=ids, labels=ids).loss
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -334,29 +335,18 @@ def test_llama_patch_fused_linear_cross_entropy():
 
 @needs_hf
 def test_llama_patch_under_autocast():
-    """bf16 autocast with fp32 parameters (mixed-precision training): the patched model runs
-    (the norms get fp32 weights and bf16 activations) and its losses follow the unpatched
-    model's within bf16 resolution."""
-    def train(model, steps=3):
-        opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-        ids = torch.randint(0, 128, (2, 16), generator=torch.Generator().manual_seed(7))
-        losses = []
-        for _ in range(steps):
-            with torch.autocast("cpu", dtype=torch.bfloat16):
-                loss = model(input_ids=ids, labels=ids).loss
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            losses.append(loss.item())
-        return losses
+    """bf16 autocast with fp32 parameters (mixed-precision training) and fused linear CE: the
+    patched model trains, its losses within bf16 resolution of the unpatched model's (autocast
+    runs HF's lm_head in bf16 where chunk_loss takes the fp32 hidden states and weight; the
+    residual stream, and so the norms' input, stays fp32, the MLP gets bf16 activations)."""
     base = _tiny_llama()
     state = copy.deepcopy(base.state_dict())
-    want = train(base)
+    want = _train(base, steps=3, autocast=True)
     try:
         liger.apply_recops_to_llama(fused_linear_cross_entropy=True)
         patched = _tiny_llama()
         patched.load_state_dict(state)
-        got = train(patched)
+        got = _train(patched, steps=3, autocast=True)
     finally:
         liger.revert_recops_llama()
     rel = [abs(a - b) / abs(b) for a, b in zip(got, want)]
