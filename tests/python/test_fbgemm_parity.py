@@ -566,3 +566,22 @@ def test_keyword_names_are_fbgemms():
     off = torch.tensor([0, 2, 5])
     _exact(compat.dense_to_jagged(dense=d, x_offsets=[off])[0],
            F.dense_to_jagged(dense=d, x_offsets=[off])[0])
+
+
+def test_peer_diff_smoke():
+    """tests/reliability/peer_diff.py (random cases against FBGEMM's CPU ops and TorchRec's
+    permute) on its first 40 seeds: every case FBGEMM / TorchRec computes is equal."""
+    import importlib.util
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[1] / "reliability" / "peer_diff.py"
+    spec = importlib.util.spec_from_file_location("peer_diff", path)
+    pd = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(pd)
+    t = pd.Tally()
+    for seed in range(40):
+        pd.fbgemm_case(t, seed)
+    if importlib.util.find_spec("torchrec") is not None:
+        for seed in range(40):
+            pd.torchrec_case(t, seed)
+    assert not t.fails, t.fails
+    assert sum(c[0] for c in t.counts.values()) > 500  # cases actually compared
