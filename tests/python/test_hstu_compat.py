@@ -54,6 +54,24 @@ def test_nvidia_newest_order():
     torch.testing.assert_close(got, want, rtol=0, atol=0)
 
 
+def test_nvidia_qkvpacked():
+    """hstu_attn_qkvpacked_func: qkv [total, 3, heads, d] gives what the three tensors give to
+    hstu_attn_varlen_func, and its gradient comes back packed."""
+    q, k, v, oq, ok, Sq, Sk = problem(Hq=2, Hk=2, seed=6)
+    qkv = torch.stack([q, k, v], dim=1).requires_grad_()
+    T = torch.tensor([1, 0, 2])
+    got = nvidia.hstu_attn_qkvpacked_func(qkv, oq, oq, Sq, Sq, None, T, 1, (-1, 0), 0.5)
+    q2, k2, v2 = (t.detach().clone().requires_grad_() for t in (q, k, v))
+    want = nvidia.hstu_attn_varlen_func(q2, k2, v2, oq, oq, Sq, Sq, None, T, 1, (-1, 0), 0.5)
+    torch.testing.assert_close(got, want, rtol=0, atol=0)
+    dy = torch.randn(got.shape, generator=torch.Generator().manual_seed(7), dtype=got.dtype)
+    (dqkv,) = torch.autograd.grad(got, qkv, dy)
+    torch.testing.assert_close(dqkv, torch.stack(torch.autograd.grad(want, (q2, k2, v2), dy), 1),
+                               rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match=r"qkv must be \[total, 3, heads, head_dim\]"):
+        nvidia.hstu_attn_qkvpacked_func(q, oq, oq, Sq, Sq)
+
+
 def test_nvidia_seqused_is_a_compacted_batch():
     q, k, v, oq, ok, Sq, Sk = problem(lengths=(6, 3, 9), Hq=2, Hk=1, delta=2, seed=3)
     used_q, used_k = torch.tensor([4, 0, 9]), torch.tensor([5, 2, 11])

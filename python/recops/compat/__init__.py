@@ -7,5 +7,5 @@ form of NVIDIA's function), ``recops.compat.mxrec`` (the seed's ``hstu_jagged`` 
 training-op names, with ``apply_recops_to_llama``; training_ops.md §7)."""
 
 from .meta import hstu_mha  # noqa: F401
-from .nvidia import hstu_attn_varlen_func  # noqa: F401
+from .nvidia import hstu_attn_qkvpacked_func, hstu_attn_varlen_func  # noqa: F401
 from .mxrec import hstu_dense, hstu_jagged  # noqa: F401

@@ -10,7 +10,8 @@
   rab, has_drab, func, kv_cache, page_offsets, page_ids, last_page_lens, quant_mode)``.
 
 The sixth positional argument tells them apart: an int (``max_seqlen_q``) or a tensor / None
-(``seqused_q``). FBGEMM's ``experimental/hstu`` form is ``recops.compat.fbgemm_hstu``.
+(``seqused_q``). ``hstu_attn_qkvpacked_func`` takes q, k, v packed as ``[total, 3, heads, d]``.
+FBGEMM's ``experimental/hstu`` form is ``recops.compat.fbgemm_hstu``.
 
 NVIDIA's conventions, where they differ from the canonical op:
 - ``window_size`` defaults to ``(-1, -1)`` (no mask); causal is ``(-1, 0)``;
@@ -140,3 +141,19 @@ def hstu_attn_varlen_func(*args, **kwargs) -> torch.Tensor:
         return out
     full = out.new_zeros((a["q"].shape[0],) + tuple(out.shape[1:]))
     return full.index_copy(0, rows_q, out)
+
+
+def hstu_attn_qkvpacked_func(qkv, seq_offsets_q, seq_offsets_k, max_seqlen_q, max_seqlen_k,
+                             num_contexts=None, num_targets=None, target_group_size=1,
+                             window_size=(-1, -1), alpha=1.0, rab=None, has_drab=False,
+                             func=None) -> torch.Tensor:
+    """NVIDIA ``hstu_attn_qkvpacked_func``: q, k and v packed as ``qkv [total, 3, heads, d]``
+    (self-attention over one token set, as NVIDIA's code indexes it; its gradient comes back in
+    the same packing), the other arguments as ``hstu_attn_varlen_func``'s released order."""
+    if qkv.dim() != 4 or qkv.shape[1] != 3:
+        raise ValueError(f"hstu_attn_qkvpacked_func: qkv must be [total, 3, heads, head_dim], got "
+                         f"{list(qkv.shape)}")
+    q, k, v = qkv.unbind(1)
+    return hstu_attn_varlen_func(q, k, v, seq_offsets_q, seq_offsets_k, max_seqlen_q, max_seqlen_k,
+                                 num_contexts, num_targets, target_group_size, window_size, alpha,
+                                 rab, has_drab, func=func)
