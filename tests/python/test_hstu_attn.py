@@ -389,6 +389,31 @@ def test_compat_meta_attn_scale_and_compile():
     torch.testing.assert_close(fn(q, k, v, oq, T), base)
 
 
+def test_compat_meta_positional_orders():
+    """generative-recommenders' order (attn_scale eleventh) and the older one without it (tzrec's
+    copy), positionally, give what the keywords give."""
+    from recops.compat import hstu_mha
+
+    q, k, v, oq, _, Sq, _ = problem(torch.float64, lengths=(7, 3, 0, 9), Hq=2, Hk=2, seed=9)
+    T = torch.tensor([2, 1, 0, 3])
+    scale = torch.rand(q.shape[0], dtype=torch.float64)
+    want = hstu_mha(Sq, 0.5, q, k, v, oq, causal=True, num_targets=T, attn_scale=scale,
+                    max_attn_len=3, contextual_seq_len=1, min_full_attn_seq_len=2)
+    got = hstu_mha(Sq, 0.5, q, k, v, oq, True, 0.0, True, T, scale, 3, 1, 2, False, "TRITON",
+                   False)
+    torch.testing.assert_close(got, want, rtol=0, atol=0)
+    want = hstu_mha(Sq, 0.5, q, k, v, oq, num_targets=T, max_attn_len=3, contextual_seq_len=1,
+                    min_full_attn_seq_len=2)
+    got = hstu_mha(Sq, 0.5, q, k, v, oq, True, 0.0, True, T, 3, 1, 2, False, "TRITON", False)
+    torch.testing.assert_close(got, want, rtol=0, atol=0)
+    got = hstu_mha(Sq, 0.5, q, k, v, oq, True, 0.0, True, T, None, 3, 1, 2)
+    torch.testing.assert_close(got, want, rtol=0, atol=0)
+    with pytest.raises(TypeError, match="got multiple values for argument 'num_targets'"):
+        hstu_mha(Sq, 0.5, q, k, v, oq, True, 0.0, True, T, num_targets=T)
+    with pytest.raises(TypeError, match="missing required argument 'seq_offsets'"):
+        hstu_mha(Sq, 0.5, q, k, v)
+
+
 def test_compat_nvidia_cu_seqlens_t():
     from recops.compat import hstu_attn_varlen_func
 

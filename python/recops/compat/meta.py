@@ -107,29 +107,46 @@ def _collapsed_func(
     return dense[:, seq, row].unsqueeze(0).contiguous()
 
 
-def hstu_mha(
-    max_seq_len: int,
-    alpha: float,
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    seq_offsets: torch.Tensor,
-    causal: bool = True,
-    dropout_pr: float = 0.0,
-    training: bool = True,
-    num_targets: Optional[torch.Tensor] = None,
-    max_attn_len: int = 0,
-    contextual_seq_len: int = 0,
-    min_full_attn_seq_len: int = 0,
-    sort_by_length: bool = False,
-    attn_scale: Optional[torch.Tensor] = None,
-    window_mode: str = "auto",
-    **kernel_options,
-) -> torch.Tensor:
+_ORDER = ("max_seq_len alpha q k v seq_offsets causal dropout_pr training num_targets attn_scale "
+          "max_attn_len contextual_seq_len min_full_attn_seq_len sort_by_length kernel "
+          "enable_tma").split()
+_ORDER_NO_SCALE = [n for n in _ORDER if n != "attn_scale"]
+_DEFAULTS = {"causal": True, "dropout_pr": 0.0, "training": True, "num_targets": None,
+             "attn_scale": None, "max_attn_len": 0, "contextual_seq_len": 0,
+             "min_full_attn_seq_len": 0, "sort_by_length": False, "kernel": None,
+             "enable_tma": False, "window_mode": "auto"}
+
+
+def hstu_mha(*args, **kwargs) -> torch.Tensor:
     """Meta ``hstu_mha`` (q, k, v ``[total, H, d]`` jagged by ``seq_offsets``), with Meta's
-    collapsed-id mask (module doc). ``sort_by_length`` and kernel choices are accepted and ignored
-    (recops picks its implementation itself). ``window_mode``: ``"auto"`` (built-in mask when it is
-    exact, the interval mask otherwise) or ``"collapsed"`` (always the interval mask)."""
+    collapsed-id mask (module doc), in both released argument orders:
+    ``(max_seq_len, alpha, q, k, v, seq_offsets, causal=True, dropout_pr=0.0, training=True,
+    num_targets=None, attn_scale=None, max_attn_len=0, contextual_seq_len=0,
+    min_full_attn_seq_len=0, sort_by_length=False, kernel=..., enable_tma=False)``
+    (generative-recommenders now) and the same without ``attn_scale`` (before it, and
+    torchrec-derived copies such as tzrec): the eleventh positional argument tells them apart, a
+    tensor or None (``attn_scale``) or an int (``max_attn_len``). ``sort_by_length``, ``kernel``,
+    ``enable_tma`` and other kernel options are accepted and ignored (recops picks its
+    implementation itself). Keyword ``window_mode``: ``"auto"`` (built-in mask when it is exact,
+    the interval mask otherwise) or ``"collapsed"`` (always the interval mask)."""
+    order = (_ORDER_NO_SCALE if len(args) > 10 and args[10] is not None
+             and not isinstance(args[10], torch.Tensor) else _ORDER)
+    if len(args) > len(order):
+        raise TypeError(f"hstu_mha: takes at most {len(order)} positional arguments, got "
+                        f"{len(args)}")
+    a = {**_DEFAULTS, **dict(zip(order, args))}
+    for key, value in kwargs.items():
+        if key in order[:len(args)]:
+            raise TypeError(f"hstu_mha: got multiple values for argument '{key}'")
+        a[key] = value  # names outside _DEFAULTS are kernel options: ignored
+    for name in _ORDER[:6]:
+        if name not in a:
+            raise TypeError(f"hstu_mha: missing required argument '{name}'")
+    max_seq_len, alpha, q, k, v, seq_offsets = (a[n] for n in _ORDER[:6])
+    causal, dropout_pr, training = a["causal"], a["dropout_pr"], a["training"]
+    num_targets, attn_scale, window_mode = a["num_targets"], a["attn_scale"], a["window_mode"]
+    max_attn_len, contextual_seq_len = a["max_attn_len"], a["contextual_seq_len"]
+    min_full_attn_seq_len = a["min_full_attn_seq_len"]
     if training and dropout_pr > 0:
         raise NotImplementedError("hstu_mha: dropout is not supported (dropout_pr must be 0)")
     if window_mode not in ("auto", "collapsed"):
