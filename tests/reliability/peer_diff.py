@@ -6,7 +6,11 @@ process on the same inputs (a script, not a pytest file; see README.md here):
   segment_sum_csr, offsets_range, the stacked conversions and batched_dense_vec_jagged_2d_mul,
   forward; and the gradients of the ops FBGEMM differentiates;
 - ``recops.compat.torchrec.kjt_permute`` against ``KeyedJaggedTensor.permute``, with one batch
-  size for every key and with a batch size per key (``stride_per_key_per_rank``).
+  size for every key and with a batch size per key (``stride_per_key_per_rank``);
+- ``recops.compat.fla.chunk_gated_delta_rule`` / ``chunk_kda`` against fla-core's own PyTorch
+  references (``fla/ops/gated_delta_rule/naive.py``, ``fla/ops/kda/naive.py``: the token-by-token
+  recurrences in fp32), outputs and final states, when fla's sources are given (``--fla-dir``,
+  default ``.peers/training``: ``scripts/prepare_peers.sh`` unpacks fla-core there).
 
 Each case draws its shapes, dtypes and parameters from ``random.Random(seed)``. A case the peer
 refuses (a dtype its CPU kernels lack, an input outside its preconditions) counts as
@@ -277,10 +281,54 @@ def torchrec_case(t, seed):
           exact=True)
 
 
+def _load_file(path, name):
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def fla_case(t, seed, gdn, kda):
+    """Both recurrences on one random problem: fp64 inputs for fla's references, fp32 for ours
+    (their recurrences run in fp32), every chunk size recops serves."""
+    from recops.compat import fla
+    rng, g = random.Random(seed), torch.Generator().manual_seed(seed)
+    B, T, H = rng.choice([1, 2]), rng.choice([1, 5, 64, 70, 130]), rng.choice([1, 2])
+    K, V = rng.choice([8, 16, 32]), rng.choice([8, 16, 24])
+
+    def r(*shape):
+        return torch.randn(*shape, generator=g, dtype=torch.float64)
+    q, v = r(B, T, H, K), r(B, T, H, V)
+    k = torch.nn.functional.normalize(r(B, T, H, K), dim=-1)
+    beta = torch.rand(B, T, H, generator=g, dtype=torch.float64)
+    h0 = r(B, H, K, V) if rng.random() < 0.5 else None
+    scale = rng.choice([None, 0.3])
+    gate = -torch.rand(B, T, H, generator=g, dtype=torch.float64) * 0.5
+    gk = -torch.rand(B, T, H, K, generator=g, dtype=torch.float64) * 0.5
+    f32 = [x.float() for x in (q, k, v, beta)]
+    h32 = None if h0 is None else h0.float()
+    t.run("fla chunk_gated_delta_rule",
+          lambda: list(fla.chunk_gated_delta_rule(f32[0], f32[1], f32[2], gate.float(), f32[3],
+                                                  scale=scale, initial_state=h32,
+                                                  output_final_state=True,
+                                                  chunk_size=rng.choice([16, 32, 64]))),
+          lambda: [x.float() for x in gdn.naive_recurrent_gated_delta_rule(
+              q, k, v, beta, gate, scale=scale, initial_state=h0, output_final_state=True)])
+    t.run("fla chunk_kda",
+          lambda: list(fla.chunk_kda(f32[0], f32[1], f32[2], gk.float(), f32[3], scale=scale,
+                                     initial_state=h32, output_final_state=True,
+                                     chunk_size=rng.choice([32, 64]))),
+          lambda: [x.float() for x in kda.naive_recurrent_kda(
+              q, k, v, gk, beta, scale=scale, initial_state=h0, output_final_state=True)])
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cases", type=int, default=300, help="random cases per surface")
     ap.add_argument("--seed", type=int, default=0, help="first seed")
+    ap.add_argument("--fla-dir", default=".peers/training",
+                    help="a directory holding fla-core's sources (fla/ops/...); skipped if absent")
     ap.add_argument("-v", "--verbose", action="store_true",
                     help="print the first two refusals of each peer function")
     a = ap.parse_args()
@@ -298,6 +346,16 @@ def main():
             torchrec_case(t, s)
     except ImportError as e:
         print("skipped torchrec:", e)
+    from pathlib import Path
+    fla_ops = Path(a.fla_dir) / "fla" / "ops"
+    if (fla_ops / "kda" / "naive.py").exists():
+        sys.path.insert(0, str(Path(a.fla_dir)))  # the references import einops from there
+        gdn = _load_file(fla_ops / "gated_delta_rule" / "naive.py", "fla_gdn_naive")
+        kda = _load_file(fla_ops / "kda" / "naive.py", "fla_kda_naive")
+        for s in range(a.seed, a.seed + max(1, a.cases // 5)):
+            fla_case(t, s, gdn, kda)
+    else:
+        print(f"skipped fla: no fla-core sources under {a.fla_dir}")
     sys.exit(0 if t.report() else 1)
 
 
