@@ -549,14 +549,16 @@ def test_sll_multi_head_jagged_flash_attention(sll_ops, seed, B, L, D, H, dt):
 
 
 def test_keyword_names_are_fbgemms():
-    """Callers who pass FBGEMM's argument names by keyword: every compat function's parameters
-    carry the names of the FBGEMM op's schema, in its order."""
+    """Callers who pass FBGEMM's argument names by keyword: the compat functions' parameters carry
+    the names of the FBGEMM op's schema, in its order (19 functions)."""
     import inspect
     for name in ("asynchronous_complete_cumsum", "asynchronous_exclusive_cumsum",
                  "asynchronous_inclusive_cumsum", "dense_to_jagged", "jagged_to_padded_dense",
                  "jagged_dense_elementwise_add_jagged_output", "jagged_index_select",
                  "keyed_jagged_index_select_dim1", "permute_2D_sparse_data", "segment_sum_csr",
-                 "jagged_softmax", "jagged_dense_bmm", "jagged_jagged_bmm"):
+                 "jagged_softmax", "jagged_dense_bmm", "jagged_jagged_bmm", "pack_segments",
+                 "pack_segments_v2", "asynchronous_batched_complete_cumsum", "invert_permute",
+                 "permute_sparse_data", "permute_2D_sparse_data_input1D"):
         want = [a.name for a in getattr(F, name).default._schema.arguments]
         got = list(inspect.signature(getattr(compat, name)).parameters)
         assert got == want, (name, got, want)

@@ -1,10 +1,11 @@
 """Random differential runs of recops' drop-in surfaces against the peers' own CPU code, in one
 process on the same inputs (a script, not a pytest file; see README.md here):
 
-- ``recops.compat.fbgemm`` against ``torch.ops.fbgemm`` (fbgemm-gpu-cpu): the conversions, the
-  elementwise ops, softmax, the bmms, the cumsums (1-D and 2-D), index select, permute 1-D / 2-D,
-  segment_sum_csr, offsets_range, the stacked conversions and batched_dense_vec_jagged_2d_mul,
-  forward; and the gradients of the ops FBGEMM differentiates;
+- ``recops.compat.fbgemm`` against ``torch.ops.fbgemm`` (fbgemm-gpu-cpu): the conversions,
+  pack_segments (v1, v2), the elementwise ops, softmax, the bmms, the cumsums (1-D, 2-D,
+  batched), index select, the permutes (1-D, 2-D, the 1-D-lengths form, the old name),
+  invert_permute, segment_sum_csr, offsets_range, the stacked conversions and
+  batched_dense_vec_jagged_2d_mul, forward; and the gradients of the ops FBGEMM differentiates;
 - ``recops.compat.torchrec.kjt_permute`` against ``KeyedJaggedTensor.permute``, with one batch
   size for every key and with a batch size per key (``stride_per_key_per_rank``);
 - ``recops.compat.fla.chunk_gated_delta_rule`` / ``chunk_kda`` against fla-core's own PyTorch
@@ -166,6 +167,19 @@ def fbgemm_case(t, seed):
     for kind in ("complete", "exclusive", "inclusive"):
         fn = f"asynchronous_{kind}_cumsum"
         t.run(fn, lambda: getattr(C, fn)(c), lambda: getattr(F, fn)(c), exact=True)
+    if c.dim() == 2:
+        t.run("asynchronous_batched_complete_cumsum",
+              lambda: C.asynchronous_batched_complete_cumsum(c),
+              lambda: F.asynchronous_batched_complete_cumsum(c), exact=True)
+    perm = torch.randperm(rng.choice([0, 1, 9]), generator=g).to(odt)
+    t.run("invert_permute", lambda: C.invert_permute(perm), lambda: F.invert_permute(perm),
+          exact=True)
+    if dt.is_floating_point:
+        t.run("pack_segments", lambda: C.pack_segments(v, lengths, L),
+              lambda: F.pack_segments(v, lengths, L), exact=True)
+        minf, presence = rng.random() < 0.5, rng.random() < 0.5
+        t.run("pack_segments_v2", lambda: C.pack_segments_v2(v, lengths, L, minf, presence),
+              lambda: F.pack_segments_v2(v, lengths, L, minf, presence), exact=True)
     idt = rng.choice([torch.int32, torch.int64])
     idx = torch.randint(0, max(B, 1), (rng.choice([0, 1, 5, 40]) if B else 0,), generator=g,
                         dtype=idt)
@@ -183,6 +197,13 @@ def fbgemm_case(t, seed):
     perm = torch.randint(0, T, (P,), generator=g, dtype=pl.dtype)
     t.run("permute_2D_sparse_data", lambda: C.permute_2D_sparse_data(perm, pl, pv, pw),
           lambda: F.permute_2D_sparse_data(perm, pl, pv, pw, None), exact=True)
+    t.run("permute_sparse_data", lambda: C.permute_sparse_data(perm, pl, pv, pw),
+          lambda: F.permute_sparse_data(perm, pl, pv, pw, None), exact=True)
+    if Bp:
+        t.run("permute_2D_sparse_data_input1D",
+              lambda: C.permute_2D_sparse_data_input1D(perm, pl.view(-1), pv, Bp, pw),
+              lambda: F.permute_2D_sparse_data_input1D(perm, pl.view(-1), pv, Bp, pw, None),
+              exact=True)
     perm1 = torch.randint(0, max(T * Bp, 1), (P if T * Bp else 0,), generator=g, dtype=pl.dtype)
     t.run("permute_1D_sparse_data", lambda: C.permute_1D_sparse_data(perm1, pl.view(-1), pv, pw),
           lambda: F.permute_1D_sparse_data(perm1, pl.view(-1), pv, pw, None), exact=True)

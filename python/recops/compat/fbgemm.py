@@ -85,6 +85,46 @@ def stacked_jagged_2d_to_dense(values: torch.Tensor, lengths: torch.Tensor,
                              "stacked_jagged_2d_to_dense")
 
 
+def pack_segments(t_in: torch.Tensor, lengths: torch.Tensor, max_length: int) -> torch.Tensor:
+    """``t_in [N, *E]`` cut into ``B`` segments by ``lengths [B]`` -> ``[B, max_length, *E]``,
+    zero padded, segments longer than ``max_length`` truncated (FBGEMM / Caffe2's
+    ``pack_segments``; ``recops.jagged_to_padded_dense`` on the lengths' offsets, so differentiable
+    in ``t_in``, with 0 for the truncated rows' gradient where FBGEMM's CPU backward leaves them
+    unwritten)."""
+    return _ops.jagged_to_padded_dense(t_in, _ops.complete_cumsum(lengths), max_length, 0.0)
+
+
+def pack_segments_v2(t_in: torch.Tensor, lengths: torch.Tensor, max_length: int,
+                     pad_minf: bool = False, return_presence_mask: bool = False
+                     ) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
+    """``pack_segments`` padding with ``-inf`` when ``pad_minf``, and with ``return_presence_mask``
+    also the ``[B, max_length]`` bool mask of the positions holding a row (else None)."""
+    out = _ops.jagged_to_padded_dense(t_in, _ops.complete_cumsum(lengths), max_length,
+                                      float("-inf") if pad_minf else 0.0)
+    mask = None
+    if return_presence_mask:
+        pos = torch.arange(max_length, device=lengths.device)
+        mask = pos.unsqueeze(0) < lengths.reshape(-1, 1)
+    return out, mask
+
+
+def asynchronous_batched_complete_cumsum(values: torch.Tensor) -> torch.Tensor:
+    """``[B, n]`` -> ``[B, n+1]``: each row's complete cumsum (FBGEMM's batched form; 2-D only, as
+    FBGEMM's)."""
+    if values.dim() != 2:
+        raise ValueError(f"recops.compat.fbgemm.asynchronous_batched_complete_cumsum: values must "
+                         f"be 2-D [B, n], got shape {tuple(values.shape)}")
+    return _ops.asynchronous_complete_cumsum(values)
+
+
+def invert_permute(permute: torch.Tensor) -> torch.Tensor:
+    """``inv`` with ``inv[permute[i]] = i`` (``permute`` a permutation of ``0..n-1``)."""
+    inv = torch.empty_like(permute)
+    inv[permute.long()] = torch.arange(permute.numel(), dtype=permute.dtype,
+                                       device=permute.device)
+    return inv
+
+
 def offsets_range(offsets: torch.Tensor, range_size: int) -> torch.Tensor:
     """``out[i] = i - offsets[k]`` for the last k with ``offsets[k] <= i`` (0 before
     ``offsets[0]``), ``i < range_size``: each segment's positions 0, 1, ... given its start
@@ -239,3 +279,27 @@ def permute_2D_sparse_data(permute: torch.Tensor, lengths: torch.Tensor, values:
     ``invert_permute``, is not reproduced)."""
     out = _ops.permute_2D_sparse_data(permute, lengths, values, weights, permuted_lengths_sum)
     return out[0], out[1], out[2] if weights is not None else None
+
+
+def permute_sparse_data(permute: torch.Tensor, lengths: torch.Tensor, values: torch.Tensor,
+                        weights: Optional[torch.Tensor] = None,
+                        permuted_lengths_sum: Optional[int] = None
+                        ) -> Tuple[torch.Tensor, torch.Tensor, Optional[torch.Tensor]]:
+    """FBGEMM's older name of ``permute_2D_sparse_data`` (the same arguments and returns)."""
+    return permute_2D_sparse_data(permute, lengths, values, weights, permuted_lengths_sum)
+
+
+def permute_2D_sparse_data_input1D(permute: torch.Tensor, lengths: torch.Tensor,
+                                   values: torch.Tensor, stride: int,
+                                   weights: Optional[torch.Tensor] = None,
+                                   permuted_lengths_sum: Optional[int] = None
+                                   ) -> Tuple[torch.Tensor, torch.Tensor, Optional[torch.Tensor]]:
+    """``permute_2D_sparse_data`` with ``lengths`` flattened to 1-D (``[T * stride]``, read as
+    ``[T, stride]``) and the permuted lengths returned 1-D, as TorchRec calls it under
+    ``torch.compile``."""
+    if stride <= 0 or lengths.numel() % stride != 0:
+        raise ValueError(f"recops.compat.fbgemm.permute_2D_sparse_data_input1D: lengths has "
+                         f"{lengths.numel()} entries, not a multiple of stride = {stride}")
+    out = permute_2D_sparse_data(permute, lengths.reshape(-1, stride), values, weights,
+                                 permuted_lengths_sum)
+    return out[0].reshape(-1), out[1], out[2]
