@@ -200,7 +200,7 @@ def test_fla_dropin_matches_peer():
         assert got.dtype == want.dtype
         torch.testing.assert_close(got.double(), want.double(), rtol=1.6e-2, atol=1e-5)
     assert fla_compat.chunk_local_cumsum(g).dtype == torch.float32  # chunk_size 64 by default
-    with pytest.raises(NotImplementedError, match="head_first=True is not served"):
+    with pytest.raises(DeprecationWarning, match="head_first has been removed"):  # as fla 0.6.0
         fla_compat.chunk_local_cumsum(g, 64, head_first=True)
     with pytest.raises(TypeError):
         fla_compat.chunk_local_cumsum(g, 64, unknown=1)
