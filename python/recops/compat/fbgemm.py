@@ -91,7 +91,7 @@ def pack_segments(t_in: torch.Tensor, lengths: torch.Tensor, max_length: int) ->
     ``pack_segments``; ``recops.jagged_to_padded_dense`` on the lengths' offsets, so differentiable
     in ``t_in``, with 0 for the truncated rows' gradient where FBGEMM's CPU backward leaves them
     unwritten)."""
-    return _ops.jagged_to_padded_dense(t_in, _ops.complete_cumsum(lengths), max_length, 0.0)
+    return pack_segments_v2(t_in, lengths, max_length)[0]
 
 
 def pack_segments_v2(t_in: torch.Tensor, lengths: torch.Tensor, max_length: int,

@@ -54,18 +54,18 @@ def _missing(liger_name: str, recops_op: str, why: str = "") -> Callable:
     return fn
 
 
-def _in_dtype_of(x: torch.Tensor, *params: Optional[torch.Tensor]):
-    """The op's inputs where params (weight, bias) may have another dtype than x (fp32 parameters
-    under autocast): copies of all of them in the promoted dtype then (bf16 with fp32: fp32; fp64
-    with fp32: fp64), else as they are; and the dtype to round the output to (None: already
-    x's)."""
+def _promoted(op, x: torch.Tensor, *params: Optional[torch.Tensor], **kwargs) -> torch.Tensor:
+    """op(x, *params, **kwargs) where params (weight, bias) may have another dtype than x (fp32
+    parameters under autocast): then on copies of all of them in the promoted dtype (bf16 with
+    fp32: fp32; fp64 with fp32: fp64), the output rounded to x's dtype."""
     if all(p is None or p.dtype == x.dtype for p in params):
-        return (x, *params), None
+        return op(x, *params, **kwargs)
     wide = x.dtype
     for p in params:
         if p is not None:
             wide = torch.promote_types(wide, p.dtype)
-    return (x.to(wide), *(None if p is None else p.to(wide) for p in params)), x.dtype
+    return op(x.to(wide), *(None if p is None else p.to(wide) for p in params),
+              **kwargs).to(x.dtype)
 
 
 # ---- RMSNorm -----------------------------------------------------------------------------------
@@ -78,13 +78,7 @@ def liger_rms_norm(X: torch.Tensor, W: Optional[torch.Tensor], eps: float, offse
         raise ValueError(f"liger_rms_norm: casting_mode must be 'llama', 'gemma' or 'none', got "
                          f"{casting_mode!r}")
     del in_place
-    return _rms_norm(X, W, eps, offset)
-
-
-def _rms_norm(X, W, eps, offset):
-    (x, w), out_dtype = _in_dtype_of(X, W)
-    y = rms_norm(x, w, eps=float(eps), weight_offset=float(offset))
-    return y if out_dtype is None else y.to(out_dtype)
+    return _promoted(rms_norm, X, W, eps=float(eps), weight_offset=float(offset))
 
 
 class LigerRMSNorm(nn.Module):
@@ -122,14 +116,11 @@ def liger_fused_add_rms_norm(X: torch.Tensor, R: torch.Tensor, W: Optional[torch
     """Liger's residual-add RMSNorm: ``S = X + R`` (in X's dtype, rounded once, as Liger stores
     it) and ``Y = liger_rms_norm(S, W, eps, offset)``; returns ``(Y, S)``. Here a composition: the
     add is its own pass (Liger fuses it into the norm's kernel); ``in_place`` is ignored."""
-    if casting_mode not in ("llama", "gemma", "none"):
-        raise ValueError(f"liger_fused_add_rms_norm: casting_mode must be 'llama', 'gemma' or "
-                         f"'none', got {casting_mode!r}")
     if R.shape != X.shape:
         raise ValueError(f"liger_fused_add_rms_norm: R must have X's shape {tuple(X.shape)}, got "
                          f"{tuple(R.shape)}")
     S = X + R.to(X.dtype)
-    return _rms_norm(S, W, eps, offset), S
+    return liger_rms_norm(S, W, eps, offset, casting_mode), S
 
 
 class LigerFusedAddRMSNorm(nn.Module):
@@ -163,9 +154,7 @@ def liger_layer_norm(X: torch.Tensor, W: Optional[torch.Tensor], B: Optional[tor
                      eps: float) -> torch.Tensor:
     """``(X - mean) * rsqrt(var + eps) * W + B`` over the last dim (biased variance; W / B None:
     1 / 0), X's dtype; differentiable in X, W and B (recops ``layer_norm``)."""
-    (x, w, b), out_dtype = _in_dtype_of(X, W, B)
-    y = layer_norm(x, w, b, eps=float(eps))
-    return y if out_dtype is None else y.to(out_dtype)
+    return _promoted(layer_norm, X, W, B, eps=float(eps))
 
 
 class LigerLayerNorm(nn.Module):
@@ -408,8 +397,8 @@ liger_sparsemax = _missing("liger_sparsemax", "sparsemax")
 
 
 def _rms_norm_module_forward(self, hidden_states):
-    return _rms_norm(hidden_states, self.weight, self.variance_epsilon,
-                     getattr(self, "offset", 0.0))
+    return liger_rms_norm(hidden_states, self.weight, self.variance_epsilon,
+                          getattr(self, "offset", 0.0))
 
 
 def _fixed_cross_entropy(source, target, num_items_in_batch=None, ignore_index: int = -100,
