@@ -20,10 +20,11 @@ Mutations of the base come from small tables (``_tensor_probes``, ``_int_probes`
 inputs (empty batch, zero length, zero heads, D = 0, NaN padding ...) with a plain-PyTorch
 expectation. Each probe has an *input category* (``wrong-dtype``, ``wrong-rank``, ``mismatched-
 shape``, ``offsets-*``, ``meta-mixed``, ``none-tensor``, ``huge-size``, ``negative-size``,
-``zero-size``, ``scalar-range``, ``bad-enum``, ``bad-index``, ``non-contiguous``, ``empty``,
-``nonfinite-data``, ``threads``) and an *expectation*: ``invalid`` (must raise), ``valid`` (must
-return the right thing) or ``either`` (the spec allows both; it must not crash or hang, a refusal
-must be clear, and a returned output must be possible: no output of more than 2^36 elements).
+``zero-size``, ``scalar-range``, ``bad-enum``, ``bad-index``, ``non-contiguous``, ``broadcast``,
+``aliased``, ``empty``, ``nonfinite-data``, ``threads``) and an *expectation*: ``invalid`` (must
+raise), ``valid`` (must return the right thing) or ``either`` (the spec allows both; it must not
+crash or hang, a refusal must be clear, and a returned output must be possible: no output of more
+than 2^36 elements).
 
 CLI part: ``$RECOPS_BIN`` with bad flags, bad flag values, malformed or hostile case files and
 corrupt recordings (``compare``), each a subprocess with the timeout.
@@ -41,8 +42,10 @@ Outcomes (the sweep's categories)
 ``silent-wrong``
     a ``valid`` probe returned, but its result differs from what the probe expects: the
     plain-PyTorch computation of the same thing (EDGE probes), the base call's result on
-    contiguous inputs (``non-contiguous``), on one thread (``threads``), or the base call's
-    output shapes (``nonfinite-data``). Float results are compared with rtol = atol = 1e-4 and
+    contiguous inputs (``non-contiguous``), the same call with its broadcast (stride-0) input
+    made contiguous (``broadcast``), the same call with each tensor its own copy (``aliased``),
+    on one thread (``threads``), or the base call's output
+    shapes (``nonfinite-data``). Float results are compared with rtol = atol = 1e-4 and
     NaN equal to NaN; integer results exactly.
 ``rejected-valid``
     a ``valid`` probe raised (e.g. an empty input the spec says returns an empty output).
@@ -484,7 +487,9 @@ class Gen:
         self.b, self.out = base, out
 
     def add(self, category, detail, expect, arg, mutate, what, check="none"):
-        """mutate(kw) -> kw (in the child). check: none | base-same | base-shapes."""
+        """mutate(kw) -> kw (in the child). check: none | base-same | base-shapes | contig-same
+        (the same call with every tensor argument made contiguous) | clone-same (... with every
+        tensor argument its own copy)."""
         b = self
         key = (self.b.name, category, detail)
         if key in OVERRIDES:
@@ -496,6 +501,12 @@ class Gen:
             kw = mutate(base.make())
             fn = base.fn
             chk = None
+            if check in ("contig-same", "clone-same"):
+                op = torch.Tensor.contiguous if check == "contig-same" else torch.Tensor.clone
+                ref = {k: op(v) if isinstance(v, torch.Tensor) else v
+                       for k, v in mutate(base.make()).items()}
+                want = fn(**ref)
+                chk = (lambda out: _compare(out, want))
             if check in ("base-same", "base-shapes"):
                 want = fn(**base.make())
                 if check == "base-same":
@@ -534,7 +545,27 @@ def _tensor_probes(g: Gen, kw0: dict) -> None:
         if p in g.b.required and p in tensors[:1]:
             g.add("none-tensor", p, "invalid", p, lambda kw, p=p: _set(kw, p, None),
                   f"{p}=None (required)")
-    # the first three tensors: dtype, rank, non-contiguous views
+    # every tensor of an op that writes none in place: a strided view with the same values; every
+    # floating one also a broadcast view (stride 0 along dim 0: `t[:1].expand_as(t)`, as a user
+    # passes an expanded bias), which must give what its contiguous copy gives
+    if not g.b.name.endswith("_"):
+        for p in tensors[2:]:
+            if kw0[p].dim() >= 1 and kw0[p].numel() > 1:
+                g.add("non-contiguous", p, "valid", p, lambda kw, p=p: _edit(kw, p, _noncontig),
+                      f"{p} a strided view (same values)", "base-same")
+        for p in floats:
+            if kw0[p].dim() >= 1 and kw0[p].shape[0] > 1:
+                g.add("broadcast", p, "valid", p,
+                      lambda kw, p=p: _edit(kw, p, lambda t: t[:1].expand_as(t)),
+                      f"{p} as t[:1].expand_as(t) (stride 0 along dim 0)", "contig-same")
+        # one tensor passed for two inputs of the same shape and dtype (x and y of a bmm, q and k)
+        same = [q for q in floats[1:] if kw0[q].shape == kw0[floats[0]].shape and
+                kw0[q].dtype == kw0[floats[0]].dtype] if floats else []
+        if same:
+            a, b = floats[0], same[0]
+            g.add("aliased", f"{a}={b}", "valid", (a, b), lambda kw, a=a, b=b: _set(kw, b, kw[a]),
+                  f"the tensor {a} passed as {b} too", "clone-same")
+    # the first two tensors: dtype, rank, non-contiguous views
     for p in tensors[:2]:
         t = kw0[p]
         exp = "invalid" if t.dtype.is_floating_point or OFFSET_NAMES.search(p) or \
