@@ -143,8 +143,7 @@ struct CaseCheck {
   std::vector<Input> dev_in;
   std::vector<Tensor> gold, plain;
   CheckBuffers cb;
-  TuneConfig dflt;            // the configuration run while preparing
-  std::string dflt_rejected;  // its verdict: "" when it passed
+  std::string dflt_rejected;  // the default configuration's verdict: "" when it passed
 };
 
 // The quick rows of `rows` (the op folder's cases.yaml) for `op` on backend `bt` that
@@ -179,26 +178,24 @@ std::vector<CaseCheck> prepare_case_checks(const std::vector<CaseRow>& rows, con
     cc.dflt_rejected =
         check_candidate(*d, cc.p, cc.dev_in, dev, ctx, cc.cb, cc.gold, cc.plain, standard, &st);
     if (st.code() == StatusCode::not_implemented) continue;  // the implementation refuses it
-    cc.dflt = dflt;
     out.push_back(std::move(cc));
   }
   return out;
 }
 
 // Configuration `cfg` of `impl` on every prepared case: "" when each passes, else the first
-// failure with its case. The default configuration's verdict is the one the preparation found (it
-// ran there), not a second run.
+// failure with its case. The default configuration `dflt` (the one prepare_case_checks ran) keeps
+// the verdict the preparation found, without a second run.
 std::string check_on_cases(std::vector<CaseCheck>& cases, DeviceType bt, const std::string& impl,
-                           const TuneConfig& cfg, core::Standard standard) {
+                           const TuneConfig& cfg, const TuneConfig& dflt, core::Standard standard) {
   const Device dev = bt == DeviceType::cuda ? Device::cuda(0) : Device::cpu();
   Context ctx;
   ctx.impl = impl;
   ctx.tune_config = &cfg;
   for (CaseCheck& cc : cases) {
-    const std::string r = cfg == cc.dflt
-                              ? cc.dflt_rejected
-                              : check_candidate(*driver_for(cc.p.op), cc.p, cc.dev_in, dev, ctx,
-                                                cc.cb, cc.gold, cc.plain, standard);
+    const std::string r = cfg == dflt ? cc.dflt_rejected
+                                      : check_candidate(*driver_for(cc.p.op), cc.p, cc.dev_in, dev,
+                                                        ctx, cc.cb, cc.gold, cc.plain, standard);
     if (!r.empty()) return "case " + cc.label + ": " + r;
   }
   return "";
@@ -514,7 +511,7 @@ int run_tune(const TuneOptions& o) {
         Trial tr;
         tr.config = *cfg;
         if (on_cases) {
-          tr.rejected = check_on_cases(case_checks, bt, res.impl, *cfg, standard);
+          tr.rejected = check_on_cases(case_checks, bt, res.impl, *cfg, cands[0], standard);
           return tr;
         }
         Context ctx;
