@@ -412,6 +412,13 @@ def test_compat_meta_positional_orders():
         hstu_mha(Sq, 0.5, q, k, v, oq, True, 0.0, True, T, num_targets=T)
     with pytest.raises(TypeError, match="missing required argument 'seq_offsets'"):
         hstu_mha(Sq, 0.5, q, k, v)
+    with pytest.raises(TypeError, match="takes at most 17 positional arguments, got 18"):
+        hstu_mha(Sq, 0.5, q, k, v, oq, True, 0.0, True, T, scale, 3, 1, 2, False, "TRITON", False,
+                 None)
+    # a kernel option of a newer release is accepted and ignored
+    got = hstu_mha(Sq, 0.5, q, k, v, oq, num_targets=T, max_attn_len=3, contextual_seq_len=1,
+                   min_full_attn_seq_len=2, num_warps=4)
+    torch.testing.assert_close(got, want, rtol=0, atol=0)
 
 
 def test_compat_nvidia_cu_seqlens_t():

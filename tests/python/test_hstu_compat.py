@@ -102,6 +102,10 @@ def test_nvidia_refusals():
         nvidia.hstu_attn_varlen_func(q, k, v, oq, ok, Sq, Sk, softmax_scale=1.0)
     with pytest.raises(TypeError, match="max_seqlen_k"):
         nvidia.hstu_attn_varlen_func(q, k, v, oq, ok, Sq)
+    with pytest.raises(TypeError, match="got multiple values for argument 'cu_seqlens_q'"):
+        nvidia.hstu_attn_varlen_func(q, k, v, oq, ok, Sq, Sk, seq_offsets_q=oq)
+    with pytest.raises(TypeError, match="takes at most 21 positional arguments, got 22"):
+        nvidia.hstu_attn_varlen_func(q, k, v, oq, ok, Sq, Sk, *([None] * 15))
 
 
 def test_fbgemm_hstu():

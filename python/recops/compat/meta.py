@@ -36,6 +36,7 @@ from typing import Optional
 import torch
 
 from .. import hstu_attn
+from ._args import bind
 
 _BIG = 2**31 - 1
 
@@ -131,17 +132,8 @@ def hstu_mha(*args, **kwargs) -> torch.Tensor:
     the interval mask otherwise) or ``"collapsed"`` (always the interval mask)."""
     order = (_ORDER_NO_SCALE if len(args) > 10 and args[10] is not None
              and not isinstance(args[10], torch.Tensor) else _ORDER)
-    if len(args) > len(order):
-        raise TypeError(f"hstu_mha: takes at most {len(order)} positional arguments, got "
-                        f"{len(args)}")
-    a = {**_DEFAULTS, **dict(zip(order, args))}
-    for key, value in kwargs.items():
-        if key in order[:len(args)]:
-            raise TypeError(f"hstu_mha: got multiple values for argument '{key}'")
-        a[key] = value  # names outside _DEFAULTS are kernel options: ignored
-    for name in _ORDER[:6]:
-        if name not in a:
-            raise TypeError(f"hstu_mha: missing required argument '{name}'")
+    # names outside _DEFAULTS are kernel options: kept, and ignored
+    a = bind("hstu_mha", args, kwargs, order, _DEFAULTS, _ORDER[:6], strict=False)
     max_seq_len, alpha, q, k, v, seq_offsets = (a[n] for n in _ORDER[:6])
     causal, dropout_pr, training = a["causal"], a["dropout_pr"], a["training"]
     num_targets, attn_scale, window_mode = a["num_targets"], a["attn_scale"], a["window_mode"]

@@ -30,6 +30,7 @@ NVIDIA's conventions, where they differ from the canonical op:
 import torch
 
 from .. import hstu_attn
+from ._args import bind
 
 _RELEASED = (
     "q k v cu_seqlens_q cu_seqlens_k max_seqlen_q max_seqlen_k num_contexts num_targets "
@@ -57,20 +58,7 @@ def _bind(args, kwargs) -> dict:
     """The arguments by name, from either positional order and any keywords."""
     newest = len(args) > 5 and (args[5] is None or isinstance(args[5], torch.Tensor))
     order = _NEWEST if newest else _RELEASED
-    if len(args) > len(order):
-        raise TypeError(f"{_NAME}: takes at most {len(order)} positional arguments, got {len(args)}")
-    got = dict(zip(order, args))
-    for key, value in kwargs.items():
-        name = _ALIASES.get(key, key)
-        if name not in _DEFAULTS and name not in _RELEASED[:7]:
-            raise TypeError(f"{_NAME}: unexpected keyword argument '{key}'")
-        if name in got:
-            raise TypeError(f"{_NAME}: got multiple values for argument '{name}'")
-        got[name] = value
-    for name in _RELEASED[:7]:
-        if name not in got:
-            raise TypeError(f"{_NAME}: missing required argument '{name}'")
-    return {**_DEFAULTS, **got}
+    return bind(_NAME, args, kwargs, order, _DEFAULTS, _RELEASED[:7], aliases=_ALIASES)
 
 
 def _used_rows(cu: torch.Tensor, used: torch.Tensor, name: str):
