@@ -44,9 +44,8 @@ Outcomes (the sweep's categories)
     plain-PyTorch computation of the same thing (EDGE probes), the base call's result on
     contiguous inputs (``non-contiguous``), the same call with its broadcast (stride-0) input
     made contiguous (``broadcast``), the same call with each tensor its own copy (``aliased``),
-    on one thread (``threads``), or the base call's output
-    shapes (``nonfinite-data``). Float results are compared with rtol = atol = 1e-4 and
-    NaN equal to NaN; integer results exactly.
+    on one thread (``threads``), or the base call's output shapes (``nonfinite-data``). Float
+    results are compared with rtol = atol = 1e-4 and NaN equal to NaN; integer results exactly.
 ``rejected-valid``
     a ``valid`` probe raised (e.g. an empty input the spec says returns an empty output).
 ``unclear-message``
@@ -545,14 +544,17 @@ def _tensor_probes(g: Gen, kw0: dict) -> None:
         if p in g.b.required and p in tensors[:1]:
             g.add("none-tensor", p, "invalid", p, lambda kw, p=p: _set(kw, p, None),
                   f"{p}=None (required)")
-    # every tensor of an op that writes none in place: a strided view with the same values; every
-    # floating one also a broadcast view (stride 0 along dim 0: `t[:1].expand_as(t)`, as a user
-    # passes an expanded bias), which must give what its contiguous copy gives
-    if not g.b.name.endswith("_"):
-        for p in tensors[2:]:
-            if kw0[p].dim() >= 1 and kw0[p].numel() > 1:
-                g.add("non-contiguous", p, "valid", p, lambda kw, p=p: _edit(kw, p, _noncontig),
-                      f"{p} a strided view (same values)", "base-same")
+    # a strided view with the same values of the first two tensors, and of every tensor of an op
+    # that writes none in place
+    in_place = g.b.name.endswith("_")
+    for i, p in enumerate(tensors):
+        if (i < 2 or not in_place) and kw0[p].dim() >= 1 and kw0[p].numel() > 1:
+            g.add("non-contiguous", p, "valid", p, lambda kw, p=p: _edit(kw, p, _noncontig),
+                  f"{p} a strided view (same values)", "base-same")
+    # every floating tensor of an op that writes none in place as a broadcast view (stride 0 along
+    # dim 0: `t[:1].expand_as(t)`, as a user passes an expanded bias), which must give what its
+    # contiguous copy gives
+    if not in_place:
         for p in floats:
             if kw0[p].dim() >= 1 and kw0[p].shape[0] > 1:
                 g.add("broadcast", p, "valid", p,
@@ -565,7 +567,7 @@ def _tensor_probes(g: Gen, kw0: dict) -> None:
             a, b = floats[0], same[0]
             g.add("aliased", f"{a}={b}", "valid", (a, b), lambda kw, a=a, b=b: _set(kw, b, kw[a]),
                   f"the tensor {a} passed as {b} too", "clone-same")
-    # the first two tensors: dtype, rank, non-contiguous views
+    # the first two tensors: dtype, rank
     for p in tensors[:2]:
         t = kw0[p]
         exp = "invalid" if t.dtype.is_floating_point or OFFSET_NAMES.search(p) or \
@@ -579,9 +581,6 @@ def _tensor_probes(g: Gen, kw0: dict) -> None:
         if t.dim() == 1:
             g.add("wrong-rank", f"{p}:2d", "invalid", p,
                   lambda kw, p=p: _edit(kw, p, lambda t: t.unsqueeze(0)), f"{p} as [1, n]")
-        if t.dim() >= 1 and t.numel() > 1:
-            g.add("non-contiguous", p, "valid", p, lambda kw, p=p: _edit(kw, p, _noncontig),
-                  f"{p} a strided view (same values)", "base-same")
     # mismatched shapes: the first two plain tensors, last dim + 3
     for p in plain[:1]:
         if kw0[p].dim() >= 1:
